@@ -6,6 +6,8 @@
 //! code, UUID), catalogs, decimal places, and the combinations SAT rejects. It collects every
 //! problem it finds, each naming its field, and builds nothing unless there are none.
 //!
+//! IVA's Base includes the IEPS trasladado on the same concepto (LIVA art. 12).
+//!
 //! Rounding: amounts are rounded half away from zero to the currency's decimals (c_Moneda);
 //! tax Importe is computed per concepto from its own Base, and summaries are sums of the
 //! already-rounded per-concepto values, so they always add up exactly.
@@ -483,8 +485,10 @@ fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32) -> Concepto
         _ => {}
     }
 
+    // Rates first; IEPS is computed before IVA because IVA's base includes the IEPS trasladado
+    // (LIVA art. 12: the value of the act includes other taxes except IVA itself).
     let mut seen = Vec::new();
-    let traslados = k
+    let rates: Vec<(Option<Decimal>, bool)> = k
         .traslados
         .iter()
         .enumerate()
@@ -496,17 +500,36 @@ fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32) -> Concepto
                 v.err(&tf, "duplicado", "el mismo impuesto con el mismo factor y tasa aparece dos veces");
             }
             seen.push(key);
-            match (t.tipo_factor.as_str(), tasa) {
-                ("Exento", _) => Traslado { base, impuesto: t.impuesto.clone(), tipo_factor: t.tipo_factor.clone(), tasa_o_cuota: None, importe: None },
-                ("Cuota", Some(c)) => {
-                    // IEPS por cuota: the base is the quantity of units, the tax is units × cuota.
-                    Traslado { base: cantidad, impuesto: t.impuesto.clone(), tipo_factor: t.tipo_factor.clone(), tasa_o_cuota: Some(rate(c)), importe: Some(money(cantidad * c, decimals)) }
-                }
-                (_, tasa) => {
-                    let tasa = if factor_ok { tasa.unwrap_or(Decimal::ZERO) } else { Decimal::ZERO };
-                    Traslado { base, impuesto: t.impuesto.clone(), tipo_factor: t.tipo_factor.clone(), tasa_o_cuota: Some(rate(tasa)), importe: Some(money(base * tasa, decimals)) }
-                }
-            }
+            (tasa, factor_ok)
+        })
+        .collect();
+    let traslado = |t: &SaleImpuesto, tasa: Option<Decimal>, factor_ok: bool, base: Decimal| match (t.tipo_factor.as_str(), tasa) {
+        ("Exento", _) => Traslado { base, impuesto: t.impuesto.clone(), tipo_factor: t.tipo_factor.clone(), tasa_o_cuota: None, importe: None },
+        ("Cuota", Some(c)) => {
+            // IEPS por cuota: the base is the quantity of units, the tax is units × cuota.
+            Traslado { base: cantidad, impuesto: t.impuesto.clone(), tipo_factor: t.tipo_factor.clone(), tasa_o_cuota: Some(rate(c)), importe: Some(money(cantidad * c, decimals)) }
+        }
+        (_, tasa) => {
+            let tasa = if factor_ok { tasa.unwrap_or(Decimal::ZERO) } else { Decimal::ZERO };
+            Traslado { base, impuesto: t.impuesto.clone(), tipo_factor: t.tipo_factor.clone(), tasa_o_cuota: Some(rate(tasa)), importe: Some(money(base * tasa, decimals)) }
+        }
+    };
+    let ieps: Vec<Option<Traslado>> = k
+        .traslados
+        .iter()
+        .zip(&rates)
+        .map(|(t, (tasa, ok))| (t.impuesto == "003").then(|| traslado(t, *tasa, *ok, base)))
+        .collect();
+    let ieps_total: Decimal = ieps.iter().flatten().filter_map(|t| t.importe).sum();
+    let traslados: Vec<Traslado> = k
+        .traslados
+        .iter()
+        .zip(&rates)
+        .zip(ieps)
+        .map(|((t, (tasa, ok)), computed)| match computed {
+            Some(ieps) => ieps,
+            None if t.impuesto == "002" => traslado(t, *tasa, *ok, base + ieps_total),
+            None => traslado(t, *tasa, *ok, base),
         })
         .collect();
     let mut seen = Vec::new();

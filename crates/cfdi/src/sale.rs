@@ -242,7 +242,7 @@ impl Sale {
 
 fn json_error(e: &serde_path_to_error::Error<serde_json::Error>) -> ValidationErrors {
     let path = e.path().to_string();
-    let field = if path == "." || path.is_empty() { "(json)".to_string() } else { path };
+    let field = if path == "." || path == "?" || path.is_empty() { "(json)".to_string() } else { path };
     let inner = e.inner();
     let message = inner.to_string();
     // serde's "at line L column C" suffix is noise next to a field path.
@@ -321,12 +321,12 @@ mod tests {
     fn errors_name_the_field() {
         check_err(&SALE.replace(r#""valor_unitario":"50.00""#, r#""valor_unitario":50.0"#), "conceptos[0].valor_unitario", "tipo de dato");
         check_err(&SALE.replace(r#""valor_unitario":"50.00""#, r#""valor_unitario":"5e1""#), "conceptos[0].valor_unitario", "no es un importe");
-        check_err(&SALE.replace(r#""serie":"F","#, r#""serie":"F","color":"rojo","#), "(json)", "campo desconocido \"color\"");
-        check_err(&SALE.replace(r#""uso_cfdi":"G01""#, r#""uso_cfdi":"G01","extra":1"#), "receptor", "campo desconocido");
+        check_err(&SALE.replace(r#""serie":"F","#, r#""serie":"F","color":"rojo","#), "color", "campo desconocido \"color\"");
+        check_err(&SALE.replace(r#""uso_cfdi":"G01""#, r#""uso_cfdi":"G01","extra":1"#), "receptor.extra", "campo desconocido");
         check_err(&SALE.replace(r#""kind":"ingreso""#, r#""kind":"traslado""#), "kind", "no permitido");
         check_err(&SALE.replace(r#""occurred_at":"2026-11-29T12:00:00""#, r#""occurred_at":"2026-11-29 12:00""#), "occurred_at", "AAAA-MM-DD");
         check_err(&SALE.replace(r#""sale_id":"pedido-4471","#, ""), "(json)", "falta el campo obligatorio \"sale_id\"");
-        check_err(&SALE[..SALE.len() - 5], "relacionados", "");
+        check_err(&SALE[..SALE.len() - 5], "(json)", "incompleto");
         check_err(&format!("{SALE} {{}}"), "(json)", "después");
     }
 

@@ -13,8 +13,7 @@
 use std::sync::Arc;
 
 use quick_xml::events::{BytesStart, Event};
-use quick_xml::name::ResolveResult;
-use quick_xml::NsReader;
+use quick_xml::Reader;
 
 /// The namespace URI of `xmlns` declarations themselves.
 pub const XMLNS_NS: &str = "http://www.w3.org/2000/xmlns/";
@@ -197,30 +196,63 @@ impl Document {
     }
 }
 
-fn malformed(reader: &NsReader<&[u8]>, reason: impl ToString) -> XmlError {
+fn malformed(reader: &Reader<&[u8]>, reason: impl ToString) -> XmlError {
     XmlError::Malformed { position: reader.buffer_position(), reason: reason.to_string() }
 }
 
+/// In-scope namespace bindings. Resolution is done here (not by quick-xml) because a
+/// namespace URI is a normalized attribute value: references in it are decoded first.
+struct Scopes {
+    /// (depth that declared it, prefix ("" = default namespace), URI or None to undeclare)
+    bindings: Vec<(usize, String, Option<Arc<str>>)>,
+    interned: Vec<Arc<str>>,
+}
+
+impl Scopes {
+    fn lookup(&self, prefix: &str) -> Result<Option<Arc<str>>, XmlError> {
+        match self.bindings.iter().rev().find(|(_, p, _)| p == prefix) {
+            Some((_, _, uri)) => Ok(uri.clone()),
+            None if prefix.is_empty() => Ok(None),
+            None if prefix == "xml" => Ok(Some(self.intern_static("http://www.w3.org/XML/1998/namespace"))),
+            None => Err(XmlError::UnboundPrefix(prefix.to_string())),
+        }
+    }
+
+    fn intern_static(&self, s: &str) -> Arc<str> {
+        self.interned.iter().find(|a| &***a == s).cloned().unwrap_or_else(|| Arc::from(s))
+    }
+
+    fn intern(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.interned.iter().find(|a| &***a == s) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.interned.push(a.clone());
+        a
+    }
+
+    fn pop(&mut self, depth: usize) {
+        while self.bindings.last().is_some_and(|(d, _, _)| *d >= depth) {
+            self.bindings.pop();
+        }
+    }
+}
+
 fn parse_str(text: &str) -> Result<Document, XmlError> {
-    let mut reader = NsReader::from_str(text);
+    let mut reader = Reader::from_str(text);
     reader.config_mut().check_end_names = true;
     reader.config_mut().check_comments = true;
-    let mut ns_cache: Vec<Arc<str>> = Vec::new();
+    let mut scopes = Scopes { bindings: Vec::new(), interned: Vec::new() };
     let mut stack: Vec<Element> = Vec::new();
     let mut root: Option<Element> = None;
 
     loop {
-        let (resolved, event) = match reader.read_resolved_event() {
-            Ok(x) => x,
+        let event = match reader.read_event() {
+            Ok(e) => e,
             Err(e) => {
                 let reason = e.to_string();
                 return Err(malformed(&reader, reason));
             }
-        };
-        let ns = match resolved {
-            ResolveResult::Bound(ns) => Some(intern(&mut ns_cache, ns.0)?),
-            ResolveResult::Unbound => None,
-            ResolveResult::Unknown(p) => return Err(XmlError::UnboundPrefix(String::from_utf8_lossy(&p).into_owned())),
         };
         match event {
             Event::Decl(d) => {
@@ -237,20 +269,23 @@ fn parse_str(text: &str) -> Result<Document, XmlError> {
                 if root.is_some() {
                     return Err(XmlError::TrailingContent);
                 }
-                let el = start_element(&reader, &mut ns_cache, &start, ns)?;
+                let el = start_element(&reader, &mut scopes, &start, stack.len() + 1)?;
                 stack.push(el);
             }
             Event::Empty(start) => {
                 if root.is_some() {
                     return Err(XmlError::TrailingContent);
                 }
-                let el = start_element(&reader, &mut ns_cache, &start, ns)?;
+                let depth = stack.len() + 1;
+                let el = start_element(&reader, &mut scopes, &start, depth)?;
+                scopes.pop(depth);
                 match stack.last_mut() {
                     Some(parent) => parent.children.push(Node::Element(el)),
                     None => root = Some(el),
                 }
             }
             Event::End(_) => {
+                scopes.pop(stack.len());
                 let el = stack.pop().ok_or_else(|| malformed(&reader, "etiqueta de cierre sin apertura"))?;
                 match stack.last_mut() {
                     Some(parent) => parent.children.push(Node::Element(el)),
@@ -287,7 +322,7 @@ fn parse_str(text: &str) -> Result<Document, XmlError> {
     root.map(|root| Document { root }).ok_or(XmlError::NoRoot)
 }
 
-fn push_text(reader: &NsReader<&[u8]>, stack: &mut [Element], root: &Option<Element>, s: &str) -> Result<(), XmlError> {
+fn push_text(reader: &Reader<&[u8]>, stack: &mut [Element], root: &Option<Element>, s: &str) -> Result<(), XmlError> {
     if let Some(c) = s.chars().find(|c| !is_xml_char(*c)) {
         return Err(malformed(reader, format!("carácter no permitido en XML U+{:04X}", c as u32)));
     }
@@ -306,41 +341,44 @@ fn push_text(reader: &NsReader<&[u8]>, stack: &mut [Element], root: &Option<Elem
     }
 }
 
-fn intern(cache: &mut Vec<Arc<str>>, ns: &[u8]) -> Result<Arc<str>, XmlError> {
-    let s = std::str::from_utf8(ns).map_err(|_| XmlError::NotUtf8)?;
-    if let Some(a) = cache.iter().find(|a| &***a == s) {
-        return Ok(a.clone());
+fn split_qname(q: &str) -> (&str, &str) {
+    match q.split_once(':') {
+        Some((p, l)) => (p, l),
+        None => ("", q),
     }
-    let a: Arc<str> = Arc::from(s);
-    cache.push(a.clone());
-    Ok(a)
 }
 
-fn start_element(
-    reader: &NsReader<&[u8]>,
-    cache: &mut Vec<Arc<str>>,
-    start: &BytesStart<'_>,
-    ns: Option<Arc<str>>,
-) -> Result<Element, XmlError> {
+fn start_element(reader: &Reader<&[u8]>, scopes: &mut Scopes, start: &BytesStart<'_>, depth: usize) -> Result<Element, XmlError> {
     let qname = std::str::from_utf8(start.name().as_ref()).map_err(|_| XmlError::NotUtf8)?.to_string();
-    let local = std::str::from_utf8(start.local_name().as_ref()).map_err(|_| XmlError::NotUtf8)?.to_string();
-    let mut attrs = Vec::new();
+    // First pass: decode values and record this element's namespace declarations.
+    let mut raw_attrs = Vec::new();
     for attr in start.attributes().with_checks(true) {
         let attr = attr.map_err(|e| malformed(reader, e))?;
         let aq = std::str::from_utf8(attr.key.as_ref()).map_err(|_| XmlError::NotUtf8)?.to_string();
-        let (ans, alocal) = if aq == "xmlns" || aq.starts_with("xmlns:") {
-            (Some(intern(cache, XMLNS_NS.as_bytes())?), aq.strip_prefix("xmlns:").unwrap_or("xmlns").to_string())
-        } else {
-            let (res, l) = reader.resolve_attribute(attr.key);
-            let ans = match res {
-                ResolveResult::Bound(n) => Some(intern(cache, n.0)?),
-                ResolveResult::Unbound => None,
-                ResolveResult::Unknown(p) => return Err(XmlError::UnboundPrefix(String::from_utf8_lossy(&p).into_owned())),
-            };
-            (ans, std::str::from_utf8(l.as_ref()).map_err(|_| XmlError::NotUtf8)?.to_string())
-        };
         let raw = std::str::from_utf8(&attr.value).map_err(|_| XmlError::NotUtf8)?;
         let value = attribute_value(raw).map_err(|reason| malformed(reader, format!("atributo {aq}: {reason}")))?;
+        if aq == "xmlns" || aq.starts_with("xmlns:") {
+            let prefix = aq.strip_prefix("xmlns:").unwrap_or("").to_string();
+            let uri = if value.is_empty() && prefix.is_empty() { None } else { Some(scopes.intern(&value)) };
+            scopes.bindings.push((depth, prefix, uri));
+        }
+        raw_attrs.push((aq, value));
+    }
+    let (prefix, local) = split_qname(&qname);
+    let ns = scopes.lookup(prefix)?;
+    let local = local.to_string();
+    let xmlns = scopes.intern(XMLNS_NS);
+    let mut attrs = Vec::with_capacity(raw_attrs.len());
+    for (aq, value) in raw_attrs {
+        let (ans, alocal) = if aq == "xmlns" || aq.starts_with("xmlns:") {
+            (Some(xmlns.clone()), aq.strip_prefix("xmlns:").unwrap_or("xmlns").to_string())
+        } else {
+            match aq.split_once(':') {
+                // Unprefixed attributes are in no namespace (not the default one).
+                None => (None, aq.clone()),
+                Some((p, l)) => (scopes.lookup(p)?, l.to_string()),
+            }
+        };
         attrs.push(Attribute { qname: aq, ns: ans, local: alocal, value });
     }
     Ok(Element { qname, ns, local, attrs, children: Vec::new() })
@@ -492,6 +530,15 @@ mod tests {
         let kids: Vec<_> = doc.root.children_named("urn:a", "C").collect();
         assert_eq!(kids.len(), 1);
         assert_eq!(kids[0].attr("k"), Some("1"));
+        // A namespace URI is a normalized attribute value: references are decoded.
+        let doc = Document::parse(br#"<x:R xmlns:x="urn:a&#x2E;b"><x:C/></x:R>"#).unwrap();
+        assert!(doc.root.is("urn:a.b", "R"));
+        assert!(doc.root.child("urn:a.b", "C").is_some());
+        // Declarations are scoped to the element that makes them.
+        assert!(Document::parse(br#"<R><x:A xmlns:x="urn:a"/><x:B/></R>"#).is_err());
+        let doc = Document::parse(br#"<R xmlns="urn:d"><A xmlns=""/></R>"#).unwrap();
+        assert!(doc.root.is("urn:d", "R"));
+        assert_eq!(doc.root.elements().next().unwrap().ns, None);
     }
 
     #[test]

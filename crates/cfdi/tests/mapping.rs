@@ -1,0 +1,233 @@
+//! The mapping, data-driven: amounts a sale must produce, and errors bad sales must produce.
+//!
+//! Every case starts from the example sale and applies one JSON edit; `check_amounts`
+//! asserts computed attributes, `check_error` asserts the field and code of the rejection.
+
+use cfdi::mapping::map_sale;
+use cfdi::model::Comprobante;
+use cfdi::sale::{EmisorProfile, Sale};
+use chrono::NaiveDateTime;
+use serde_json::{json, Value};
+
+fn emisor() -> EmisorProfile {
+    EmisorProfile { rfc: "EKU9003173C9".into(), nombre: "ESCUELA KEMPER URGATE".into(), regimen_fiscal: "601".into(), lugar_expedicion: "42501".into() }
+}
+
+fn base() -> Value {
+    json!({"sale_id":"pedido-4471","kind":"ingreso","occurred_at":"2026-11-29T12:00:00",
+     "serie":"F","folio":"4471","forma_pago":"01","metodo_pago":"PUE","moneda":"MXN",
+     "receptor":{"rfc":"URE180429TM6","nombre":"UNIVERSIDAD ROBOTICA ESPAÑOLA",
+                 "domicilio_fiscal":"86991","regimen_fiscal":"601","uso_cfdi":"G01"},
+     "conceptos":[{"clave_prod_serv":"01010101","cantidad":"2","clave_unidad":"H87","unidad":"Pieza",
+       "descripcion":"Café de olla","valor_unitario":"50.00","descuento":"0","objeto_imp":"02",
+       "traslados":[{"impuesto":"002","tipo_factor":"Tasa","tasa_o_cuota":"0.160000"}],
+       "retenciones":[]}],
+     "relacionados":[]})
+}
+
+fn fecha() -> NaiveDateTime {
+    NaiveDateTime::parse_from_str("2026-11-29T12:00:00", "%Y-%m-%dT%H:%M:%S").unwrap()
+}
+
+/// Sets `path` (dot-separated, numeric segments index arrays) to `value` in `v`.
+fn set(v: &mut Value, path: &str, value: Value) {
+    let mut cur = v;
+    let parts: Vec<&str> = path.split('.').collect();
+    for (i, p) in parts.iter().enumerate() {
+        let last = i == parts.len() - 1;
+        cur = match p.parse::<usize>() {
+            Ok(n) => {
+                if last {
+                    let arr = cur.as_array_mut().unwrap();
+                    if n == arr.len() {
+                        arr.push(value);
+                    } else {
+                        arr[n] = value;
+                    }
+                    return;
+                }
+                &mut cur[n]
+            }
+            Err(_) => {
+                if last {
+                    if value.is_null() {
+                        cur.as_object_mut().unwrap().remove(*p);
+                    } else {
+                        cur[*p] = value;
+                    }
+                    return;
+                }
+                &mut cur[*p]
+            }
+        };
+    }
+}
+
+fn map(edits: &[(&str, Value)]) -> Result<Comprobante, cfdi::validation::ValidationErrors> {
+    let mut v = base();
+    for (path, value) in edits {
+        set(&mut v, path, value.clone());
+    }
+    let sale = Sale::from_json(v.to_string().as_bytes())?;
+    map_sale(&sale, &emisor(), fecha())
+}
+
+/// The attributes that matter for totals, as strings, in one line.
+fn summary(c: &Comprobante) -> String {
+    let imp = c.impuestos.as_ref();
+    let traslados: Vec<String> = imp
+        .map(|i| {
+            i.traslados
+                .iter()
+                .map(|t| format!("{}/{}/{}/{}={}", t.impuesto, t.tipo_factor, t.tasa_o_cuota.map(|d| d.to_string()).unwrap_or_default(), t.base, t.importe.map(|d| d.to_string()).unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let retenciones: Vec<String> = imp.map(|i| i.retenciones.iter().map(|r| format!("{}={}", r.impuesto, r.importe)).collect()).unwrap_or_default();
+    format!(
+        "sub={} desc={} tras={} ret={} total={} [{}] [{}]",
+        c.sub_total,
+        c.descuento.map(|d| d.to_string()).unwrap_or("-".into()),
+        imp.and_then(|i| i.total_impuestos_trasladados).map(|d| d.to_string()).unwrap_or("-".into()),
+        imp.and_then(|i| i.total_impuestos_retenidos).map(|d| d.to_string()).unwrap_or("-".into()),
+        c.total,
+        traslados.join(" "),
+        retenciones.join(" ")
+    )
+}
+
+fn check_amounts(edits: &[(&str, Value)], expected: &str) {
+    let c = map(edits).unwrap_or_else(|e| panic!("{edits:?}: {e}"));
+    assert_eq!(summary(&c), expected, "{edits:?}");
+}
+
+#[test]
+fn amounts() {
+    check_amounts(&[], "sub=100.00 desc=- tras=16.00 ret=- total=116.00 [002/Tasa/0.160000/100.00=16.00] []");
+    // Half-up rounding per concepto, summary as the sum of rounded values.
+    check_amounts(
+        &[("conceptos.0.cantidad", json!("3")), ("conceptos.0.valor_unitario", json!("33.335"))],
+        "sub=100.01 desc=- tras=16.00 ret=- total=116.01 [002/Tasa/0.160000/100.01=16.00] []",
+    );
+    check_amounts(
+        &[("conceptos.0.descuento", json!("10.50"))],
+        "sub=100.00 desc=10.50 tras=14.32 ret=- total=103.82 [002/Tasa/0.160000/89.50=14.32] []",
+    );
+    // Retenciones of a persona física's professional services: ISR 10 %, IVA two thirds of 16 %.
+    check_amounts(
+        &[
+            ("conceptos.0.cantidad", json!("1")),
+            ("conceptos.0.valor_unitario", json!("1000.00")),
+            (
+                "conceptos.0.retenciones",
+                json!([{"impuesto":"001","tipo_factor":"Tasa","tasa_o_cuota":"0.100000"},{"impuesto":"002","tipo_factor":"Tasa","tasa_o_cuota":"0.106667"}]),
+            ),
+        ],
+        "sub=1000.00 desc=- tras=160.00 ret=206.67 total=953.33 [002/Tasa/0.160000/1000.00=160.00] [001=100.00 002=106.67]",
+    );
+    // Exento: base only, and no TotalImpuestosTrasladados.
+    check_amounts(
+        &[("conceptos.0.traslados", json!([{"impuesto":"002","tipo_factor":"Exento"}]))],
+        "sub=100.00 desc=- tras=- ret=- total=100.00 [002/Exento//100.00=] []",
+    );
+    // No object of tax: no Impuestos at all.
+    check_amounts(&[("conceptos.0.objeto_imp", json!("01")), ("conceptos.0.traslados", json!([]))], "sub=100.00 desc=- tras=- ret=- total=100.00 [] []");
+    // Two conceptos at different rates are grouped by rate; IVA's base includes the IEPS.
+    check_amounts(
+        &[(
+            "conceptos.1",
+            json!({"clave_prod_serv":"50202306","cantidad":"1.5","clave_unidad":"LTR","descripcion":"Refresco","valor_unitario":"20",
+                   "objeto_imp":"02","traslados":[{"impuesto":"003","tipo_factor":"Tasa","tasa_o_cuota":"0.265000"},{"impuesto":"002","tipo_factor":"Tasa","tasa_o_cuota":"0.160000"}]}),
+        )],
+        "sub=130.00 desc=- tras=30.02 ret=- total=160.02 [002/Tasa/0.160000/137.95=22.07 003/Tasa/0.265000/30.00=7.95] []",
+    );
+    // IEPS por cuota: base in units.
+    check_amounts(
+        &[("conceptos.0.traslados", json!([{"impuesto":"003","tipo_factor":"Cuota","tasa_o_cuota":"1.500000"}]))],
+        "sub=100.00 desc=- tras=3.00 ret=- total=103.00 [003/Cuota/1.500000/2=3.00] []",
+    );
+    // A currency without decimals.
+    check_amounts(
+        &[("moneda", json!("JPY")), ("tipo_cambio", json!("0.1156")), ("conceptos.0.valor_unitario", json!("333.3"))],
+        "sub=667 desc=- tras=107 ret=- total=774 [002/Tasa/0.160000/667=107] []",
+    );
+}
+
+fn check_error(edits: &[(&str, Value)], field: &str, code: &str) {
+    let err = match map(edits) {
+        Ok(c) => panic!("{edits:?} was accepted: {}", summary(&c)),
+        Err(e) => e,
+    };
+    assert!(err.0.iter().any(|e| e.field == field && e.code == code), "{edits:?}: expected {field} {code}, got {err}");
+}
+
+#[test]
+fn rejections_name_the_field() {
+    check_error(&[("receptor.rfc", json!("URE18042"))], "receptor.rfc", "rfc_invalido");
+    check_error(&[("receptor.rfc", json!("ure180429tm6"))], "receptor.rfc", "rfc_invalido");
+    check_error(&[("receptor.domicilio_fiscal", json!("8699"))], "receptor.domicilio_fiscal", "codigo_postal");
+    check_error(&[("receptor.regimen_fiscal", json!("612"))], "receptor.regimen_fiscal", "combinacion");
+    check_error(&[("receptor.uso_cfdi", json!("D01"))], "receptor.uso_cfdi", "combinacion");
+    check_error(&[("receptor.uso_cfdi", json!("Z99"))], "receptor.uso_cfdi", "catalogo");
+    check_error(&[("forma_pago", json!("77"))], "forma_pago", "catalogo");
+    check_error(&[("metodo_pago", json!("PPD"))], "forma_pago", "combinacion");
+    check_error(&[("forma_pago", json!("99"))], "forma_pago", "combinacion");
+    check_error(&[("forma_pago", Value::Null)], "forma_pago", "requerido");
+    check_error(&[("moneda", json!("MXP"))], "moneda", "catalogo");
+    check_error(&[("moneda", json!("USD"))], "tipo_cambio", "requerido");
+    check_error(&[("tipo_cambio", json!("17.5"))], "tipo_cambio", "combinacion");
+    check_error(&[("exportacion", json!("05"))], "exportacion", "catalogo");
+    check_error(&[("conceptos.0.objeto_imp", json!("09"))], "conceptos[0].objeto_imp", "catalogo");
+    check_error(&[("conceptos.0.objeto_imp", json!("01"))], "conceptos[0].objeto_imp", "combinacion");
+    check_error(&[("conceptos.0.traslados", json!([]))], "conceptos[0].objeto_imp", "combinacion");
+    check_error(&[("conceptos.0.traslados.0.impuesto", json!("001"))], "conceptos[0].traslados[0].impuesto", "combinacion");
+    check_error(&[("conceptos.0.traslados.0.impuesto", json!("004"))], "conceptos[0].traslados[0].impuesto", "catalogo");
+    check_error(&[("conceptos.0.traslados.0.tipo_factor", json!("Porcentaje"))], "conceptos[0].traslados[0].tipo_factor", "catalogo");
+    check_error(&[("conceptos.0.traslados.0.tasa_o_cuota", json!("0.150000"))], "conceptos[0].traslados[0].tasa_o_cuota", "catalogo");
+    check_error(&[("conceptos.0.traslados.0.tasa_o_cuota", json!("0.1600001"))], "conceptos[0].traslados[0].tasa_o_cuota", "decimales");
+    check_error(&[("conceptos.0.valor_unitario", json!("-50.00"))], "conceptos[0].valor_unitario", "rango");
+    check_error(&[("conceptos.0.valor_unitario", json!("50.1234567"))], "conceptos[0].valor_unitario", "decimales");
+    check_error(&[("conceptos.0.cantidad", json!("0"))], "conceptos[0].cantidad", "rango");
+    check_error(&[("conceptos.0.descuento", json!("0.001"))], "conceptos[0].descuento", "decimales");
+    check_error(&[("conceptos.0.descuento", json!("200.00"))], "conceptos[0].descuento", "rango");
+    check_error(&[("conceptos.0.descripcion", json!("Café | té"))], "conceptos[0].descripcion", "texto_invalido");
+    check_error(&[("conceptos.0.descripcion", json!("   "))], "conceptos[0].descripcion", "requerido");
+    check_error(&[("conceptos.0.descripcion", json!("a\u{0001}b"))], "conceptos[0].descripcion", "texto_invalido");
+    check_error(&[("conceptos.0.descripcion", json!("x".repeat(10 * 1024 * 1024)))], "conceptos[0].descripcion", "longitud");
+    check_error(&[("conceptos.0.clave_prod_serv", json!("0101010"))], "conceptos[0].clave_prod_serv", "catalogo");
+    check_error(&[("conceptos.0.clave_unidad", json!("h87"))], "conceptos[0].clave_unidad", "catalogo");
+    check_error(&[("conceptos.0.informacion_aduanera", json!(["21 47 3807 8003832"]))], "conceptos[0].informacion_aduanera[0]", "formato");
+    check_error(&[("conceptos", json!([]))], "conceptos", "requerido");
+    check_error(&[("kind", json!("egreso"))], "relacionados", "requerido");
+    check_error(&[("relacionados", json!([{"tipo_relacion":"01","uuids":["not-a-uuid"]}]))], "relacionados[0].uuids[0]", "uuid_invalido");
+    check_error(&[("relacionados", json!([{"tipo_relacion":"08","uuids":["AF124DC7-7E2B-4A1F-9C2B-6F5D0E3B1A77"]}]))], "relacionados[0].tipo_relacion", "catalogo");
+    check_error(&[("receptor.rfc", json!("XAXX010101000"))], "receptor.regimen_fiscal", "combinacion");
+    check_error(&[("informacion_global", json!({"periodicidad":"01","meses":"11","anio":"2026"}))], "informacion_global", "combinacion");
+    check_error(&[("kind", json!("pago"))], "receptor.uso_cfdi", "combinacion");
+    check_error(&[("kind", json!("pago")), ("receptor.uso_cfdi", json!("CP01"))], "pagos", "requerido");
+}
+
+#[test]
+fn publico_en_general_needs_informacion_global_and_gets_it() {
+    let generic = [
+        ("receptor.rfc", json!("XAXX010101000")),
+        ("receptor.nombre", json!("PUBLICO EN GENERAL")),
+        ("receptor.regimen_fiscal", json!("616")),
+        ("receptor.uso_cfdi", json!("S01")),
+        ("receptor.domicilio_fiscal", json!("42501")),
+    ];
+    check_error(&generic, "informacion_global", "requerido");
+    let mut with_global = generic.to_vec();
+    with_global.push(("informacion_global", json!({"periodicidad":"04","meses":"11","anio":"2026"})));
+    let c = map(&with_global).unwrap();
+    assert_eq!(c.informacion_global.unwrap().meses, "11");
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let err = map(&[("receptor.rfc", json!("X")), ("conceptos.0.cantidad", json!("-1")), ("forma_pago", json!("77"))]).unwrap_err();
+    let fields: Vec<&str> = err.0.iter().map(|e| e.field.as_str()).collect();
+    for f in ["receptor.rfc", "conceptos[0].cantidad", "forma_pago"] {
+        assert!(fields.contains(&f), "{f} missing from {fields:?}");
+    }
+}
