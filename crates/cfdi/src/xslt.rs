@@ -77,7 +77,9 @@ enum Instr {
 #[derive(Debug)]
 pub struct Stylesheet {
     root: Vec<Instr>,
-    templates: HashMap<Name, Vec<Instr>>,
+    /// Element templates by namespace URI ("" for none), then local name: looked up with
+    /// borrowed strings, so applying a template allocates nothing.
+    templates: HashMap<String, HashMap<String, Vec<Instr>>>,
 }
 
 /// A source of stylesheet files by relative path (the embedded SAT bundle).
@@ -128,7 +130,8 @@ impl Stylesheet {
                     } else {
                         let name = scope.name(pattern).map_err(err)?;
                         // Same precedence and priority: the later template wins.
-                        self.templates.insert(name, body);
+                        let by_local = self.templates.entry(name.ns.as_deref().unwrap_or("").to_string()).or_default();
+                        by_local.insert(name.local, body);
                     }
                 }
                 other => return Err(err(format!("xsl:{other} no soportado en el nivel superior"))),
@@ -156,12 +159,12 @@ impl Stylesheet {
                 Instr::Text(t) => out.push_str(t),
                 Instr::Required(p) => {
                     out.push('|');
-                    if let Some(v) = ctx.first_string(p) {
+                    if let Some(v) = ctx.first_str(p) {
                         normalize_space_into(&v, out);
                     }
                 }
                 Instr::Optional(p) => {
-                    if let Some(v) = ctx.first_string(p) {
+                    if let Some(v) = ctx.first_str(p) {
                         out.push('|');
                         normalize_space_into(&v, out);
                     }
@@ -179,7 +182,7 @@ impl Stylesheet {
                 Instr::If(test, inner) => {
                     let pass = match test {
                         Test::Exists(p) => ctx.exists(p),
-                        Test::AttrEquals(p, lit) => ctx.first_string(p).is_some_and(|v| v == *lit),
+                        Test::AttrEquals(p, lit) => ctx.first_str(p).is_some_and(|v| *v == **lit),
                     };
                     if pass {
                         self.run(inner, ctx, out);
@@ -193,8 +196,8 @@ impl Stylesheet {
         let Ctx::Element(e) = ctx.node else {
             return;
         };
-        let key = Name { ns: e.ns.clone(), local: e.local.clone() };
-        match self.templates.get(&key) {
+        let body = self.templates.get(e.ns.as_deref().unwrap_or("")).and_then(|m| m.get(e.local.as_str()));
+        match body {
             Some(body) => self.run(body, ctx, out),
             None => {
                 // Built-in rule: process children; text nodes are copied as they are.
@@ -210,7 +213,7 @@ impl Stylesheet {
 
     /// Number of element templates (for tests and diagnostics).
     pub fn template_count(&self) -> usize {
-        self.templates.len()
+        self.templates.values().map(HashMap::len).sum()
     }
 }
 
@@ -273,12 +276,18 @@ impl<'d> Context<'d> {
             .collect()
     }
 
-    /// The string value of the first node the path selects, or None when it selects nothing.
-    fn first_string(&self, p: &Path) -> Option<String> {
+    /// The string value of the first node the path selects, or None when it selects nothing;
+    /// borrowed when the path is `./@attr` (the common case).
+    fn first_str(&self, p: &Path) -> Option<std::borrow::Cow<'d, str>> {
+        if let (false, Some(a), Ctx::Element(e)) = (p.absolute, &p.attribute, self.node) {
+            if p.steps.iter().all(|s| *s == Step::SelfNode) {
+                return e.attr(a).map(std::borrow::Cow::Borrowed);
+            }
+        }
         let elements = self.select(p);
         match &p.attribute {
-            Some(a) => elements.iter().find_map(|e| e.attr(a)).map(str::to_string),
-            None => elements.first().map(|e| e.string_value()),
+            Some(a) => elements.iter().find_map(|e| e.attr(a)).map(std::borrow::Cow::Borrowed),
+            None => elements.first().map(|e| std::borrow::Cow::Owned(e.string_value())),
         }
     }
 
