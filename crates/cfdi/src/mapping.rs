@@ -620,27 +620,42 @@ fn is_pedimento(p: &str) -> bool {
     parts.len() == 4 && parts.iter().zip([2, 2, 4, 7]).all(|(s, n)| s.len() == n && s.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Traslados grouped by (Impuesto, TipoFactor, TasaOCuota): summed Base and Importe (absent for
+/// Exento).
+#[derive(Default)]
+struct TrasladoGroups(BTreeMap<TaxKey, (Decimal, Option<Decimal>)>);
+
+/// (Impuesto, TipoFactor, TasaOCuota).
+type TaxKey = (String, String, Option<Decimal>);
+
+impl TrasladoGroups {
+    fn add(&mut self, impuesto: &str, tipo_factor: &str, tasa: Option<Decimal>, base: Decimal, importe: Option<Decimal>) {
+        let e = self.0.entry((impuesto.to_string(), tipo_factor.to_string(), tasa)).or_insert((Decimal::ZERO, None));
+        e.0 += base;
+        if let Some(i) = importe {
+            e.1 = Some(e.1.unwrap_or(Decimal::ZERO) + i);
+        }
+    }
+}
+
 /// SubTotal, Descuento, the Impuestos summary and Total from the mapped conceptos.
 fn totals(conceptos: &[Concepto], d: u32) -> (Option<Impuestos>, Decimal, Option<Decimal>, Decimal) {
     let sub_total = money(conceptos.iter().map(|k| k.importe).sum(), d);
     let any_descuento = conceptos.iter().any(|k| k.descuento.is_some());
     let descuento = any_descuento.then(|| money(conceptos.iter().filter_map(|k| k.descuento).sum(), d));
 
-    let mut traslados: BTreeMap<(String, String, Option<Decimal>), (Decimal, Option<Decimal>)> = BTreeMap::new();
+    let mut traslados = TrasladoGroups::default();
     let mut retenciones: BTreeMap<String, Decimal> = BTreeMap::new();
     for k in conceptos {
         for t in &k.traslados {
-            let e = traslados.entry((t.impuesto.clone(), t.tipo_factor.clone(), t.tasa_o_cuota)).or_insert((Decimal::ZERO, None));
-            e.0 += t.base;
-            if let Some(i) = t.importe {
-                e.1 = Some(e.1.unwrap_or(Decimal::ZERO) + i);
-            }
+            traslados.add(&t.impuesto, &t.tipo_factor, t.tasa_o_cuota, t.base, t.importe);
         }
         for r in &k.retenciones {
             *retenciones.entry(r.impuesto.clone()).or_insert(Decimal::ZERO) += r.importe;
         }
     }
     let traslados: Vec<Traslado> = traslados
+        .0
         .into_iter()
         .map(|((impuesto, tipo_factor, tasa), (base, importe))| Traslado {
             base: if tipo_factor == "Cuota" { base } else { money(base, d) },
@@ -712,7 +727,7 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
         }
         let mut documentos = Vec::new();
         let mut paid_in_p = Decimal::ZERO;
-        let mut traslados_p: BTreeMap<(String, String, Option<Decimal>), (Decimal, Option<Decimal>)> = BTreeMap::new();
+        let mut traslados_p = TrasladoGroups::default();
         let mut retenciones_p: BTreeMap<String, Decimal> = BTreeMap::new();
         for (j, doc) in p.documentos.iter().enumerate() {
             let df = format!("{f}.documentos[{j}]");
@@ -787,11 +802,7 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
                 let base_p = line.base / equivalencia;
                 let importe_p = line.importe.map(|i| i / equivalencia);
                 if is_traslado {
-                    let e = traslados_p.entry((line.impuesto.clone(), line.tipo_factor.clone(), line.tasa_o_cuota)).or_insert((Decimal::ZERO, None));
-                    e.0 += base_p;
-                    if let Some(i) = importe_p {
-                        e.1 = Some(e.1.unwrap_or(Decimal::ZERO) + i);
-                    }
+                    traslados_p.add(&line.impuesto, &line.tipo_factor, line.tasa_o_cuota, base_p, importe_p);
                     traslados_dr.push(line);
                 } else {
                     *retenciones_p.entry(line.impuesto.clone()).or_insert(Decimal::ZERO) += importe_p.unwrap_or(Decimal::ZERO);
@@ -829,6 +840,7 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
         monto_total += monto * tipo_cambio;
 
         let traslados_p: Vec<ImpuestoDR> = traslados_p
+            .0
             .into_iter()
             .map(|((impuesto, tipo_factor, tasa), (base, importe))| {
                 let (bkey, ikey) = match (impuesto.as_str(), tipo_factor.as_str(), tasa.map(|t| t.normalize().to_string())) {
