@@ -7,6 +7,9 @@
 
 mod cfdi_cmd;
 mod input;
+mod outbox_cmd;
+mod pac_sim_cmd;
+mod sale_import;
 
 use std::process::ExitCode;
 
@@ -20,16 +23,33 @@ pub mod exit {
     pub const NOT_VERIFIED: u8 = 1;
     /// Bad input: usage, unreadable or invalid file, validation error, CSD problem.
     pub const INVALID: u8 = 2;
+    /// The idempotency key (or sale_id) already recorded a different sale.
+    pub const CONFLICT: u8 = 3;
+    /// The same key is being recorded right now; retry later.
+    pub const IN_PROGRESS: u8 = 4;
+    /// The database cannot be used: missing, read-only, locked, damaged or newer.
+    pub const DATABASE: u8 = 5;
 }
 
 const EXIT_CODES: &str = "Códigos de salida:
   0  correcto
   1  la verificación falló (cfdi verify)
-  2  entrada inválida: argumentos, archivo ilegible, venta o XML inválido, CSD con problemas";
+  2  entrada inválida: argumentos, archivo ilegible, venta o XML inválido, CSD con problemas
+  3  conflicto de idempotencia: la clave o el sale_id ya registró otra venta (no se escribió nada)
+  4  la misma clave se está registrando en este momento; reintente en unos segundos
+  5  la base de datos no se puede usar: no existe, es de solo lectura, está bloqueada o dañada
+
+Base de datos: --db RUTA, o la variable TIMBRA_DATABASE_URL (ruta o sqlite://RUTA); por omisión
+timbra.db en la carpeta de datos de la aplicación. TIMBRA_BUSY_TIMEOUT_MS: espera máxima por el
+bloqueo de otro proceso (5000 ms por omisión).";
 
 #[derive(Parser)]
 #[command(name = "timbra", version, about = "Timbra: facturación CFDI 4.0 que timbra cada venta exactamente una vez", after_help = EXIT_CODES)]
 struct Cli {
+    /// Base de datos del outbox (ruta o sqlite://RUTA); por omisión TIMBRA_DATABASE_URL o la
+    /// carpeta de datos de la aplicación.
+    #[arg(long, global = true, value_name = "RUTA")]
+    db: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -39,6 +59,21 @@ enum Command {
     /// Herramientas de CFDI 4.0: cadena original, construir, sellar, verificar.
     #[command(subcommand, after_help = EXIT_CODES)]
     Cfdi(cfdi_cmd::CfdiCommand),
+    /// Crea (o actualiza) la base de datos con el perfil del emisor y su CSD.
+    #[command(after_help = EXIT_CODES)]
+    Init(outbox_cmd::InitArgs),
+    /// Ventas: registrar una, importar muchas.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Sale(outbox_cmd::SaleCommand),
+    /// Facturas del outbox: listar, ver, notas.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Invoice(outbox_cmd::InvoiceCommand),
+    /// Simulador de PAC (SW, Finkok o Facturapi) con SAT, fallas inyectables y ledger.
+    #[command(after_help = EXIT_CODES)]
+    PacSim(pac_sim_cmd::PacSimArgs),
+    /// Cuántas facturas hay en cada estado e insignia.
+    #[command(after_help = EXIT_CODES)]
+    Status(outbox_cmd::StatusArgs),
 }
 
 /// An error for the user: one line on stderr and an exit code.
@@ -58,6 +93,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Cfdi(cmd) => cfdi_cmd::run(cmd),
+        Command::PacSim(args) => pac_sim_cmd::run(args),
+        Command::Init(args) => outbox_cmd::init(cli.db.as_deref(), args),
+        Command::Sale(cmd) => outbox_cmd::sale(cli.db.as_deref(), cmd),
+        Command::Invoice(cmd) => outbox_cmd::invoice(cli.db.as_deref(), cmd),
+        Command::Status(args) => outbox_cmd::status(cli.db.as_deref(), args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

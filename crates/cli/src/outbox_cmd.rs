@@ -1,0 +1,553 @@
+//! `timbra init`, `timbra sale add|import`, `timbra invoice list|show|note|resolve-note`,
+//! `timbra status`: the outbox from the command line.
+//!
+//! Opens the database named by `--db` / `TIMBRA_DATABASE_URL` (default: the OS app-data
+//! folder), hands the CSD password from the environment variable the settings name to the
+//! outbox, calls the `Outbox` API and prints the result (text, or JSON with `--json`).
+//! Every outbox error becomes a Spanish line on stderr and its exit code.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cfdi::sale::EmisorProfile;
+use clap::{Args, Subcommand};
+use outbox::model::{Badge, Cursor, InvoiceDetail, InvoiceRef, InvoiceState, ListFilter};
+use outbox::{Actor, DatabaseLocation, EmisorSetup, Outbox, OutboxError, Role, SqliteOptions, SystemClock};
+
+use crate::input::{read_file, read_text, secret_from_env};
+use crate::{exit, Failure};
+
+/// Environment variable: how long to wait for another process's lock, in milliseconds.
+pub const BUSY_TIMEOUT_ENV: &str = "TIMBRA_BUSY_TIMEOUT_MS";
+
+/// Who is acting (recorded with every write).
+#[derive(Args, Clone, Debug)]
+pub struct ActorArgs {
+    /// Nombre de quien actúa (por omisión TIMBRA_ACTOR, o el usuario del sistema).
+    #[arg(long, value_name = "NOMBRE")]
+    pub actor: Option<String>,
+    /// Rol de quien actúa: personal, soporte o contador (por omisión TIMBRA_ROLE, o personal).
+    #[arg(long, value_name = "ROL")]
+    pub role: Option<String>,
+}
+
+impl ActorArgs {
+    /// The actor, acting through `channel`.
+    pub fn actor(&self, channel: &str) -> Result<Actor, Failure> {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let name = self
+            .actor
+            .clone()
+            .or_else(|| env("TIMBRA_ACTOR"))
+            .or_else(|| env("USER"))
+            .or_else(|| env("USERNAME"))
+            .unwrap_or_else(|| "cli".into());
+        let role_text = self
+            .role
+            .clone()
+            .or_else(|| env("TIMBRA_ROLE"))
+            .unwrap_or_else(|| "personal".into());
+        let role = match Role::parse(role_text.trim()) {
+            Some(Role::Sistema) | None => {
+                return Err(Failure::invalid(format!(
+                    "--role {role_text:?} no es un rol válido (use personal, soporte o contador)"
+                )))
+            }
+            Some(r) => r,
+        };
+        if name.trim().is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+            return Err(Failure::invalid(
+                "--actor debe tener de 1 a 100 caracteres sin caracteres de control",
+            ));
+        }
+        Ok(Actor::new(name.trim(), role, channel))
+    }
+}
+
+#[derive(Args)]
+pub struct InitArgs {
+    /// El perfil del emisor (TOML con rfc, nombre, regimen_fiscal, lugar_expedicion).
+    #[arg(long, value_name = "EMISOR.toml")]
+    emisor: PathBuf,
+    /// Certificado del CSD (.cer).
+    #[arg(long)]
+    cer: PathBuf,
+    /// Llave privada del CSD (.key, cifrada como la emite el SAT; se guarda cifrada).
+    #[arg(long)]
+    key: PathBuf,
+    /// Nombre de la variable de entorno con la contraseña de la llave; se guarda el nombre,
+    /// nunca la contraseña.
+    #[arg(long, value_name = "VAR", default_value = outbox::settings::DEFAULT_PASSWORD_ENV)]
+    password_env: String,
+    #[command(flatten)]
+    who: ActorArgs,
+}
+
+#[derive(Subcommand)]
+pub enum SaleCommand {
+    /// Registra una venta (JSON) en el outbox: venta, factura e intento sellado en una sola
+    /// transacción. Repetirla con el mismo contenido devuelve la factura original.
+    Add {
+        /// La venta en JSON.
+        sale: PathBuf,
+        /// Clave de idempotencia (por omisión, el sale_id de la venta).
+        #[arg(long, value_name = "CLAVE")]
+        idempotency_key: Option<String>,
+        /// Imprime {"invoice_id":…,"sale_id":…,"state":…,"replayed":…} (o el error) en JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
+    /// Importa ventas de un archivo JSONL (una venta JSON por línea) o CSV; cada venta en su
+    /// propia transacción. Una línea mala no detiene las demás.
+    #[command(after_help = crate::sale_import::CSV_HELP)]
+    Import {
+        /// El archivo: .jsonl/.json (una venta por línea) o .csv.
+        file: PathBuf,
+        /// Formato del archivo (por omisión, según la extensión).
+        #[arg(long, value_parser = ["jsonl", "csv"])]
+        format: Option<String>,
+        /// Imprime el resumen en JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum InvoiceCommand {
+    /// Lista facturas, de la más reciente a la más antigua.
+    List {
+        /// Solo en este estado: pending, stamped, held.
+        #[arg(long, value_name = "ESTADO")]
+        state: Option<String>,
+        /// Solo con esta insignia: pendiente, finalizar, timbrada, reanudar, respaldo, reprocesar, duplicado, atencion.
+        #[arg(long, value_name = "INSIGNIA")]
+        badge: Option<String>,
+        /// Busca por el inicio del sale_id, folio, RFC del receptor o UUID.
+        #[arg(long, value_name = "TEXTO")]
+        search: Option<String>,
+        /// Cuántas filas (máximo 1000).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Continúa después de esta posición (el "next" de la página anterior).
+        #[arg(long, value_name = "CURSOR")]
+        after: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Muestra una factura: venta, intentos, envíos, evidencia, CFDI, notas y línea de tiempo.
+    Show {
+        /// Id de la factura o sale_id de la venta.
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Agrega una nota a una factura.
+    Note {
+        /// Id de la factura o sale_id de la venta.
+        id: String,
+        /// El texto de la nota.
+        text: String,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
+    /// Marca una nota como resuelta.
+    ResolveNote {
+        /// Id de la nota.
+        note_id: i64,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
+}
+
+#[derive(Args)]
+pub struct StatusArgs {
+    /// Imprime los conteos en JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+// Plumbing -----------------------------------------------------------------------------------
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure {
+            code: exit::DATABASE,
+            message: format!("no se pudo iniciar el motor asíncrono: {e}"),
+        })
+}
+
+/// Opens the outbox; `create` only for `timbra init`. Hands over the CSD password when the
+/// variable the settings name is set.
+pub async fn open(db: Option<&str>, create: bool) -> Result<Outbox, Failure> {
+    let env_url = std::env::var(outbox::location::DATABASE_URL_ENV).ok();
+    let DatabaseLocation::Sqlite(path) = DatabaseLocation::resolve(db, env_url.as_deref()).map_err(|e| failure(e, ""))?;
+    let busy = match std::env::var(BUSY_TIMEOUT_ENV) {
+        Ok(v) => Duration::from_millis(
+            v.trim()
+                .parse()
+                .map_err(|_| Failure::invalid(format!("{BUSY_TIMEOUT_ENV}={v:?} no es un número de milisegundos")))?,
+        ),
+        Err(_) => Duration::from_secs(5),
+    };
+    let opts = SqliteOptions::new(path).create(create).busy_timeout(busy);
+    let outbox = Outbox::open_sqlite(&opts, Arc::new(SystemClock))
+        .await
+        .map_err(|e| failure(e, ""))?;
+    if let Some(settings) = outbox.emisor_settings().await.map_err(|e| failure(e, ""))? {
+        if let Ok(p) = std::env::var(&settings.password_env) {
+            if !p.is_empty() {
+                outbox.provide_csd_password(cfdi::secret::Secret::new(p));
+            }
+        }
+    }
+    Ok(outbox)
+}
+
+/// The exit code of an outbox error.
+pub fn exit_code(e: &OutboxError) -> u8 {
+    match e {
+        OutboxError::IdempotencyConflict { .. } => exit::CONFLICT,
+        OutboxError::InProgress { .. } => exit::IN_PROGRESS,
+        OutboxError::DatabaseMissing { .. }
+        | OutboxError::DatabaseReadOnly { .. }
+        | OutboxError::DatabaseLocked { .. }
+        | OutboxError::DatabaseCorrupt { .. }
+        | OutboxError::DatabaseTooNew { .. }
+        | OutboxError::DatabaseUnavailable { .. }
+        | OutboxError::Integrity(_)
+        | OutboxError::Database(_) => exit::DATABASE,
+        _ => exit::INVALID,
+    }
+}
+
+/// An outbox error for the user; validation errors get one line per field, prefixed.
+pub fn failure(e: OutboxError, prefix: &str) -> Failure {
+    let message = match &e {
+        OutboxError::Invalid(v) => {
+            v.0.iter()
+                .map(|f| format!("{prefix}{}: {}", f.field, f.message))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+        other => format!("{prefix}{other}"),
+    };
+    Failure {
+        code: exit_code(&e),
+        message,
+    }
+}
+
+fn print_out(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.write_all(b"\n"))
+        .and_then(|_| out.flush())
+        .map_err(|e| Failure::invalid(format!("no se pudo escribir la salida: {e}")))
+}
+
+fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| Failure::invalid(format!("JSON: {e}")))?;
+    print_out(&text)
+}
+
+/// An error as JSON for `--json` callers: code, message, fields, retry_after_seconds.
+pub fn error_json(e: &OutboxError) -> serde_json::Value {
+    let mut v = serde_json::json!({"error": e.code(), "message": e.to_string()});
+    match e {
+        OutboxError::Invalid(errors) => v["fields"] = serde_json::to_value(&errors.0).unwrap_or_default(),
+        OutboxError::InProgress { retry_after, .. } => v["retry_after_seconds"] = retry_after.as_secs().max(1).into(),
+        OutboxError::IdempotencyConflict { invoice_id, sale_id, .. } => {
+            v["invoice_id"] = (*invoice_id).into();
+            v["sale_id"] = sale_id.clone().into();
+        }
+        _ => {}
+    }
+    v
+}
+
+fn invoice_ref(s: &str) -> InvoiceRef {
+    match s.parse::<i64>() {
+        Ok(id) => InvoiceRef::Id(id),
+        Err(_) => InvoiceRef::SaleId(s.to_string()),
+    }
+}
+
+/// An id that is a number names an invoice id; if there is none, it is tried as a sale_id.
+async fn resolve_invoice(o: &Outbox, s: &str) -> Result<InvoiceRef, Failure> {
+    let r = invoice_ref(s);
+    if let InvoiceRef::Id(_) = r {
+        match o.find_invoice(&r).await {
+            Ok(_) => return Ok(r),
+            Err(OutboxError::NotFound { .. }) => return Ok(InvoiceRef::SaleId(s.to_string())),
+            Err(e) => return Err(failure(e, "")),
+        }
+    }
+    Ok(r)
+}
+
+// Commands -----------------------------------------------------------------------------------
+
+pub fn init(db: Option<&str>, a: InitArgs) -> Result<u8, Failure> {
+    let text = read_text(&a.emisor, "el perfil del emisor")?;
+    let profile: EmisorProfile =
+        toml::from_str(&text).map_err(|e| Failure::invalid(format!("{}: {}", a.emisor.display(), e.message().trim())))?;
+    let password = secret_from_env(&a.password_env, "contraseña de la llave del CSD")?;
+    let setup = EmisorSetup {
+        profile,
+        cer: read_file(&a.cer, "el certificado")?,
+        key: read_file(&a.key, "la llave privada")?,
+        password_env: a.password_env,
+    };
+    let actor = a.who.actor("cli")?;
+    runtime()?.block_on(async {
+        let o = open(db, true).await?;
+        let s = o.configure_emisor(&setup, &password, &actor).await.map_err(|e| failure(e, ""))?;
+        let path = o.store().path().display().to_string();
+        o.store().close().await;
+        print_out(&format!(
+            "base de datos: {path}\nemisor: {} {} (régimen {}, lugar de expedición {})\nCSD: {} vigente hasta {}\ncontraseña: se leerá de la variable de entorno {}",
+            s.profile.rfc,
+            s.profile.nombre,
+            s.profile.regimen_fiscal,
+            s.profile.lugar_expedicion,
+            s.no_certificado,
+            s.certificate_valid_to.format("%Y-%m-%d"),
+            s.password_env
+        ))?;
+        Ok(exit::OK)
+    })
+}
+
+pub fn sale(db: Option<&str>, cmd: SaleCommand) -> Result<u8, Failure> {
+    match cmd {
+        SaleCommand::Add {
+            sale,
+            idempotency_key,
+            json,
+            who,
+        } => {
+            let bytes = read_file(&sale, "la venta")?;
+            let actor = who.actor("cli")?;
+            runtime()?.block_on(async {
+                let o = open(db, false).await?;
+                let result = o.record_sale_json(&bytes, idempotency_key.as_deref(), &actor).await;
+                o.store().close().await;
+                match result {
+                    Ok(r) => {
+                        if json {
+                            // {"invoice_id":…,"sale_id":…,"state":…,"replayed":…}, in that order.
+                            print_out(&serde_json::to_string(&r).map_err(|e| Failure::invalid(format!("JSON: {e}")))?)?;
+                        } else {
+                            let what = if r.replayed { "ya estaba registrada" } else { "registrada" };
+                            print_out(&format!("venta {} {what}: factura {} ({})", r.sale_id, r.invoice_id, r.state))?;
+                        }
+                        Ok(exit::OK)
+                    }
+                    Err(e) => {
+                        if json {
+                            print_out(&error_json(&e).to_string())?;
+                        }
+                        Err(failure(e, &format!("{}: ", sale.display())))
+                    }
+                }
+            })
+        }
+        SaleCommand::Import { file, format, json, who } => {
+            let actor = who.actor("import")?;
+            let format = crate::sale_import::Format::choose(format.as_deref(), &file);
+            let bytes = read_file(&file, "el archivo de ventas")?;
+            runtime()?.block_on(async {
+                let o = open(db, false).await?;
+                let summary = crate::sale_import::import(&o, &bytes, format, &actor).await;
+                o.store().close().await;
+                crate::sale_import::report(&summary?, json)
+            })
+        }
+    }
+}
+
+fn parse_state(s: &str) -> Result<InvoiceState, Failure> {
+    InvoiceState::parse(s).ok_or_else(|| Failure::invalid(format!("--state {s:?} no es un estado (use pending, stamped o held)")))
+}
+
+fn parse_badge(s: &str) -> Result<Badge, Failure> {
+    Badge::parse(s).ok_or_else(|| {
+        let all: Vec<&str> = Badge::ALL.iter().map(|b| b.as_str()).collect();
+        Failure::invalid(format!("--badge {s:?} no es una insignia (use {})", all.join(", ")))
+    })
+}
+
+pub fn invoice(db: Option<&str>, cmd: InvoiceCommand) -> Result<u8, Failure> {
+    let rt = runtime()?;
+    match cmd {
+        InvoiceCommand::List {
+            state,
+            badge,
+            search,
+            limit,
+            after,
+            json,
+        } => {
+            let filter = ListFilter {
+                state: state.as_deref().map(parse_state).transpose()?,
+                badge: badge.as_deref().map(parse_badge).transpose()?,
+                search,
+                after: match after {
+                    Some(c) => {
+                        Some(Cursor::decode(&c).ok_or_else(|| Failure::invalid(format!("--after {c:?} no es un cursor de esta lista")))?)
+                    }
+                    None => None,
+                },
+                limit,
+                ..Default::default()
+            };
+            rt.block_on(async {
+                let o = open(db, false).await?;
+                let page = o.list_invoices(&filter).await.map_err(|e| failure(e, ""))?;
+                if json {
+                    return print_json(&page).map(|_| exit::OK);
+                }
+                let mut out = format!(
+                    "{:>7}  {:<24} {:<10} {:<13} {:>12}  {:<8} {:<10} {}",
+                    "id", "sale_id", "folio", "receptor", "total", "estado", "insignia", "Fecha"
+                );
+                for i in &page.items {
+                    let folio = format!("{}{}", i.serie.as_deref().unwrap_or(""), i.folio.as_deref().unwrap_or(""));
+                    out.push_str(&format!(
+                        "\n{:>7}  {:<24} {:<10} {:<13} {:>12}  {:<8} {:<10} {}",
+                        i.id,
+                        i.sale_id,
+                        folio,
+                        i.receptor_rfc,
+                        format!("{} {}", i.total, i.moneda),
+                        i.state,
+                        i.badge,
+                        i.fecha
+                    ));
+                }
+                if let Some(next) = page.next {
+                    out.push_str(&format!("\n(más resultados: --after {})", next.encode()));
+                }
+                print_out(&out).map(|_| exit::OK)
+            })
+        }
+        InvoiceCommand::Show { id, json } => rt.block_on(async {
+            let o = open(db, false).await?;
+            let r = resolve_invoice(&o, &id).await?;
+            let d = o.invoice(&r).await.map_err(|e| failure(e, ""))?;
+            if json {
+                print_json(&d)?;
+            } else {
+                print_out(&describe(&d))?;
+            }
+            Ok(exit::OK)
+        }),
+        InvoiceCommand::Note { id, text, who } => {
+            let actor = who.actor("cli")?;
+            rt.block_on(async {
+                let o = open(db, false).await?;
+                let r = resolve_invoice(&o, &id).await?;
+                let n = o.add_note(&r, &text, &actor).await.map_err(|e| failure(e, ""))?;
+                print_out(&format!("nota {} agregada a la factura {}", n.id, n.invoice_id))?;
+                Ok(exit::OK)
+            })
+        }
+        InvoiceCommand::ResolveNote { note_id, who } => {
+            let actor = who.actor("cli")?;
+            rt.block_on(async {
+                let o = open(db, false).await?;
+                let n = o.resolve_note(note_id, &actor).await.map_err(|e| failure(e, ""))?;
+                print_out(&format!("nota {} resuelta", n.id))?;
+                Ok(exit::OK)
+            })
+        }
+    }
+}
+
+/// The invoice detail as text.
+fn describe(d: &InvoiceDetail) -> String {
+    let i = &d.invoice;
+    let mut s = format!(
+        "factura {} · venta {} ({})\nestado: {} · insignia: {}\nreceptor: {} {}\ntotal: {} {}\nFecha: {} (ventana de 72 h hasta {})\nregistrada: {} por {} ({}) vía {}",
+        i.id,
+        i.sale_id,
+        i.kind,
+        i.state,
+        i.badge,
+        i.receptor_rfc,
+        i.receptor_nombre,
+        i.total,
+        i.moneda,
+        i.fecha,
+        i.fecha_deadline.to_rfc3339(),
+        d.sale.recorded_at.to_rfc3339(),
+        d.sale.recorded_by.name,
+        d.sale.recorded_by.role,
+        d.sale.source
+    );
+    if let Some(u) = &i.uuid {
+        s.push_str(&format!("\nUUID: {u}"));
+    }
+    s.push_str("\nintentos:");
+    for a in &d.attempts {
+        s.push_str(&format!(
+            "\n  #{} {} para {} · Fecha {} ({}) · {} bytes sha256 {} · clave PAC {} · {}",
+            a.attempt_no, a.reason, a.pac, a.fecha, a.fecha_source, a.body_len, a.body_sha256, a.pac_idempotency_key, a.resolution
+        ));
+    }
+    for c in &d.cfdis {
+        s.push_str(&format!("\nCFDI {} ({}) {}", c.uuid, c.pac, c.sat_status.as_deref().unwrap_or("")));
+    }
+    if !d.notes.is_empty() {
+        s.push_str("\nnotas:");
+        for n in &d.notes {
+            let state = if n.is_active() { "activa" } else { "resuelta" };
+            s.push_str(&format!(
+                "\n  [{}] {} · {} ({}): {}",
+                n.id,
+                state,
+                n.author.name,
+                n.created_at.to_rfc3339(),
+                n.text
+            ));
+        }
+    }
+    s.push_str("\nlínea de tiempo:");
+    for t in &d.timeline {
+        s.push_str(&format!(
+            "\n  {} {} · {} ({}) {}",
+            t.at.to_rfc3339(),
+            t.kind,
+            t.actor.name,
+            t.actor.role,
+            t.detail
+        ));
+    }
+    s
+}
+
+pub fn status(db: Option<&str>, a: StatusArgs) -> Result<u8, Failure> {
+    runtime()?.block_on(async {
+        let o = open(db, false).await?;
+        let c = o.counts().await.map_err(|e| failure(e, ""))?;
+        if a.json {
+            return print_json(&c).map(|_| exit::OK);
+        }
+        let mut s = format!("facturas: {}", c.total);
+        for (k, v) in &c.by_state {
+            s.push_str(&format!("\n  estado {k}: {v}"));
+        }
+        for (k, v) in &c.by_badge {
+            s.push_str(&format!("\n  insignia {k}: {v}"));
+        }
+        print_out(&s).map(|_| exit::OK)
+    })
+}

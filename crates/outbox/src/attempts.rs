@@ -1,0 +1,150 @@
+//! Opening a new attempt for an invoice: failover (the same sealed bytes at another PAC) and
+//! reprocess (the immutable sale mapped again with today's mapping and settings, new Fecha).
+//!
+//! These only *do* it; whether it is allowed is the strategy's call, made by the caller (the
+//! drain or an operator action) right before. Each new attempt gets its own PAC idempotency
+//! key, is written with its timeline event in one transaction, and — when a worker opens it —
+//! only while that worker's fencing token is still current.
+
+use cfdi::sale::Sale;
+use serde_json::json;
+
+use crate::actor::Actor;
+use crate::error::{OutboxError, Result};
+use crate::intake::{choose_fecha, pac_idempotency_key, sha256_hex, FECHA_WINDOW};
+use crate::model::{AttemptInfo, AttemptReason, BodyFormat, FechaSource, InvoiceDetail};
+use crate::outbox::Outbox;
+use crate::store::{NewAttempt, NewEvent, OpenAttempt, Store};
+
+fn live(detail: &InvoiceDetail) -> Result<&AttemptInfo> {
+    detail
+        .attempts
+        .iter()
+        .max_by_key(|a| a.attempt_no)
+        .ok_or_else(|| OutboxError::NotFound { what: "el intento vigente de la factura", id: detail.invoice.id.to_string() })
+}
+
+impl<S: Store> Outbox<S> {
+    /// Opens attempt n+1 with the live attempt's sealed bytes and Fecha, at PAC `to`. With
+    /// `forced`, the live attempt is marked abandoned (never sent again; only looked up).
+    pub async fn open_failover(&self, detail: &InvoiceDetail, to: &str, token: Option<i64>, actor: &Actor, forced: Option<&str>) -> Result<i64> {
+        let from = live(detail)?;
+        if from.body_format != BodyFormat::Xml {
+            return Err(OutboxError::Unsupported(format!(
+                "el intento {} es JSON (PAC emisor); no se puede enviar el mismo cuerpo a {to}",
+                from.attempt_no
+            )));
+        }
+        let (_, body) = self.attempt_body(from.id).await?;
+        let emisor = self.store().current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
+        let attempt_no = from.attempt_no + 1;
+        let reason = if forced.is_some() { AttemptReason::ForcedFailover } else { AttemptReason::Failover };
+        let attempt = NewAttempt {
+            attempt_no,
+            reason,
+            previous_attempt_id: Some(from.id),
+            pac: to.to_string(),
+            body_format: BodyFormat::Xml,
+            body_sha256: sha256_hex(&body),
+            body,
+            fecha: from.fecha.clone(),
+            fecha_utc_ms: from.fecha_utc.timestamp_millis(),
+            fecha_source: from.fecha_source,
+            pac_idempotency_key: pac_idempotency_key(&emisor.profile.rfc, &detail.sale.sale_id, attempt_no),
+            mapping_version: from.mapping_version,
+            emisor_settings_id: Some(emisor.id),
+            no_certificado: from.no_certificado.clone(),
+        };
+        let event = NewEvent {
+            kind: "attempt_created".into(),
+            detail: json!({
+                "attempt_no": attempt_no,
+                "reason": reason.as_str(),
+                "from_attempt_no": from.attempt_no,
+                "from_pac": from.pac,
+                "pac": to,
+                "same_bytes": true,
+                "sale_id": detail.sale.sale_id,
+                "note": forced,
+            }),
+        };
+        self.open(detail, &attempt, (from.fecha_utc + FECHA_WINDOW).timestamp_millis(), token, forced.map(|_| from.id), &event, actor).await
+    }
+
+    /// Opens attempt n+1 by mapping the immutable sale again with today's mapping, emisor
+    /// settings and CSD, at the primary PAC, with a Fecha chosen now. `cause` names why.
+    pub async fn open_reprocess(&self, detail: &InvoiceDetail, token: Option<i64>, actor: &Actor, cause: &str) -> Result<i64> {
+        let from = live(detail)?;
+        let sale: &Sale = &detail.sale.body;
+        let emisor = self.store().current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
+        let now = self.now();
+        let fecha = choose_fecha(sale.occurred_at.0, &emisor.profile.lugar_expedicion, now);
+        let csd = self.csd_for(&emisor)?;
+        csd.check_for(&emisor.profile.rfc, fecha.utc)?;
+        let built = cfdi::build(sale, &emisor.profile, fecha.fecha, Some(&csd)).map_err(|e| match e {
+            cfdi::BuildError::Invalid(v) => OutboxError::Invalid(v),
+            cfdi::BuildError::Seal(s) => OutboxError::Seal(s),
+        })?;
+        let body = built.to_xml().into_bytes();
+        let pac = self.primary_pac().await?;
+        let attempt_no = from.attempt_no + 1;
+        let fecha_text = fecha.fecha.format(cfdi::write::FECHA_FORMAT).to_string();
+        let attempt = NewAttempt {
+            attempt_no,
+            reason: AttemptReason::Reprocess,
+            previous_attempt_id: Some(from.id),
+            pac: pac.clone(),
+            body_format: BodyFormat::Xml,
+            body_sha256: sha256_hex(&body),
+            body,
+            fecha: fecha_text.clone(),
+            fecha_utc_ms: fecha.utc.timestamp_millis(),
+            fecha_source: if fecha.source == FechaSource::OccurredAt { FechaSource::OccurredAt } else { FechaSource::RecordedAt },
+            pac_idempotency_key: pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, attempt_no),
+            mapping_version: i64::from(cfdi::mapping::MAPPING_VERSION),
+            emisor_settings_id: Some(emisor.id),
+            no_certificado: Some(csd.certificate().no_certificado().to_string()),
+        };
+        let event = NewEvent {
+            kind: "attempt_created".into(),
+            detail: json!({
+                "attempt_no": attempt_no,
+                "reason": "reprocess",
+                "cause": cause,
+                "from_attempt_no": from.attempt_no,
+                "pac": pac,
+                "fecha": fecha_text,
+                "fecha_source": fecha.source,
+                "sale_id": sale.sale_id,
+                "mapping_version": cfdi::mapping::MAPPING_VERSION,
+            }),
+        };
+        self.open(detail, &attempt, (fecha.utc + FECHA_WINDOW).timestamp_millis(), token, None, &event, actor).await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn open(
+        &self,
+        detail: &InvoiceDetail,
+        attempt: &NewAttempt,
+        deadline_ms: i64,
+        token: Option<i64>,
+        abandon: Option<i64>,
+        event: &NewEvent,
+        actor: &Actor,
+    ) -> Result<i64> {
+        let at_ms = self.now().timestamp_millis();
+        let open = OpenAttempt { invoice_id: detail.invoice.id, attempt, fecha_deadline_ms: deadline_ms, token, abandon, event, at_ms, actor };
+        match self.store().open_attempt(&open).await? {
+            Some(id) => {
+                tracing::info!(invoice_id = detail.invoice.id, attempt_no = attempt.attempt_no, reason = attempt.reason.as_str(), "intento abierto");
+                Ok(id)
+            }
+            None => Err(OutboxError::ActionRefused {
+                action: "abrir un intento",
+                reason: "otro proceso tomó la factura (token de exclusión vencido)".into(),
+                evidence: vec![],
+            }),
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Time, passed in: the [`Clock`] the outbox asks for "now", a [`SystemClock`] for real use and
+//! a [`TestClock`] that tests set and advance. Nothing in the outbox reads the system time
+//! any other way (DESIGN §2.9), so the 72-hour Fecha window, reservation leases and every
+//! other deadline are testable.
+
+use std::sync::Mutex;
+
+use chrono::{DateTime, Duration, Utc};
+
+/// Where "now" comes from.
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The operating system's clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        DateTime::<Utc>::from(std::time::SystemTime::now())
+    }
+}
+
+/// A clock that stands still until told otherwise.
+#[derive(Debug)]
+pub struct TestClock {
+    now: Mutex<DateTime<Utc>>,
+}
+
+impl TestClock {
+    pub fn new(now: DateTime<Utc>) -> TestClock {
+        TestClock { now: Mutex::new(now) }
+    }
+
+    /// A clock at an RFC 3339 instant; panics on a malformed literal (tests only).
+    pub fn at(rfc3339: &str) -> TestClock {
+        let now = DateTime::parse_from_rfc3339(rfc3339).map(|d| d.with_timezone(&Utc));
+        TestClock::new(now.unwrap_or_else(|e| panic!("TestClock::at({rfc3339:?}): {e}")))
+    }
+
+    pub fn set(&self, now: DateTime<Utc>) {
+        *self.lock() = now;
+    }
+
+    pub fn advance(&self, by: Duration) {
+        let mut now = self.lock();
+        *now += by;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, DateTime<Utc>> {
+        // A poisoned lock only means another test thread panicked; the instant is still valid.
+        self.now.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> DateTime<Utc> {
+        *self.lock()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_clock_moves_only_when_told() {
+        let c = TestClock::at("2026-11-29T18:00:00Z");
+        assert_eq!(c.now(), c.now());
+        c.advance(Duration::minutes(3));
+        assert_eq!(c.now().to_rfc3339(), "2026-11-29T18:03:00+00:00");
+    }
+}

@@ -1,0 +1,113 @@
+//! Everything that can go wrong in the outbox, as one enum with stable codes.
+//!
+//! Messages are Spanish (they reach the CLI and the UI as they are); [`OutboxError::code`] is
+//! the stable machine code shells branch on and translate. Database failures are classified
+//! (missing, read-only, locked, corrupt, newer schema) so the user reads what to do, never a
+//! raw driver message alone.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cfdi::csd::CsdError;
+use cfdi::seal::SealError;
+use cfdi::validation::{FieldError, ValidationErrors};
+
+/// An outbox failure.
+#[derive(Debug, thiserror::Error)]
+pub enum OutboxError {
+    /// Bad input; every problem names its field. Nothing was written.
+    #[error("{0}")]
+    Invalid(ValidationErrors),
+    /// The idempotency key (or the sale_id) was already used to record a different sale.
+    #[error(
+        "la clave de idempotencia {key:?} ya registró la venta {sale_id:?} (factura {invoice_id}) con otro contenido; no se escribió nada"
+    )]
+    IdempotencyConflict { key: String, sale_id: String, invoice_id: i64 },
+    /// Another request with the same key is being recorded right now.
+    #[error("la clave de idempotencia {key:?} se está registrando en este momento; reintente en {} s", retry_after.as_secs().max(1))]
+    InProgress { key: String, retry_after: Duration },
+    /// No emisor profile / CSD stored yet.
+    #[error("no hay emisor ni CSD configurados en esta base de datos; ejecute `timbra init`")]
+    NotConfigured,
+    /// The CSD key's password was not provided.
+    #[error("falta la contraseña de la llave del CSD: defina la variable de entorno {password_env}")]
+    CsdLocked { password_env: String },
+    #[error("CSD: {0}")]
+    Csd(#[from] CsdError),
+    #[error("no se pudo sellar el comprobante: {0}")]
+    Seal(SealError),
+    #[error("{what} {id} no existe")]
+    NotFound { what: &'static str, id: String },
+    #[error("la nota {0} ya estaba resuelta")]
+    NoteAlreadyResolved(i64),
+    /// The database file does not exist (and this operation does not create it).
+    #[error("la base de datos {} no existe; créela con `timbra init`", path.display())]
+    DatabaseMissing { path: PathBuf },
+    #[error("la base de datos {} es de solo lectura: {detail}", path.display())]
+    DatabaseReadOnly { path: PathBuf, detail: String },
+    #[error("la base de datos {} está bloqueada por otro proceso (se esperó {} ms); reintente cuando termine", path.display(), waited.as_millis())]
+    DatabaseLocked { path: PathBuf, waited: Duration },
+    #[error("la base de datos {} está dañada o no es una base de datos de Timbra: {detail}", path.display())]
+    DatabaseCorrupt { path: PathBuf, detail: String },
+    #[error("la base de datos {} fue creada por una versión más nueva de Timbra (migración {version}); actualice Timbra", path.display())]
+    DatabaseTooNew { path: PathBuf, version: i64 },
+    #[error("no se pudo abrir la base de datos {}: {detail}", path.display())]
+    DatabaseUnavailable { path: PathBuf, detail: String },
+    /// The database refused a write that would break an invariant (a trigger or constraint).
+    #[error("la base de datos rechazó la operación: {0}")]
+    Integrity(String),
+    /// Any other database error.
+    #[error("error de la base de datos: {0}")]
+    Database(String),
+    /// The strategy does not allow this action now; `reason` is the strategy's code and
+    /// `evidence` the evidence rows it rests on.
+    #[error("no se permite {action}: {reason} (evidencia {evidence:?})")]
+    ActionRefused { action: &'static str, reason: String, evidence: Vec<i64> },
+    /// The actor's role may not take this action.
+    #[error("el rol {role} no puede {action}")]
+    Forbidden { action: &'static str, role: &'static str },
+    /// Something Timbra does not do (yet), said plainly.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl OutboxError {
+    /// The stable code of this error (`validation`, `idempotency_conflict`, ...).
+    pub fn code(&self) -> &'static str {
+        match self {
+            OutboxError::Invalid(_) => "validation",
+            OutboxError::IdempotencyConflict { .. } => "idempotency_conflict",
+            OutboxError::InProgress { .. } => "idempotency_in_progress",
+            OutboxError::NotConfigured => "not_configured",
+            OutboxError::CsdLocked { .. } => "csd_locked",
+            OutboxError::Csd(_) => "csd",
+            OutboxError::Seal(_) => "seal",
+            OutboxError::NotFound { .. } => "not_found",
+            OutboxError::NoteAlreadyResolved(_) => "note_already_resolved",
+            OutboxError::DatabaseMissing { .. } => "db_missing",
+            OutboxError::DatabaseReadOnly { .. } => "db_read_only",
+            OutboxError::DatabaseLocked { .. } => "db_locked",
+            OutboxError::DatabaseCorrupt { .. } => "db_corrupt",
+            OutboxError::DatabaseTooNew { .. } => "db_too_new",
+            OutboxError::DatabaseUnavailable { .. } => "db_unavailable",
+            OutboxError::Integrity(_) => "integrity",
+            OutboxError::Database(_) => "db",
+            OutboxError::ActionRefused { .. } => "action_refused",
+            OutboxError::Forbidden { .. } => "forbidden",
+            OutboxError::Unsupported(_) => "unsupported",
+        }
+    }
+
+    /// One invalid field.
+    pub fn invalid(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> OutboxError {
+        OutboxError::Invalid(ValidationErrors::one(FieldError::new(field, code, message)))
+    }
+}
+
+impl From<ValidationErrors> for OutboxError {
+    fn from(e: ValidationErrors) -> OutboxError {
+        OutboxError::Invalid(e)
+    }
+}
+
+pub type Result<T, E = OutboxError> = std::result::Result<T, E>;

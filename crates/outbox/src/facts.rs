@@ -1,0 +1,135 @@
+//! From what the store holds (attempts, tries, evidence, CFDIs) to the strategy's [`Facts`].
+//!
+//! Owns the reading of evidence rows: which `kind`/`outcome` means what to the strategy, and the
+//! rule that a try whose answer never arrived (no evidence row points at it) is an unknown
+//! outcome. The drain writes evidence with the same vocabulary ([`evidence_kind`]).
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::model::{BodyFormat, InvoiceDetail};
+use crate::strategy::{AttemptEvent, AttemptFacts, CfdiFacts, Facts, LookupResult, StampResult};
+
+/// Evidence kinds and operator-action codes, as stored.
+pub mod evidence_kind {
+    /// A PAC's answer to a stamp request (`outcome` = the outcome class).
+    pub const PAC_RESPONSE: &str = "pac_response";
+    /// A non-creating lookup or a retrieval by UUID (`outcome` = found/not_found/pending/...).
+    pub const LOOKUP: &str = "lookup";
+    /// A person's decision (`code` = the action).
+    pub const OPERATOR_ACTION: &str = "operator_action";
+    /// A CFDI found by a reconciliation import (`outcome` = found, `uuid`).
+    pub const RECONCILIATION: &str = "reconciliation";
+
+    /// Operator action codes.
+    pub const FORCE_FAILOVER: &str = "force_failover";
+    pub const VERIFY_ABSENT: &str = "verify_absent";
+}
+
+/// SAT's stamping window for a Fecha, less a margin so a request is never sent at its edge.
+pub fn fecha_deadline(fecha_utc: DateTime<Utc>) -> DateTime<Utc> {
+    fecha_utc + Duration::hours(72) - Duration::minutes(10)
+}
+
+/// Builds the strategy's facts. `can_lookup(pac)` says whether that PAC answers non-creating
+/// lookups (Finkok, Facturapi) — it comes from the PAC settings, not from the store.
+pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Facts {
+    let mut attempts = Vec::with_capacity(d.attempts.len());
+    for a in &d.attempts {
+        let mut timed: Vec<(DateTime<Utc>, i64, AttemptEvent)> = Vec::new();
+        let abandoned = d.evidence.iter().any(|e| {
+            e.attempt_id == Some(a.id)
+                && e.kind == evidence_kind::OPERATOR_ACTION
+                && e.code.as_deref() == Some(evidence_kind::FORCE_FAILOVER)
+        });
+        for t in d.tries.iter().filter(|t| t.attempt_id == a.id) {
+            let answered = d.evidence.iter().any(|e| e.try_id == Some(t.id));
+            if !answered {
+                let event = if t.operation == "lookup" {
+                    AttemptEvent::Lookup {
+                        evidence_id: None,
+                        at: t.started_at,
+                        result: LookupResult::Failed,
+                    }
+                } else {
+                    AttemptEvent::Stamp {
+                        evidence_id: None,
+                        at: t.started_at,
+                        result: StampResult::Unknown,
+                    }
+                };
+                timed.push((t.started_at, t.id * 2, event));
+            }
+        }
+        for e in d.evidence.iter().filter(|e| e.attempt_id == Some(a.id)) {
+            let outcome = e.outcome.as_deref().unwrap_or("");
+            let code = e.code.clone().unwrap_or_default();
+            let event = match e.kind.as_str() {
+                evidence_kind::PAC_RESPONSE => {
+                    let result = match outcome {
+                        "stamped" => match &e.uuid {
+                            Some(u) => StampResult::Stamped { uuid: u.clone() },
+                            None => StampResult::AlreadyStamped { uuid: None },
+                        },
+                        "already_stamped" => StampResult::AlreadyStamped { uuid: e.uuid.clone() },
+                        "rejected" => StampResult::Rejected { code },
+                        "not_sent" => StampResult::NotSent,
+                        "unavailable" => StampResult::Unavailable { code },
+                        _ => StampResult::Unknown,
+                    };
+                    AttemptEvent::Stamp {
+                        evidence_id: Some(e.id),
+                        at: e.recorded_at,
+                        result,
+                    }
+                }
+                evidence_kind::LOOKUP | evidence_kind::RECONCILIATION => {
+                    let result = match outcome {
+                        "found" => match &e.uuid {
+                            Some(u) => LookupResult::Found { uuids: vec![u.clone()] },
+                            None => LookupResult::Failed,
+                        },
+                        "not_found" => LookupResult::NotFound,
+                        "pending" => LookupResult::Pending,
+                        "not_supported" => LookupResult::NotSupported,
+                        _ => LookupResult::Failed,
+                    };
+                    AttemptEvent::Lookup {
+                        evidence_id: Some(e.id),
+                        at: e.recorded_at,
+                        result,
+                    }
+                }
+                evidence_kind::OPERATOR_ACTION if code == evidence_kind::VERIFY_ABSENT => AttemptEvent::VerifiedAbsent {
+                    evidence_id: Some(e.id),
+                    at: e.recorded_at,
+                },
+                _ => continue,
+            };
+            timed.push((e.recorded_at, e.id * 2 + 1, event));
+        }
+        timed.sort_by_key(|(at, order, _)| (*at, *order));
+        attempts.push(AttemptFacts {
+            attempt_no: a.attempt_no,
+            pac: a.pac.clone(),
+            pac_can_lookup: can_lookup(&a.pac),
+            json_body: a.body_format == BodyFormat::Json,
+            fecha_deadline: fecha_deadline(a.fecha_utc),
+            abandoned,
+            events: timed.into_iter().map(|(_, _, e)| e).collect(),
+        });
+    }
+    attempts.sort_by_key(|a| a.attempt_no);
+    let cfdis = d
+        .cfdis
+        .iter()
+        .map(|c| CfdiFacts {
+            uuid: c.uuid.clone(),
+            attempt_no: c
+                .attempt_id
+                .and_then(|id| d.attempts.iter().find(|a| a.id == id))
+                .map(|a| a.attempt_no),
+            xml_persisted: c.has_xml,
+        })
+        .collect();
+    Facts { attempts, cfdis }
+}

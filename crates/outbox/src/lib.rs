@@ -1,0 +1,43 @@
+//! Timbra's outbox: the durable record of every sale that must be stamped, and the one API
+//! (`Outbox`) both shells use.
+//!
+//! Once [`Outbox::record_sale`] returns, the fact "this sale must be stamped, with these exact
+//! bytes" is durable and cannot be lost or silently changed: the sale, its outbox invoice row,
+//! attempt #1 with its frozen sealed body, and the first timeline event commit in one
+//! `synchronous=FULL` transaction or not at all (DESIGN §2.2, §2.3), with DESIGN §8's
+//! idempotency. Around it: reads for the console (filtered keyset lists, invoice detail with
+//! a merged timeline, counts), notes, and the emisor/CSD settings.
+//!
+//! Map:
+//! - [`outbox`]: the `Outbox` API and the intake flow;
+//! - [`intake`]: pure intake rules (Fecha choice, PAC idempotency key, hashing);
+//! - [`store`]: the `Store` trait (the backend seam) and [`store::sqlite`], the SQLite backend
+//!   with its SQL in `sql/sqlite/*.sql` and migrations in `migrations/sqlite/`;
+//! - [`model`]: states, badges and the read models; [`settings`]: emisor and CSD settings;
+//! - [`actor`], [`clock`], [`location`], [`error`].
+//!
+//! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
+
+pub mod actions;
+pub mod actor;
+pub mod attempts;
+pub mod clock;
+pub mod drain;
+pub mod error;
+pub mod facts;
+pub mod intake;
+pub mod location;
+pub mod model;
+pub mod outbox;
+pub mod settings;
+pub mod store;
+pub mod strategy;
+
+pub use actor::{Actor, Role};
+pub use clock::{Clock, SystemClock, TestClock};
+pub use error::OutboxError;
+pub use location::DatabaseLocation;
+pub use outbox::Outbox;
+pub use settings::{EmisorSettings, EmisorSetup};
+pub use store::sqlite::{SqliteOptions, SqliteStore};
+pub use store::Store;

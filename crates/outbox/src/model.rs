@@ -1,0 +1,426 @@
+//! The outbox's domain types as the shells see them: invoice states and badges, what
+//! recording a sale returned, list filters and pages, and the invoice detail (sale, attempts,
+//! tries, evidence, CFDIs, notes, merged timeline). All serialize to JSON for the CLI and the
+//! desktop app; instants serialize as RFC 3339 UTC.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::actor::Role;
+
+macro_rules! text_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vm])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The text stored in the database and printed in JSON.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+
+            pub fn parse(s: &str) -> Option<$name> {
+                match s { $($text => Some($name::$variant),)+ _ => None }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// The stored state of an outbox row (what the drain does with it). The badge says why.
+    InvoiceState {
+        /// The drain works on it when it is due.
+        Pending = "pending",
+        /// A CFDI of the live attempt is persisted.
+        Stamped = "stamped",
+        /// No automatic progress: a person decides (see the badge).
+        Held = "held",
+    }
+}
+
+text_enum! {
+    /// The strategy's verdict (DESIGN §4), cached on the row for lists; computed, never the truth.
+    Badge {
+        Pendiente = "pendiente",
+        Finalizar = "finalizar",
+        Timbrada = "timbrada",
+        Reanudar = "reanudar",
+        Respaldo = "respaldo",
+        Reprocesar = "reprocesar",
+        Duplicado = "duplicado",
+        Atencion = "atencion",
+    }
+}
+
+text_enum! {
+    /// Where an attempt's Fecha came from.
+    FechaSource {
+        /// The sale's own occurred_at (inside the 72-hour window with a margin).
+        OccurredAt = "occurred_at",
+        /// The time the sale was recorded, as local time at LugarExpedicion.
+        RecordedAt = "recorded_at",
+    }
+}
+
+text_enum! {
+    /// Why an attempt exists.
+    AttemptReason {
+        Initial = "initial",
+        Reprocess = "reprocess",
+        Failover = "failover",
+        ForcedFailover = "forced_failover",
+    }
+}
+
+text_enum! {
+    /// What an attempt's frozen body is.
+    BodyFormat {
+        /// Sealed CFDI XML (SW, Finkok).
+        Xml = "xml",
+        /// A JSON document for a JSON-issuing PAC (Facturapi).
+        Json = "json",
+    }
+}
+
+/// What [`crate::Outbox::record_sale`] returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recorded {
+    pub invoice_id: i64,
+    pub sale_id: String,
+    pub state: InvoiceState,
+    /// True when the sale had been recorded before with the same body (nothing was written).
+    pub replayed: bool,
+}
+
+/// An invoice named by its id or by its sale's id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InvoiceRef {
+    Id(i64),
+    SaleId(String),
+}
+
+/// A position in the newest-first invoice list (keyset pagination).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cursor {
+    pub created_at_ms: i64,
+    pub id: i64,
+}
+
+impl Cursor {
+    /// The opaque text form handed to clients (`"<ms>.<id>"`).
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.created_at_ms, self.id)
+    }
+
+    pub fn decode(s: &str) -> Option<Cursor> {
+        let (ms, id) = s.split_once('.')?;
+        Some(Cursor {
+            created_at_ms: ms.parse().ok()?,
+            id: id.parse().ok()?,
+        })
+    }
+}
+
+impl Serialize for Cursor {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.encode())
+    }
+}
+
+/// Which invoices to list. Every filter is optional; results are newest first.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub state: Option<InvoiceState>,
+    pub badge: Option<Badge>,
+    /// A prefix of a sale_id or folio (as written), or of a receptor RFC or UUID (any case).
+    pub search: Option<String>,
+    /// Recorded at or after.
+    pub from: Option<DateTime<Utc>>,
+    /// Recorded before.
+    pub to: Option<DateTime<Utc>>,
+    /// Continue after this row (from the previous page's `next`).
+    pub after: Option<Cursor>,
+    /// Page size; 0 means the default (50); capped at [`ListFilter::MAX_LIMIT`].
+    pub limit: u32,
+}
+
+impl ListFilter {
+    pub const DEFAULT_LIMIT: u32 = 50;
+    pub const MAX_LIMIT: u32 = 1000;
+
+    pub fn effective_limit(&self) -> u32 {
+        match self.limit {
+            0 => ListFilter::DEFAULT_LIMIT,
+            n => n.min(ListFilter::MAX_LIMIT),
+        }
+    }
+}
+
+/// One page of the invoice list.
+#[derive(Debug, Clone, Serialize)]
+pub struct InvoicePage {
+    pub items: Vec<InvoiceSummary>,
+    /// Pass as `ListFilter::after` for the next page; None on the last page.
+    pub next: Option<Cursor>,
+}
+
+/// A row of the invoice list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InvoiceSummary {
+    pub id: i64,
+    pub sale_id: String,
+    pub kind: String,
+    pub serie: Option<String>,
+    pub folio: Option<String>,
+    pub receptor_rfc: String,
+    pub receptor_nombre: String,
+    /// Decimal string, as in the comprobante.
+    pub total: String,
+    pub moneda: String,
+    pub state: InvoiceState,
+    pub badge: Badge,
+    pub state_reason: Option<String>,
+    pub current_attempt_no: i64,
+    pub attempts_count: i64,
+    pub tries_count: i64,
+    pub next_try_at: Option<DateTime<Utc>>,
+    pub possible_duplicate: bool,
+    pub uuid: Option<String>,
+    /// The live attempt's Fecha (local time at LugarExpedicion).
+    pub fecha: String,
+    /// When the live attempt's Fecha leaves SAT's 72-hour window.
+    pub fecha_deadline: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub active_notes: i64,
+}
+
+/// Who did something, as stored next to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ActedBy {
+    pub name: String,
+    pub role: Role,
+}
+
+/// A claim on an invoice by a drain worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Lease {
+    pub owner: String,
+    pub until: DateTime<Utc>,
+}
+
+/// The immutable sale as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SaleRecord {
+    pub sale_id: String,
+    pub kind: String,
+    pub occurred_at: String,
+    /// The sale as recorded (parsed back from its stored canonical JSON).
+    pub body: cfdi::sale::Sale,
+    pub body_sha256: String,
+    pub source: String,
+    pub recorded_at: DateTime<Utc>,
+    pub recorded_by: ActedBy,
+}
+
+/// One frozen body for one PAC (the body itself: [`crate::Outbox::attempt_body`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttemptInfo {
+    pub id: i64,
+    pub attempt_no: i64,
+    pub reason: AttemptReason,
+    pub previous_attempt_id: Option<i64>,
+    pub pac: String,
+    pub body_format: BodyFormat,
+    pub body_len: i64,
+    pub body_sha256: String,
+    pub fecha: String,
+    /// The instant the Fecha denotes (local time at LugarExpedicion, in UTC).
+    pub fecha_utc: DateTime<Utc>,
+    pub fecha_source: FechaSource,
+    pub pac_idempotency_key: String,
+    pub mapping_version: i64,
+    pub no_certificado: Option<String>,
+    pub resolution: String,
+    pub resolved_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub created_by: ActedBy,
+}
+
+/// One delivery or lookup of an attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TryInfo {
+    pub id: i64,
+    pub attempt_id: i64,
+    pub try_no: i64,
+    pub operation: String,
+    pub pac: String,
+    pub worker: String,
+    pub fencing_token: i64,
+    pub started_at: DateTime<Utc>,
+    pub actor: ActedBy,
+}
+
+/// Something learned about an invoice (DESIGN §5), or an operator's decision.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvidenceInfo {
+    pub id: i64,
+    pub attempt_id: Option<i64>,
+    pub try_id: Option<i64>,
+    pub kind: String,
+    pub outcome: Option<String>,
+    pub code: Option<String>,
+    pub message: Option<String>,
+    pub uuid: Option<String>,
+    pub retry_after_ms: Option<i64>,
+    pub detail: serde_json::Value,
+    pub fencing_token: Option<i64>,
+    pub recorded_at: DateTime<Utc>,
+    pub actor: ActedBy,
+}
+
+/// A stamped document known for the invoice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CfdiInfo {
+    pub id: i64,
+    pub attempt_id: Option<i64>,
+    pub uuid: String,
+    pub pac: String,
+    pub fecha_timbrado: Option<String>,
+    pub has_xml: bool,
+    pub xml_sha256: Option<String>,
+    pub sat_status: Option<String>,
+    pub cancellation_status: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Free text by a person; active until resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Note {
+    pub id: i64,
+    pub invoice_id: i64,
+    pub text: String,
+    pub created_at: DateTime<Utc>,
+    pub author: ActedBy,
+    pub resolved_at: Option<DateTime<Utc>>,
+    pub resolved_by: Option<ActedBy>,
+}
+
+impl Note {
+    pub fn is_active(&self) -> bool {
+        self.resolved_at.is_none()
+    }
+}
+
+/// Where a timeline entry comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimelineSource {
+    Event,
+    Try,
+    Evidence,
+    Note,
+    NoteResolved,
+}
+
+/// One entry of an invoice's merged history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimelineEntry {
+    pub at: DateTime<Utc>,
+    pub source: TimelineSource,
+    /// The id of the row in its own table.
+    pub ref_id: i64,
+    /// A stable code (`sale_recorded`, `stamp`, `pac_response`, `note_added`, ...).
+    pub kind: String,
+    pub actor: ActedBy,
+    pub detail: serde_json::Value,
+}
+
+/// Everything about one invoice.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InvoiceDetail {
+    pub invoice: InvoiceSummary,
+    pub fencing_token: i64,
+    pub lease: Option<Lease>,
+    pub sale: SaleRecord,
+    pub attempts: Vec<AttemptInfo>,
+    pub tries: Vec<TryInfo>,
+    pub evidence: Vec<EvidenceInfo>,
+    pub cfdis: Vec<CfdiInfo>,
+    /// Active notes first, then resolved ones; oldest first within each.
+    pub notes: Vec<Note>,
+    /// Events, tries, evidence and notes merged by time.
+    pub timeline: Vec<TimelineEntry>,
+}
+
+/// How many invoices are in each state and badge.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub total: i64,
+    pub by_state: BTreeMap<String, i64>,
+    pub by_badge: BTreeMap<String, i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enums_round_trip_through_their_text() {
+        for s in InvoiceState::ALL {
+            assert_eq!(InvoiceState::parse(s.as_str()), Some(*s));
+            assert_eq!(serde_json::to_string(s).unwrap(), format!("\"{s}\""));
+        }
+        for b in Badge::ALL {
+            assert_eq!(Badge::parse(b.as_str()), Some(*b));
+        }
+        assert_eq!(Badge::parse("Timbrada"), None);
+    }
+
+    #[test]
+    fn cursors_round_trip_and_refuse_garbage() {
+        let c = Cursor {
+            created_at_ms: 1_764_000_000_123,
+            id: 42,
+        };
+        assert_eq!(Cursor::decode(&c.encode()), Some(c));
+        for bad in ["", "1", "a.b", "1.", ".1", "1.2.3"] {
+            assert_eq!(Cursor::decode(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn list_limit_has_a_default_and_a_cap() {
+        assert_eq!(ListFilter::default().effective_limit(), 50);
+        assert_eq!(
+            ListFilter {
+                limit: 5000,
+                ..Default::default()
+            }
+            .effective_limit(),
+            1000
+        );
+        assert_eq!(
+            ListFilter {
+                limit: 7,
+                ..Default::default()
+            }
+            .effective_limit(),
+            7
+        );
+    }
+}

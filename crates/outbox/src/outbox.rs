@@ -1,0 +1,554 @@
+//! [`Outbox`]: the one API both shells (CLI, desktop app) call. It owns the intake flow —
+//! validate → map with the current emisor profile → seal with the CSD → one transaction —
+//! with DESIGN §8's idempotency, and the reads, notes and settings around it. Storage is
+//! behind [`Store`]; time behind [`Clock`].
+//!
+//! Intake, step by step (`record_sale`):
+//! 1. the key (the client's idempotency key, else the sale_id) and the sale_id are looked up:
+//!    recorded with the same body → the original result, nothing written; with another body →
+//!    `IdempotencyConflict`; reserved by a live request → `InProgress{retry_after}`;
+//! 2. the sale is validated and mapped, and the CSD checked, before anything is written, so a
+//!    validation error leaves no trace;
+//! 3. the key is reserved for [`RESERVATION_LEASE`] (a crash leaves a reservation that
+//!    expires; then the key is free);
+//! 4. the comprobante is built and sealed;
+//! 5. one durable transaction writes sale + invoice + attempt #1 (frozen bytes, sha256, Fecha,
+//!    PAC, PAC idempotency key, mapping version, reason) + timeline event and settles the key.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration as StdDuration;
+
+use cfdi::csd::Csd;
+use cfdi::sale::{Sale, SaleKind};
+use cfdi::secret::Secret;
+use cfdi::validation::{FieldError, ValidationErrors};
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use crate::actor::Actor;
+use crate::clock::Clock;
+use crate::error::{OutboxError, Result};
+use crate::intake::{self, choose_fecha, pac_idempotency_key, sha256_hex, FECHA_WINDOW, RESERVATION_LEASE};
+use crate::model::{
+    AttemptReason, Badge, BodyFormat, Counts, InvoiceDetail, InvoicePage, InvoiceRef, InvoiceState, ListFilter, Note, Recorded,
+    TimelineEntry, TimelineSource,
+};
+use crate::settings::{self, EmisorSettings, EmisorSetup, DEFAULT_PAC, SETTING_PRIMARY_PAC};
+use crate::store::sqlite::{SqliteOptions, SqliteStore};
+use crate::store::{
+    ExistingSale, KeyState, NewAttempt, NewEvent, NewInvoice, NewRecord, NewSale, RecordOutcome, Reservation, Store, StoredEmisorSettings,
+};
+
+/// Largest sale JSON accepted by [`Outbox::record_sale_json`].
+pub const MAX_SALE_JSON_BYTES: usize = 16 * 1024 * 1024;
+
+/// Longest note, in characters.
+pub const MAX_NOTE_CHARS: usize = 10_000;
+
+/// The outbox.
+pub struct Outbox<S: Store = SqliteStore> {
+    store: S,
+    clock: Arc<dyn Clock>,
+    password: Mutex<Option<Secret>>,
+    /// The CSD loaded for an emisor settings version.
+    csd: Mutex<Option<(i64, Arc<Csd>)>>,
+    /// Prefix of this instance's reservation owners.
+    instance: String,
+    reservations: AtomicU64,
+}
+
+impl Outbox<SqliteStore> {
+    /// Opens a SQLite outbox.
+    pub async fn open_sqlite(opts: &SqliteOptions, clock: Arc<dyn Clock>) -> Result<Outbox<SqliteStore>> {
+        Ok(Outbox::new(SqliteStore::open(opts).await?, clock))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Poisoning only means a panic elsewhere; the data (a cache, a password) is still whole.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn kind_str(k: SaleKind) -> &'static str {
+    match k {
+        SaleKind::Ingreso => "ingreso",
+        SaleKind::Egreso => "egreso",
+        SaleKind::Pago => "pago",
+    }
+}
+
+fn replay_or_conflict(key: &str, existing: ExistingSale, body_sha256: &str) -> Result<Recorded> {
+    if existing.body_sha256 == body_sha256 {
+        Ok(Recorded {
+            invoice_id: existing.invoice_id,
+            sale_id: existing.sale_id,
+            state: existing.state,
+            replayed: true,
+        })
+    } else {
+        Err(OutboxError::IdempotencyConflict {
+            key: key.to_string(),
+            sale_id: existing.sale_id,
+            invoice_id: existing.invoice_id,
+        })
+    }
+}
+
+fn in_progress(key: &str, until_ms: i64, now: DateTime<Utc>) -> OutboxError {
+    let left = (until_ms - now.timestamp_millis()).max(1000);
+    OutboxError::InProgress {
+        key: key.to_string(),
+        retry_after: StdDuration::from_millis(left as u64),
+    }
+}
+
+impl<S: Store> Outbox<S> {
+    pub fn new(store: S, clock: Arc<dyn Clock>) -> Outbox<S> {
+        use std::hash::{BuildHasher, Hasher};
+        let nonce = std::collections::hash_map::RandomState::new().build_hasher().finish();
+        Outbox {
+            store,
+            clock,
+            password: Mutex::new(None),
+            csd: Mutex::new(None),
+            instance: format!("{:x}-{nonce:016x}", std::process::id()),
+            reservations: AtomicU64::new(0),
+        }
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Now, by this outbox's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Hands over the CSD key's password (from the OS credential store or the environment
+    /// variable the settings name). Kept in memory only; the key is decrypted on first use.
+    pub fn provide_csd_password(&self, password: Secret) {
+        *lock(&self.password) = Some(password);
+        *lock(&self.csd) = None;
+    }
+
+    // Settings -------------------------------------------------------------------------------
+
+    /// Stores a new emisor profile and CSD after checking them (see [`settings`]); it applies
+    /// to sales recorded from now on.
+    pub async fn configure_emisor(&self, setup: &EmisorSetup, password: &Secret, actor: &Actor) -> Result<EmisorSettings> {
+        let now = self.clock.now();
+        let (row, csd) = settings::check_setup(setup, password, now)?;
+        let id = self.store.insert_emisor_settings(&row, actor, now.timestamp_millis()).await?;
+        *lock(&self.csd) = Some((id, Arc::new(csd)));
+        *lock(&self.password) = Some(password.clone());
+        tracing::info!(rfc = %setup.profile.rfc, settings_id = id, "emisor y CSD configurados");
+        self.emisor_settings().await?.ok_or(OutboxError::NotConfigured)
+    }
+
+    /// The current emisor settings, if any.
+    pub async fn emisor_settings(&self) -> Result<Option<EmisorSettings>> {
+        match self.store.current_emisor_settings().await? {
+            Some(s) => Ok(Some(EmisorSettings::from_stored(&s)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The PAC new attempts are frozen for.
+    pub async fn primary_pac(&self) -> Result<String> {
+        match self.store.setting(SETTING_PRIMARY_PAC).await? {
+            Some(v) => serde_json::from_str::<String>(&v).map_err(|e| OutboxError::Database(format!("{SETTING_PRIMARY_PAC}: {e}"))),
+            None => Ok(DEFAULT_PAC.to_string()),
+        }
+    }
+
+    pub async fn set_primary_pac(&self, name: &str, actor: &Actor) -> Result<()> {
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+            return Err(OutboxError::invalid(
+                "pac",
+                "texto_invalido",
+                "el nombre del PAC debe tener de 1 a 100 caracteres",
+            ));
+        }
+        let value = serde_json::to_string(name).map_err(|e| OutboxError::Database(e.to_string()))?;
+        self.store
+            .put_setting(SETTING_PRIMARY_PAC, &value, actor, self.clock.now().timestamp_millis())
+            .await
+    }
+
+    pub(crate) fn csd_for(&self, s: &StoredEmisorSettings) -> Result<Arc<Csd>> {
+        let mut cache = lock(&self.csd);
+        if let Some((id, csd)) = cache.as_ref() {
+            if *id == s.id {
+                return Ok(csd.clone());
+            }
+        }
+        let password = lock(&self.password).clone().ok_or_else(|| OutboxError::CsdLocked {
+            password_env: s.password_env.clone(),
+        })?;
+        let csd = Arc::new(Csd::load(&s.cer_der, &s.key_encrypted, &password)?);
+        *cache = Some((s.id, csd.clone()));
+        Ok(csd)
+    }
+
+    // Intake ---------------------------------------------------------------------------------
+
+    /// Parses a sale from JSON bytes (strict; errors name the field) and records it.
+    pub async fn record_sale_json(&self, bytes: &[u8], idempotency_key: Option<&str>, actor: &Actor) -> Result<Recorded> {
+        if bytes.len() > MAX_SALE_JSON_BYTES {
+            return Err(OutboxError::invalid(
+                "(json)",
+                "tamano",
+                format!("la venta pesa {} bytes; el máximo es {MAX_SALE_JSON_BYTES}", bytes.len()),
+            ));
+        }
+        let sale = Sale::from_json(bytes)?;
+        self.record_sale(&sale, idempotency_key, actor).await
+    }
+
+    /// Records a sale durably, exactly once per key (see the module docs).
+    pub async fn record_sale(&self, sale: &Sale, idempotency_key: Option<&str>, actor: &Actor) -> Result<Recorded> {
+        let now = self.clock.now();
+        let key = match idempotency_key {
+            Some(k) => {
+                intake::check_idempotency_key(k)?;
+                k
+            }
+            None => sale.sale_id.as_str(),
+        };
+        let body = sale.to_canonical_json();
+        let body_sha256 = sha256_hex(body.as_bytes());
+
+        // 1. Already known?
+        if let Some(done) = self.settled(key, &sale.sale_id, &body_sha256, now).await? {
+            return Ok(done);
+        }
+
+        // 2. Validate, map and check the CSD: nothing written yet.
+        let emisor = self.store.current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
+        let fecha = choose_fecha(sale.occurred_at.0, &emisor.profile.lugar_expedicion, now);
+        cfdi::mapping::map_sale(sale, &emisor.profile, fecha.fecha)?;
+        let csd = self.csd_for(&emisor)?;
+        csd.check_for(&emisor.profile.rfc, fecha.utc)?;
+        let pac = self.primary_pac().await?;
+
+        // 3. Reserve the key.
+        let owner = format!("{}:{}", self.instance, self.reservations.fetch_add(1, Ordering::Relaxed));
+        let now_ms = now.timestamp_millis();
+        let until_ms = (now + RESERVATION_LEASE).timestamp_millis();
+        match self
+            .store
+            .reserve_key(key, &sale.sale_id, &body_sha256, &owner, until_ms, now_ms)
+            .await?
+        {
+            Reservation::Granted => {}
+            Reservation::Held { until_ms } => return Err(in_progress(key, until_ms, now)),
+            Reservation::Recorded(existing) => return replay_or_conflict(key, existing, &body_sha256),
+        }
+
+        // 4. Build and seal; 5. one transaction.
+        let result = self
+            .build_and_record(sale, key, &owner, &emisor, &csd, &pac, fecha, body, &body_sha256, now, actor)
+            .await;
+        match result {
+            Ok(RecordOutcome::Recorded { invoice_id, .. }) => {
+                tracing::info!(sale_id = %sale.sale_id, invoice_id, "venta registrada");
+                Ok(Recorded {
+                    invoice_id,
+                    sale_id: sale.sale_id.clone(),
+                    state: InvoiceState::Pending,
+                    replayed: false,
+                })
+            }
+            Ok(RecordOutcome::SaleIdTaken) => {
+                self.release(key, &owner).await;
+                match self.store.sale_by_sale_id(&sale.sale_id).await? {
+                    Some(existing) => replay_or_conflict(key, existing, &body_sha256),
+                    None => Err(OutboxError::Database(format!(
+                        "la venta {:?} se reportó existente y no se encontró",
+                        sale.sale_id
+                    ))),
+                }
+            }
+            Ok(RecordOutcome::ReservationLost) => match self.settled(key, &sale.sale_id, &body_sha256, self.clock.now()).await? {
+                Some(done) => Ok(done),
+                None => Err(OutboxError::InProgress {
+                    key: key.to_string(),
+                    retry_after: StdDuration::from_secs(1),
+                }),
+            },
+            Err(e) => {
+                self.release(key, &owner).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// What the store already knows about this key and sale: a replay, a conflict, a live
+    /// reservation by someone else, or nothing.
+    async fn settled(&self, key: &str, sale_id: &str, body_sha256: &str, now: DateTime<Utc>) -> Result<Option<Recorded>> {
+        match self.store.key_state(key).await? {
+            KeyState::Recorded(existing) => return replay_or_conflict(key, existing, body_sha256).map(Some),
+            KeyState::Reserved { until_ms, .. } if until_ms > now.timestamp_millis() => return Err(in_progress(key, until_ms, now)),
+            KeyState::Reserved { .. } | KeyState::Free => {}
+        }
+        match self.store.sale_by_sale_id(sale_id).await? {
+            Some(existing) => replay_or_conflict(key, existing, body_sha256).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    async fn release(&self, key: &str, owner: &str) {
+        if let Err(e) = self.store.release_key(key, owner).await {
+            // The reservation expires by itself after RESERVATION_LEASE.
+            tracing::warn!(key, error = %e, "no se pudo liberar la reserva de la clave de idempotencia");
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn build_and_record(
+        &self,
+        sale: &Sale,
+        key: &str,
+        owner: &str,
+        emisor: &StoredEmisorSettings,
+        csd: &Csd,
+        pac: &str,
+        fecha: intake::FechaChoice,
+        body: String,
+        body_sha256: &str,
+        now: DateTime<Utc>,
+        actor: &Actor,
+    ) -> Result<RecordOutcome> {
+        let built = cfdi::build(sale, &emisor.profile, fecha.fecha, Some(csd)).map_err(|e| match e {
+            cfdi::BuildError::Invalid(v) => OutboxError::Invalid(v),
+            cfdi::BuildError::Seal(s) => OutboxError::Seal(s),
+        })?;
+        let xml = built.to_xml().into_bytes();
+        let xml_sha256 = sha256_hex(&xml);
+        let fecha_text = fecha.fecha.format(cfdi::write::FECHA_FORMAT).to_string();
+        let occurred_at = sale.occurred_at.0.format(cfdi::write::FECHA_FORMAT).to_string();
+        let pac_key = pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, 1);
+        let c = &built.comprobante;
+        let event = NewEvent {
+            kind: "sale_recorded".into(),
+            detail: json!({
+                "attempt_no": 1,
+                "fecha": fecha_text,
+                "fecha_source": fecha.source,
+                "fecha_reason": fecha.reason,
+                "occurred_at": occurred_at,
+                "pac": pac,
+                "pac_idempotency_key": pac_key,
+                "idempotency_key": key,
+                "source": actor.channel,
+                "sale_sha256": body_sha256,
+                "body_sha256": xml_sha256,
+                "mapping_version": cfdi::mapping::MAPPING_VERSION,
+                "no_certificado": csd.certificate().no_certificado(),
+            }),
+        };
+        let record = NewRecord {
+            sale: NewSale {
+                sale_id: sale.sale_id.clone(),
+                kind: kind_str(sale.kind).into(),
+                occurred_at,
+                body,
+                body_sha256: body_sha256.to_string(),
+                source: actor.channel.clone(),
+            },
+            invoice: NewInvoice {
+                serie: sale.serie.clone(),
+                folio: sale.folio.clone(),
+                receptor_rfc: sale.receptor.rfc.clone(),
+                receptor_nombre: sale.receptor.nombre.clone(),
+                total: c.total.to_string(),
+                moneda: c.moneda.clone(),
+                state: InvoiceState::Pending,
+                badge: Badge::Pendiente,
+                next_try_at_ms: now.timestamp_millis(),
+                fecha: fecha_text.clone(),
+                fecha_deadline_ms: (fecha.utc + FECHA_WINDOW).timestamp_millis(),
+            },
+            attempt: NewAttempt {
+                attempt_no: 1,
+                reason: AttemptReason::Initial,
+                previous_attempt_id: None,
+                pac: pac.to_string(),
+                body_format: BodyFormat::Xml,
+                body: xml,
+                body_sha256: xml_sha256,
+                fecha: fecha_text,
+                fecha_utc_ms: fecha.utc.timestamp_millis(),
+                fecha_source: fecha.source,
+                pac_idempotency_key: pac_key,
+                mapping_version: i64::from(cfdi::mapping::MAPPING_VERSION),
+                emisor_settings_id: Some(emisor.id),
+                no_certificado: Some(csd.certificate().no_certificado().to_string()),
+            },
+            event,
+            idempotency_key: key.to_string(),
+            reservation_owner: owner.to_string(),
+            at_ms: now.timestamp_millis(),
+            actor: actor.clone(),
+        };
+        self.store.record_sale(&record).await
+    }
+
+    // Reads ----------------------------------------------------------------------------------
+
+    /// A page of invoices, newest first.
+    pub async fn list_invoices(&self, filter: &ListFilter) -> Result<InvoicePage> {
+        let limit = filter.effective_limit();
+        let mut items = self.store.list_invoices(filter, limit + 1).await?;
+        let next = if items.len() > limit as usize {
+            items.truncate(limit as usize);
+            items.last().map(|i| crate::model::Cursor {
+                created_at_ms: i.created_at.timestamp_millis(),
+                id: i.id,
+            })
+        } else {
+            None
+        };
+        Ok(InvoicePage { items, next })
+    }
+
+    /// The id of an invoice named by id or sale_id.
+    pub async fn find_invoice(&self, r: &InvoiceRef) -> Result<i64> {
+        self.store.find_invoice(r).await?.ok_or_else(|| not_found(r))
+    }
+
+    /// Everything about one invoice, with the merged timeline.
+    pub async fn invoice(&self, r: &InvoiceRef) -> Result<InvoiceDetail> {
+        let id = self.find_invoice(r).await?;
+        let mut detail = self.store.invoice_detail(id).await?.ok_or_else(|| not_found(r))?;
+        merge_timeline(&mut detail);
+        Ok(detail)
+    }
+
+    /// The frozen body of an attempt.
+    pub async fn attempt_body(&self, attempt_id: i64) -> Result<(BodyFormat, Vec<u8>)> {
+        self.store.attempt_body(attempt_id).await?.ok_or(OutboxError::NotFound {
+            what: "el intento",
+            id: attempt_id.to_string(),
+        })
+    }
+
+    /// Invoices per state and per badge.
+    pub async fn counts(&self) -> Result<Counts> {
+        self.store.counts().await
+    }
+
+    // Notes ----------------------------------------------------------------------------------
+
+    /// Adds a note to an invoice.
+    pub async fn add_note(&self, invoice: &InvoiceRef, text: &str, actor: &Actor) -> Result<Note> {
+        let text = check_note(text)?;
+        let id = self.find_invoice(invoice).await?;
+        self.store.add_note(id, text, actor, self.clock.now().timestamp_millis()).await
+    }
+
+    /// Resolves an active note.
+    pub async fn resolve_note(&self, note_id: i64, actor: &Actor) -> Result<Note> {
+        self.store.resolve_note(note_id, actor, self.clock.now().timestamp_millis()).await
+    }
+}
+
+fn not_found(r: &InvoiceRef) -> OutboxError {
+    match r {
+        InvoiceRef::Id(id) => OutboxError::NotFound {
+            what: "la factura",
+            id: id.to_string(),
+        },
+        InvoiceRef::SaleId(s) => OutboxError::NotFound {
+            what: "la factura de la venta",
+            id: format!("{s:?}"),
+        },
+    }
+}
+
+fn check_note(text: &str) -> Result<&str> {
+    let t = text.trim();
+    let n = t.chars().count();
+    let problem = if t.is_empty() {
+        Some("la nota está vacía".to_string())
+    } else if n > MAX_NOTE_CHARS {
+        Some(format!("la nota tiene {n} caracteres; el máximo es {MAX_NOTE_CHARS}"))
+    } else {
+        t.chars()
+            .find(|c| c.is_control() && *c != '\n' && *c != '\t')
+            .map(|c| format!("contiene el carácter de control U+{:04X}", c as u32))
+    };
+    match problem {
+        None => Ok(t),
+        Some(message) => Err(OutboxError::Invalid(ValidationErrors::one(FieldError::new(
+            "text",
+            "texto_invalido",
+            message,
+        )))),
+    }
+}
+
+/// Adds tries, evidence and notes to the timeline events already in `detail.timeline` and
+/// orders everything by time (ties: events, tries, evidence, notes; then by id).
+fn merge_timeline(detail: &mut InvoiceDetail) {
+    for t in &detail.tries {
+        detail.timeline.push(TimelineEntry {
+            at: t.started_at,
+            source: TimelineSource::Try,
+            ref_id: t.id,
+            kind: t.operation.clone(),
+            actor: t.actor.clone(),
+            detail: json!({"attempt_id": t.attempt_id, "try_no": t.try_no, "pac": t.pac, "worker": t.worker, "fencing_token": t.fencing_token}),
+        });
+    }
+    for e in &detail.evidence {
+        detail.timeline.push(TimelineEntry {
+            at: e.recorded_at,
+            source: TimelineSource::Evidence,
+            ref_id: e.id,
+            kind: e.kind.clone(),
+            actor: e.actor.clone(),
+            detail: json!({"attempt_id": e.attempt_id, "try_id": e.try_id, "outcome": e.outcome, "code": e.code,
+                           "message": e.message, "uuid": e.uuid, "detail": e.detail}),
+        });
+    }
+    for n in &detail.notes {
+        detail.timeline.push(TimelineEntry {
+            at: n.created_at,
+            source: TimelineSource::Note,
+            ref_id: n.id,
+            kind: "note_added".into(),
+            actor: n.author.clone(),
+            detail: json!({"text": n.text}),
+        });
+        if let (Some(at), Some(by)) = (n.resolved_at, &n.resolved_by) {
+            detail.timeline.push(TimelineEntry {
+                at,
+                source: TimelineSource::NoteResolved,
+                ref_id: n.id,
+                kind: "note_resolved".into(),
+                actor: by.clone(),
+                detail: json!({"note_id": n.id}),
+            });
+        }
+    }
+    detail.timeline.sort_by_key(|t| (t.at, t.source, t.ref_id));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_are_checked() {
+        assert_eq!(check_note("  revisar con el contador \n").unwrap(), "revisar con el contador");
+        assert!(check_note("línea 1\nlínea 2\tcol").is_ok());
+        for bad in [String::new(), "   ".into(), "a\u{0007}b".into(), "x".repeat(MAX_NOTE_CHARS + 1)] {
+            let e = check_note(&bad).unwrap_err();
+            assert!(matches!(&e, OutboxError::Invalid(v) if v.0[0].field == "text"), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,1144 @@
+//! The SQLite backend: the embedded default (DESIGN §7).
+//!
+//! Owns opening the database file safely (WAL, `synchronous=FULL`, `busy_timeout`, foreign
+//! keys; a missing, read-only, locked, corrupt or foreign file is a classified error, never a
+//! panic and never a fallback to another file), applying the migrations in
+//! `migrations/sqlite/` (embedded; each in its own transaction, recorded in sqlx's
+//! `_sqlx_migrations` table so `sqlx migrate info` understands the database), and running the
+//! SQL in `crates/outbox/sql/sqlite/`.
+//!
+//! Two pools share the file: `pool` (`synchronous=FULL`) for everything fiscal, and a
+//! one-connection `scratch` pool (`synchronous=NORMAL`) for idempotency reservations only.
+//! A reservation lost to a power cut costs nothing (the sale was not recorded either, and
+//! the next FULL commit flushes the WAL frames before it), so it does not pay for an fsync.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::time::Duration;
+
+use cfdi::sale::EmisorProfile;
+use chrono::{DateTime, Utc};
+use sqlx::error::BoxDynError;
+use sqlx::migrate::{MigrateError, Migration, MigrationSource, MigrationType, Migrator};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous};
+use sqlx::{Row, Sqlite};
+
+use super::{
+    Claim, ExistingSale, InvoiceUpdate, KeyState, NewCfdi, NewEmisorSettings, NewEvent, NewEvidence, NewRecord, NewTry, OpenAttempt, RecordOutcome,
+    Reservation, Store, StoredEmisorSettings,
+};
+use crate::actor::{Actor, Role};
+use crate::error::{OutboxError, Result};
+use crate::model::{
+    ActedBy, AttemptInfo, AttemptReason, Badge, BodyFormat, CfdiInfo, Counts, EvidenceInfo, FechaSource, InvoiceDetail, InvoiceRef,
+    InvoiceState, InvoiceSummary, Lease, ListFilter, Note, SaleRecord, TimelineEntry, TimelineSource, TryInfo,
+};
+
+macro_rules! sql {
+    ($name:literal) => {
+        include_str!(concat!("../../sql/sqlite/", $name, ".sql"))
+    };
+}
+
+/// The migrations of `migrations/sqlite/`, in order: (version, description, SQL).
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "outbox", include_str!("../../../../migrations/sqlite/0001_outbox.sql"))];
+
+/// The first 16 bytes of every SQLite 3 database file.
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+#[derive(Debug)]
+struct EmbeddedMigrations;
+
+impl<'s> MigrationSource<'s> for EmbeddedMigrations {
+    fn resolve(self) -> Pin<Box<dyn Future<Output = std::result::Result<Vec<Migration>, BoxDynError>> + Send + 's>> {
+        Box::pin(async move {
+            Ok(MIGRATIONS
+                .iter()
+                .map(|(version, description, sql)| {
+                    Migration::new(
+                        *version,
+                        Cow::Borrowed(*description),
+                        MigrationType::Simple,
+                        Cow::Borrowed(*sql),
+                        false,
+                    )
+                })
+                .collect())
+        })
+    }
+}
+
+/// How to open a SQLite outbox.
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    pub path: PathBuf,
+    /// Create the file (and its folder) when it does not exist; otherwise a missing file is
+    /// [`OutboxError::DatabaseMissing`].
+    pub create: bool,
+    /// How long a statement waits for another process's lock before failing with
+    /// [`OutboxError::DatabaseLocked`].
+    pub busy_timeout: Duration,
+    pub max_connections: u32,
+}
+
+impl SqliteOptions {
+    pub fn new(path: impl Into<PathBuf>) -> SqliteOptions {
+        SqliteOptions {
+            path: path.into(),
+            create: false,
+            busy_timeout: Duration::from_secs(5),
+            max_connections: 4,
+        }
+    }
+
+    pub fn create(mut self, create: bool) -> SqliteOptions {
+        self.create = create;
+        self
+    }
+
+    pub fn busy_timeout(mut self, t: Duration) -> SqliteOptions {
+        self.busy_timeout = t;
+        self
+    }
+}
+
+/// The SQLite outbox store.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    scratch: SqlitePool,
+    path: PathBuf,
+    busy_timeout: Duration,
+}
+
+impl SqliteStore {
+    /// Opens (or, with `create`, creates) the database and brings its schema up to date.
+    pub async fn open(opts: &SqliteOptions) -> Result<SqliteStore> {
+        let path = opts.path.clone();
+        preflight(&path, opts.create)?;
+        let classify = |e: sqlx::Error| classify_error(&path, opts.busy_timeout, e);
+        let base = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(opts.create)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(opts.busy_timeout)
+            .foreign_keys(true);
+        let acquire = opts.busy_timeout + Duration::from_secs(30);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(opts.max_connections.max(1))
+            .acquire_timeout(acquire)
+            .connect_with(base.clone())
+            .await
+            .map_err(classify)?;
+        let scratch = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(acquire)
+            .connect_with(base.synchronous(SqliteSynchronous::Normal))
+            .await
+            .map_err(classify)?;
+        let store = SqliteStore {
+            pool,
+            scratch,
+            path,
+            busy_timeout: opts.busy_timeout,
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection pool (`synchronous=FULL`), for code in this crate that needs SQL beyond
+    /// [`Store`] (the drain) and for tests that inspect the database.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Closes both pools, waiting for connections to finish.
+    pub async fn close(&self) {
+        self.scratch.close().await;
+        self.pool.close().await;
+    }
+
+    fn err(&self, e: sqlx::Error) -> OutboxError {
+        classify_error(&self.path, self.busy_timeout, e)
+    }
+
+    async fn migrate(&self) -> Result<()> {
+        // A database with tables but without sqlx's bookkeeping belongs to someone else.
+        let tables: Vec<String> = sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        if !tables.is_empty() && !tables.iter().any(|t| t == "_sqlx_migrations") {
+            return Err(OutboxError::DatabaseCorrupt {
+                path: self.path.clone(),
+                detail: format!("contiene tablas que no son de Timbra ({})", tables.join(", ")),
+            });
+        }
+        let migrator = Migrator::new(EmbeddedMigrations)
+            .await
+            .map_err(|e| OutboxError::Database(e.to_string()))?;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match migrator.run(&self.pool).await {
+                Ok(()) => return Ok(()),
+                Err(MigrateError::VersionMissing(version)) => {
+                    return Err(OutboxError::DatabaseTooNew {
+                        path: self.path.clone(),
+                        version,
+                    })
+                }
+                Err(MigrateError::VersionMismatch(v)) => {
+                    return Err(OutboxError::DatabaseCorrupt {
+                        path: self.path.clone(),
+                        detail: format!("la migración {v} aplicada no coincide con la de esta versión de Timbra"),
+                    })
+                }
+                Err(MigrateError::Dirty(v)) => {
+                    return Err(OutboxError::DatabaseCorrupt {
+                        path: self.path.clone(),
+                        detail: format!("la migración {v} quedó incompleta"),
+                    })
+                }
+                Err(MigrateError::Execute(e)) | Err(MigrateError::ExecuteMigration(e, _)) => {
+                    let err = self.err(e);
+                    // Two processes creating the same new database race on the first
+                    // migration; the loser finds it applied on the second run.
+                    if tries < 2 && matches!(err, OutboxError::Integrity(_) | OutboxError::Database(_)) {
+                        continue;
+                    }
+                    return Err(err);
+                }
+                Err(other) => return Err(OutboxError::Database(other.to_string())),
+            }
+        }
+    }
+
+    async fn key_state_with(&self, conn: &mut sqlx::SqliteConnection, key: &str) -> Result<KeyState> {
+        let row = sqlx::query(sql!("key_state"))
+            .bind(key)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(row) = row else { return Ok(KeyState::Free) };
+        let state: String = get(&row, "state")?;
+        match state.as_str() {
+            "reserved" => Ok(KeyState::Reserved {
+                owner: get::<Option<String>>(&row, "lease_owner")?.unwrap_or_default(),
+                until_ms: get::<Option<i64>>(&row, "lease_until_ms")?.unwrap_or(0),
+            }),
+            "recorded" => Ok(KeyState::Recorded(existing_sale(&row)?)),
+            other => Err(OutboxError::Database(format!("intake_keys.state desconocido: {other:?}"))),
+        }
+    }
+}
+
+/// Checks the file before SQLite touches it, so the common faults get a precise message.
+fn preflight(path: &Path, create: bool) -> Result<()> {
+    let unavailable = |detail: String| OutboxError::DatabaseUnavailable {
+        path: path.to_path_buf(),
+        detail,
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(unavailable("es una carpeta, no un archivo".into())),
+        Ok(m) => {
+            if m.permissions().readonly() {
+                return Err(OutboxError::DatabaseReadOnly {
+                    path: path.to_path_buf(),
+                    detail: "el archivo no tiene permiso de escritura".into(),
+                });
+            }
+            if m.len() > 0 {
+                let mut header = [0u8; 16];
+                let mut f = std::fs::File::open(path).map_err(|e| unavailable(e.to_string()))?;
+                let n = f.read(&mut header).map_err(|e| unavailable(e.to_string()))?;
+                if n < header.len() || &header != SQLITE_HEADER {
+                    return Err(OutboxError::DatabaseCorrupt {
+                        path: path.to_path_buf(),
+                        detail: "el archivo no es una base de datos SQLite".into(),
+                    });
+                }
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if !create {
+                return Err(OutboxError::DatabaseMissing { path: path.to_path_buf() });
+            }
+            match path.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => {
+                    std::fs::create_dir_all(dir).map_err(|e| unavailable(format!("no se pudo crear la carpeta {}: {e}", dir.display())))
+                }
+                _ => Ok(()),
+            }
+        }
+        Err(e) => Err(unavailable(e.to_string())),
+    }
+}
+
+/// Turns a driver error into an [`OutboxError`] a person can act on.
+fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> OutboxError {
+    let path = path.to_path_buf();
+    match &e {
+        sqlx::Error::Database(d) => {
+            let code: i64 = d.code().and_then(|c| c.parse().ok()).unwrap_or(0);
+            let message = d.message().to_string();
+            match code & 0xff {
+                5 | 6 => OutboxError::DatabaseLocked {
+                    path,
+                    waited: busy_timeout,
+                },
+                8 => OutboxError::DatabaseReadOnly { path, detail: message },
+                11 | 26 => OutboxError::DatabaseCorrupt { path, detail: message },
+                10 | 14 => OutboxError::DatabaseUnavailable { path, detail: message },
+                13 => OutboxError::DatabaseUnavailable {
+                    path,
+                    detail: format!("disco lleno: {message}"),
+                },
+                19 => OutboxError::Integrity(message),
+                _ => OutboxError::Database(format!("{message} (código {code})")),
+            }
+        }
+        sqlx::Error::PoolTimedOut => OutboxError::DatabaseLocked {
+            path,
+            waited: busy_timeout,
+        },
+        sqlx::Error::Io(io) => OutboxError::DatabaseUnavailable {
+            path,
+            detail: io.to_string(),
+        },
+        _ => OutboxError::Database(e.to_string()),
+    }
+}
+
+fn get<'r, T>(row: &'r SqliteRow, col: &str) -> Result<T>
+where
+    T: sqlx::Decode<'r, Sqlite> + sqlx::Type<Sqlite>,
+{
+    row.try_get(col).map_err(|e| OutboxError::Database(format!("columna {col}: {e}")))
+}
+
+fn instant(ms: i64) -> Result<DateTime<Utc>> {
+    DateTime::from_timestamp_millis(ms).ok_or_else(|| OutboxError::Database(format!("instante fuera de rango: {ms} ms")))
+}
+
+fn opt_instant(ms: Option<i64>) -> Result<Option<DateTime<Utc>>> {
+    ms.map(instant).transpose()
+}
+
+fn parse_text<T>(col: &str, value: &str, parse: fn(&str) -> Option<T>) -> Result<T> {
+    parse(value).ok_or_else(|| OutboxError::Database(format!("{col}: valor desconocido {value:?}")))
+}
+
+fn acted(row: &SqliteRow, name_col: &str, role_col: &str) -> Result<ActedBy> {
+    let role: String = get(row, role_col)?;
+    Ok(ActedBy {
+        name: get(row, name_col)?,
+        role: parse_text(role_col, &role, Role::parse)?,
+    })
+}
+
+fn json_col(row: &SqliteRow, col: &str) -> Result<serde_json::Value> {
+    let text: String = get(row, col)?;
+    serde_json::from_str(&text).map_err(|e| OutboxError::Database(format!("{col}: JSON inválido: {e}")))
+}
+
+fn existing_sale(row: &SqliteRow) -> Result<ExistingSale> {
+    let state: String = get(row, "invoice_state")?;
+    Ok(ExistingSale {
+        sale_id: get(row, "recorded_sale_id")?,
+        body_sha256: get(row, "body_sha256")?,
+        invoice_id: get(row, "invoice_id")?,
+        state: parse_text("invoices.state", &state, InvoiceState::parse)?,
+    })
+}
+
+fn summary(row: &SqliteRow) -> Result<InvoiceSummary> {
+    let state: String = get(row, "state")?;
+    let badge: String = get(row, "badge")?;
+    Ok(InvoiceSummary {
+        id: get(row, "id")?,
+        sale_id: get(row, "sale_id")?,
+        kind: get(row, "kind")?,
+        serie: get(row, "serie")?,
+        folio: get(row, "folio")?,
+        receptor_rfc: get(row, "receptor_rfc")?,
+        receptor_nombre: get(row, "receptor_nombre")?,
+        total: get(row, "total")?,
+        moneda: get(row, "moneda")?,
+        state: parse_text("invoices.state", &state, InvoiceState::parse)?,
+        badge: parse_text("invoices.badge", &badge, Badge::parse)?,
+        state_reason: get(row, "state_reason")?,
+        current_attempt_no: get(row, "current_attempt_no")?,
+        attempts_count: get(row, "attempts_count")?,
+        tries_count: get(row, "tries_count")?,
+        next_try_at: opt_instant(get(row, "next_try_at_ms")?)?,
+        possible_duplicate: get::<i64>(row, "possible_duplicate")? != 0,
+        uuid: get(row, "uuid")?,
+        fecha: get(row, "fecha")?,
+        fecha_deadline: instant(get(row, "fecha_deadline_ms")?)?,
+        created_at: instant(get(row, "created_at_ms")?)?,
+        updated_at: instant(get(row, "updated_at_ms")?)?,
+        active_notes: get(row, "active_notes")?,
+    })
+}
+
+fn note(row: &SqliteRow) -> Result<Note> {
+    let resolved_at = opt_instant(get(row, "resolved_at_ms")?)?;
+    let resolved_by = match (
+        get::<Option<String>>(row, "resolved_by")?,
+        get::<Option<String>>(row, "resolved_by_role")?,
+    ) {
+        (Some(name), Some(role)) => Some(ActedBy {
+            name,
+            role: parse_text("notes.resolved_by_role", &role, Role::parse)?,
+        }),
+        _ => None,
+    };
+    Ok(Note {
+        id: get(row, "id")?,
+        invoice_id: get(row, "invoice_id")?,
+        text: get(row, "text")?,
+        created_at: instant(get(row, "created_at_ms")?)?,
+        author: acted(row, "actor", "actor_role")?,
+        resolved_at,
+        resolved_by,
+    })
+}
+
+impl Store for SqliteStore {
+    async fn key_state(&self, key: &str) -> Result<KeyState> {
+        let mut conn = self.pool.acquire().await.map_err(|e| self.err(e))?;
+        self.key_state_with(&mut conn, key).await
+    }
+
+    async fn sale_by_sale_id(&self, sale_id: &str) -> Result<Option<ExistingSale>> {
+        let row = sqlx::query(sql!("sale_by_sale_id"))
+            .bind(sale_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        row.as_ref().map(existing_sale).transpose()
+    }
+
+    async fn reserve_key(
+        &self,
+        key: &str,
+        sale_id: &str,
+        request_sha256: &str,
+        owner: &str,
+        until_ms: i64,
+        now_ms: i64,
+    ) -> Result<Reservation> {
+        let mut tx = self.scratch.begin().await.map_err(|e| self.err(e))?;
+        let granted: Option<String> = sqlx::query_scalar(sql!("reserve_key"))
+            .bind(key)
+            .bind(sale_id)
+            .bind(request_sha256)
+            .bind(owner)
+            .bind(until_ms)
+            .bind(now_ms)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if granted.is_some() {
+            tx.commit().await.map_err(|e| self.err(e))?;
+            return Ok(Reservation::Granted);
+        }
+        let state = self.key_state_with(&mut tx, key).await?;
+        tx.rollback().await.map_err(|e| self.err(e))?;
+        match state {
+            KeyState::Reserved { until_ms, .. } => Ok(Reservation::Held { until_ms }),
+            KeyState::Recorded(sale) => Ok(Reservation::Recorded(sale)),
+            KeyState::Free => Err(OutboxError::Database(format!(
+                "la reserva de la clave {key:?} no se concedió y la clave está libre"
+            ))),
+        }
+    }
+
+    async fn release_key(&self, key: &str, owner: &str) -> Result<()> {
+        sqlx::query(sql!("release_key"))
+            .bind(key)
+            .bind(owner)
+            .execute(&self.scratch)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    async fn record_sale(&self, r: &NewRecord) -> Result<RecordOutcome> {
+        let actor_role = r.actor.role.as_str();
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let sale_ref: Option<i64> = sqlx::query_scalar(sql!("insert_sale"))
+            .bind(&r.sale.sale_id)
+            .bind(&r.sale.kind)
+            .bind(&r.sale.occurred_at)
+            .bind(&r.sale.body)
+            .bind(&r.sale.body_sha256)
+            .bind(&r.sale.source)
+            .bind(r.at_ms)
+            .bind(&r.actor.name)
+            .bind(actor_role)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(sale_ref) = sale_ref else {
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(RecordOutcome::SaleIdTaken);
+        };
+        let i = &r.invoice;
+        let invoice_id: i64 = sqlx::query_scalar(sql!("insert_invoice"))
+            .bind(sale_ref)
+            .bind(&r.sale.sale_id)
+            .bind(&r.sale.kind)
+            .bind(&i.serie)
+            .bind(&i.folio)
+            .bind(&i.receptor_rfc)
+            .bind(&i.receptor_nombre)
+            .bind(&i.total)
+            .bind(&i.moneda)
+            .bind(i.state.as_str())
+            .bind(i.badge.as_str())
+            .bind(r.attempt.attempt_no)
+            .bind(i.next_try_at_ms)
+            .bind(&i.fecha)
+            .bind(i.fecha_deadline_ms)
+            .bind(r.at_ms)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let a = &r.attempt;
+        let attempt_id: i64 = sqlx::query_scalar(sql!("insert_attempt"))
+            .bind(invoice_id)
+            .bind(a.attempt_no)
+            .bind(a.reason.as_str())
+            .bind(a.previous_attempt_id)
+            .bind(&a.pac)
+            .bind(a.body_format.as_str())
+            .bind(&a.body)
+            .bind(&a.body_sha256)
+            .bind(&a.fecha)
+            .bind(a.fecha_utc_ms)
+            .bind(a.fecha_source.as_str())
+            .bind(&a.pac_idempotency_key)
+            .bind(a.mapping_version)
+            .bind(a.emisor_settings_id)
+            .bind(&a.no_certificado)
+            .bind(r.at_ms)
+            .bind(&r.actor.name)
+            .bind(actor_role)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        sqlx::query(sql!("insert_timeline_event"))
+            .bind(invoice_id)
+            .bind(attempt_id)
+            .bind(&r.event.kind)
+            .bind(r.event.detail.to_string())
+            .bind(r.at_ms)
+            .bind(&r.actor.name)
+            .bind(actor_role)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let settled = sqlx::query(sql!("settle_key"))
+            .bind(&r.idempotency_key)
+            .bind(&r.reservation_owner)
+            .bind(sale_ref)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if settled.rows_affected() != 1 {
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(RecordOutcome::ReservationLost);
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(RecordOutcome::Recorded { invoice_id, attempt_id })
+    }
+
+    async fn list_invoices(&self, f: &ListFilter, limit: u32) -> Result<Vec<InvoiceSummary>> {
+        let search = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        let text = match (search, f.state, f.badge) {
+            (Some(_), _, _) => sql!("list_search"),
+            (None, Some(_), _) => sql!("list_by_state"),
+            (None, None, Some(_)) => sql!("list_by_badge"),
+            (None, None, None) => sql!("list_all"),
+        };
+        let (cursor_ms, cursor_id) = f.after.map(|c| (c.created_at_ms, c.id)).unwrap_or((i64::MAX, i64::MAX));
+        // `to` is exclusive; the cursor bounds the index range so deep pages cost no more.
+        let upper =
+            f.to.map(|d| d.timestamp_millis().saturating_sub(1))
+                .unwrap_or(i64::MAX)
+                .min(cursor_ms);
+        let mut q = sqlx::query(text)
+            .bind(f.state.map(InvoiceState::as_str))
+            .bind(f.badge.map(Badge::as_str))
+            .bind(f.from.map(|d| d.timestamp_millis()).unwrap_or(i64::MIN))
+            .bind(upper)
+            .bind(cursor_ms)
+            .bind(cursor_id)
+            .bind(i64::from(limit));
+        if let Some(s) = search {
+            let upper = s.to_uppercase();
+            q = q
+                .bind(s.to_string())
+                .bind(format!("{s}\u{10FFFF}"))
+                .bind(upper.clone())
+                .bind(format!("{upper}\u{10FFFF}"));
+        }
+        let rows = q.fetch_all(&self.pool).await.map_err(|e| self.err(e))?;
+        rows.iter().map(summary).collect()
+    }
+
+    async fn find_invoice(&self, r: &InvoiceRef) -> Result<Option<i64>> {
+        let q = match r {
+            InvoiceRef::Id(id) => sqlx::query_scalar(sql!("invoice_exists")).bind(*id),
+            InvoiceRef::SaleId(s) => sqlx::query_scalar(sql!("invoice_id_by_sale_id")).bind(s.as_str()),
+        };
+        q.fetch_optional(&self.pool).await.map_err(|e| self.err(e))
+    }
+
+    async fn invoice_detail(&self, id: i64) -> Result<Option<InvoiceDetail>> {
+        // One read transaction: a consistent snapshot of every part.
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let Some(row) = sqlx::query(sql!("invoice_by_id"))
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let invoice = summary(&row)?;
+        let fencing_token: i64 = get(&row, "fencing_token")?;
+        let lease = match (
+            get::<Option<String>>(&row, "lease_owner")?,
+            get::<Option<i64>>(&row, "lease_until_ms")?,
+        ) {
+            (Some(owner), Some(until)) => Some(Lease {
+                owner,
+                until: instant(until)?,
+            }),
+            _ => None,
+        };
+
+        let s = sqlx::query(sql!("sale_of_invoice"))
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let sale = SaleRecord {
+            sale_id: get(&s, "sale_id")?,
+            kind: get(&s, "kind")?,
+            occurred_at: get(&s, "occurred_at")?,
+            body: {
+                let text: String = get(&s, "body")?;
+                cfdi::sale::Sale::from_json(text.as_bytes()).map_err(|e| OutboxError::Database(format!("sales.body: {e}")))?
+            },
+            body_sha256: get(&s, "body_sha256")?,
+            source: get(&s, "source")?,
+            recorded_at: instant(get(&s, "recorded_at_ms")?)?,
+            recorded_by: acted(&s, "actor", "actor_role")?,
+        };
+
+        let rows = sqlx::query(sql!("attempts_by_invoice"))
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut attempts = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let reason: String = get(r, "reason")?;
+            let format: String = get(r, "body_format")?;
+            let source: String = get(r, "fecha_source")?;
+            attempts.push(AttemptInfo {
+                id: get(r, "id")?,
+                attempt_no: get(r, "attempt_no")?,
+                reason: parse_text("attempts.reason", &reason, AttemptReason::parse)?,
+                previous_attempt_id: get(r, "previous_attempt_id")?,
+                pac: get(r, "pac")?,
+                body_format: parse_text("attempts.body_format", &format, BodyFormat::parse)?,
+                body_len: get(r, "body_len")?,
+                body_sha256: get(r, "body_sha256")?,
+                fecha: get(r, "fecha")?,
+                fecha_utc: instant(get(r, "fecha_utc_ms")?)?,
+                fecha_source: parse_text("attempts.fecha_source", &source, FechaSource::parse)?,
+                pac_idempotency_key: get(r, "pac_idempotency_key")?,
+                mapping_version: get(r, "mapping_version")?,
+                no_certificado: get(r, "no_certificado")?,
+                resolution: get(r, "resolution")?,
+                resolved_at: opt_instant(get(r, "resolved_at_ms")?)?,
+                created_at: instant(get(r, "created_at_ms")?)?,
+                created_by: acted(r, "actor", "actor_role")?,
+            });
+        }
+
+        let rows = sqlx::query(sql!("tries_by_invoice"))
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut tries = Vec::with_capacity(rows.len());
+        for r in &rows {
+            tries.push(TryInfo {
+                id: get(r, "id")?,
+                attempt_id: get(r, "attempt_id")?,
+                try_no: get(r, "try_no")?,
+                operation: get(r, "operation")?,
+                pac: get(r, "pac")?,
+                worker: get(r, "worker")?,
+                fencing_token: get(r, "fencing_token")?,
+                started_at: instant(get(r, "started_at_ms")?)?,
+                actor: acted(r, "actor", "actor_role")?,
+            });
+        }
+
+        let rows = sqlx::query(sql!("evidence_by_invoice"))
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut evidence = Vec::with_capacity(rows.len());
+        for r in &rows {
+            evidence.push(EvidenceInfo {
+                id: get(r, "id")?,
+                attempt_id: get(r, "attempt_id")?,
+                try_id: get(r, "try_id")?,
+                kind: get(r, "kind")?,
+                outcome: get(r, "outcome")?,
+                code: get(r, "code")?,
+                message: get(r, "message")?,
+                uuid: get(r, "uuid")?,
+                retry_after_ms: get(r, "retry_after_ms")?,
+                detail: json_col(r, "detail")?,
+                fencing_token: get(r, "fencing_token")?,
+                recorded_at: instant(get(r, "recorded_at_ms")?)?,
+                actor: acted(r, "actor", "actor_role")?,
+            });
+        }
+
+        let rows = sqlx::query(sql!("cfdis_by_invoice"))
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut cfdis = Vec::with_capacity(rows.len());
+        for r in &rows {
+            cfdis.push(CfdiInfo {
+                id: get(r, "id")?,
+                attempt_id: get(r, "attempt_id")?,
+                uuid: get(r, "uuid")?,
+                pac: get(r, "pac")?,
+                fecha_timbrado: get(r, "fecha_timbrado")?,
+                has_xml: get::<i64>(r, "has_xml")? != 0,
+                xml_sha256: get(r, "xml_sha256")?,
+                sat_status: get(r, "sat_status")?,
+                cancellation_status: get(r, "cancellation_status")?,
+                created_at: instant(get(r, "created_at_ms")?)?,
+            });
+        }
+
+        let rows = sqlx::query(sql!("notes_by_invoice"))
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let notes = rows.iter().map(note).collect::<Result<Vec<_>>>()?;
+
+        let rows = sqlx::query(sql!("timeline_by_invoice"))
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut timeline = Vec::with_capacity(rows.len());
+        for r in &rows {
+            timeline.push(TimelineEntry {
+                at: instant(get(r, "at_ms")?)?,
+                source: TimelineSource::Event,
+                ref_id: get(r, "id")?,
+                kind: get(r, "kind")?,
+                actor: acted(r, "actor", "actor_role")?,
+                detail: json_col(r, "detail")?,
+            });
+        }
+        tx.rollback().await.map_err(|e| self.err(e))?;
+        Ok(Some(InvoiceDetail {
+            invoice,
+            fencing_token,
+            lease,
+            sale,
+            attempts,
+            tries,
+            evidence,
+            cfdis,
+            notes,
+            timeline,
+        }))
+    }
+
+    async fn attempt_body(&self, attempt_id: i64) -> Result<Option<(BodyFormat, Vec<u8>)>> {
+        let row = sqlx::query(sql!("attempt_body"))
+            .bind(attempt_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(row) = row else { return Ok(None) };
+        let format: String = get(&row, "body_format")?;
+        Ok(Some((
+            parse_text("attempts.body_format", &format, BodyFormat::parse)?,
+            get(&row, "body")?,
+        )))
+    }
+
+    async fn counts(&self) -> Result<Counts> {
+        let rows = sqlx::query(sql!("counts")).fetch_all(&self.pool).await.map_err(|e| self.err(e))?;
+        let mut counts = Counts::default();
+        for r in &rows {
+            let n: i64 = get(r, "n")?;
+            let state: String = get(r, "state")?;
+            let badge: String = get(r, "badge")?;
+            counts.total += n;
+            *counts.by_state.entry(state).or_default() += n;
+            *counts.by_badge.entry(badge).or_default() += n;
+        }
+        Ok(counts)
+    }
+
+    async fn add_note(&self, invoice_id: i64, text: &str, actor: &Actor, at_ms: i64) -> Result<Note> {
+        // Write first: a deferred transaction that reads before writing can fail at once with
+        // SQLITE_BUSY_SNAPSHOT when another process commits in between. The foreign key
+        // answers "does the invoice exist".
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let id: i64 = sqlx::query_scalar(sql!("insert_note"))
+            .bind(invoice_id)
+            .bind(text)
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.kind() == sqlx::error::ErrorKind::ForeignKeyViolation => OutboxError::NotFound {
+                    what: "la factura",
+                    id: invoice_id.to_string(),
+                },
+                _ => self.err(e),
+            })?;
+        let row = sqlx::query(sql!("note_by_id"))
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let n = note(&row)?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(n)
+    }
+
+    async fn resolve_note(&self, note_id: i64, actor: &Actor, at_ms: i64) -> Result<Note> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let resolved: Option<i64> = sqlx::query_scalar(sql!("resolve_note"))
+            .bind(note_id)
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let row = sqlx::query(sql!("note_by_id"))
+            .bind(note_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(row) = row else {
+            return Err(OutboxError::NotFound {
+                what: "la nota",
+                id: note_id.to_string(),
+            });
+        };
+        if resolved.is_none() {
+            return Err(OutboxError::NoteAlreadyResolved(note_id));
+        }
+        let n = note(&row)?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(n)
+    }
+
+    async fn insert_emisor_settings(&self, s: &NewEmisorSettings, actor: &Actor, at_ms: i64) -> Result<i64> {
+        sqlx::query_scalar(sql!("insert_emisor_settings"))
+            .bind(&s.profile.rfc)
+            .bind(&s.profile.nombre)
+            .bind(&s.profile.regimen_fiscal)
+            .bind(&s.profile.lugar_expedicion)
+            .bind(&s.no_certificado)
+            .bind(&s.cer_der)
+            .bind(&s.key_encrypted)
+            .bind(s.not_before_ms)
+            .bind(s.not_after_ms)
+            .bind(&s.password_env)
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.err(e))
+    }
+
+    async fn current_emisor_settings(&self) -> Result<Option<StoredEmisorSettings>> {
+        let row = sqlx::query(sql!("current_emisor_settings"))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(r) = row else { return Ok(None) };
+        Ok(Some(StoredEmisorSettings {
+            id: get(&r, "id")?,
+            profile: EmisorProfile {
+                rfc: get(&r, "rfc")?,
+                nombre: get(&r, "nombre")?,
+                regimen_fiscal: get(&r, "regimen_fiscal")?,
+                lugar_expedicion: get(&r, "lugar_expedicion")?,
+            },
+            no_certificado: get(&r, "no_certificado")?,
+            cer_der: get(&r, "cer_der")?,
+            key_encrypted: get(&r, "key_encrypted")?,
+            not_before_ms: get(&r, "cer_not_before_ms")?,
+            not_after_ms: get(&r, "cer_not_after_ms")?,
+            password_env: get(&r, "password_env")?,
+            created_at_ms: get(&r, "created_at_ms")?,
+            actor: acted(&r, "actor", "actor_role")?,
+        }))
+    }
+
+    async fn setting(&self, key: &str) -> Result<Option<String>> {
+        sqlx::query_scalar(sql!("get_setting"))
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))
+    }
+
+    async fn put_setting(&self, key: &str, value_json: &str, actor: &Actor, at_ms: i64) -> Result<()> {
+        sqlx::query(sql!("put_setting"))
+            .bind(key)
+            .bind(value_json)
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    async fn claim_due(&self, worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<Claim>> {
+        let rows = sqlx::query(sql!("claim_due"))
+            .bind(worker)
+            .bind(now_ms)
+            .bind(lease_until_ms)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(|r| Ok(Claim { invoice_id: get(r, "id")?, fencing_token: get(r, "fencing_token")? })).collect()
+    }
+
+    async fn any_due_before(&self, at_ms: i64) -> Result<bool> {
+        sqlx::query_scalar(sql!("any_due_before")).bind(at_ms).fetch_one(&self.pool).await.map_err(|e| self.err(e))
+    }
+
+    async fn begin_try(&self, t: &NewTry) -> Result<i64> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let id: i64 = sqlx::query_scalar(sql!("insert_try"))
+            .bind(t.invoice_id)
+            .bind(t.attempt_id)
+            .bind(&t.operation)
+            .bind(&t.pac)
+            .bind(&t.worker)
+            .bind(t.fencing_token)
+            .bind(t.at_ms)
+            .bind(&t.actor.name)
+            .bind(t.actor.role.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        sqlx::query(sql!("count_try")).bind(t.invoice_id).execute(&mut *tx).await.map_err(|e| self.err(e))?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(id)
+    }
+
+    async fn append_evidence(&self, e: &NewEvidence) -> Result<i64> {
+        sqlx::query_scalar(sql!("insert_evidence"))
+            .bind(e.invoice_id)
+            .bind(e.attempt_id)
+            .bind(e.try_id)
+            .bind(&e.kind)
+            .bind(&e.outcome)
+            .bind(&e.code)
+            .bind(&e.message)
+            .bind(&e.uuid)
+            .bind(e.retry_after_ms)
+            .bind(e.detail.to_string())
+            .bind(e.fencing_token)
+            .bind(e.at_ms)
+            .bind(&e.actor.name)
+            .bind(e.actor.role.as_str())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|err| self.err(err))
+    }
+
+    async fn record_cfdi(&self, c: &NewCfdi) -> Result<()> {
+        use sha2::Digest as _;
+        let sha = c.xml.as_ref().map(|x| sha2::Sha256::digest(x).iter().map(|b| format!("{b:02x}")).collect::<String>());
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        sqlx::query(sql!("upsert_cfdi"))
+            .bind(c.invoice_id)
+            .bind(c.attempt_id)
+            .bind(c.evidence_id)
+            .bind(&c.uuid)
+            .bind(&c.pac)
+            .bind(&c.fecha_timbrado)
+            .bind(&c.xml)
+            .bind(sha)
+            .bind(c.at_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if let Some(attempt_id) = c.attempt_id {
+            sqlx::query(sql!("resolve_attempt_created")).bind(attempt_id).bind(c.at_ms).execute(&mut *tx).await.map_err(|e| self.err(e))?;
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    async fn apply_verdict(&self, u: &InvoiceUpdate, token: Option<i64>) -> Result<bool> {
+        let done = sqlx::query(sql!("apply_verdict"))
+            .bind(u.invoice_id)
+            .bind(u.state.as_str())
+            .bind(u.badge.as_str())
+            .bind(&u.state_reason)
+            .bind(u.next_try_at_ms)
+            .bind(&u.uuid)
+            .bind(i64::from(u.possible_duplicate))
+            .bind(u.at_ms)
+            .bind(token)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn open_attempt(&self, o: &OpenAttempt<'_>) -> Result<Option<i64>> {
+        let (invoice_id, a, token, abandon, event, at_ms, actor) = (o.invoice_id, o.attempt, o.token, o.abandon, o.event, o.at_ms, o.actor);
+        let fecha_deadline_ms = o.fecha_deadline_ms;
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        // The fenced row update first: when it does not apply, nothing else is written.
+        let moved = sqlx::query(sql!("advance_attempt"))
+            .bind(invoice_id)
+            .bind(a.attempt_no)
+            .bind(&a.fecha)
+            .bind(fecha_deadline_ms)
+            .bind(at_ms)
+            .bind(token)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if moved.rows_affected() != 1 {
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(None);
+        }
+        let attempt_id: i64 = sqlx::query_scalar(sql!("insert_attempt"))
+            .bind(invoice_id)
+            .bind(a.attempt_no)
+            .bind(a.reason.as_str())
+            .bind(a.previous_attempt_id)
+            .bind(&a.pac)
+            .bind(a.body_format.as_str())
+            .bind(&a.body)
+            .bind(&a.body_sha256)
+            .bind(&a.fecha)
+            .bind(a.fecha_utc_ms)
+            .bind(a.fecha_source.as_str())
+            .bind(&a.pac_idempotency_key)
+            .bind(a.mapping_version)
+            .bind(a.emisor_settings_id)
+            .bind(&a.no_certificado)
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if let Some(old) = abandon {
+            sqlx::query(sql!("resolve_attempt_abandoned")).bind(old).bind(at_ms).execute(&mut *tx).await.map_err(|e| self.err(e))?;
+        }
+        sqlx::query(sql!("insert_timeline_event"))
+            .bind(invoice_id)
+            .bind(attempt_id)
+            .bind(&event.kind)
+            .bind(event.detail.to_string())
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(Some(attempt_id))
+    }
+
+    async fn take_over(&self, invoice_id: i64, at_ms: i64) -> Result<i64> {
+        let token: Option<i64> = sqlx::query_scalar(sql!("take_over"))
+            .bind(invoice_id)
+            .bind(at_ms)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        token.ok_or(OutboxError::NotFound { what: "la factura", id: invoice_id.to_string() })
+    }
+
+    async fn add_event(&self, invoice_id: i64, attempt_id: Option<i64>, event: &NewEvent, at_ms: i64, actor: &Actor) -> Result<()> {
+        sqlx::query(sql!("insert_timeline_event"))
+            .bind(invoice_id)
+            .bind(attempt_id)
+            .bind(&event.kind)
+            .bind(event.detail.to_string())
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_migration_file_is_embedded_in_order() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .expect("migrations/sqlite exists")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".sql"))
+            .collect();
+        files.sort();
+        let embedded: Vec<String> = MIGRATIONS.iter().map(|(v, d, _)| format!("{v:04}_{d}.sql")).collect();
+        assert_eq!(files, embedded, "add new migration files to MIGRATIONS");
+        for (i, (v, _, _)) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(*v, i as i64 + 1);
+        }
+    }
+}

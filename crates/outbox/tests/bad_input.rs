@@ -1,0 +1,172 @@
+//! Bad input: a clear error naming the field and the reason, and nothing written.
+
+mod common;
+
+use chrono::{DateTime, Utc};
+use common::*;
+use outbox::OutboxError;
+
+/// Records `bytes` and expects a validation error on `field` whose message contains
+/// `needle`; then checks that no intake table gained a row.
+async fn check(e: &Env, case: &str, bytes: &[u8], key: Option<&str>, field: &str, needle: &str) {
+    let err = e.outbox.record_sale_json(bytes, key, &staff()).await.expect_err(case);
+    let OutboxError::Invalid(v) = &err else {
+        panic!("{case}: not a validation error: {err:?}")
+    };
+    assert!(
+        v.0.iter().any(|f| f.field == field && f.message.contains(needle)),
+        "{case}: expected {field:?} containing {needle:?}, got {v}"
+    );
+    assert_eq!(err.code(), "validation");
+    assert_eq!(e.counts().await, [0, 0, 0, 0, 0], "{case}: something was written");
+}
+
+fn sale() -> String {
+    sale_json("ingreso-pedido-4471")
+}
+
+#[tokio::test]
+async fn bad_sales_name_the_field_and_write_nothing() {
+    let e = env().await;
+    let huge = "x".repeat(10 * 1024 * 1024);
+    let mut bad_utf8 = sale().into_bytes();
+    let at = bad_utf8.windows(5).position(|w| w == b"Pieza").expect("fixture has Pieza");
+    bad_utf8[at + 1] = 0xFF;
+
+    let cases: Vec<(&str, Vec<u8>, &str, &str)> = vec![
+        ("empty", b"".to_vec(), "(json)", "incompleto"),
+        ("malformed", b"{\"sale_id\": \"x\",".to_vec(), "(json)", ""),
+        ("an array", b"[]".to_vec(), "(json)", ""),
+        ("trailing garbage", format!("{} x", sale()).into_bytes(), "(json)", "después"),
+        (
+            "unknown field",
+            sale()
+                .replace("\"serie\":\"F\",", "\"serie\":\"F\",\"color\":\"rojo\",")
+                .into_bytes(),
+            "color",
+            "campo desconocido \"color\"",
+        ),
+        (
+            "unknown nested field",
+            sale().replace("\"uso_cfdi\":\"G01\"", "\"uso_cfdi\":\"G01\",\"x\":1").into_bytes(),
+            "receptor.x",
+            "campo desconocido",
+        ),
+        (
+            "missing field",
+            sale().replace("\"kind\":\"ingreso\",", "").into_bytes(),
+            "(json)",
+            "falta el campo obligatorio \"kind\"",
+        ),
+        (
+            "invalid RFC",
+            sale().replace("URE180429TM6", "URE-18").into_bytes(),
+            "receptor.rfc",
+            "",
+        ),
+        (
+            "unknown uso_cfdi",
+            sale().replace("\"G01\"", "\"Z99\"").into_bytes(),
+            "receptor.uso_cfdi",
+            "Z99",
+        ),
+        (
+            "unknown forma_pago",
+            sale().replace("\"forma_pago\":\"01\"", "\"forma_pago\":\"77\"").into_bytes(),
+            "forma_pago",
+            "77",
+        ),
+        (
+            "negative price",
+            sale().replace("\"50.00\"", "\"-50.00\"").into_bytes(),
+            "conceptos[0].valor_unitario",
+            "mayor que cero",
+        ),
+        (
+            "over-precise price",
+            sale().replace("\"50.00\"", "\"50.0000001\"").into_bytes(),
+            "conceptos[0].valor_unitario",
+            "decimales",
+        ),
+        (
+            "amount as a number",
+            sale().replace("\"50.00\"", "50.00").into_bytes(),
+            "conceptos[0].valor_unitario",
+            "tipo de dato",
+        ),
+        (
+            "amount in exponent form",
+            sale().replace("\"50.00\"", "\"5e1\"").into_bytes(),
+            "conceptos[0].valor_unitario",
+            "no es un importe",
+        ),
+        (
+            "zero quantity",
+            sale().replace("\"cantidad\":\"2\"", "\"cantidad\":\"0\"").into_bytes(),
+            "conceptos[0].cantidad",
+            "mayor que cero",
+        ),
+        (
+            "10 MB description",
+            sale().replace("Café de olla", &huge).into_bytes(),
+            "conceptos[0].descripcion",
+            "el máximo es 1000",
+        ),
+        ("invalid UTF-8", bad_utf8, "conceptos[0].unidad", "UTF-8"),
+        (
+            "bad date",
+            sale().replace("2026-11-29T12:00:00", "29/11/2026").into_bytes(),
+            "occurred_at",
+            "AAAA-MM-DD",
+        ),
+        (
+            "control character in sale_id",
+            sale().replace("pedido-4471", "pedido\\u0007-4471").into_bytes(),
+            "sale_id",
+            "control",
+        ),
+    ];
+    for (case, bytes, field, needle) in cases {
+        check(&e, case, &bytes, None, field, needle).await;
+    }
+}
+
+#[tokio::test]
+async fn a_bad_idempotency_key_is_refused() {
+    let e = env().await;
+    check(&e, "empty key", sale().as_bytes(), Some(""), "idempotency_key", "caracteres").await;
+    check(&e, "long key", sale().as_bytes(), Some(&"k".repeat(201)), "idempotency_key", "201").await;
+}
+
+#[tokio::test]
+async fn a_missing_or_wrong_csd_writes_nothing() {
+    let e = bare().await;
+    let err = e.outbox.record_sale_json(sale().as_bytes(), None, &staff()).await.unwrap_err();
+    assert_eq!(err.code(), "not_configured", "{err}");
+    assert_eq!(e.counts().await, [0, 0, 0, 0, 0]);
+
+    e.outbox.configure_emisor(&setup(), &password(), &staff()).await.unwrap();
+    e.outbox.provide_csd_password(cfdi::secret::Secret::new("incorrecta"));
+    let err = e.outbox.record_sale_json(sale().as_bytes(), None, &staff()).await.unwrap_err();
+    assert!(err.to_string().contains("contraseña"), "{err}");
+    assert_eq!(err.code(), "csd");
+    assert_eq!(e.counts().await, [0, 0, 0, 0, 0]);
+
+    // The CSD is valid until 2027-05-18: a sale recorded after that cannot be sealed.
+    e.outbox.provide_csd_password(password());
+    e.clock
+        .set(DateTime::parse_from_rfc3339("2027-06-01T12:00:00Z").unwrap().with_timezone(&Utc));
+    let err = e.outbox.record_sale_json(sale().as_bytes(), None, &staff()).await.unwrap_err();
+    assert!(
+        matches!(err, OutboxError::Csd(cfdi::csd::CsdError::OutsideValidity { .. })),
+        "{err}"
+    );
+    assert_eq!(e.counts().await, [0, 0, 0, 0, 0]);
+}
+
+#[tokio::test]
+async fn an_oversized_request_is_refused_before_parsing() {
+    let e = env().await;
+    let big = vec![b' '; outbox::outbox::MAX_SALE_JSON_BYTES + 1];
+    check(&e, "17 MB", &big, None, "(json)", "el máximo").await;
+}

@@ -1,0 +1,106 @@
+//! Shared test fixtures: a fresh outbox on a temporary database with SAT's test CSD, the
+//! sample sales, and raw row counts read straight from the database.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cfdi::sale::EmisorProfile;
+use cfdi::secret::Secret;
+use outbox::{Actor, EmisorSetup, Outbox, Role, SqliteOptions, SqliteStore, TestClock};
+
+/// A day after the fixture sales (2026-11-29T12:00 at 42501, UTC-6): inside the window.
+pub const NOW: &str = "2026-11-29T18:30:00Z";
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn fixture(rel: &str) -> Vec<u8> {
+    let p = repo().join("tests/fixtures").join(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+pub fn sale_json(name: &str) -> String {
+    String::from_utf8(fixture(&format!("sales/{name}.json"))).expect("fixture is UTF-8")
+}
+
+/// The ingreso fixture with another sale_id (and folio).
+pub fn ingreso(sale_id: &str) -> String {
+    sale_json("ingreso-pedido-4471").replace("\"pedido-4471\"", &format!("{sale_id:?}"))
+}
+
+pub fn emisor() -> EmisorProfile {
+    toml::from_str(&String::from_utf8(fixture("sales/emisor-eku.toml")).unwrap()).expect("emisor fixture")
+}
+
+pub fn setup() -> EmisorSetup {
+    EmisorSetup {
+        profile: emisor(),
+        cer: fixture("cfdi/certs/EKU9003173C9.cer"),
+        key: fixture("cfdi/certs/EKU9003173C9.key"),
+        password_env: "TIMBRA_CSD_PASSWORD".into(),
+    }
+}
+
+pub fn password() -> Secret {
+    Secret::new("12345678a")
+}
+
+pub fn staff() -> Actor {
+    Actor::new("ana", Role::Personal, "test")
+}
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub clock: Arc<TestClock>,
+    pub outbox: Outbox<SqliteStore>,
+}
+
+impl Env {
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("timbra.db")
+    }
+
+    pub fn pool(&self) -> &sqlx::SqlitePool {
+        self.outbox.store().pool()
+    }
+
+    /// Rows in a table, read with SQL (not through the API under test).
+    pub async fn count(&self, table: &str) -> i64 {
+        sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(self.pool())
+            .await
+            .expect("count")
+    }
+
+    /// Row counts of every table intake writes.
+    pub async fn counts(&self) -> [i64; 5] {
+        [
+            self.count("sales").await,
+            self.count("invoices").await,
+            self.count("attempts").await,
+            self.count("timeline_events").await,
+            self.count("intake_keys").await,
+        ]
+    }
+}
+
+/// A new database, unconfigured.
+pub async fn bare() -> Env {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = Arc::new(TestClock::at(NOW));
+    let opts = SqliteOptions::new(dir.path().join("timbra.db")).create(true);
+    let outbox = Outbox::open_sqlite(&opts, clock.clone()).await.expect("open");
+    Env { dir, clock, outbox }
+}
+
+/// A new database with the EKU emisor and its CSD configured.
+pub async fn env() -> Env {
+    let e = bare().await;
+    e.outbox
+        .configure_emisor(&setup(), &password(), &staff())
+        .await
+        .expect("configure emisor");
+    e
+}

@@ -1,0 +1,759 @@
+//! The outbox store: what intake writes, the reads of the console, notes, settings, the
+//! immutability triggers and the query plans of the list.
+
+mod common;
+
+use chrono::{DateTime, Duration, Utc};
+use common::*;
+use outbox::intake::{pac_idempotency_key, sha256_hex};
+use outbox::model::{AttemptReason, Badge, BodyFormat, FechaSource, InvoiceRef, InvoiceState, ListFilter, TimelineSource};
+use outbox::{Outbox, OutboxError, SqliteOptions};
+
+#[tokio::test]
+async fn recording_a_sale_writes_sale_invoice_attempt_and_event_together() {
+    let e = env().await;
+    let r = e
+        .outbox
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .expect("record");
+    assert_eq!(
+        (r.sale_id.as_str(), r.state, r.replayed),
+        ("pedido-4471", InvoiceState::Pending, false)
+    );
+    assert_eq!(e.counts().await, [1, 1, 1, 1, 1]);
+
+    let d = e.outbox.invoice(&InvoiceRef::Id(r.invoice_id)).await.expect("detail");
+    assert_eq!(d.invoice.sale_id, "pedido-4471");
+    assert_eq!((d.invoice.state, d.invoice.badge), (InvoiceState::Pending, Badge::Pendiente));
+    assert_eq!((d.invoice.serie.as_deref(), d.invoice.folio.as_deref()), (Some("F"), Some("4471")));
+    assert_eq!((d.invoice.total.as_str(), d.invoice.moneda.as_str()), ("116.00", "MXN"));
+    assert_eq!(d.invoice.receptor_rfc, "URE180429TM6");
+    assert_eq!(d.invoice.next_try_at, Some(e.outbox.now()));
+    assert_eq!(
+        d.invoice.fecha_deadline.to_rfc3339(),
+        "2026-12-02T18:00:00+00:00",
+        "Fecha 12:00 at UTC-6 + 72 h"
+    );
+    assert_eq!(d.fencing_token, 0);
+    assert_eq!(d.lease, None);
+
+    assert_eq!(d.sale.body_sha256, sha256_hex(d.sale.body.to_canonical_json().as_bytes()));
+    assert_eq!(
+        d.sale.body,
+        cfdi::sale::Sale::from_json(sale_json("ingreso-pedido-4471").as_bytes()).unwrap()
+    );
+    assert_eq!((d.sale.source.as_str(), d.sale.recorded_by.name.as_str()), ("test", "ana"));
+
+    assert_eq!(d.attempts.len(), 1);
+    let a = &d.attempts[0];
+    assert_eq!(
+        (a.attempt_no, a.reason, a.body_format),
+        (1, AttemptReason::Initial, BodyFormat::Xml)
+    );
+    assert_eq!((a.fecha.as_str(), a.fecha_source), ("2026-11-29T12:00:00", FechaSource::OccurredAt));
+    assert_eq!(a.pac, "sandbox");
+    assert_eq!(a.pac_idempotency_key, pac_idempotency_key("EKU9003173C9", "pedido-4471", 1));
+    assert_eq!(a.mapping_version, i64::from(cfdi::mapping::MAPPING_VERSION));
+    assert_eq!(a.resolution, "open");
+
+    // The frozen body is the sealed comprobante, its hash is right and its Sello verifies.
+    let (format, body) = e.outbox.attempt_body(a.id).await.expect("body");
+    assert_eq!(format, BodyFormat::Xml);
+    assert_eq!(sha256_hex(&body), a.body_sha256);
+    assert_eq!(body.len() as i64, a.body_len);
+    let doc = cfdi::xml::Document::parse(&body).expect("frozen body parses");
+    assert_eq!(doc.root.attr("Fecha"), Some("2026-11-29T12:00:00"));
+    assert_eq!(doc.root.attr("NoCertificado"), a.no_certificado.as_deref());
+    let v = cfdi::seal::verify(&doc, None);
+    assert!(
+        v.is_valid() && matches!(v.checks[0].status, cfdi::seal::CheckStatus::Valid(_)),
+        "{v:?}"
+    );
+
+    assert_eq!(d.timeline.len(), 1);
+    let t = &d.timeline[0];
+    assert_eq!((t.kind.as_str(), t.source), ("sale_recorded", TimelineSource::Event));
+    assert_eq!(t.detail["fecha_source"], "occurred_at");
+    assert_eq!(t.detail["fecha_reason"], serde_json::Value::Null);
+    assert_eq!(t.detail["pac_idempotency_key"], a.pac_idempotency_key.as_str());
+    assert_eq!(t.detail["idempotency_key"], "pedido-4471");
+
+    // Found by sale_id too.
+    assert_eq!(
+        e.outbox.find_invoice(&InvoiceRef::SaleId("pedido-4471".into())).await.unwrap(),
+        r.invoice_id
+    );
+}
+
+#[tokio::test]
+async fn every_document_kind_is_recorded() {
+    let e = env().await;
+    for name in ["ingreso-pedido-4471", "egreso-nc-4471", "pago-4471"] {
+        let r = e
+            .outbox
+            .record_sale_json(sale_json(name).as_bytes(), None, &staff())
+            .await
+            .unwrap_or_else(|err| panic!("{name}: {err}"));
+        let d = e.outbox.invoice(&InvoiceRef::Id(r.invoice_id)).await.unwrap();
+        assert_eq!(d.invoice.kind, d.sale.kind);
+    }
+    assert_eq!(e.counts().await, [3, 3, 3, 3, 3]);
+    let kinds: Vec<String> = sqlx::query_scalar("SELECT kind FROM invoices ORDER BY id")
+        .fetch_all(e.pool())
+        .await
+        .unwrap();
+    assert_eq!(kinds, ["ingreso", "egreso", "pago"]);
+}
+
+#[tokio::test]
+async fn fecha_is_the_recording_time_when_occurred_at_is_outside_the_window() {
+    let e = env().await;
+    e.clock.set(
+        DateTime::parse_from_rfc3339("2026-12-05T16:45:30.700Z")
+            .unwrap()
+            .with_timezone(&Utc),
+    );
+    let r = e
+        .outbox
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .expect("record");
+    let d = e.outbox.invoice(&InvoiceRef::Id(r.invoice_id)).await.unwrap();
+    let a = &d.attempts[0];
+    assert_eq!((a.fecha.as_str(), a.fecha_source), ("2026-12-05T10:45:30", FechaSource::RecordedAt));
+    assert_eq!(d.timeline[0].detail["fecha_reason"], "outside_window");
+    assert_eq!(d.timeline[0].detail["occurred_at"], "2026-11-29T12:00:00");
+    let (_, body) = e.outbox.attempt_body(a.id).await.unwrap();
+    assert!(String::from_utf8(body).unwrap().contains("Fecha=\"2026-12-05T10:45:30\""));
+}
+
+/// Records `n` ingreso sales one second apart; returns their invoice ids in recording order.
+async fn record_many(e: &Env, n: usize) -> Vec<i64> {
+    let mut ids = Vec::new();
+    for i in 0..n {
+        e.clock.advance(Duration::seconds(1));
+        let json = ingreso(&format!("pedido-{i:03}")).replace("\"folio\":\"4471\"", &format!("\"folio\":\"{}\"", 9000 + i));
+        ids.push(
+            e.outbox
+                .record_sale_json(json.as_bytes(), None, &staff())
+                .await
+                .expect("record")
+                .invoice_id,
+        );
+    }
+    ids
+}
+
+#[tokio::test]
+async fn list_pages_newest_first_without_gaps_or_repeats() {
+    let e = env().await;
+    let ids = record_many(&e, 23).await;
+    let mut seen = Vec::new();
+    let mut filter = ListFilter {
+        limit: 10,
+        ..Default::default()
+    };
+    let mut pages = 0;
+    loop {
+        let page = e.outbox.list_invoices(&filter).await.expect("list");
+        pages += 1;
+        seen.extend(page.items.iter().map(|i| i.id));
+        match page.next {
+            Some(c) => filter.after = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    let mut expected = ids.clone();
+    expected.reverse();
+    assert_eq!(seen, expected);
+}
+
+#[tokio::test]
+async fn list_filters_by_state_badge_search_and_date() {
+    let e = env().await;
+    let ids = record_many(&e, 12).await;
+    // The drain would move these; here SQL stands in for it.
+    sqlx::query("UPDATE invoices SET state = 'stamped', badge = 'timbrada', uuid = 'AB12CD34-0000-4000-8000-000000000001' WHERE id = ?1")
+        .bind(ids[3])
+        .execute(e.pool())
+        .await
+        .unwrap();
+    sqlx::query("UPDATE invoices SET state = 'held', badge = 'reprocesar' WHERE id IN (?1, ?2)")
+        .bind(ids[5])
+        .bind(ids[6])
+        .execute(e.pool())
+        .await
+        .unwrap();
+
+    let list = |f: ListFilter| {
+        let o = &e.outbox;
+        async move {
+            o.list_invoices(&f)
+                .await
+                .expect("list")
+                .items
+                .into_iter()
+                .map(|i| i.id)
+                .collect::<Vec<i64>>()
+        }
+    };
+    assert_eq!(
+        list(ListFilter {
+            state: Some(InvoiceState::Stamped),
+            ..Default::default()
+        })
+        .await,
+        vec![ids[3]]
+    );
+    assert_eq!(
+        list(ListFilter {
+            state: Some(InvoiceState::Held),
+            ..Default::default()
+        })
+        .await,
+        vec![ids[6], ids[5]]
+    );
+    assert_eq!(
+        list(ListFilter {
+            state: Some(InvoiceState::Pending),
+            ..Default::default()
+        })
+        .await
+        .len(),
+        9
+    );
+    assert_eq!(
+        list(ListFilter {
+            badge: Some(Badge::Reprocesar),
+            ..Default::default()
+        })
+        .await,
+        vec![ids[6], ids[5]]
+    );
+    assert_eq!(
+        list(ListFilter {
+            state: Some(InvoiceState::Held),
+            badge: Some(Badge::Timbrada),
+            ..Default::default()
+        })
+        .await,
+        Vec::<i64>::new()
+    );
+    // Search: sale_id and folio by prefix as written; RFC and UUID in any case.
+    assert_eq!(
+        list(ListFilter {
+            search: Some("pedido-01".into()),
+            ..Default::default()
+        })
+        .await,
+        vec![ids[11], ids[10]]
+    );
+    assert_eq!(
+        list(ListFilter {
+            search: Some("9004".into()),
+            ..Default::default()
+        })
+        .await,
+        vec![ids[4]]
+    );
+    assert_eq!(
+        list(ListFilter {
+            search: Some("ab12cd34".into()),
+            ..Default::default()
+        })
+        .await,
+        vec![ids[3]]
+    );
+    assert_eq!(
+        list(ListFilter {
+            search: Some("ure18".into()),
+            ..Default::default()
+        })
+        .await
+        .len(),
+        12
+    );
+    assert_eq!(
+        list(ListFilter {
+            search: Some("ure18".into()),
+            state: Some(InvoiceState::Held),
+            ..Default::default()
+        })
+        .await
+        .len(),
+        2
+    );
+    assert_eq!(
+        list(ListFilter {
+            search: Some("nada".into()),
+            ..Default::default()
+        })
+        .await,
+        Vec::<i64>::new()
+    );
+    assert_eq!(
+        list(ListFilter {
+            search: Some("  ".into()),
+            ..Default::default()
+        })
+        .await
+        .len(),
+        12,
+        "blank search = no search"
+    );
+    // Search results page too.
+    let page = e
+        .outbox
+        .list_invoices(&ListFilter {
+            search: Some("pedido".into()),
+            limit: 5,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), 5);
+    let rest = e
+        .outbox
+        .list_invoices(&ListFilter {
+            search: Some("pedido".into()),
+            limit: 50,
+            after: page.next,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(rest.items.len(), 7);
+    assert!(rest.next.is_none());
+    // Date range on the recording time: [from, to).
+    let all = e.outbox.list_invoices(&ListFilter::default()).await.unwrap().items;
+    let created_of = |id: i64| all.iter().find(|i| i.id == id).unwrap().created_at;
+    let from = created_of(ids[2]);
+    let to = created_of(ids[5]);
+    assert_eq!(
+        list(ListFilter {
+            from: Some(from),
+            to: Some(to),
+            ..Default::default()
+        })
+        .await,
+        vec![ids[4], ids[3], ids[2]]
+    );
+    assert_eq!(
+        list(ListFilter {
+            from: Some(from),
+            to: Some(to),
+            state: Some(InvoiceState::Pending),
+            ..Default::default()
+        })
+        .await,
+        vec![ids[4], ids[2]]
+    );
+}
+
+#[tokio::test]
+async fn counts_per_state_and_badge() {
+    let e = env().await;
+    let ids = record_many(&e, 5).await;
+    sqlx::query("UPDATE invoices SET state = 'stamped', badge = 'timbrada' WHERE id = ?1")
+        .bind(ids[0])
+        .execute(e.pool())
+        .await
+        .unwrap();
+    sqlx::query("UPDATE invoices SET badge = 'reanudar' WHERE id = ?1")
+        .bind(ids[1])
+        .execute(e.pool())
+        .await
+        .unwrap();
+    let c = e.outbox.counts().await.unwrap();
+    assert_eq!(c.total, 5);
+    assert_eq!(c.by_state.get("pending"), Some(&4));
+    assert_eq!(c.by_state.get("stamped"), Some(&1));
+    assert_eq!(c.by_state.get("held"), None);
+    assert_eq!(c.by_badge.get("pendiente"), Some(&3));
+    assert_eq!(c.by_badge.get("reanudar"), Some(&1));
+    assert_eq!(c.by_badge.get("timbrada"), Some(&1));
+}
+
+#[tokio::test]
+async fn notes_are_added_resolved_once_and_listed_active_first() {
+    let e = env().await;
+    let r = e
+        .outbox
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .unwrap();
+    let inv = InvoiceRef::SaleId("pedido-4471".into());
+    let first = e.outbox.add_note(&inv, "  llamar al cliente  ", &staff()).await.unwrap();
+    assert_eq!(first.text, "llamar al cliente");
+    e.clock.advance(Duration::minutes(1));
+    let soporte = outbox::Actor::new("beto", outbox::Role::Soporte, "test");
+    let second = e
+        .outbox
+        .add_note(&InvoiceRef::Id(r.invoice_id), "revisar RFC", &soporte)
+        .await
+        .unwrap();
+    e.clock.advance(Duration::minutes(1));
+    let resolved = e.outbox.resolve_note(first.id, &soporte).await.unwrap();
+    assert_eq!(resolved.resolved_at, Some(e.outbox.now()));
+    assert_eq!(resolved.resolved_by.as_ref().map(|a| a.name.as_str()), Some("beto"));
+
+    assert!(matches!(e.outbox.resolve_note(first.id, &soporte).await, Err(OutboxError::NoteAlreadyResolved(id)) if id == first.id));
+    assert!(matches!(
+        e.outbox.resolve_note(9999, &soporte).await,
+        Err(OutboxError::NotFound { .. })
+    ));
+    assert!(matches!(
+        e.outbox.add_note(&InvoiceRef::Id(9999), "x", &staff()).await,
+        Err(OutboxError::NotFound { .. })
+    ));
+    // The store itself answers NotFound too (the foreign key refuses the note).
+    use outbox::Store;
+    assert!(matches!(
+        e.outbox.store().add_note(9999, "x", &staff(), 0).await,
+        Err(OutboxError::NotFound { .. })
+    ));
+    assert!(matches!(
+        e.outbox.add_note(&inv, " \n ", &staff()).await,
+        Err(OutboxError::Invalid(_))
+    ));
+
+    let d = e.outbox.invoice(&inv).await.unwrap();
+    let order: Vec<(i64, bool)> = d.notes.iter().map(|n| (n.id, n.is_active())).collect();
+    assert_eq!(order, vec![(second.id, true), (first.id, false)], "active notes first");
+    assert_eq!(d.invoice.active_notes, 1);
+    let kinds: Vec<&str> = d.timeline.iter().map(|t| t.kind.as_str()).collect();
+    assert_eq!(kinds, ["sale_recorded", "note_added", "note_added", "note_resolved"]);
+    assert_eq!(d.timeline[3].actor.name, "beto");
+}
+
+#[tokio::test]
+async fn the_timeline_merges_events_tries_evidence_and_notes_by_time() {
+    let e = env().await;
+    let r = e
+        .outbox
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .unwrap();
+    let d = e.outbox.invoice(&InvoiceRef::Id(r.invoice_id)).await.unwrap();
+    let t0 = e.outbox.now().timestamp_millis();
+    // What the drain (issue 5) appends: a try, then its evidence; a note in between.
+    sqlx::query(
+        "INSERT INTO tries (invoice_id, attempt_id, try_no, operation, pac, worker, fencing_token, started_at_ms, actor, actor_role)
+         VALUES (?1, ?2, 1, 'stamp', 'sandbox', 'w1', 1, ?3, 'w1', 'sistema')",
+    )
+    .bind(r.invoice_id)
+    .bind(d.attempts[0].id)
+    .bind(t0 + 1000)
+    .execute(e.pool())
+    .await
+    .unwrap();
+    e.clock.advance(Duration::seconds(2));
+    e.outbox
+        .add_note(&InvoiceRef::Id(r.invoice_id), "en espera del PAC", &staff())
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO evidence (invoice_id, attempt_id, try_id, kind, outcome, code, message, recorded_at_ms, actor, actor_role)
+         VALUES (?1, ?2, 1, 'pac_response', 'unknown', 'timeout', 'sin respuesta', ?3, 'w1', 'sistema')",
+    )
+    .bind(r.invoice_id)
+    .bind(d.attempts[0].id)
+    .bind(t0 + 3000)
+    .execute(e.pool())
+    .await
+    .unwrap();
+    let d = e.outbox.invoice(&InvoiceRef::Id(r.invoice_id)).await.unwrap();
+    let got: Vec<(TimelineSource, &str)> = d.timeline.iter().map(|t| (t.source, t.kind.as_str())).collect();
+    assert_eq!(
+        got,
+        vec![
+            (TimelineSource::Event, "sale_recorded"),
+            (TimelineSource::Try, "stamp"),
+            (TimelineSource::Note, "note_added"),
+            (TimelineSource::Evidence, "pac_response"),
+        ]
+    );
+    assert_eq!(d.timeline[3].detail["outcome"], "unknown");
+    assert_eq!(d.tries.len(), 1);
+    assert_eq!(d.evidence.len(), 1);
+}
+
+/// Runs a statement that must be refused by a trigger; returns the database's message.
+async fn refused(e: &Env, sql: &str) -> String {
+    match sqlx::query(sql).execute(e.pool()).await {
+        Ok(r) => panic!("{sql}: accepted ({} rows)", r.rows_affected()),
+        Err(err) => err.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn the_database_refuses_to_change_sales_evidence_and_history() {
+    let e = env().await;
+    let r = e
+        .outbox
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .unwrap();
+    let id = r.invoice_id;
+    sqlx::query(&format!(
+        "INSERT INTO tries (invoice_id, attempt_id, try_no, operation, pac, worker, fencing_token, started_at_ms, actor, actor_role)
+         VALUES ({id}, 1, 1, 'stamp', 'sandbox', 'w1', 1, 0, 'w1', 'sistema');
+         INSERT INTO evidence (invoice_id, attempt_id, kind, outcome, recorded_at_ms, actor, actor_role)
+         VALUES ({id}, 1, 'pac_response', 'stamped', 0, 'w1', 'sistema');
+         INSERT INTO cfdis (invoice_id, attempt_id, uuid, pac, created_at_ms, updated_at_ms)
+         VALUES ({id}, 1, 'AB12CD34-0000-4000-8000-000000000001', 'sandbox', 0, 0);
+         INSERT INTO notes (invoice_id, text, created_at_ms, actor, actor_role) VALUES ({id}, 'hola', 0, 'ana', 'personal');"
+    ))
+    .execute(e.pool())
+    .await
+    .unwrap();
+
+    for sql in [
+        "UPDATE sales SET body = '{}'",
+        "UPDATE sales SET source = 'x'",
+        "DELETE FROM sales",
+        "UPDATE evidence SET outcome = 'unknown'",
+        "DELETE FROM evidence",
+        "UPDATE timeline_events SET detail = '{}'",
+        "DELETE FROM timeline_events",
+        "UPDATE tries SET worker = 'w2'",
+        "DELETE FROM tries",
+        "UPDATE attempts SET body = x'00'",
+        "UPDATE attempts SET fecha = '2026-01-01T00:00:00'",
+        "UPDATE attempts SET pac_idempotency_key = 'otra'",
+        "DELETE FROM attempts",
+        "UPDATE notes SET text = 'adiós'",
+        "DELETE FROM notes",
+        "UPDATE cfdis SET uuid = 'otro'",
+        "DELETE FROM cfdis",
+        "UPDATE invoices SET sale_id = 'otro'",
+        "UPDATE invoices SET fencing_token = -1",
+        "DELETE FROM invoices",
+        "UPDATE intake_keys SET state = 'reserved', sale_ref = NULL",
+        "DELETE FROM intake_keys",
+    ] {
+        let msg = refused(&e, sql).await;
+        assert!(
+            msg.contains("immutable") || msg.contains("append-only") || msg.contains("fencing"),
+            "{sql}: {msg}"
+        );
+    }
+
+    // What may change does: an attempt's resolution, a note's resolution (once), a CFDI's
+    // status and its XML (once), an invoice's state and fencing token (upwards).
+    for sql in [
+        "UPDATE attempts SET resolution = 'created', resolved_at_ms = 5",
+        "UPDATE notes SET resolved_at_ms = 5, resolved_by = 'ana', resolved_by_role = 'personal'",
+        "UPDATE cfdis SET sat_status = 'Vigente', xml = x'3c782f3e', xml_sha256 = 'h'",
+        "UPDATE invoices SET state = 'stamped', badge = 'timbrada', fencing_token = fencing_token + 1",
+    ] {
+        sqlx::query(sql)
+            .execute(e.pool())
+            .await
+            .unwrap_or_else(|err| panic!("{sql}: {err}"));
+    }
+    for sql in ["UPDATE notes SET resolved_at_ms = 6", "UPDATE cfdis SET xml = x'00'"] {
+        let msg = refused(&e, sql).await;
+        assert!(msg.contains("immutable"), "{sql}: {msg}");
+    }
+    assert_eq!(e.counts().await, [1, 1, 1, 1, 1]);
+}
+
+#[tokio::test]
+async fn settings_keep_the_encrypted_key_and_never_the_password() {
+    let e = env().await;
+    let s = e.outbox.emisor_settings().await.unwrap().expect("configured");
+    assert_eq!(s.profile, emisor());
+    assert_eq!(s.password_env, "TIMBRA_CSD_PASSWORD");
+    assert_eq!(s.no_certificado, "30001000000500003416");
+    let key: Vec<u8> = sqlx::query_scalar("SELECT key_encrypted FROM emisor_settings")
+        .fetch_one(e.pool())
+        .await
+        .unwrap();
+    assert_eq!(key, fixture("cfdi/certs/EKU9003173C9.key"));
+    e.outbox
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .unwrap();
+    e.outbox.store().close().await;
+    for file in ["timbra.db", "timbra.db-wal"] {
+        let p = e.dir.path().join(file);
+        if let Ok(bytes) = std::fs::read(&p) {
+            assert!(!bytes.windows(9).any(|w| w == b"12345678a"), "{file} contains the password");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_bad_csd_setup_is_refused_and_nothing_is_stored() {
+    let e = bare().await;
+    let wrong = e
+        .outbox
+        .configure_emisor(&setup(), &cfdi::secret::Secret::new("otra"), &staff())
+        .await
+        .unwrap_err();
+    assert!(matches!(wrong, OutboxError::Csd(cfdi::csd::CsdError::WrongPassword)), "{wrong}");
+
+    let mut other_rfc = setup();
+    other_rfc.profile.rfc = "AAA010101AAA".into();
+    let err = e.outbox.configure_emisor(&other_rfc, &password(), &staff()).await.unwrap_err();
+    assert!(matches!(err, OutboxError::Csd(cfdi::csd::CsdError::RfcMismatch { .. })), "{err}");
+
+    let mut swapped = setup();
+    swapped.key = fixture("cfdi/certs/EKU9003173C9.cer");
+    let err = e.outbox.configure_emisor(&swapped, &password(), &staff()).await.unwrap_err();
+    assert!(matches!(&err, OutboxError::Invalid(v) if v.0[0].field == "key"), "{err}");
+
+    let plain = pkcs8::EncryptedPrivateKeyInfo::try_from(fixture("cfdi/certs/EKU9003173C9.key").as_slice())
+        .and_then(|k| k.decrypt("12345678a"))
+        .expect("decrypt the fixture key");
+    let mut unencrypted = setup();
+    unencrypted.key = plain.as_bytes().to_vec();
+    let err = e.outbox.configure_emisor(&unencrypted, &password(), &staff()).await.unwrap_err();
+    assert!(
+        matches!(&err, OutboxError::Invalid(v) if v.0[0].code == "llave_sin_cifrar"),
+        "{err}"
+    );
+
+    let mut bad_env = setup();
+    bad_env.password_env = "MI CLAVE".into();
+    let err = e.outbox.configure_emisor(&bad_env, &password(), &staff()).await.unwrap_err();
+    assert!(matches!(&err, OutboxError::Invalid(v) if v.0[0].field == "password_env"), "{err}");
+
+    let mut bad_profile = setup();
+    bad_profile.profile.lugar_expedicion = "4250".into();
+    let err = e.outbox.configure_emisor(&bad_profile, &password(), &staff()).await.unwrap_err();
+    assert!(
+        matches!(&err, OutboxError::Invalid(v) if v.0.iter().any(|f| f.field.contains("lugar_expedicion"))),
+        "{err}"
+    );
+
+    // The CSD expired before `now`.
+    e.clock
+        .set(DateTime::parse_from_rfc3339("2027-06-01T00:00:00Z").unwrap().with_timezone(&Utc));
+    let err = e.outbox.configure_emisor(&setup(), &password(), &staff()).await.unwrap_err();
+    assert!(
+        matches!(err, OutboxError::Csd(cfdi::csd::CsdError::OutsideValidity { .. })),
+        "{err}"
+    );
+
+    assert_eq!(e.count("emisor_settings").await, 0);
+}
+
+#[tokio::test]
+async fn recording_needs_an_emisor_and_the_csd_password() {
+    let e = bare().await;
+    let err = e
+        .outbox
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OutboxError::NotConfigured), "{err}");
+
+    e.outbox.configure_emisor(&setup(), &password(), &staff()).await.unwrap();
+    // Another process on the same database, without the password.
+    let other = Outbox::open_sqlite(&SqliteOptions::new(e.db()), e.clock.clone()).await.unwrap();
+    let err = other
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, OutboxError::CsdLocked { password_env } if password_env == "TIMBRA_CSD_PASSWORD"),
+        "{err}"
+    );
+    other.provide_csd_password(cfdi::secret::Secret::new("mala"));
+    let err = other
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OutboxError::Csd(cfdi::csd::CsdError::WrongPassword)), "{err}");
+    assert_eq!(e.counts().await, [0, 0, 0, 0, 0]);
+
+    other.provide_csd_password(password());
+    other
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .expect("with the password");
+    assert_eq!(e.counts().await, [1, 1, 1, 1, 1]);
+}
+
+#[tokio::test]
+async fn new_attempts_are_frozen_for_the_primary_pac() {
+    let e = env().await;
+    assert_eq!(e.outbox.primary_pac().await.unwrap(), "sandbox");
+    e.outbox.set_primary_pac("sw", &staff()).await.unwrap();
+    let r = e
+        .outbox
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .unwrap();
+    let d = e.outbox.invoice(&InvoiceRef::Id(r.invoice_id)).await.unwrap();
+    assert_eq!(d.attempts[0].pac, "sw");
+    assert!(e.outbox.set_primary_pac("  ", &staff()).await.is_err());
+}
+
+/// The query plan of `sql` with parameters bound to NULL or typical values.
+async fn plan(e: &Env, sql: &str, params: &[Option<&str>]) -> String {
+    let text = format!("EXPLAIN QUERY PLAN {sql}");
+    let mut q = sqlx::query(&text);
+    for p in params {
+        q = q.bind(*p);
+    }
+    let rows = q.fetch_all(e.pool()).await.unwrap_or_else(|err| panic!("{sql}: {err}"));
+    use sqlx::Row;
+    rows.iter().map(|r| r.get::<String, _>("detail")).collect::<Vec<_>>().join("\n")
+}
+
+#[tokio::test]
+async fn list_queries_use_their_indexes() {
+    let e = env().await;
+    let full = [
+        None,
+        None,
+        Some("0"),
+        Some("9999999999999"),
+        Some("9999999999999"),
+        Some("9999999999999"),
+        Some("50"),
+    ];
+    let cases = [
+        (include_str!("../sql/sqlite/list_all.sql"), "invoices_by_created"),
+        (include_str!("../sql/sqlite/list_by_state.sql"), "invoices_by_state"),
+        (include_str!("../sql/sqlite/list_by_badge.sql"), "invoices_by_badge"),
+    ];
+    for (sql, index) in cases {
+        let p = plan(&e, sql, &full).await;
+        assert!(p.contains(&format!("SEARCH invoices USING INDEX {index}")), "{index}:\n{p}");
+        // The recording-time range (with the cursor folded in) bounds the index walk.
+        assert!(
+            p.contains("created_at_ms>? AND created_at_ms<?)"),
+            "{index} does not seek to the cursor:\n{p}"
+        );
+        assert!(!p.contains("TEMP B-TREE"), "{index} sorts instead of walking the index:\n{p}");
+        assert!(
+            !p.contains("SCAN invoices\n") && !p.ends_with("SCAN invoices"),
+            "{index} scans the table:\n{p}"
+        );
+    }
+    let mut search = full.to_vec();
+    search.extend([Some("ped"), Some("ped\u{10FFFF}"), Some("PED"), Some("PED\u{10FFFF}")]);
+    let p = plan(&e, include_str!("../sql/sqlite/list_search.sql"), &search).await;
+    for index in [
+        "sqlite_autoindex_invoices_2",
+        "invoices_by_folio",
+        "invoices_by_rfc",
+        "invoices_by_uuid",
+    ] {
+        assert!(
+            p.contains(&format!("USING INDEX {index} (")) || p.contains(&format!("USING COVERING INDEX {index} (")),
+            "{index}:\n{p}"
+        );
+    }
+    assert!(!p.lines().any(|l| l.trim() == "SCAN invoices"), "search scans the table:\n{p}");
+    let p = plan(&e, include_str!("../sql/sqlite/counts.sql"), &[]).await;
+    assert!(p.contains("COVERING INDEX invoices_by_state_badge"), "{p}");
+    let p = plan(&e, include_str!("../sql/sqlite/notes_by_invoice.sql"), &[Some("1")]).await;
+    assert!(p.contains("notes_by_invoice"), "{p}");
+}

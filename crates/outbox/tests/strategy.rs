@@ -1,0 +1,425 @@
+//! The strategy table, data-driven: every worked case of reference/strategy-cases.md and every
+//! PAC outcome class, through one `check` helper; then the property that no history ever allows
+//! a new attempt while an earlier attempt's outcome is unknown or created.
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use outbox::model::Badge;
+use outbox::strategy::{
+    derive, ActionKind, AttemptEvent, AttemptFacts, AttemptStatus, CfdiFacts, Facts, LookupResult, NextStep, Policy, StampResult,
+};
+use proptest::prelude::*;
+
+fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 29, 18, 0, 0).unwrap()
+}
+
+/// A tiny language for histories: `A1@sw` opens an attempt (`A2@fk!` = abandoned by a forced
+/// failover); then events for the last attempt: `S(U1)`, `AS(U1)`, `AS(-)`, `R(code)`, `NS`,
+/// `UN(code)` (unavailable), `UK`, `L+(U1)` lookup found, `L-` lookup not found, `LP` pending,
+/// `V` verified absent; `+Nm` advances the clock N minutes; `X(U1)` persists U1's XML.
+fn history(spec: &str) -> Facts {
+    let mut facts = Facts {
+        attempts: vec![],
+        cfdis: vec![],
+    };
+    let mut now = t0();
+    let mut ev = 0;
+    for tok in spec.split_whitespace() {
+        ev += 1;
+        let id = Some(ev);
+        if let Some((no, pac)) = tok.strip_prefix('A').and_then(|r| r.split_once('@')) {
+            let abandoned = pac.ends_with('!');
+            let pac = pac.trim_end_matches('!');
+            facts.attempts.push(AttemptFacts {
+                attempt_no: no.parse().unwrap(),
+                pac: pac.into(),
+                pac_can_lookup: pac != "sw",
+                json_body: pac == "fa",
+                fecha_deadline: t0() + Duration::hours(70),
+                abandoned,
+                events: vec![],
+            });
+            continue;
+        }
+        if let Some(m) = tok.strip_prefix('+').and_then(|m| m.strip_suffix('m')) {
+            now += Duration::minutes(m.parse().unwrap());
+            continue;
+        }
+        if let Some(u) = tok.strip_prefix("X(").and_then(|u| u.strip_suffix(')')) {
+            let attempt_no = facts.attempts.last().map(|a| a.attempt_no);
+            facts.cfdis.push(CfdiFacts {
+                uuid: u.into(),
+                attempt_no,
+                xml_persisted: true,
+            });
+            continue;
+        }
+        let arg = |p: &str| tok.strip_prefix(p).and_then(|r| r.strip_suffix(')')).map(str::to_string);
+        let event = if let Some(u) = arg("S(") {
+            AttemptEvent::Stamp {
+                evidence_id: id,
+                at: now,
+                result: StampResult::Stamped { uuid: u },
+            }
+        } else if let Some(u) = arg("AS(") {
+            AttemptEvent::Stamp {
+                evidence_id: id,
+                at: now,
+                result: StampResult::AlreadyStamped {
+                    uuid: (u != "-").then_some(u),
+                },
+            }
+        } else if let Some(c) = arg("R(") {
+            AttemptEvent::Stamp {
+                evidence_id: id,
+                at: now,
+                result: StampResult::Rejected { code: c },
+            }
+        } else if let Some(c) = arg("UN(") {
+            AttemptEvent::Stamp {
+                evidence_id: id,
+                at: now,
+                result: StampResult::Unavailable { code: c },
+            }
+        } else if let Some(u) = arg("L+(") {
+            AttemptEvent::Lookup {
+                evidence_id: id,
+                at: now,
+                result: LookupResult::Found { uuids: vec![u] },
+            }
+        } else {
+            match tok {
+                "NS" => AttemptEvent::Stamp {
+                    evidence_id: id,
+                    at: now,
+                    result: StampResult::NotSent,
+                },
+                "UK" => AttemptEvent::Stamp {
+                    evidence_id: id,
+                    at: now,
+                    result: StampResult::Unknown,
+                },
+                "L-" => AttemptEvent::Lookup {
+                    evidence_id: id,
+                    at: now,
+                    result: LookupResult::NotFound,
+                },
+                "LP" => AttemptEvent::Lookup {
+                    evidence_id: id,
+                    at: now,
+                    result: LookupResult::Pending,
+                },
+                "V" => AttemptEvent::VerifiedAbsent { evidence_id: id, at: now },
+                other => panic!("unknown token {other}"),
+            }
+        };
+        facts.attempts.last_mut().expect("an attempt first").events.push(event);
+    }
+    facts
+}
+
+fn policy() -> Policy {
+    Policy {
+        max_tries: 5,
+        backups: vec!["fk".into()],
+        auto_failover_after: 2,
+        fecha_warning: Duration::hours(12),
+    }
+}
+
+/// `allowed` and `refused` list action names; `next` is the drain's next step in short form.
+fn check(spec: &str, now_offset_h: i64, badge: Badge, allowed: &[ActionKind], refused: &[ActionKind], next: &str) {
+    let facts = history(spec);
+    let v = derive(&facts, &policy(), t0() + Duration::hours(now_offset_h));
+    assert_eq!(v.badge, badge, "{spec}: {v:#?}");
+    for a in allowed {
+        assert!(v.allows(*a), "{spec}: {a:?} should be allowed; {v:#?}");
+    }
+    for a in refused {
+        let r = v.refusal(*a).unwrap_or_else(|| panic!("{spec}: {a:?} should be refused; {v:#?}"));
+        assert!(!r.reason.code.is_empty());
+    }
+    let got = match &v.next {
+        NextStep::Send { attempt_no } => format!("send A{attempt_no}"),
+        NextStep::Lookup { attempt_no } => format!("lookup A{attempt_no}"),
+        NextStep::Finalize { uuid, attempt_no } => format!("finalize A{attempt_no} {}", uuid.as_deref().unwrap_or("-")),
+        NextStep::Failover { to } => format!("failover {to}"),
+        NextStep::Reprocess => "reprocess".into(),
+        NextStep::Hold => "hold".into(),
+        NextStep::Done => "done".into(),
+    };
+    assert_eq!(got, next, "{spec}: {v:#?}");
+    // Every refusal of an action that could create a CFDI names the evidence it rests on
+    // whenever there is evidence.
+    if facts.attempts.iter().any(|a| !a.events.is_empty()) {
+        for r in &v.refused {
+            if matches!(r.action, ActionKind::Reprocess | ActionKind::Failover)
+                && r.reason.code != "no_aplica"
+                && r.reason.code != "nada_ha_fallado"
+            {
+                assert!(!r.reason.evidence.is_empty() || r.reason.attempt_no.is_none(), "{spec}: {r:?}");
+            }
+        }
+    }
+}
+
+use ActionKind::*;
+
+#[test]
+fn worked_cases() {
+    // 1
+    check("A1@sw", 0, Badge::Pendiente, &[Note], &[Resume, Reprocess, Failover], "send A1");
+    // 2
+    check(
+        "A1@sw S(U1) X(U1)",
+        0,
+        Badge::Timbrada,
+        &[Download],
+        &[Resume, Reprocess, Failover, ForceFailover],
+        "done",
+    );
+    // 3
+    check(
+        "A1@sw UK",
+        0,
+        Badge::Reanudar,
+        &[Resume, ForceFailover],
+        &[Reprocess, Failover],
+        "send A1",
+    );
+    // 4
+    check(
+        "A1@sw UK AS(U1) X(U1)",
+        0,
+        Badge::Timbrada,
+        &[Download],
+        &[Reprocess, Failover],
+        "done",
+    );
+    // 5
+    check(
+        "A1@fk UK AS(-)",
+        0,
+        Badge::Finalizar,
+        &[Finalize],
+        &[Resume, Reprocess, Failover],
+        "finalize A1 -",
+    );
+    // 6
+    check("A1@sw NS", 0, Badge::Reanudar, &[Resume, Failover], &[Reprocess], "send A1");
+    // 7
+    check(
+        "A1@sw R(CFDI40108)",
+        0,
+        Badge::Reprocesar,
+        &[Reprocess],
+        &[Resume, Failover],
+        "hold",
+    );
+    // 8
+    check("A1@sw R(401)", 0, Badge::Reprocesar, &[Reprocess], &[Resume, Failover], "hold");
+    // 9
+    check("A1@sw UN(AU2001)", 0, Badge::Respaldo, &[Failover, Resume], &[Reprocess], "send A1");
+    // 10
+    check(
+        "A1@sw UK UK NS NS",
+        0,
+        Badge::Reanudar,
+        &[Resume, ForceFailover],
+        &[Failover, Reprocess],
+        "send A1",
+    );
+    // 11
+    check(
+        "A1@sw! UK A2@fk S(U2) X(U2)",
+        0,
+        Badge::Timbrada,
+        &[Download, VerifyAbsent],
+        &[Resume, Reprocess],
+        "hold",
+    );
+    // 12
+    check(
+        "A1@sw! UK L+(U1) A2@fk S(U2) X(U2)",
+        0,
+        Badge::Duplicado,
+        &[Download],
+        &[Resume, Reprocess, Failover, Finalize],
+        "hold",
+    );
+    // 13
+    check(
+        "A1@fk! UK A2@sw S(U2) X(U2)",
+        0,
+        Badge::Timbrada,
+        &[VerifyAbsent],
+        &[Resume],
+        "lookup A1",
+    );
+    check(
+        "A1@fk! UK L+(U1) A2@sw S(U2) X(U2)",
+        0,
+        Badge::Duplicado,
+        &[],
+        &[Resume, Reprocess],
+        "hold",
+    );
+    // 14: three "not found" answers over five minutes clear the mark.
+    check(
+        "A1@fk! UK +1m L- +2m L- +3m L- A2@sw S(U2) X(U2)",
+        0,
+        Badge::Timbrada,
+        &[Download],
+        &[VerifyAbsent],
+        "done",
+    );
+    // ... but answers within the consistency lag do not.
+    check(
+        "A1@fk! UK L- L- L- A2@sw S(U2) X(U2)",
+        0,
+        Badge::Timbrada,
+        &[VerifyAbsent],
+        &[],
+        "lookup A1",
+    );
+    // 15: a late "stamped" from a zombie is the same UUID: nothing new.
+    check("A1@sw UK AS(U1) S(U1) X(U1)", 0, Badge::Timbrada, &[Download], &[Resume], "done");
+    // 16: with no backup configured, PAC unavailable max times → Atención.
+    let facts = history("A1@sw NS NS NS NS NS");
+    let v = derive(
+        &facts,
+        &Policy {
+            backups: vec![],
+            ..policy()
+        },
+        t0(),
+    );
+    assert_eq!(v.badge, Badge::Atencion);
+    assert!(v.allows(Resume) && !v.allows(Reprocess));
+    // ... with one, the drain fails over by itself after two known-not-created tries.
+    check("A1@sw NS NS", 0, Badge::Respaldo, &[Failover], &[Reprocess], "failover fk");
+    // 17: Facturapi pending: look it up, never create again meanwhile.
+    check("A1@fa UK", 0, Badge::Reanudar, &[Resume], &[Reprocess, Failover], "lookup A1");
+    check("A1@fa UK LP", 0, Badge::Reanudar, &[Resume], &[Reprocess, Failover], "lookup A1");
+    check(
+        "A1@fa UK L+(U1)",
+        0,
+        Badge::Finalizar,
+        &[Finalize],
+        &[Resume, Reprocess],
+        "finalize A1 U1",
+    );
+    // 18: a new attempt after a known-not-created one is fine (the failover's own attempt).
+    check("A1@sw NS NS A2@fk", 0, Badge::Pendiente, &[], &[Reprocess], "send A2");
+    // 19: unknown and the Fecha window passed: still resume (the PAC answers 307 or 401).
+    check("A1@sw UK", 71, Badge::Reanudar, &[Resume], &[Reprocess, Failover], "send A1");
+    check("A1@sw UK R(401)", 71, Badge::Reprocesar, &[Reprocess], &[Resume], "hold");
+}
+
+#[test]
+fn fecha_window() {
+    // Never send an attempt whose Fecha left the window: reprocess with a new Fecha by itself.
+    check("A1@sw", 71, Badge::Reprocesar, &[Reprocess], &[Resume, Failover], "reprocess");
+    check("A1@sw NS", 71, Badge::Reprocesar, &[Reprocess], &[Resume, Failover], "reprocess");
+    // Less than 12 hours left: at risk.
+    let v = derive(&history("A1@sw NS"), &policy(), t0() + Duration::hours(60));
+    assert!(v.fecha_at_risk && v.reasons.iter().any(|r| r.code == "fecha_por_vencer"));
+    let v = derive(&history("A1@sw NS"), &policy(), t0() + Duration::hours(10));
+    assert!(!v.fecha_at_risk);
+}
+
+#[test]
+fn every_outcome_class_has_a_verdict() {
+    check("A1@sw S(U1)", 0, Badge::Finalizar, &[Finalize], &[Resume], "finalize A1 U1");
+    check("A1@sw AS(U1)", 0, Badge::Finalizar, &[Finalize], &[Resume], "finalize A1 U1");
+    check("A1@sw AS(-)", 0, Badge::Finalizar, &[Finalize], &[Resume, Failover], "hold");
+    check("A1@sw R(302)", 0, Badge::Reprocesar, &[Reprocess], &[Resume], "hold");
+    check("A1@sw NS", 0, Badge::Reanudar, &[Resume], &[Reprocess], "send A1");
+    check("A1@sw UN(429)", 0, Badge::Respaldo, &[Resume, Failover], &[Reprocess], "send A1");
+    check("A1@sw UK", 0, Badge::Reanudar, &[Resume], &[Reprocess, Failover], "send A1");
+    check("A1@fk UK", 0, Badge::Reanudar, &[Resume], &[Reprocess, Failover], "lookup A1");
+    check("A1@sw UK UK UK UK UK", 0, Badge::Atencion, &[], &[Reprocess, Failover], "hold");
+    // A contradiction (an earlier unknown attempt next to a newer one) needs a person.
+    check(
+        "A1@sw UK A2@fk",
+        0,
+        Badge::Atencion,
+        &[Note],
+        &[Resume, Reprocess, Failover],
+        "hold",
+    );
+    // The contador's verification settles an unknown attempt.
+    check("A1@sw UK V", 0, Badge::Reanudar, &[Resume, Reprocess, Failover], &[], "send A1");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The property: no history allows a new attempt while any attempt is unknown or created.
+
+fn event() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "S(U1)",
+        "S(U2)",
+        "AS(U1)",
+        "AS(-)",
+        "R(301)",
+        "R(401)",
+        "NS",
+        "UN(AU2001)",
+        "UK",
+        "L+(U3)",
+        "L-",
+        "LP",
+        "+3m",
+        "+1m",
+    ])
+}
+
+fn spec() -> impl Strategy<Value = String> {
+    let attempt = (
+        prop::sample::select(vec!["sw", "fk", "fa"]),
+        any::<bool>(),
+        prop::collection::vec(event(), 0..6),
+    );
+    prop::collection::vec(attempt, 1..4).prop_map(|attempts| {
+        let mut s = String::new();
+        for (i, (pac, abandoned, events)) in attempts.iter().enumerate() {
+            let last = i == attempts.len() - 1;
+            s.push_str(&format!("A{}@{}{} ", i + 1, pac, if *abandoned && !last { "!" } else { "" }));
+            for e in events {
+                s.push_str(e);
+                s.push(' ');
+            }
+        }
+        s
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_new_attempt_while_any_outcome_is_unknown_or_created(spec in spec(), hours in 0i64..80) {
+        let facts = history(&spec);
+        let v = derive(&facts, &policy(), t0() + Duration::hours(hours));
+        let blocked = v.statuses.iter().any(|(_, s)| s.blocks_new_attempt());
+        if blocked {
+            prop_assert!(!v.allows(ActionKind::Reprocess), "{}: reprocess allowed: {:#?}", spec, v);
+            prop_assert!(!v.allows(ActionKind::Failover), "{}: failover allowed: {:#?}", spec, v);
+            prop_assert!(!matches!(v.next, NextStep::Reprocess | NextStep::Failover { .. }), "{}: {:?}", spec, v.next);
+        }
+        // An abandoned attempt is never sent again.
+        if let NextStep::Send { attempt_no } = v.next {
+            let a = facts.attempts.iter().find(|a| a.attempt_no == attempt_no).unwrap();
+            prop_assert!(!a.abandoned, "{}: sends abandoned A{}", spec, attempt_no);
+            prop_assert_eq!(attempt_no, facts.attempts.last().unwrap().attempt_no, "only the live attempt is ever sent");
+        }
+        // Force failover is only offered from an unknown live outcome.
+        if v.allows(ActionKind::ForceFailover) {
+            prop_assert!(matches!(v.statuses.last().unwrap().1, AttemptStatus::Unknown { .. }), "{}: {:#?}", spec, v);
+        }
+        // Allowed and refused never overlap, and every action is one or the other.
+        for r in &v.refused {
+            prop_assert!(!v.allows(r.action));
+        }
+    }
+}

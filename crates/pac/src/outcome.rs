@@ -1,0 +1,258 @@
+//! The outcome classes (DESIGN §5) and the requests that produce them.
+//!
+//! Each PAC call ends in exactly one variant. The split that matters most is between
+//! [`StampOutcome::NotSent`] / [`StampOutcome::Unavailable`] ("not created, the PAC never took
+//! it; the same bytes may go elsewhere") and [`StampOutcome::Unknown`] ("may or may not exist;
+//! resume only"). Outcomes are serializable so the outbox can append them as evidence.
+
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+use crate::evidence::Evidence;
+
+/// One frozen attempt, as the PAC layer needs it. The outbox owns the attempt; this is a view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// The exact bytes to send: sealed CFDI XML (SW, Finkok) or the invoice JSON (Facturapi).
+    pub body: Vec<u8>,
+    /// The PAC idempotency key derived from the sale: SW `customid`; for Facturapi it must
+    /// equal the body's `idempotency_key` (the body is sent as frozen, never rewritten).
+    pub idempotency_key: String,
+    /// Facturapi `external_id` for lookups (taken from the body when absent).
+    pub external_id: Option<String>,
+}
+
+/// A CFDI that a PAC holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FoundCfdi {
+    pub uuid: String,
+    /// The stamped XML, when the answer carried it.
+    pub xml: Option<String>,
+    /// The PAC's own id (Facturapi invoice id).
+    pub pac_id: Option<String>,
+    /// The PAC's status word for it (Facturapi `valid`/`canceled`…), when it has one.
+    pub status: Option<String>,
+}
+
+/// What a stamp request came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "class", rename_all = "snake_case")]
+pub enum StampOutcome {
+    /// Created by this request.
+    Stamped {
+        uuid: String,
+        xml: Option<String>,
+        pac_id: Option<String>,
+    },
+    /// Created earlier (SW 307 / CFDI3307, Finkok 307 / 707, Facturapi `invoice_already_stamped`):
+    /// recover it, never re-create. UUID and XML are missing when the PAC did not send them.
+    AlreadyStamped {
+        code: String,
+        uuid: Option<String>,
+        xml: Option<String>,
+        pac_id: Option<String>,
+    },
+    /// Not created; the document must change (301–306, 308, 401–403, CFDI40xxx…).
+    Rejected { code: String, message: String },
+    /// Not created; the request never left (connect refused, DNS, TLS, connect timeout).
+    NotSent { cause: String },
+    /// Not created; the PAC refused to work on it (credentials, balance, 429, maintenance).
+    Unavailable {
+        code: String,
+        message: String,
+        retry_after_s: Option<u64>,
+    },
+    /// May or may not exist (timeout or reset after sending, 5xx, garbage, pending): resume only.
+    Unknown { cause: String },
+}
+
+impl StampOutcome {
+    /// The class name, as stored.
+    pub fn class(&self) -> &'static str {
+        match self {
+            StampOutcome::Stamped { .. } => "stamped",
+            StampOutcome::AlreadyStamped { .. } => "already_stamped",
+            StampOutcome::Rejected { .. } => "rejected",
+            StampOutcome::NotSent { .. } => "not_sent",
+            StampOutcome::Unavailable { .. } => "unavailable",
+            StampOutcome::Unknown { .. } => "unknown",
+        }
+    }
+
+    /// True when this outcome proves that no CFDI was created by this request.
+    pub fn proves_not_created(&self) -> bool {
+        matches!(
+            self,
+            StampOutcome::Rejected { .. } | StampOutcome::NotSent { .. } | StampOutcome::Unavailable { .. }
+        )
+    }
+}
+
+/// What a lookup or retrieval came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "class", rename_all = "snake_case")]
+pub enum LookupOutcome {
+    /// The PAC holds these CFDIs (more than one means duplicates).
+    Found {
+        cfdis: Vec<FoundCfdi>,
+    },
+    /// The PAC says it holds none *now* (Finkok 603 after bounded polling, an empty list).
+    NotFound {
+        detail: String,
+    },
+    /// The PAC knows of it but has not finished (Facturapi `pending`; SW storage without XML yet).
+    Pending {
+        detail: String,
+        pac_id: Option<String>,
+    },
+    /// This PAC has no such query.
+    NotSupported {
+        detail: String,
+    },
+    NotSent {
+        cause: String,
+    },
+    Unavailable {
+        code: String,
+        message: String,
+        retry_after_s: Option<u64>,
+    },
+    Unknown {
+        cause: String,
+    },
+}
+
+/// SAT's cancellation reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Motivo {
+    /// 01: errors with relation; needs the replacement's UUID.
+    #[serde(rename = "01")]
+    ConRelacion,
+    /// 02: errors without relation.
+    #[serde(rename = "02")]
+    SinRelacion,
+    /// 03: the operation did not take place.
+    #[serde(rename = "03")]
+    NoSeLlevoACabo,
+    /// 04: nominative operation included in a global invoice.
+    #[serde(rename = "04")]
+    FacturaGlobal,
+}
+
+impl Motivo {
+    pub fn code(self) -> &'static str {
+        match self {
+            Motivo::ConRelacion => "01",
+            Motivo::SinRelacion => "02",
+            Motivo::NoSeLlevoACabo => "03",
+            Motivo::FacturaGlobal => "04",
+        }
+    }
+}
+
+/// A cancellation request for one CFDI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CancelRequest {
+    pub uuid: String,
+    pub motivo: Motivo,
+    /// The replacement's UUID (motivo 01 only).
+    pub folio_sustitucion: Option<String>,
+    pub rfc_emisor: String,
+    pub rfc_receptor: String,
+    pub total: Decimal,
+    /// The PAC's own id of the CFDI (Facturapi invoice id), when known.
+    pub pac_id: Option<String>,
+}
+
+/// What a cancellation request came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "class", rename_all = "snake_case")]
+pub enum CancelOutcome {
+    /// The request was taken (Finkok/SAT 201, or 202 "previously requested"). **Not** proof of
+    /// cancellation: `estatus` is what the answer said, confirm with the status query.
+    Accepted {
+        code: String,
+        estatus: Option<String>,
+        acuse: Option<String>,
+    },
+    /// The PAC or SAT refused it (not cancelable, UUID not found, invalid motivo…).
+    Refused {
+        code: String,
+        message: String,
+    },
+    NotSent {
+        cause: String,
+    },
+    Unavailable {
+        code: String,
+        message: String,
+        retry_after_s: Option<u64>,
+    },
+    Unknown {
+        cause: String,
+    },
+}
+
+/// Which CFDI to ask SAT about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusQuery {
+    pub uuid: String,
+    pub rfc_emisor: String,
+    pub rfc_receptor: String,
+    pub total: Decimal,
+    /// The last 8 characters of the Sello (`fe` of the expresión impresa), when known.
+    pub sello_tail: Option<String>,
+}
+
+/// SAT's status dimensions, as ConsultaCFDIService words them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SatStatus {
+    /// `S - Comprobante obtenido satisfactoriamente.`, `N - 601 …`, `N - 602 Comprobante no encontrado.`
+    pub codigo_estatus: String,
+    /// `Vigente`, `Cancelado`, `No Encontrado`.
+    pub estado: String,
+    /// `Cancelable sin aceptación`, `Cancelable con aceptación`, `No cancelable`.
+    pub es_cancelable: String,
+    /// empty, `En proceso`, `Solicitud rechazada`, `Cancelado sin aceptación`, `Cancelado con aceptación`, `Plazo vencido`.
+    pub estatus_cancelacion: String,
+    /// `200`/`201`: not in SAT's EFOS list (phpcfdi's reading); empty when not reported.
+    pub validacion_efos: String,
+}
+
+impl SatStatus {
+    /// `S` found, `N` not found / invalid expression.
+    pub fn found(&self) -> bool {
+        self.codigo_estatus.trim_start().starts_with('S')
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.estado == "Cancelado"
+    }
+}
+
+/// What a status query came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "class", rename_all = "snake_case")]
+pub enum StatusOutcome {
+    Known {
+        status: SatStatus,
+    },
+    NotSent {
+        cause: String,
+    },
+    Unavailable {
+        code: String,
+        message: String,
+        retry_after_s: Option<u64>,
+    },
+    Unknown {
+        cause: String,
+    },
+}
+
+/// An outcome with the evidence of how it was reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reply<T> {
+    pub outcome: T,
+    pub evidence: Evidence,
+}

@@ -1,0 +1,300 @@
+//! Recorded wire-format fixtures of each PAC's documented answers parse into the right
+//! outcome, and the parsers survive garbage: never a panic, and garbage (or a cut answer)
+//! after sending is always `Unknown`, never "not created".
+
+use proptest::prelude::*;
+
+use pac::{facturapi, finkok, sat, sw};
+use pac::{CancelOutcome, LookupOutcome, StampOutcome, StatusOutcome};
+
+const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+const UUID: &str = "6F7C2B1A-3D4E-4F50-8A6B-7C8D9E0F1A2B";
+
+fn fixture(rel: &str) -> Vec<u8> {
+    std::fs::read(format!("{FIX}/{rel}")).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+const SW_STATUSES: &[u16] = &[200, 400, 401, 403, 404, 409, 422];
+
+/// `class:code` of a stamp outcome, for compact tables.
+fn stamp_key(o: &StampOutcome) -> String {
+    match o {
+        StampOutcome::Stamped { uuid, xml, .. } => format!("stamped:{uuid}:{}", xml.is_some()),
+        StampOutcome::AlreadyStamped { code, uuid, xml, .. } => {
+            format!("already_stamped:{code}:{}:{}", uuid.as_deref().unwrap_or("-"), xml.is_some())
+        }
+        StampOutcome::Rejected { code, .. } => format!("rejected:{code}"),
+        StampOutcome::NotSent { .. } => "not_sent".into(),
+        StampOutcome::Unavailable { code, .. } => format!("unavailable:{code}"),
+        StampOutcome::Unknown { .. } => "unknown".into(),
+    }
+}
+
+#[test]
+fn sw_fixtures_classify() {
+    let cases: &[(&str, u16, String)] = &[
+        ("sw/stamp-v4-success.json", 200, format!("stamped:{UUID}:true")),
+        ("sw/stamp-v1-success.json", 200, format!("stamped:{UUID}:false")),
+        ("sw/stamp-307-with-data.json", 400, format!("already_stamped:307:{UUID}:true")),
+        // The status of a 307 is UNVERIFIED: any status carrying the data is already stamped.
+        ("sw/stamp-307-with-data.json", 200, format!("already_stamped:307:{UUID}:true")),
+        ("sw/stamp-307-with-data.json", 500, format!("already_stamped:307:{UUID}:true")),
+        ("sw/stamp-cfdi3307.json", 400, format!("already_stamped:CFDI3307:{UUID}:false")),
+        ("sw/error-au2000.json", 401, "unavailable:AU2000".into()),
+        ("sw/error-au2001.json", 400, "unavailable:AU2001".into()),
+        ("sw/error-302.json", 400, "rejected:302".into()),
+        ("sw/error-401-fecha.json", 400, "rejected:401".into()),
+        ("sw/error-cfdi40101.json", 400, "rejected:CFDI40101".into()),
+        ("sw/error-co1000.json", 400, "unknown".into()),
+        // An error envelope on a status we do not trust (a 5xx) proves nothing.
+        ("sw/error-302.json", 500, "unknown".into()),
+        ("sw/gateway-502.html", 502, "unknown".into()),
+    ];
+    for (file, status, expected) in cases {
+        let o = sw::classify_stamp(*status, &fixture(file), None, SW_STATUSES);
+        assert_eq!(&stamp_key(&o), expected, "{file} HTTP {status}: {o:?}");
+    }
+    let o = sw::classify_stamp(429, b"", Some(30), SW_STATUSES);
+    assert_eq!(
+        o,
+        StampOutcome::Unavailable {
+            code: "429".into(),
+            message: "demasiadas solicitudes".into(),
+            retry_after_s: Some(30)
+        }
+    );
+    match sw::classify_cancel(200, &fixture("sw/cancel-success.json"), UUID, None) {
+        CancelOutcome::Accepted { code, acuse: Some(_), .. } => assert_eq!(code, "201"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn finkok_fixtures_classify() {
+    let cases: &[(&str, String)] = &[
+        ("finkok/stamp-success.xml", format!("stamped:{UUID}:true")),
+        ("finkok/stamp-307-with-xml.xml", format!("already_stamped:307:{UUID}:true")),
+        // Finkok's documented 307 without the previous stamp (xml and Uuid empty, twice).
+        ("finkok/stamp-307-without-xml.xml", "already_stamped:307:-:false".into()),
+        ("finkok/stamp-707.xml", format!("already_stamped:707:{UUID}:false")),
+        ("finkok/stamp-401.xml", "rejected:401".into()),
+        ("finkok/stamp-300.xml", "unavailable:300".into()),
+        ("finkok/stamp-718.xml", "unavailable:718".into()),
+        ("finkok/stamp-709.xml", "unknown".into()),
+        ("finkok/soap-fault.xml", "unknown".into()),
+    ];
+    for (file, expected) in cases {
+        let o = finkok::classify_stamp(200, &fixture(file));
+        assert_eq!(&stamp_key(&o), expected, "{file}: {o:?}");
+    }
+    assert!(matches!(
+        finkok::classify_stamped(200, &fixture("finkok/stamped-603.xml")),
+        LookupOutcome::NotFound { .. }
+    ));
+    match finkok::classify_stamped(200, &fixture("finkok/stamped-found.xml")) {
+        LookupOutcome::Found { cfdis } => assert_eq!(cfdis[0].uuid, UUID),
+        other => panic!("{other:?}"),
+    }
+    match finkok::classify_get_xml(200, &fixture("finkok/get-xml-found.xml"), UUID) {
+        LookupOutcome::Found { cfdis } => assert!(cfdis[0].xml.as_deref().unwrap().contains(UUID)),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        finkok::classify_get_xml(200, &fixture("finkok/get-xml-not-found.xml"), UUID),
+        LookupOutcome::NotFound { .. }
+    ));
+    let cancel = fixture("finkok/cancel-2-items.xml");
+    match finkok::classify_cancel(200, &cancel, "11111111-2222-3333-4444-000000000001") {
+        CancelOutcome::Accepted { code, estatus, acuse } => {
+            assert_eq!(code, "201");
+            assert_eq!(estatus.as_deref(), Some("Cancelado sin aceptación"));
+            assert_eq!(acuse.as_deref(), Some("voucher"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        matches!(finkok::classify_cancel(200, &cancel, "11111111-2222-3333-4444-000000000002"), CancelOutcome::Refused { code, .. } if code == "no_cancelable")
+    );
+    assert!(
+        matches!(finkok::classify_cancel(200, &fixture("finkok/cancel-708.xml"), UUID), CancelOutcome::Unavailable { code, .. } if code == "708")
+    );
+    match finkok::classify_sat_status(200, &fixture("finkok/get-sat-status.xml")) {
+        StatusOutcome::Known { status } => {
+            assert_eq!(status.estado, "Vigente");
+            assert_eq!(status.es_cancelable, "Cancelable sin aceptación");
+            assert_eq!(status.estatus_cancelacion, "En proceso");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn facturapi_fixtures_classify() {
+    let cases: &[(&str, u16, &str)] = &[
+        ("facturapi/invoice-valid.json", 200, "stamped"),
+        ("facturapi/invoice-pending-202.json", 202, "unknown"),
+        ("facturapi/invoice-canceled.json", 200, "already_stamped:canceled"),
+        ("facturapi/error-stamping-validation.json", 400, "rejected:CFDI40101"),
+        ("facturapi/error-rate-limit.json", 429, "unavailable:rate_limit_exceeded"),
+        (
+            "facturapi/error-service-unavailable.json",
+            503,
+            "unavailable:invoice_stamping_service_unavailable",
+        ),
+        ("facturapi/error-idempotency-key-in-use.json", 409, "unknown"),
+        ("facturapi/error-stamping-failed.json", 502, "unknown"),
+    ];
+    for (file, status, expected) in cases {
+        let o = facturapi::classify_create(*status, &fixture(file), None);
+        let key = match &o {
+            StampOutcome::Stamped { uuid, pac_id, .. } => {
+                assert_eq!(uuid, UUID);
+                assert_eq!(pac_id.as_deref(), Some("5f1b6d3c9a8e7b0012345678"));
+                "stamped".to_string()
+            }
+            StampOutcome::AlreadyStamped { code, .. } => format!("already_stamped:{code}"),
+            StampOutcome::Rejected { code, .. } => format!("rejected:{code}"),
+            StampOutcome::Unavailable { code, .. } => format!("unavailable:{code}"),
+            StampOutcome::Unknown { .. } => "unknown".into(),
+            StampOutcome::NotSent { .. } => "not_sent".into(),
+        };
+        assert_eq!(key, *expected, "{file}: {o:?}");
+    }
+    match facturapi::classify_list(200, &fixture("facturapi/list-two.json")) {
+        LookupOutcome::Found { cfdis } => assert_eq!(cfdis.len(), 2, "two CFDIs for one external_id: duplicates surface"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        facturapi::classify_list(200, &fixture("facturapi/list-pending.json")),
+        LookupOutcome::Pending { .. }
+    ));
+    assert!(matches!(
+        facturapi::classify_list(200, &fixture("facturapi/list-empty.json")),
+        LookupOutcome::NotFound { .. }
+    ));
+    assert!(
+        matches!(facturapi::classify_cancel(200, &fixture("facturapi/invoice-canceled.json"), None), CancelOutcome::Accepted { code, .. } if code == "canceled")
+    );
+    assert!(matches!(
+        facturapi::classify_cancel(200, &fixture("facturapi/invoice-cancellation-pending.json"), None),
+        CancelOutcome::Accepted { estatus: Some(e), .. } if e == "En proceso"
+    ));
+    assert!(matches!(
+        facturapi::classify_cancel(400, &fixture("facturapi/error-not-cancelable.json"), None),
+        CancelOutcome::Refused { .. }
+    ));
+}
+
+#[test]
+fn sat_fixtures_classify() {
+    let known = |file: &str| match sat::classify(200, &fixture(file)) {
+        StatusOutcome::Known { status } => status,
+        other => panic!("{file}: {other:?}"),
+    };
+    let v = known("sat/consulta-vigente.xml");
+    assert!(v.found());
+    assert_eq!(
+        (v.estado.as_str(), v.es_cancelable.as_str(), v.validacion_efos.as_str()),
+        ("Vigente", "Cancelable con aceptación", "200")
+    );
+    let nf = known("sat/consulta-602.xml");
+    assert!(!nf.found() && nf.codigo_estatus.contains("602"));
+    let c = known("sat/consulta-cancelado-plazo-vencido.xml");
+    assert!(c.is_cancelled() && c.estatus_cancelacion == "Plazo vencido");
+    assert!(matches!(
+        sat::classify(503, &fixture("sat/unavailable.html")),
+        StatusOutcome::Unavailable { .. }
+    ));
+    assert!(matches!(
+        sat::classify(500, &fixture("sat/unavailable.html")),
+        StatusOutcome::Unknown { .. }
+    ));
+}
+
+fn all_fixtures() -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for dir in ["sw", "finkok", "facturapi", "sat"] {
+        for e in std::fs::read_dir(format!("{FIX}/{dir}")).unwrap() {
+            let p = e.unwrap().path();
+            out.push((p.display().to_string(), std::fs::read(&p).unwrap()));
+        }
+    }
+    out
+}
+
+/// Runs every parser on one body; none may panic.
+fn every_parser(status: u16, body: &[u8]) {
+    let _ = sw::classify_stamp(status, body, None, SW_STATUSES);
+    let _ = sw::classify_cancel(status, body, UUID, None);
+    let _ = sw::parse_envelope(body);
+    let _ = finkok::classify_stamp(status, body);
+    let _ = finkok::classify_stamped(status, body);
+    let _ = finkok::classify_get_xml(status, body, UUID);
+    let _ = finkok::classify_cancel(status, body, UUID);
+    let _ = finkok::classify_sat_status(status, body);
+    let _ = facturapi::classify_create(status, body, None);
+    let _ = facturapi::classify_list(status, body);
+    let _ = facturapi::classify_cancel(status, body, None);
+    let _ = sat::classify(status, body);
+}
+
+fn is_unknown(o: &StampOutcome) -> bool {
+    matches!(o, StampOutcome::Unknown { .. })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn garbage_bytes_never_panic_and_never_prove_anything(body in proptest::collection::vec(any::<u8>(), 0..512), status in prop::sample::select(vec![200u16, 201, 202, 400, 401, 500, 502, 503, 504])) {
+        every_parser(status, &body);
+        // Bytes that are no envelope at all say nothing about the CFDI.
+        if sw::parse_envelope(&body).is_none() {
+            prop_assert!(is_unknown(&sw::classify_stamp(status, &body, None, SW_STATUSES)));
+        }
+        if pac::soap::parse(&body).is_err() {
+            prop_assert!(is_unknown(&finkok::classify_stamp(status, &body)));
+            let stamped_unknown = matches!(finkok::classify_stamped(status, &body), LookupOutcome::Unknown { .. });
+            prop_assert!(stamped_unknown);
+        }
+        if serde_json::from_slice::<serde_json::Value>(&body).is_err() {
+            prop_assert!(is_unknown(&facturapi::classify_create(status, &body, None)));
+        }
+    }
+
+    #[test]
+    fn structured_garbage_never_panics(
+        keys in proptest::collection::vec(prop::sample::select(vec!["status", "message", "data", "uuid", "cfdi", "tfd", "code", "id", "errors", "records", "urlXml"]), 0..6),
+        vals in proptest::collection::vec(prop::sample::select(vec!["\"success\"", "\"error\"", "\"307. x\"", "\"CFDI3307 - x\"", "null", "1", "[]", "{}", "\"<cfdi:Comprobante/>\"", "{\"tfd\":\"<a\"}", "\"valid\"", "\"pending\""]), 0..6),
+        tag in "[a-zA-Z:]{1,12}",
+        text in "[^<>&]{0,20}",
+    ) {
+        let json = format!("{{{}}}", keys.iter().zip(vals.iter()).map(|(k, v)| format!("\"{k}\":{v}")).collect::<Vec<_>>().join(","));
+        every_parser(200, json.as_bytes());
+        every_parser(400, json.as_bytes());
+        let xml = format!("<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body><{tag}><stampResult><UUID>{text}</UUID><Incidencia><CodigoError>{text}</CodigoError></Incidencia></stampResult></{tag}></s:Body></s:Envelope>");
+        every_parser(200, xml.as_bytes());
+    }
+
+    /// A fixture cut anywhere (a connection lost mid-body) never proves "not created".
+    #[test]
+    fn truncated_answers_are_unknown(cut in 0.0f64..1.0) {
+        for (name, body) in all_fixtures() {
+            let at = ((body.len() as f64) * cut) as usize;
+            if at >= body.len().saturating_sub(1) {
+                continue;
+            }
+            let part = &body[..at];
+            every_parser(200, part);
+            if name.contains("/sw/") {
+                prop_assert!(is_unknown(&sw::classify_stamp(200, part, None, SW_STATUSES)), "{name} cut at {at}");
+            }
+            if name.contains("/finkok/") {
+                prop_assert!(is_unknown(&finkok::classify_stamp(200, part)), "{name} cut at {at}");
+            }
+            if name.contains("/facturapi/") {
+                prop_assert!(is_unknown(&facturapi::classify_create(200, part, None)), "{name} cut at {at}");
+            }
+        }
+    }
+}
