@@ -51,7 +51,9 @@ impl ActionKind {
     pub fn roles(self) -> &'static [Role] {
         match self {
             ActionKind::Note | ActionKind::Download => &[Role::Personal, Role::Soporte, Role::Contador, Role::Sistema],
-            ActionKind::Resume | ActionKind::Finalize | ActionKind::Failover | ActionKind::Reprocess => &[Role::Soporte, Role::Contador, Role::Sistema],
+            ActionKind::Resume | ActionKind::Finalize | ActionKind::Failover | ActionKind::Reprocess => {
+                &[Role::Soporte, Role::Contador, Role::Sistema]
+            }
             ActionKind::ForceFailover | ActionKind::VerifyAbsent => &[Role::Contador],
         }
     }
@@ -59,15 +61,26 @@ impl ActionKind {
 
 fn refused(verdict: &Verdict, action: ActionKind) -> OutboxError {
     match verdict.refusal(action) {
-        Some(r) => OutboxError::ActionRefused { action: action.nombre(), reason: r.reason.code.to_string(), evidence: r.reason.evidence.clone() },
-        None => OutboxError::ActionRefused { action: action.nombre(), reason: "no_aplica".into(), evidence: vec![] },
+        Some(r) => OutboxError::ActionRefused {
+            action: action.nombre(),
+            reason: r.reason.code.to_string(),
+            evidence: r.reason.evidence.clone(),
+        },
+        None => OutboxError::ActionRefused {
+            action: action.nombre(),
+            reason: "no_aplica".into(),
+            evidence: vec![],
+        },
     }
 }
 
 impl<S: Store> Drain<S> {
     async fn checked(&self, invoice: &InvoiceRef, action: ActionKind, actor: &Actor) -> Result<(InvoiceDetail, Verdict)> {
         if !action.roles().contains(&actor.role) {
-            return Err(OutboxError::Forbidden { action: action.nombre(), role: actor.role.as_str() });
+            return Err(OutboxError::Forbidden {
+                action: action.nombre(),
+                role: actor.role.as_str(),
+            });
         }
         let detail = self.outbox.invoice(invoice).await?;
         let verdict = self.verdict(&detail);
@@ -173,11 +186,17 @@ impl<S: Store> Drain<S> {
     pub async fn force_failover(&self, invoice: &InvoiceRef, to: &str, note: &str, actor: &Actor) -> Result<i64> {
         let note = note.trim();
         if note.is_empty() {
-            return Err(OutboxError::invalid("note", "requerido", "forzar el respaldo requiere una nota que reconozca el riesgo de duplicado"));
+            return Err(OutboxError::invalid(
+                "note",
+                "requerido",
+                "forzar el respaldo requiere una nota que reconozca el riesgo de duplicado",
+            ));
         }
         let (detail, _) = self.checked(invoice, ActionKind::ForceFailover, actor).await?;
         self.known_backup(&detail, to)?;
-        let token = self.decide(&detail, live_attempt_id(&detail), evidence_kind::FORCE_FAILOVER, Some(note), actor).await?;
+        let token = self
+            .decide(&detail, live_attempt_id(&detail), evidence_kind::FORCE_FAILOVER, Some(note), actor)
+            .await?;
         self.outbox.add_note(&InvoiceRef::Id(detail.invoice.id), note, actor).await?;
         let id = self.outbox.open_failover(&detail, to, Some(token), actor, Some(note)).await?;
         self.due_now(detail.invoice.id).await?;
@@ -197,25 +216,44 @@ impl<S: Store> Drain<S> {
     pub async fn verify_absent(&self, invoice: &InvoiceRef, attempt_no: i64, note: &str, actor: &Actor) -> Result<()> {
         let note = note.trim();
         if note.is_empty() {
-            return Err(OutboxError::invalid("note", "requerido", "la verificación requiere una nota (qué se revisó y dónde)"));
+            return Err(OutboxError::invalid(
+                "note",
+                "requerido",
+                "la verificación requiere una nota (qué se revisó y dónde)",
+            ));
         }
         let (detail, verdict) = self.checked(invoice, ActionKind::VerifyAbsent, actor).await?;
         let attempt = detail
             .attempts
             .iter()
             .find(|a| a.attempt_no == attempt_no)
-            .ok_or_else(|| OutboxError::NotFound { what: "el intento", id: attempt_no.to_string() })?;
-        let open = verdict.statuses.iter().any(|(n, s)| *n == attempt_no && matches!(s, crate::strategy::AttemptStatus::Unknown { .. }));
+            .ok_or_else(|| OutboxError::NotFound {
+                what: "el intento",
+                id: attempt_no.to_string(),
+            })?;
+        let open = verdict
+            .statuses
+            .iter()
+            .any(|(n, s)| *n == attempt_no && matches!(s, crate::strategy::AttemptStatus::Unknown { .. }));
         if !open {
-            return Err(OutboxError::ActionRefused { action: ActionKind::VerifyAbsent.nombre(), reason: "intento_sin_pregunta_abierta".into(), evidence: vec![] });
+            return Err(OutboxError::ActionRefused {
+                action: ActionKind::VerifyAbsent.nombre(),
+                reason: "intento_sin_pregunta_abierta".into(),
+                evidence: vec![],
+            });
         }
-        self.decide(&detail, Some(attempt.id), evidence_kind::VERIFY_ABSENT, Some(note), actor).await?;
+        self.decide(&detail, Some(attempt.id), evidence_kind::VERIFY_ABSENT, Some(note), actor)
+            .await?;
         self.due_now(detail.invoice.id).await
     }
 
     fn known_backup(&self, detail: &InvoiceDetail, to: &str) -> Result<()> {
         if self.pacs.get(to).is_none() {
-            return Err(OutboxError::invalid("to", "pac_desconocido", format!("el PAC {to:?} no está configurado")));
+            return Err(OutboxError::invalid(
+                "to",
+                "pac_desconocido",
+                format!("el PAC {to:?} no está configurado"),
+            ));
         }
         if detail.attempts.iter().max_by_key(|a| a.attempt_no).is_some_and(|a| a.pac == to) {
             return Err(OutboxError::invalid("to", "mismo_pac", format!("el intento vigente ya es de {to}")));

@@ -1,5 +1,5 @@
 //! Opening a new attempt for an invoice: failover (the same sealed bytes at another PAC) and
-//! reprocess (the immutable sale mapped again with today's mapping and settings, new Fecha).
+//! reprocess (the immutable sale mapped again with today's mapping and settings, issued now).
 //!
 //! These only *do* it; whether it is allowed is the strategy's call, made by the caller (the
 //! drain or an operator action) right before. Each new attempt gets its own PAC idempotency
@@ -11,8 +11,8 @@ use serde_json::json;
 
 use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
-use crate::intake::{choose_fecha, pac_idempotency_key, sha256_hex, FECHA_WINDOW};
-use crate::model::{AttemptInfo, AttemptReason, BodyFormat, FechaSource, InvoiceDetail};
+use crate::intake::{fecha_now, pac_idempotency_key, sha256_hex, FECHA_WINDOW};
+use crate::model::{AttemptInfo, AttemptReason, BodyFormat, InvoiceDetail};
 use crate::outbox::Outbox;
 use crate::store::{NewAttempt, NewEvent, OpenAttempt, Store};
 
@@ -21,13 +21,23 @@ fn live(detail: &InvoiceDetail) -> Result<&AttemptInfo> {
         .attempts
         .iter()
         .max_by_key(|a| a.attempt_no)
-        .ok_or_else(|| OutboxError::NotFound { what: "el intento vigente de la factura", id: detail.invoice.id.to_string() })
+        .ok_or_else(|| OutboxError::NotFound {
+            what: "el intento vigente de la factura",
+            id: detail.invoice.id.to_string(),
+        })
 }
 
 impl<S: Store> Outbox<S> {
     /// Opens attempt n+1 with the live attempt's sealed bytes and Fecha, at PAC `to`. With
     /// `forced`, the live attempt is marked abandoned (never sent again; only looked up).
-    pub async fn open_failover(&self, detail: &InvoiceDetail, to: &str, token: Option<i64>, actor: &Actor, forced: Option<&str>) -> Result<i64> {
+    pub async fn open_failover(
+        &self,
+        detail: &InvoiceDetail,
+        to: &str,
+        token: Option<i64>,
+        actor: &Actor,
+        forced: Option<&str>,
+    ) -> Result<i64> {
         let from = live(detail)?;
         if from.body_format != BodyFormat::Xml {
             return Err(OutboxError::Unsupported(format!(
@@ -38,7 +48,11 @@ impl<S: Store> Outbox<S> {
         let (_, body) = self.attempt_body(from.id).await?;
         let emisor = self.store().current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
         let attempt_no = from.attempt_no + 1;
-        let reason = if forced.is_some() { AttemptReason::ForcedFailover } else { AttemptReason::Failover };
+        let reason = if forced.is_some() {
+            AttemptReason::ForcedFailover
+        } else {
+            AttemptReason::Failover
+        };
         let attempt = NewAttempt {
             attempt_no,
             reason,
@@ -68,7 +82,16 @@ impl<S: Store> Outbox<S> {
                 "note": forced,
             }),
         };
-        self.open(detail, &attempt, (from.fecha_utc + FECHA_WINDOW).timestamp_millis(), token, forced.map(|_| from.id), &event, actor).await
+        self.open(
+            detail,
+            &attempt,
+            (from.fecha_utc + FECHA_WINDOW).timestamp_millis(),
+            token,
+            forced.map(|_| from.id),
+            &event,
+            actor,
+        )
+        .await
     }
 
     /// Opens attempt n+1 by mapping the immutable sale again with today's mapping, emisor
@@ -78,7 +101,9 @@ impl<S: Store> Outbox<S> {
         let sale: &Sale = &detail.sale.body;
         let emisor = self.store().current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
         let now = self.now();
-        let fecha = choose_fecha(sale.occurred_at.0, &emisor.profile.lugar_expedicion, now);
+        // A reprocessed document is issued now: a Fecha inside the window, and a cadena that
+        // differs from every earlier attempt's (so a PAC's dedup cannot mistake it for one).
+        let fecha = fecha_now(&emisor.profile.lugar_expedicion, now);
         let csd = self.csd_for(&emisor)?;
         csd.check_for(&emisor.profile.rfc, fecha.utc)?;
         let built = cfdi::build(sale, &emisor.profile, fecha.fecha, Some(&csd)).map_err(|e| match e {
@@ -99,7 +124,7 @@ impl<S: Store> Outbox<S> {
             body,
             fecha: fecha_text.clone(),
             fecha_utc_ms: fecha.utc.timestamp_millis(),
-            fecha_source: if fecha.source == FechaSource::OccurredAt { FechaSource::OccurredAt } else { FechaSource::RecordedAt },
+            fecha_source: fecha.source,
             pac_idempotency_key: pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, attempt_no),
             mapping_version: i64::from(cfdi::mapping::MAPPING_VERSION),
             emisor_settings_id: Some(emisor.id),
@@ -119,7 +144,16 @@ impl<S: Store> Outbox<S> {
                 "mapping_version": cfdi::mapping::MAPPING_VERSION,
             }),
         };
-        self.open(detail, &attempt, (fecha.utc + FECHA_WINDOW).timestamp_millis(), token, None, &event, actor).await
+        self.open(
+            detail,
+            &attempt,
+            (fecha.utc + FECHA_WINDOW).timestamp_millis(),
+            token,
+            None,
+            &event,
+            actor,
+        )
+        .await
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -134,10 +168,24 @@ impl<S: Store> Outbox<S> {
         actor: &Actor,
     ) -> Result<i64> {
         let at_ms = self.now().timestamp_millis();
-        let open = OpenAttempt { invoice_id: detail.invoice.id, attempt, fecha_deadline_ms: deadline_ms, token, abandon, event, at_ms, actor };
+        let open = OpenAttempt {
+            invoice_id: detail.invoice.id,
+            attempt,
+            fecha_deadline_ms: deadline_ms,
+            token,
+            abandon,
+            event,
+            at_ms,
+            actor,
+        };
         match self.store().open_attempt(&open).await? {
             Some(id) => {
-                tracing::info!(invoice_id = detail.invoice.id, attempt_no = attempt.attempt_no, reason = attempt.reason.as_str(), "intento abierto");
+                tracing::info!(
+                    invoice_id = detail.invoice.id,
+                    attempt_no = attempt.attempt_no,
+                    reason = attempt.reason.as_str(),
+                    "intento abierto"
+                );
                 Ok(id)
             }
             None => Err(OutboxError::ActionRefused {

@@ -364,15 +364,26 @@ impl<S: Store> Drain<S> {
             NextStep::Hold | NextStep::Done => {}
         }
         failpoint::hit(failpoint::BEFORE_COMMIT);
-        let report = self.settle(claim.invoice_id, claim.fencing_token, retry_after, failed_try).await?;
+        let report = self
+            .settle(claim.invoice_id, claim.fencing_token, retry_after, failed_try, &verdict.next)
+            .await?;
         failpoint::hit(failpoint::AFTER_COMMIT);
         Ok(report)
     }
 
     /// Derives the verdict again and writes it, fenced by `token`.
-    async fn settle(&self, invoice_id: i64, token: i64, retry_after: Option<Duration>, failed_try: bool) -> Result<StepReport> {
+    async fn settle(
+        &self,
+        invoice_id: i64,
+        token: i64,
+        retry_after: Option<Duration>,
+        failed_try: bool,
+        previous: &NextStep,
+    ) -> Result<StepReport> {
         let detail = self.outbox.invoice(&InvoiceRef::Id(invoice_id)).await?;
         let verdict = self.verdict(&detail);
+        // No progress (the same non-sending step again) backs off like a failed try.
+        let failed_try = failed_try || (verdict.next == *previous && !matches!(previous, NextStep::Send { .. }));
         let now = self.outbox.now();
         let live_tries = detail
             .attempts
@@ -481,6 +492,8 @@ impl<S: Store> Drain<S> {
             } => Some(*s as i64 * 1000),
             _ => None,
         };
+        let foreign = self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
+        let code = if foreign { Some(evidence_kind::CFDI_OF_ANOTHER_INVOICE.to_string()) } else { code };
         let now = self.outbox.now();
         let evidence_id = self
             .outbox
@@ -501,11 +514,20 @@ impl<S: Store> Drain<S> {
                 actor: self.actor.clone(),
             })
             .await?;
-        if let Some(uuid) = uuid {
-            self.persist_cfdi(invoice_id, Some(attempt_id), evidence_id, &uuid, pac, xml.as_deref())
-                .await?;
+        match uuid {
+            Some(uuid) if !foreign => self.persist_cfdi(invoice_id, Some(attempt_id), evidence_id, &uuid, pac, xml.as_deref()).await?,
+            Some(uuid) => tracing::warn!(invoice_id, uuid, "el PAC devolvió el CFDI de otra factura: documentos idénticos"),
+            None => {}
         }
         Ok(())
+    }
+
+    /// True when `uuid` is recorded for another invoice.
+    async fn foreign_cfdi(&self, invoice_id: i64, uuid: Option<&str>) -> Result<bool> {
+        match uuid {
+            Some(u) => Ok(self.outbox.store().cfdi_owner(u).await?.is_some_and(|owner| owner != invoice_id)),
+            None => Ok(false),
+        }
     }
 
     /// Stores a CFDI (its XML when known and consistent with the UUID).
@@ -612,6 +634,7 @@ impl<S: Store> Drain<S> {
             found.iter().map(Some).collect()
         };
         for f in rows {
+            let foreign = self.foreign_cfdi(invoice_id, f.map(|f| f.uuid.as_str())).await?;
             let evidence_id = self
                 .outbox
                 .store()
@@ -621,7 +644,7 @@ impl<S: Store> Drain<S> {
                     try_id: Some(try_id),
                     kind: evidence_kind::LOOKUP.into(),
                     outcome: Some(outcome.into()),
-                    code: code.clone(),
+                    code: if foreign { Some(evidence_kind::CFDI_OF_ANOTHER_INVOICE.into()) } else { code.clone() },
                     message: message.clone(),
                     uuid: f.map(|f| f.uuid.to_uppercase()),
                     retry_after_ms: None,
@@ -631,9 +654,8 @@ impl<S: Store> Drain<S> {
                     actor: self.actor.clone(),
                 })
                 .await?;
-            if let Some(f) = f {
-                self.persist_cfdi(invoice_id, Some(attempt_id), evidence_id, &f.uuid, pac, f.xml.as_deref())
-                    .await?;
+            if let Some(f) = f.filter(|_| !foreign) {
+                self.persist_cfdi(invoice_id, Some(attempt_id), evidence_id, &f.uuid, pac, f.xml.as_deref()).await?;
             }
         }
         Ok(failed)
@@ -715,22 +737,13 @@ pub fn schedule(
     failed_try: bool,
     backoff: &Backoff,
 ) -> (InvoiceState, Option<DateTime<Utc>>) {
+    let settled = if verdict.badge == Badge::Timbrada {
+        InvoiceState::Stamped
+    } else {
+        InvoiceState::Held
+    };
     match &verdict.next {
-        NextStep::Done => (
-            if verdict.badge == Badge::Timbrada {
-                InvoiceState::Stamped
-            } else {
-                InvoiceState::Held
-            },
-            None,
-        ),
-        NextStep::Hold => {
-            if verdict.badge == Badge::Timbrada {
-                (InvoiceState::Stamped, None)
-            } else {
-                (InvoiceState::Held, None)
-            }
-        }
+        NextStep::Done | NextStep::Hold => (settled, None),
         next => {
             let wait = if failed_try {
                 backoff.delay(live_tries.max(1), retry_after, fastrand::f64())
@@ -740,12 +753,8 @@ pub fn schedule(
             } else {
                 Duration::zero()
             };
-            let state = if verdict.badge == Badge::Timbrada {
-                InvoiceState::Stamped
-            } else {
-                InvoiceState::Pending
-            };
-            (state, Some(now + wait))
+            // Anything the drain still does by itself keeps the row pending (claimable).
+            (InvoiceState::Pending, Some(now + wait))
         }
     }
 }

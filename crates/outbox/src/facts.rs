@@ -20,6 +20,10 @@ pub mod evidence_kind {
     /// A CFDI found by a reconciliation import (`outcome` = found, `uuid`).
     pub const RECONCILIATION: &str = "reconciliation";
 
+    /// A PAC answered with a CFDI recorded for *another* invoice: this document is identical
+    /// to that sale's (same cadena). Read as a document problem: reprocess with a new Fecha.
+    pub const CFDI_OF_ANOTHER_INVOICE: &str = "cfdi_de_otra_factura";
+
     /// Operator action codes.
     pub const FORCE_FAILOVER: &str = "force_failover";
     pub const VERIFY_ABSENT: &str = "verify_absent";
@@ -64,6 +68,11 @@ pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Fact
             let outcome = e.outcome.as_deref().unwrap_or("");
             let code = e.code.clone().unwrap_or_default();
             let event = match e.kind.as_str() {
+                evidence_kind::PAC_RESPONSE if code == evidence_kind::CFDI_OF_ANOTHER_INVOICE => AttemptEvent::Stamp {
+                    evidence_id: Some(e.id),
+                    at: e.recorded_at,
+                    result: StampResult::Rejected { code },
+                },
                 evidence_kind::PAC_RESPONSE => {
                     let result = match outcome {
                         "stamped" => match &e.uuid {
@@ -81,6 +90,10 @@ pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Fact
                         at: e.recorded_at,
                         result,
                     }
+                }
+                // Another invoice's CFDI says nothing about this attempt.
+                evidence_kind::LOOKUP if code == evidence_kind::CFDI_OF_ANOTHER_INVOICE => {
+                    AttemptEvent::Lookup { evidence_id: Some(e.id), at: e.recorded_at, result: LookupResult::Failed }
                 }
                 evidence_kind::LOOKUP | evidence_kind::RECONCILIATION => {
                     let result = match outcome {

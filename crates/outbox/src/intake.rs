@@ -55,6 +55,11 @@ pub fn choose_fecha(occurred_at: NaiveDateTime, lugar_expedicion: &str, now: Dat
     }
 }
 
+/// The Fecha of a document issued now (a reprocess): the present, as local time at LugarExpedicion.
+pub fn fecha_now(lugar_expedicion: &str, now: DateTime<Utc>) -> FechaChoice {
+    recorded(now.trunc_subsecs(0), lugar_expedicion, "reprocess")
+}
+
 fn recorded(now: DateTime<Utc>, lugar: &str, reason: &'static str) -> FechaChoice {
     FechaChoice {
         fecha: cfdi::tz::local_at(now, lugar),

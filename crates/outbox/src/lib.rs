@@ -29,6 +29,7 @@ pub mod intake;
 pub mod location;
 pub mod model;
 pub mod outbox;
+pub mod pacs;
 pub mod settings;
 pub mod store;
 pub mod strategy;

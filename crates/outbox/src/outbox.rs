@@ -437,6 +437,11 @@ impl<S: Store> Outbox<S> {
     }
 
     /// Invoices per state and per badge.
+    /// The stamped XML of a CFDI by UUID (for download), once the drain persisted it.
+    pub async fn cfdi_xml(&self, uuid: &str) -> Result<Option<Vec<u8>>> {
+        self.store.cfdi_xml(uuid).await
+    }
+
     pub async fn counts(&self) -> Result<Counts> {
         self.store.counts().await
     }

@@ -284,6 +284,9 @@ pub struct Engine {
     rng: Mutex<fastrand::Rng>,
     state: Mutex<State>,
     ledger_file: Option<Mutex<File>>,
+    /// Stamp requests that reached the engine, by idempotency key ("" when none): lets tests
+    /// prove an abandoned attempt is never sent again.
+    stamp_requests: Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -344,6 +347,7 @@ impl Engine {
             rng: Mutex::new(rng),
             state: Mutex::new(state),
             ledger_file,
+            stamp_requests: Mutex::new(std::collections::BTreeMap::new()),
         })
     }
 
@@ -423,6 +427,7 @@ impl Engine {
     /// by cadena (307) and by key (CFDI3307), certificate and Sello (302/303/305/306), Fecha
     /// pattern (CFDI40101) and the 72-hour window (401).
     pub fn stamp(&self, xml: &[u8], key: Option<&str>, external_id: Option<&str>, pending: bool) -> StampDecision {
+        *lock(&self.stamp_requests).entry(key.unwrap_or_default().to_string()).or_insert(0) += 1;
         let mut doc = match Document::parse(xml) {
             Ok(d) => d,
             Err(e) => return StampDecision::Rejected(reject("301", &format!("XML mal formado: {e}"))),
@@ -678,6 +683,11 @@ impl Engine {
     }
 
     /// Every CFDI ever created, oldest first.
+    /// How many stamp requests carrying idempotency key `key` reached the engine.
+    pub fn stamp_requests(&self, key: &str) -> u64 {
+        lock(&self.stamp_requests).get(key).copied().unwrap_or(0)
+    }
+
     pub fn ledger(&self) -> Vec<CfdiRecord> {
         let mut st = lock(&self.state);
         for i in 0..st.records.len() {

@@ -328,6 +328,12 @@ pub trait Store: Send + Sync + 'static {
     /// drops its lease; returns the new token.
     fn take_over(&self, invoice_id: i64, at_ms: i64) -> impl Future<Output = Result<i64>> + Send;
 
+    /// The invoice a CFDI is recorded for, if any.
+    fn cfdi_owner(&self, uuid: &str) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// The stored XML of a CFDI (None when unknown or not fetched yet).
+    fn cfdi_xml(&self, uuid: &str) -> impl Future<Output = Result<Option<Vec<u8>>>> + Send;
+
     /// Appends a timeline event.
     fn add_event(&self, invoice_id: i64, attempt_id: Option<i64>, event: &NewEvent, at_ms: i64, actor: &Actor) -> impl Future<Output = Result<()>> + Send;
 }

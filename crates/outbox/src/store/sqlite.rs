@@ -1105,6 +1105,15 @@ impl Store for SqliteStore {
         token.ok_or(OutboxError::NotFound { what: "la factura", id: invoice_id.to_string() })
     }
 
+    async fn cfdi_owner(&self, uuid: &str) -> Result<Option<i64>> {
+        sqlx::query_scalar(sql!("cfdi_owner")).bind(uuid).fetch_optional(&self.pool).await.map_err(|e| self.err(e))
+    }
+
+    async fn cfdi_xml(&self, uuid: &str) -> Result<Option<Vec<u8>>> {
+        let xml: Option<Option<Vec<u8>>> = sqlx::query_scalar(sql!("cfdi_xml")).bind(uuid).fetch_optional(&self.pool).await.map_err(|e| self.err(e))?;
+        Ok(xml.flatten())
+    }
+
     async fn add_event(&self, invoice_id: i64, attempt_id: Option<i64>, event: &NewEvent, at_ms: i64, actor: &Actor) -> Result<()> {
         sqlx::query(sql!("insert_timeline_event"))
             .bind(invoice_id)

@@ -1,0 +1,433 @@
+//! The drain engine against the PAC simulator over real HTTP on 127.0.0.1:0: happy path,
+//! timeout after certifying, automatic failover only when known-not-created, forced failover
+//! (Finkok lookup reveals the duplicate; SW stays an open question and is never re-sent),
+//! fencing of a zombie, and operator actions refused with the evidence that forbids them.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use cfdi::secret::Secret;
+use common::{ingreso, password, setup};
+use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
+use outbox::model::{Badge, InvoiceRef, InvoiceState, ListFilter};
+use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
+use outbox::store::{InvoiceUpdate, Store};
+use outbox::strategy::{ActionKind, Policy};
+use outbox::{Actor, Outbox, OutboxError, Role, SqliteOptions, SqliteStore, SystemClock};
+use pac::PacKind;
+use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
+
+struct SimSecrets;
+
+impl SecretSource for SimSecrets {
+    fn get(&self, name: &str) -> Option<Secret> {
+        match name {
+            "SIM_TOKEN" => Some(Secret::new("sim-token-infinito")),
+            "SIM_PASSWORD" => Some(Secret::new("simulador")),
+            _ => None,
+        }
+    }
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    outbox: Arc<Outbox<SqliteStore>>,
+    sims: Vec<(String, SimHandle)>,
+    drain: Arc<Drain<SqliteStore>>,
+}
+
+fn sistema() -> Actor {
+    Actor::system("test")
+}
+
+fn soporte() -> Actor {
+    Actor::new("sofia", Role::Soporte, "test")
+}
+
+fn contador() -> Actor {
+    Actor::new("carlos", Role::Contador, "test")
+}
+
+/// An outbox with SAT's test CSD and one simulator per `(name, flavor, faults)`, the first the
+/// primary; a drain with quick timeouts and backoff.
+async fn world(pacs: &[(&str, Flavor, &str)]) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = SqliteOptions::new(dir.path().join("timbra.db"));
+    opts.create = true;
+    let outbox = Arc::new(Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await.unwrap());
+    outbox.configure_emisor(&setup(), &password(), &sistema()).await.unwrap();
+    outbox.provide_csd_password(password());
+    let mut sims = Vec::new();
+    for (i, (name, flavor, faults)) in pacs.iter().enumerate() {
+        let mut cfg = SimConfig::new(*flavor);
+        cfg.faults = Faults::parse(&format!("stamped_lag_ms=100,no_xml_307=0,{faults}")).unwrap();
+        cfg.hold = StdDuration::from_secs(3);
+        let sim = pac_sim::start(cfg).await.unwrap();
+        let kind = if *flavor == Flavor::Sw { PacKind::Sw } else { PacKind::Finkok };
+        let config = PacConfig {
+            name: name.to_string(),
+            flavor: kind,
+            url: sim.base_url.clone(),
+            api_url: None,
+            sat_url: None,
+            token_env: (kind == PacKind::Sw).then(|| "SIM_TOKEN".into()),
+            user: (kind == PacKind::Finkok).then(|| "sim@timbra.test".into()),
+            password_env: (kind == PacKind::Finkok).then(|| "SIM_PASSWORD".into()),
+            taxpayer_id: Some("EKU9003173C9".into()),
+            role: if i == 0 { PacRole::Primary } else { PacRole::Backup },
+            timeout_ms: Some(1200),
+        };
+        outbox.add_pac(config, &sistema()).await.unwrap();
+        sims.push((name.to_string(), sim));
+    }
+    let set = build_pac_set(&outbox.pacs().await.unwrap(), &SimSecrets, Arc::new(pac::SystemClock)).unwrap();
+    let config = DrainConfig {
+        worker_id: "w1".into(),
+        concurrency: 4,
+        lease: chrono::Duration::seconds(30),
+        poll: StdDuration::from_millis(20),
+        grace: StdDuration::from_secs(2),
+        backoff: Backoff {
+            base: chrono::Duration::milliseconds(30),
+            cap: chrono::Duration::milliseconds(200),
+        },
+        policy: Policy {
+            max_tries: 6,
+            auto_failover_after: 2,
+            ..Policy::default()
+        },
+    };
+    let drain = Arc::new(Drain::new(outbox.clone(), set, config, Arc::new(NoSink)));
+    World {
+        _dir: dir,
+        outbox,
+        sims,
+        drain,
+    }
+}
+
+impl World {
+    fn sim(&self, name: &str) -> &SimHandle {
+        &self.sims.iter().find(|(n, _)| n == name).unwrap().1
+    }
+
+    fn faults(&self, name: &str, text: &str) {
+        self.sim(name)
+            .set_faults(Faults::parse(&format!("stamped_lag_ms=100,no_xml_307=0,{text}")).unwrap());
+    }
+
+    /// Records the ingreso fixture as sale `sale_id` with its own folio (so its CFDI differs).
+    async fn record(&self, sale_id: &str) -> i64 {
+        let json = ingreso(sale_id).replace("\"folio\":\"4471\"", &format!("\"folio\":{:?}", sale_id.replace("pedido-", "")));
+        self.outbox
+            .record_sale_json(json.as_bytes(), None, &Actor::new("ana", Role::Personal, "test"))
+            .await
+            .unwrap()
+            .invoice_id
+    }
+
+    async fn until_idle(&self) {
+        let run = self.drain.run(
+            std::future::pending::<()>(),
+            RunMode::UntilIdle {
+                horizon: StdDuration::from_secs(2),
+            },
+        );
+        tokio::time::timeout(StdDuration::from_secs(60), run)
+            .await
+            .expect("drain finishes")
+            .unwrap();
+    }
+
+    /// Runs the drain until the invoice's badge is `badge` (or panics after a while).
+    async fn until_badge(&self, id: i64, badge: Badge) {
+        for _ in 0..200 {
+            let d = self.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+            if d.invoice.badge == badge {
+                return;
+            }
+            let run = self.drain.run(tokio::time::sleep(StdDuration::from_millis(150)), RunMode::Forever);
+            run.await.unwrap();
+        }
+        let d = self.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+        for e in &d.evidence {
+            eprintln!("evidence {} {} {:?} {:?} {:?}", e.id, e.kind, e.outcome, e.code, e.uuid);
+        }
+        panic!(
+            "badge {:?} never reached; now {:?} ({:?})",
+            badge, d.invoice.badge, d.invoice.state_reason
+        );
+    }
+
+    async fn badge(&self, id: i64) -> (Badge, InvoiceState) {
+        let d = self.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+        (d.invoice.badge, d.invoice.state)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sales_are_stamped_once_and_their_xml_verifies() {
+    let w = world(&[("sw", Flavor::Sw, "latency_ms=1..5")]).await;
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        ids.push(w.record(&format!("pedido-{i}")).await);
+    }
+    w.until_idle().await;
+    let cert = cfdi::csd::Certificate::from_der(pac_sim::engine::CERT_DER).unwrap();
+    let mut uuids = BTreeSet::new();
+    for id in ids {
+        let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+        assert_eq!(
+            (d.invoice.badge, d.invoice.state),
+            (Badge::Timbrada, InvoiceState::Stamped),
+            "{:?}",
+            d.invoice
+        );
+        assert_eq!(d.cfdis.len(), 1);
+        let c = &d.cfdis[0];
+        assert!(c.has_xml);
+        uuids.insert(c.uuid.clone());
+        assert_eq!(d.invoice.uuid.as_deref(), Some(c.uuid.as_str()));
+        let xml = w.outbox.cfdi_xml(&c.uuid).await.unwrap().expect("xml stored");
+        let doc = cfdi::xml::Document::parse(&xml).unwrap();
+        assert!(
+            cfdi::seal::verify(&doc, Some(&cert)).is_valid(),
+            "SelloSAT verifies with the simulator's certificate"
+        );
+    }
+    let ledger: BTreeSet<String> = w.sim("sw").engine().ledger().into_iter().map(|r| r.uuid.to_uppercase()).collect();
+    assert_eq!(ledger, uuids, "exactly the ledger's CFDIs, one per sale");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeout_after_certify_resumes_to_the_same_uuid() {
+    let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1"), ("fk", Flavor::Finkok, "")]).await;
+    let id = w.record("pedido-t").await;
+    w.until_badge(id, Badge::Reanudar).await;
+    // Unknown outcome: reprocess and failover are refused, with the evidence named.
+    let verdict = w.drain.verdict(&w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap());
+    assert!(!verdict.allows(ActionKind::Reprocess) && !verdict.allows(ActionKind::Failover));
+    match w.drain.reprocess(&InvoiceRef::Id(id), &soporte()).await {
+        Err(OutboxError::ActionRefused { reason, evidence, .. }) => {
+            assert_eq!(reason, "resultado_desconocido");
+            assert!(!evidence.is_empty(), "the refusal names the evidence it rests on");
+        }
+        other => panic!("{other:?}"),
+    }
+    match w.drain.failover(&InvoiceRef::Id(id), "fk", &soporte()).await {
+        Err(e) => assert_eq!(e.code(), "action_refused"),
+        Ok(_) => panic!("failover allowed while the outcome is unknown"),
+    }
+    // The PAC recovers: the resume answers "already stamped" with the original.
+    w.faults("sw", "");
+    w.drain.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap();
+    w.until_badge(id, Badge::Timbrada).await;
+    let ledger = w.sim("sw").engine().ledger();
+    assert_eq!(ledger.len(), 1, "the simulator created exactly one CFDI");
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert_eq!(d.cfdis.len(), 1);
+    assert_eq!(d.cfdis[0].uuid, ledger[0].uuid.to_uppercase());
+    assert!(w.sim("fk").engine().ledger().is_empty(), "no failover happened");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_connections_fail_over_to_the_backup_with_the_same_bytes() {
+    let w = world(&[("sw", Flavor::Sw, "down=1"), ("fk", Flavor::Finkok, "")]).await;
+    let id = w.record("pedido-f").await;
+    w.until_badge(id, Badge::Timbrada).await;
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert_eq!(d.attempts.len(), 2);
+    assert_eq!(d.attempts[1].pac, "fk");
+    assert_eq!(
+        d.attempts[0].body_sha256, d.attempts[1].body_sha256,
+        "failover sends the same sealed bytes"
+    );
+    assert!(w.sim("sw").engine().ledger().is_empty());
+    assert_eq!(w.sim("fk").engine().ledger().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_after_certify_never_fails_over_by_itself() {
+    let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1"), ("fk", Flavor::Finkok, "")]).await;
+    let id = w.record("pedido-u").await;
+    w.until_badge(id, Badge::Reanudar).await;
+    // Now the primary is down altogether: later "not sent" answers do not settle the unknown.
+    w.faults("sw", "down=1");
+    for _ in 0..4 {
+        w.drain
+            .run(tokio::time::sleep(StdDuration::from_millis(200)), RunMode::Forever)
+            .await
+            .unwrap();
+    }
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert_eq!(d.attempts.len(), 1, "no second attempt");
+    assert!(
+        matches!(d.invoice.badge, Badge::Reanudar | Badge::Atencion),
+        "{:?}",
+        d.invoice.badge
+    );
+    assert!(w.sim("fk").engine().ledger().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_failover_away_from_finkok_reveals_the_duplicate() {
+    let w = world(&[("fk", Flavor::Finkok, "timeout_after_certify=1"), ("sw", Flavor::Sw, "")]).await;
+    let id = w.record("pedido-d").await;
+    w.until_badge(id, Badge::Reanudar).await;
+    // Finkok stays unreachable for sends; the contador forces the backup with a note.
+    w.faults("fk", "down=1");
+    match w
+        .drain
+        .force_failover(&InvoiceRef::Id(id), "sw", "SW urge; riesgo de duplicado aceptado", &soporte())
+        .await
+    {
+        Err(OutboxError::Forbidden { .. }) => {}
+        other => panic!("soporte may not force: {other:?}"),
+    }
+    w.drain
+        .force_failover(&InvoiceRef::Id(id), "sw", "SW urge; riesgo de duplicado aceptado", &contador())
+        .await
+        .unwrap();
+    w.until_badge(id, Badge::Timbrada).await;
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert!(d.invoice.possible_duplicate, "the open question is visible");
+    // Finkok answers again: its non-creating `stamped` lookup finds the first CFDI.
+    w.faults("fk", "");
+    w.until_badge(id, Badge::Duplicado).await;
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    let uuids: BTreeSet<_> = d.cfdis.iter().map(|c| c.uuid.clone()).collect();
+    assert_eq!(uuids.len(), 2, "both CFDIs are known and handed to the contador");
+    assert_eq!(w.sim("fk").engine().ledger().len(), 1);
+    assert_eq!(w.sim("sw").engine().ledger().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_failover_away_from_sw_stays_open_and_is_never_resent() {
+    let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1"), ("fk", Flavor::Finkok, "")]).await;
+    let id = w.record("pedido-s").await;
+    w.until_badge(id, Badge::Reanudar).await;
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    let abandoned_key = d.attempts[0].pac_idempotency_key.clone();
+    w.faults("sw", "");
+    w.drain
+        .force_failover(&InvoiceRef::Id(id), "fk", "SW caído, se acepta el riesgo", &contador())
+        .await
+        .unwrap();
+    let sent_before = w.sim("sw").engine().stamp_requests(&abandoned_key);
+    w.until_badge(id, Badge::Timbrada).await;
+    for _ in 0..3 {
+        w.drain
+            .run(tokio::time::sleep(StdDuration::from_millis(150)), RunMode::Forever)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        w.sim("sw").engine().stamp_requests(&abandoned_key),
+        sent_before,
+        "the abandoned attempt is never sent again"
+    );
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert!(d.invoice.possible_duplicate, "SW has no lookup: the question stays open");
+    let verdict = w.drain.verdict(&d);
+    assert!(verdict.allows(ActionKind::VerifyAbsent));
+    // The contador verifies SW's portal: the mark clears.
+    w.drain
+        .verify_absent(&InvoiceRef::Id(id), 1, "Revisé el portal de SW: no hay CFDI", &contador())
+        .await
+        .unwrap();
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert!(!d.invoice.possible_duplicate);
+    assert_eq!(d.invoice.badge, Badge::Timbrada);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zombie_cannot_move_a_row_it_no_longer_owns() {
+    let w = world(&[("sw", Flavor::Sw, "")]).await;
+    let id = w.record("pedido-z").await;
+    let store = w.outbox.store();
+    let now = chrono::Utc::now().timestamp_millis();
+    let first = store.claim_due("w-zombie", now + 1000, now + 1000, 10).await.unwrap();
+    assert_eq!(first.len(), 1);
+    // Its lease expires; another worker claims and finishes the job.
+    let second = store.claim_due("w2", now + 10_000_000, now + 10_000_000, 10).await.unwrap();
+    assert_eq!(second.len(), 1);
+    assert!(second[0].fencing_token > first[0].fencing_token);
+    let update = InvoiceUpdate {
+        invoice_id: id,
+        state: InvoiceState::Held,
+        badge: Badge::Atencion,
+        state_reason: Some("zombie".into()),
+        next_try_at_ms: None,
+        uuid: None,
+        possible_duplicate: false,
+        at_ms: now,
+    };
+    assert!(
+        !store.apply_verdict(&update, Some(first[0].fencing_token)).await.unwrap(),
+        "stale token: fenced out"
+    );
+    assert!(store
+        .apply_verdict(
+            &InvoiceUpdate {
+                state_reason: Some("w2".into()),
+                ..update
+            },
+            Some(second[0].fencing_token)
+        )
+        .await
+        .unwrap());
+    let page = w.outbox.list_invoices(&ListFilter::default()).await.unwrap();
+    assert_eq!(page.items[0].state_reason.as_deref(), Some("w2"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validation_rejection_asks_for_reprocess() {
+    // The simulator refuses Fechas outside its window: move its clock 4 days ahead.
+    let w = world(&[("sw", Flavor::Sw, "")]).await;
+    w.sim("sw").clock().advance(chrono::Duration::days(4));
+    let id = w.record("pedido-r").await;
+    w.until_badge(id, Badge::Reprocesar).await;
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert!(d.evidence.iter().any(|e| e.code.as_deref() == Some("401")), "{:?}", d.evidence);
+    assert_eq!(w.badge(id).await.1, InvoiceState::Held);
+    // Reintentar does what the badge says: a new attempt from the immutable sale.
+    w.sim("sw").clock().set_offset(chrono::Duration::zero());
+    let kind = w.drain.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap();
+    assert_eq!(kind, outbox::actions::RetryKind::Reprocess);
+    w.until_badge(id, Badge::Timbrada).await;
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert_eq!(d.attempts.len(), 2);
+    assert_ne!(d.attempts[0].pac_idempotency_key, d.attempts[1].pac_idempotency_key);
+    assert!(d.timeline.iter().any(|t| t.kind == "attempt_created"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_identical_to_another_sales_is_reprocessed_not_looped() {
+    let w = world(&[("sw", Flavor::Sw, "")]).await;
+    // Two sales whose comprobantes are byte-identical (same folio, Fecha, receptor, conceptos).
+    let a = w
+        .outbox
+        .record_sale_json(ingreso("pedido-a").as_bytes(), None, &sistema())
+        .await
+        .unwrap()
+        .invoice_id;
+    w.until_badge(a, Badge::Timbrada).await;
+    let b = w
+        .outbox
+        .record_sale_json(ingreso("pedido-b").as_bytes(), None, &sistema())
+        .await
+        .unwrap()
+        .invoice_id;
+    w.until_badge(b, Badge::Reprocesar).await;
+    let d = w.outbox.invoice(&InvoiceRef::Id(b)).await.unwrap();
+    assert!(d.cfdis.is_empty(), "the other sale's CFDI is not taken");
+    assert!(d.evidence.iter().any(|e| e.code.as_deref() == Some("cfdi_de_otra_factura")));
+    // Reprocessing issues the document now: a different cadena, its own CFDI.
+    tokio::time::sleep(StdDuration::from_millis(1100)).await;
+    w.drain.retry(&InvoiceRef::Id(b), &soporte()).await.unwrap();
+    w.until_badge(b, Badge::Timbrada).await;
+    assert_eq!(w.sim("sw").engine().ledger().len(), 2);
+}
