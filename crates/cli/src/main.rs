@@ -6,6 +6,7 @@
 //! stderr and a documented exit code. No business logic lives here.
 
 mod cfdi_cmd;
+mod drain_cmd;
 mod input;
 mod outbox_cmd;
 mod pac_sim_cmd;
@@ -71,6 +72,12 @@ enum Command {
     /// Simulador de PAC (SW, Finkok o Facturapi) con SAT, fallas inyectables y ledger.
     #[command(after_help = EXIT_CODES)]
     PacSim(pac_sim_cmd::PacSimArgs),
+    /// Configura los PAC (primario y respaldos).
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Pac(drain_cmd::PacCommand),
+    /// Drena la bandeja: timbra lo pendiente contra los PAC configurados.
+    #[command(after_help = EXIT_CODES)]
+    Drain(drain_cmd::DrainArgs),
     /// Cuántas facturas hay en cada estado e insignia.
     #[command(after_help = EXIT_CODES)]
     Status(outbox_cmd::StatusArgs),
@@ -98,6 +105,8 @@ fn main() -> ExitCode {
         Command::Sale(cmd) => outbox_cmd::sale(cli.db.as_deref(), cmd),
         Command::Invoice(cmd) => outbox_cmd::invoice(cli.db.as_deref(), cmd),
         Command::Status(args) => outbox_cmd::status(cli.db.as_deref(), args),
+        Command::Pac(cmd) => drain_cmd::pac(cli.db.as_deref(), cmd),
+        Command::Drain(args) => drain_cmd::drain(cli.db.as_deref(), args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

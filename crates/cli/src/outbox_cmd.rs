@@ -163,6 +163,8 @@ pub enum InvoiceCommand {
         #[command(flatten)]
         who: ActorArgs,
     },
+    #[command(flatten)]
+    Action(crate::drain_cmd::ActionCommand),
 }
 
 #[derive(Args)]
@@ -174,7 +176,7 @@ pub struct StatusArgs {
 
 // Plumbing -----------------------------------------------------------------------------------
 
-fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -245,7 +247,7 @@ pub fn failure(e: OutboxError, prefix: &str) -> Failure {
     }
 }
 
-fn print_out(text: &str) -> Result<(), Failure> {
+pub(crate) fn print_out(text: &str) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|_| out.write_all(b"\n"))
@@ -253,7 +255,7 @@ fn print_out(text: &str) -> Result<(), Failure> {
         .map_err(|e| Failure::invalid(format!("no se pudo escribir la salida: {e}")))
 }
 
-fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
+pub(crate) fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(v).map_err(|e| Failure::invalid(format!("JSON: {e}")))?;
     print_out(&text)
 }
@@ -281,7 +283,7 @@ fn invoice_ref(s: &str) -> InvoiceRef {
 }
 
 /// An id that is a number names an invoice id; if there is none, it is tried as a sale_id.
-async fn resolve_invoice(o: &Outbox, s: &str) -> Result<InvoiceRef, Failure> {
+pub(crate) async fn resolve_invoice(o: &Outbox, s: &str) -> Result<InvoiceRef, Failure> {
     let r = invoice_ref(s);
     if let InvoiceRef::Id(_) = r {
         match o.find_invoice(&r).await {
@@ -388,6 +390,10 @@ fn parse_badge(s: &str) -> Result<Badge, Failure> {
 pub fn invoice(db: Option<&str>, cmd: InvoiceCommand) -> Result<u8, Failure> {
     let rt = runtime()?;
     match cmd {
+        InvoiceCommand::Action(a) => {
+            drop(rt);
+            crate::drain_cmd::action(db, a)
+        }
         InvoiceCommand::List {
             state,
             badge,

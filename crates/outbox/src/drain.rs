@@ -54,6 +54,11 @@ impl PacSet {
         PacSet { entries }
     }
 
+    /// Primary first, then the backups in order.
+    pub fn entries(&self) -> &[PacEntry] {
+        &self.entries
+    }
+
     pub fn get(&self, name: &str) -> Option<&PacEntry> {
         self.entries.iter().find(|e| e.name == name)
     }

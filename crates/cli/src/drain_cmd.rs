@@ -1,0 +1,312 @@
+//! `timbra pac …`, `timbra drain` and the operator actions `timbra invoice retry|finalize|
+//! failover|force-failover|reprocess|verify-absent`: thin calls into the outbox's drain engine.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand, ValueEnum};
+use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainProgress, DrainSink, PacEntry, PacSet, RunMode};
+use outbox::model::InvoiceRef;
+use outbox::pacs::{build_pac_set, EnvSecrets, PacConfig, PacRole};
+use outbox::strategy::Policy;
+use outbox::{Actor, Outbox, SqliteStore};
+use pac::PacKind;
+
+use crate::outbox_cmd::{failure, open, print_json, print_out, resolve_invoice, runtime, ActorArgs};
+use crate::{exit, Failure};
+
+#[derive(Subcommand)]
+pub enum PacCommand {
+    /// Agrega (o reemplaza, por nombre) un PAC. Las credenciales se toman de variables de
+    /// entorno cuyo NOMBRE se indica; nunca van en la línea de comandos.
+    Add(PacAddArgs),
+    /// Lista los PAC configurados.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Flavor {
+    Sw,
+    Finkok,
+    Facturapi,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum RoleArg {
+    Primary,
+    Backup,
+}
+
+#[derive(Args)]
+pub struct PacAddArgs {
+    /// Nombre del PAC (letras, dígitos, '-' o '_').
+    name: String,
+    #[arg(long, value_enum)]
+    flavor: Flavor,
+    /// URL base de los servicios del PAC.
+    #[arg(long)]
+    url: String,
+    /// SW: URL del host "api" (almacenamiento); por omisión la de --url.
+    #[arg(long)]
+    api_url: Option<String>,
+    /// URL del servicio de consulta de SAT; por omisión <url>/ConsultaCFDIService.svc.
+    #[arg(long)]
+    sat_url: Option<String>,
+    /// Variable de entorno con el token fijo (SW "token infinito").
+    #[arg(long, value_name = "VAR")]
+    token_env: Option<String>,
+    /// Usuario (SW, Finkok).
+    #[arg(long)]
+    user: Option<String>,
+    /// Variable de entorno con la contraseña.
+    #[arg(long, value_name = "VAR")]
+    password_env: Option<String>,
+    /// Finkok: RFC del emisor registrado en la cuenta.
+    #[arg(long)]
+    taxpayer_id: Option<String>,
+    #[arg(long, value_enum, default_value = "primary")]
+    role: RoleArg,
+    /// Tiempo máximo de una petición, en milisegundos (60000 por omisión).
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Args)]
+pub struct DrainArgs {
+    /// Termina cuando no queda nada pendiente ni en curso.
+    #[arg(long)]
+    until_idle: bool,
+    /// Facturas en curso a la vez.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Identificador de este proceso (se guarda en cada envío).
+    #[arg(long, default_value = "drain")]
+    worker_id: String,
+    /// Duración de la reserva de una factura, en segundos (una reserva de un proceso caído vence así).
+    #[arg(long, default_value_t = 120)]
+    lease_secs: i64,
+    /// Envíos de un intento antes de pedir atención de una persona.
+    #[arg(long, default_value_t = 8)]
+    max_tries: u32,
+    /// Espera inicial entre reintentos, en milisegundos (se duplica hasta --backoff-cap-ms).
+    #[arg(long, default_value_t = 2000)]
+    backoff_ms: i64,
+    #[arg(long, default_value_t = 600_000)]
+    backoff_cap_ms: i64,
+    /// Usa un simulador de PAC dentro del proceso, llamado "sandbox" (sin PAC configurado).
+    #[arg(long)]
+    sandbox: bool,
+    /// No imprime el avance en stderr.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Operator actions, added to `timbra invoice`.
+#[derive(Subcommand)]
+pub enum ActionCommand {
+    /// Reintentar: hace lo que indica la insignia (reanudar el intento vigente o reprocesar).
+    Retry { id: String, #[command(flatten)] who: ActorArgs },
+    /// Finalizar: obtiene y guarda el XML de un CFDI que ya existe.
+    Finalize { id: String, #[command(flatten)] who: ActorArgs },
+    /// Usar el PAC de respaldo con los mismos bytes sellados (solo si el intento no se creó).
+    Failover { id: String, #[arg(long)] to: String, #[command(flatten)] who: ActorArgs },
+    /// Contador: usa el respaldo aunque el resultado en el PAC vigente sea desconocido (requiere nota).
+    ForceFailover { id: String, #[arg(long)] to: String, #[arg(long)] note: String, #[command(flatten)] who: ActorArgs },
+    /// Reprocesar: un intento nuevo desde la venta inmutable, con el mapeo y ajustes de hoy.
+    Reprocess { id: String, #[command(flatten)] who: ActorArgs },
+    /// Contador: registra que el PAC no tiene CFDI para un intento abandonado (requiere nota).
+    VerifyAbsent { id: String, #[arg(long)] attempt: i64, #[arg(long)] note: String, #[command(flatten)] who: ActorArgs },
+}
+
+pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let outbox = open(db, false).await?;
+        match cmd {
+            PacCommand::Add(a) => {
+                let config = PacConfig {
+                    name: a.name,
+                    flavor: match a.flavor {
+                        Flavor::Sw => PacKind::Sw,
+                        Flavor::Finkok => PacKind::Finkok,
+                        Flavor::Facturapi => PacKind::Facturapi,
+                    },
+                    url: a.url,
+                    api_url: a.api_url,
+                    sat_url: a.sat_url,
+                    token_env: a.token_env,
+                    user: a.user,
+                    password_env: a.password_env,
+                    taxpayer_id: a.taxpayer_id,
+                    role: match a.role {
+                        RoleArg::Primary => PacRole::Primary,
+                        RoleArg::Backup => PacRole::Backup,
+                    },
+                    timeout_ms: a.timeout_ms,
+                };
+                let list = outbox.add_pac(config, &Actor::new("cli", outbox::Role::Contador, "cli")).await.map_err(|e| failure(e, "pac: "))?;
+                print_json(&list)?;
+            }
+            PacCommand::List { json } => {
+                let list = outbox.pacs().await.map_err(|e| failure(e, ""))?;
+                if json {
+                    print_json(&list)?;
+                } else {
+                    for p in list {
+                        print_out(&format!("{}\t{}\t{:?}\t{}", p.name, p.flavor.as_str(), p.role, p.url).to_lowercase())?;
+                    }
+                }
+            }
+        }
+        Ok(exit::OK)
+    })
+}
+
+/// The PAC set from the settings, plus the in-process sandbox simulator when asked.
+async fn pac_set(outbox: &Outbox<SqliteStore>, sandbox: Option<&pac_sim::SimHandle>) -> Result<PacSet, Failure> {
+    let configs = outbox.pacs().await.map_err(|e| failure(e, ""))?;
+    let set = build_pac_set(&configs, &EnvSecrets, Arc::new(pac::SystemClock)).map_err(|e| failure(e, "pac: "))?;
+    let Some(sim) = sandbox else {
+        return Ok(set);
+    };
+    let cfg = pac::sw::SwConfig::new(
+        &sim.base_url,
+        &sim.base_url,
+        format!("{}/ConsultaCFDIService.svc", sim.base_url),
+        pac::sw::SwAuth::Token(cfdi::secret::Secret::new(pac_sim::Credentials::default().sw_token)),
+    );
+    let client = pac::sw::SwClient::new(cfg).map_err(|e| Failure::invalid(format!("sandbox: {e:?}")))?;
+    let mut entries = vec![PacEntry { name: outbox::settings::DEFAULT_PAC.into(), kind: PacKind::Sw, client: Arc::new(client) }];
+    entries.extend(set.entries().iter().cloned());
+    Ok(PacSet::new(entries))
+}
+
+/// Progress on stderr: pending, in flight, stamped, rate.
+struct ProgressLine {
+    state: Mutex<DrainProgress>,
+}
+
+impl DrainSink for ProgressLine {
+    fn event(&self, event: DrainEvent) {
+        if let DrainEvent::Progress(p) = event {
+            *self.state.lock().unwrap_or_else(|e| e.into_inner()) = p;
+        }
+    }
+}
+
+pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure { code: exit::DATABASE, message: format!("no se pudo iniciar el motor asíncrono: {e}") })?;
+    rt.block_on(async move {
+        let outbox = Arc::new(open(db, false).await?);
+        let sim = if a.sandbox {
+            Some(pac_sim::start(pac_sim::SimConfig::new(pac_sim::Flavor::Sw)).await.map_err(|e| Failure::invalid(format!("sandbox: {e}")))?)
+        } else {
+            None
+        };
+        let pacs = pac_set(&outbox, sim.as_ref()).await?;
+        if pacs.primary().is_none() {
+            return Err(Failure::invalid("no hay PAC configurado: agréguelo con `timbra pac add` o use --sandbox"));
+        }
+        let config = DrainConfig {
+            worker_id: a.worker_id.clone(),
+            concurrency: a.concurrency.max(1),
+            lease: chrono::Duration::seconds(a.lease_secs.max(5)),
+            poll: Duration::from_millis(200),
+            grace: Duration::from_secs(5),
+            backoff: Backoff { base: chrono::Duration::milliseconds(a.backoff_ms.max(10)), cap: chrono::Duration::milliseconds(a.backoff_cap_ms.max(10)) },
+            policy: Policy { max_tries: a.max_tries.max(1), ..Policy::default() },
+        };
+        let line = Arc::new(ProgressLine { state: Mutex::new(DrainProgress::default()) });
+        let drain = Arc::new(Drain::new(outbox.clone(), pacs, config, line.clone()));
+        let started = Instant::now();
+        let ticker = (!a.quiet).then(|| {
+            let (outbox, line) = (outbox.clone(), line.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(1000)).await;
+                    let p = line.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    let pending = outbox.counts().await.ok().and_then(|c| c.by_state.get("pending").copied()).unwrap_or(0);
+                    let rate = p.stamped as f64 / started.elapsed().as_secs_f64().max(0.001);
+                    eprint!("\rpendientes {pending} · en curso {} · timbradas {} · en espera de una persona {} · {rate:.1}/s   ", p.in_flight, p.stamped, p.held);
+                    let _ = std::io::stderr().flush();
+                }
+            })
+        });
+        let mode = if a.until_idle { RunMode::UntilIdle { horizon: Duration::from_secs(30) } } else { RunMode::Forever };
+        let result = drain.run(shutdown_signal(), mode).await;
+        if let Some(t) = ticker {
+            t.abort();
+        }
+        let p = result.map_err(|e| failure(e, "drenado: "))?;
+        if !a.quiet {
+            eprintln!("\rdrenado terminado: {} pasos, {} timbradas, {} en espera de una persona, {} errores en {:.1} s", p.steps, p.stamped, p.held, p.errors, started.elapsed().as_secs_f64());
+        }
+        if let Some(sim) = sim {
+            sim.shutdown().await;
+        }
+        Ok(exit::OK)
+    })
+}
+
+/// SIGTERM or ctrl-c.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+pub fn action(db: Option<&str>, cmd: ActionCommand) -> Result<u8, Failure> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let outbox = Arc::new(open(db, false).await?);
+        let pacs = pac_set(&outbox, None).await?;
+        let drain = Drain::new(outbox.clone(), pacs, DrainConfig::default(), Arc::new(outbox::drain::NoSink));
+        let id = match &cmd {
+            ActionCommand::Retry { id, .. }
+            | ActionCommand::Finalize { id, .. }
+            | ActionCommand::Failover { id, .. }
+            | ActionCommand::ForceFailover { id, .. }
+            | ActionCommand::Reprocess { id, .. }
+            | ActionCommand::VerifyAbsent { id, .. } => id.clone(),
+        };
+        let r: InvoiceRef = resolve_invoice(&outbox, &id).await?;
+        let result = match cmd {
+            ActionCommand::Retry { who, .. } => drain.retry(&r, &who.actor("cli")?).await.map(|k| serde_json::json!({ "done": k })),
+            ActionCommand::Finalize { who, .. } => drain.finalize(&r, &who.actor("cli")?).await.map(|_| serde_json::json!({ "done": "finalize" })),
+            ActionCommand::Failover { to, who, .. } => {
+                drain.failover(&r, &to, &who.actor("cli")?).await.map(|a| serde_json::json!({ "done": "failover", "attempt_id": a }))
+            }
+            ActionCommand::ForceFailover { to, note, who, .. } => drain
+                .force_failover(&r, &to, &note, &who.actor("cli")?)
+                .await
+                .map(|a| serde_json::json!({ "done": "force_failover", "attempt_id": a })),
+            ActionCommand::Reprocess { who, .. } => drain.reprocess(&r, &who.actor("cli")?).await.map(|a| serde_json::json!({ "done": "reprocess", "attempt_id": a })),
+            ActionCommand::VerifyAbsent { attempt, note, who, .. } => {
+                drain.verify_absent(&r, attempt, &note, &who.actor("cli")?).await.map(|_| serde_json::json!({ "done": "verify_absent" }))
+            }
+        };
+        let done = result.map_err(|e| failure(e, ""))?;
+        print_json(&done)?;
+        Ok(exit::OK)
+    })
+}
