@@ -4,19 +4,33 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test bench deps-test deps-run deps-bench check-fixtures test-rust
+.PHONY: run test bench deps-test deps-run deps-bench check-fixtures test-rust ui-build ui-test
 
-## make run: builds and starts Timbra. Until the desktop app lands (issue: console), this builds
-## the `timbra` command and shows its help.
-run: deps-run
-	$(CARGO) build -p timbra-cli
-	./target/debug/timbra --help
+## make run: builds the UI and the desktop app and starts it. With nothing configured it opens in
+## Modo sandbox (database in the app-data folder, PAC simulator, SAT's test CSD). Without a
+## display (DISPLAY/WAYLAND_DISPLAY unset) it runs under xvfb-run.
+run: deps-run ui-build
+	$(CARGO) build -p timbra-app
+	@if [[ -n "$${DISPLAY:-}$${WAYLAND_DISPLAY:-}" ]]; then ./target/debug/timbra-app; \
+	else echo "Sin pantalla (DISPLAY): Timbra se inicia bajo xvfb-run." >&2; xvfb-run -a ./target/debug/timbra-app; fi
 
 ## make test: every test suite of the project.
-test: deps-test check-fixtures test-rust
+test: deps-test check-fixtures ui-test test-rust
 
-test-rust:
+# Includes the desktop app's webview E2E suite (src-tauri, test `e2e`: Xvfb + tauri-driver),
+# which needs the built UI; screenshots go to artifacts/screenshots/.
+test-rust: ui-build
 	$(CARGO) test --workspace --locked
+	$(CARGO) test -p timbra-cli --locked --features failpoints --test drain_crash
+
+## The UI (ui/): dependencies from package-lock.json, the bundle the app embeds, its checks.
+ui/node_modules/.installed: ui/package.json ui/package-lock.json
+	cd ui && npm ci --no-audit --no-fund
+	touch $@
+ui-build: ui/node_modules/.installed
+	cd ui && npm run build
+ui-test: ui/node_modules/.installed
+	cd ui && npm run check && npm test
 
 check-fixtures:
 	cd crates/cfdi/sat && sha256sum -c --quiet SHA256SUMS
@@ -24,7 +38,7 @@ check-fixtures:
 
 ## make bench: every benchmark, then one table (with the CFDI core against xsltproc + openssl).
 bench: deps-bench
-	$(CARGO) bench --workspace --locked
+	$(CARGO) bench --workspace --exclude timbra-app --locked
 	./scripts/bench-table
 
 deps-test:

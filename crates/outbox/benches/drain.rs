@@ -1,0 +1,135 @@
+//! Drain throughput against the PAC simulator with a fixed latency L and concurrency C,
+//! compared with Little's-law bound C/L, and the engine's CPU time per stamp excluding the PAC
+//! (the simulator runs in a child process: this process's CPU is the engine's).
+//!
+//! Not a criterion bench: each point is one drain of a batch of sales, timed wall-clock.
+//! Writes `target/timbra-bench/drain.json`, which `scripts/bench-table` prints.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cfdi::secret::Secret;
+use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
+use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
+use outbox::strategy::Policy;
+use outbox::{Actor, EmisorSetup, Outbox, Role, SqliteOptions, SystemClock};
+use pac::PacKind;
+
+struct Sim;
+
+impl SecretSource for Sim {
+    fn get(&self, _: &str) -> Option<Secret> {
+        Some(Secret::new("sim-token-infinito"))
+    }
+}
+
+/// CPU seconds (user + system) used by this process so far.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn fixture(rel: &str) -> Vec<u8> {
+    std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(rel)).unwrap()
+}
+
+async fn point(sim_url: &str, latency_ms: u64, concurrency: usize, sales: usize) -> (f64, f64, f64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = SqliteOptions::new(dir.path().join("b.db"));
+    opts.create = true;
+    let outbox = Arc::new(Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await.unwrap());
+    let actor = Actor::new("bench", Role::Contador, "bench");
+    let setup = EmisorSetup {
+        profile: toml::from_str(std::str::from_utf8(&fixture("sales/emisor-eku.toml")).unwrap()).unwrap(),
+        cer: fixture("cfdi/certs/EKU9003173C9.cer"),
+        key: fixture("cfdi/certs/EKU9003173C9.key"),
+        password_env: "X".into(),
+    };
+    outbox.configure_emisor(&setup, &Secret::new("12345678a"), &actor).await.unwrap();
+    outbox.provide_csd_password(Secret::new("12345678a"));
+    let config = PacConfig {
+        name: "sw".into(),
+        flavor: PacKind::Sw,
+        url: sim_url.into(),
+        api_url: None,
+        sat_url: None,
+        token_env: Some("T".into()),
+        user: None,
+        password_env: None,
+        taxpayer_id: None,
+        role: PacRole::Primary,
+        timeout_ms: Some(10_000),
+    };
+    outbox.add_pac(config, &actor).await.unwrap();
+    let sale: serde_json::Value = serde_json::from_slice(&fixture("sales/ingreso-pedido-4471.json")).unwrap();
+    for i in 0..sales {
+        let mut s = sale.clone();
+        s["sale_id"] = format!("b-{latency_ms}-{concurrency}-{i}").into();
+        s["folio"] = format!("{latency_ms}{concurrency}{i}").into();
+        outbox.record_sale_json(s.to_string().as_bytes(), None, &actor).await.unwrap();
+    }
+    let set = build_pac_set(&outbox.pacs().await.unwrap(), &Sim, Arc::new(pac::SystemClock)).unwrap();
+    let cfg = DrainConfig {
+        worker_id: "bench".into(),
+        concurrency,
+        poll: Duration::from_millis(5),
+        backoff: Backoff { base: chrono::Duration::milliseconds(20), cap: chrono::Duration::milliseconds(200) },
+        policy: Policy::default(),
+        ..DrainConfig::default()
+    };
+    let drain = Arc::new(Drain::new(outbox.clone(), set, cfg, Arc::new(NoSink)));
+    let (t0, c0) = (Instant::now(), cpu_seconds());
+    let p = drain.run(std::future::pending::<()>(), RunMode::UntilIdle { horizon: Duration::from_millis(50) }).await.unwrap();
+    let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
+    assert_eq!(p.stamped as usize, sales, "every sale stamped");
+    let throughput = sales as f64 / wall;
+    let bound = concurrency as f64 / (latency_ms as f64 / 1000.0);
+    (throughput, throughput / bound, cpu / sales as f64)
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--sim") {
+        let latency: u64 = std::env::var("SIM_LATENCY").unwrap().parse().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        rt.block_on(async {
+            let mut cfg = pac_sim::SimConfig::new(pac_sim::Flavor::Sw);
+            cfg.faults = pac_sim::Faults::parse(&format!("latency_ms={latency}..{latency}")).unwrap();
+            let sim = pac_sim::start(cfg).await.unwrap();
+            println!("{}", sim.base_url);
+            std::future::pending::<()>().await;
+        });
+        return;
+    }
+    if std::env::args().any(|a| a == "--list" || a == "--test") {
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let mut rows = Vec::new();
+    for latency in [50u64, 200] {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .arg("--sim")
+            .env("SIM_LATENCY", latency.to_string())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut url).unwrap();
+        for c in [1usize, 8, 32] {
+            // Enough sales for several rounds at this concurrency, bounded for time.
+            let sales = (c * 6).clamp(12, 160);
+            let (tp, ratio, cpu) = rt.block_on(point(url.trim(), latency, c, sales));
+            println!("drain L={latency}ms C={c:<2} sales={sales:<3} throughput {tp:7.1}/s  bound {:7.1}/s  ratio {ratio:.2}  engine CPU/stamp {:.2} ms", c as f64 * 1000.0 / latency as f64, cpu * 1000.0);
+            rows.push(serde_json::json!({"latency_ms": latency, "concurrency": c, "sales": sales, "throughput": tp, "ratio": ratio, "cpu_ms_per_stamp": cpu * 1000.0}));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/timbra-bench");
+    let _ = std::fs::create_dir_all(&out);
+    let _ = std::fs::write(out.join("drain.json"), serde_json::to_string_pretty(&rows).unwrap());
+}
