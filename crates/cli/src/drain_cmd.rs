@@ -20,7 +20,7 @@ use crate::{exit, Failure};
 pub enum PacCommand {
     /// Agrega (o reemplaza, por nombre) un PAC. Las credenciales se toman de variables de
     /// entorno cuyo NOMBRE se indica; nunca van en la línea de comandos.
-    Add(PacAddArgs),
+    Add(Box<PacAddArgs>),
     /// Lista los PAC configurados.
     List {
         #[arg(long)]
@@ -128,6 +128,7 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
         let outbox = open(db, false).await?;
         match cmd {
             PacCommand::Add(a) => {
+                let a = *a;
                 let config = PacConfig {
                     name: a.name,
                     flavor: match a.flavor {

@@ -438,21 +438,7 @@ impl<S: Store> Drain<S> {
             return Ok((None, true));
         };
         let (_, body) = self.outbox.attempt_body(attempt.id).await?;
-        let now = self.outbox.now();
-        let try_id = self
-            .outbox
-            .store()
-            .begin_try(&NewTry {
-                invoice_id: detail.invoice.id,
-                attempt_id: attempt.id,
-                operation: "stamp".into(),
-                pac: attempt.pac.clone(),
-                worker: self.config.worker_id.clone(),
-                fencing_token: claim.fencing_token,
-                at_ms: now.timestamp_millis(),
-                actor: self.actor.clone(),
-            })
-            .await?;
+        let try_id = self.begin(detail.invoice.id, attempt.id, "stamp", &attempt.pac, claim.fencing_token).await?;
         let request = pac::Attempt {
             body,
             idempotency_key: attempt.pac_idempotency_key.clone(),

@@ -27,7 +27,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use sqlx::{Row, Sqlite};
 
 use super::{
-    Claim, ExistingSale, InvoiceUpdate, KeyState, NewCfdi, NewEmisorSettings, NewEvent, NewEvidence, NewRecord, NewTry, OpenAttempt, RecordOutcome,
+    Claim, ExistingSale, InvoiceUpdate, KeyState, NewAttempt, NewCfdi, NewEmisorSettings, NewEvent, NewEvidence, NewRecord, NewTry, OpenAttempt,
+    RecordOutcome,
     Reservation, Store, StoredEmisorSettings,
 };
 use crate::actor::{Actor, Role};
@@ -415,6 +416,56 @@ fn note(row: &SqliteRow) -> Result<Note> {
     })
 }
 
+/// Inserts a timeline event inside a transaction.
+async fn insert_event(
+    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    invoice_id: i64,
+    attempt_id: Option<i64>,
+    event: &NewEvent,
+    at_ms: i64,
+    actor: &Actor,
+) -> std::result::Result<(), sqlx::Error> {
+    sqlx::query(sql!("insert_timeline_event"))
+        .bind(invoice_id)
+        .bind(attempt_id)
+        .bind(&event.kind)
+        .bind(event.detail.to_string())
+        .bind(at_ms)
+        .bind(&actor.name)
+        .bind(actor.role.as_str())
+        .execute(&mut **tx)
+        .await
+        .map(|_| ())
+}
+
+impl SqliteStore {
+    /// Inserts a frozen attempt inside a transaction; returns its id.
+    async fn insert_attempt(&self, tx: &mut sqlx::Transaction<'_, Sqlite>, invoice_id: i64, a: &NewAttempt, at_ms: i64, actor: &Actor) -> Result<i64> {
+        sqlx::query_scalar(sql!("insert_attempt"))
+            .bind(invoice_id)
+            .bind(a.attempt_no)
+            .bind(a.reason.as_str())
+            .bind(a.previous_attempt_id)
+            .bind(&a.pac)
+            .bind(a.body_format.as_str())
+            .bind(&a.body)
+            .bind(&a.body_sha256)
+            .bind(&a.fecha)
+            .bind(a.fecha_utc_ms)
+            .bind(a.fecha_source.as_str())
+            .bind(&a.pac_idempotency_key)
+            .bind(a.mapping_version)
+            .bind(a.emisor_settings_id)
+            .bind(&a.no_certificado)
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(|e| self.err(e))
+    }
+}
+
 impl Store for SqliteStore {
     async fn key_state(&self, key: &str) -> Result<KeyState> {
         let mut conn = self.pool.acquire().await.map_err(|e| self.err(e))?;
@@ -517,39 +568,8 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| self.err(e))?;
         let a = &r.attempt;
-        let attempt_id: i64 = sqlx::query_scalar(sql!("insert_attempt"))
-            .bind(invoice_id)
-            .bind(a.attempt_no)
-            .bind(a.reason.as_str())
-            .bind(a.previous_attempt_id)
-            .bind(&a.pac)
-            .bind(a.body_format.as_str())
-            .bind(&a.body)
-            .bind(&a.body_sha256)
-            .bind(&a.fecha)
-            .bind(a.fecha_utc_ms)
-            .bind(a.fecha_source.as_str())
-            .bind(&a.pac_idempotency_key)
-            .bind(a.mapping_version)
-            .bind(a.emisor_settings_id)
-            .bind(&a.no_certificado)
-            .bind(r.at_ms)
-            .bind(&r.actor.name)
-            .bind(actor_role)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        sqlx::query(sql!("insert_timeline_event"))
-            .bind(invoice_id)
-            .bind(attempt_id)
-            .bind(&r.event.kind)
-            .bind(r.event.detail.to_string())
-            .bind(r.at_ms)
-            .bind(&r.actor.name)
-            .bind(actor_role)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
+        let attempt_id = self.insert_attempt(&mut tx, invoice_id, a, r.at_ms, &r.actor).await?;
+        insert_event(&mut tx, invoice_id, Some(attempt_id), &r.event, r.at_ms, &r.actor).await.map_err(|e| self.err(e))?;
         let settled = sqlx::query(sql!("settle_key"))
             .bind(&r.idempotency_key)
             .bind(&r.reservation_owner)
@@ -1055,42 +1075,11 @@ impl Store for SqliteStore {
             tx.rollback().await.map_err(|e| self.err(e))?;
             return Ok(None);
         }
-        let attempt_id: i64 = sqlx::query_scalar(sql!("insert_attempt"))
-            .bind(invoice_id)
-            .bind(a.attempt_no)
-            .bind(a.reason.as_str())
-            .bind(a.previous_attempt_id)
-            .bind(&a.pac)
-            .bind(a.body_format.as_str())
-            .bind(&a.body)
-            .bind(&a.body_sha256)
-            .bind(&a.fecha)
-            .bind(a.fecha_utc_ms)
-            .bind(a.fecha_source.as_str())
-            .bind(&a.pac_idempotency_key)
-            .bind(a.mapping_version)
-            .bind(a.emisor_settings_id)
-            .bind(&a.no_certificado)
-            .bind(at_ms)
-            .bind(&actor.name)
-            .bind(actor.role.as_str())
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
+        let attempt_id = self.insert_attempt(&mut tx, invoice_id, a, at_ms, actor).await?;
         if let Some(old) = abandon {
             sqlx::query(sql!("resolve_attempt_abandoned")).bind(old).bind(at_ms).execute(&mut *tx).await.map_err(|e| self.err(e))?;
         }
-        sqlx::query(sql!("insert_timeline_event"))
-            .bind(invoice_id)
-            .bind(attempt_id)
-            .bind(&event.kind)
-            .bind(event.detail.to_string())
-            .bind(at_ms)
-            .bind(&actor.name)
-            .bind(actor.role.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
+        insert_event(&mut tx, invoice_id, Some(attempt_id), event, at_ms, actor).await.map_err(|e| self.err(e))?;
         tx.commit().await.map_err(|e| self.err(e))?;
         Ok(Some(attempt_id))
     }
@@ -1115,18 +1104,9 @@ impl Store for SqliteStore {
     }
 
     async fn add_event(&self, invoice_id: i64, attempt_id: Option<i64>, event: &NewEvent, at_ms: i64, actor: &Actor) -> Result<()> {
-        sqlx::query(sql!("insert_timeline_event"))
-            .bind(invoice_id)
-            .bind(attempt_id)
-            .bind(&event.kind)
-            .bind(event.detail.to_string())
-            .bind(at_ms)
-            .bind(&actor.name)
-            .bind(actor.role.as_str())
-            .execute(&self.pool)
-            .await
-            .map_err(|e| self.err(e))?;
-        Ok(())
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        insert_event(&mut tx, invoice_id, attempt_id, event, at_ms, actor).await.map_err(|e| self.err(e))?;
+        tx.commit().await.map_err(|e| self.err(e))
     }
 }
 
