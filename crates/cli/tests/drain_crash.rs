@@ -149,15 +149,26 @@ impl Db {
         vec!["drain", "--until-idle", "--quiet", "--lease-secs", "5", "--backoff-ms", "50", "--backoff-cap-ms", "400", "--max-tries", "200", "--concurrency", "8"]
     }
 
-    /// Every invoice: sale_id → (badge, uuid).
+    /// Every invoice: sale_id → (badge, uuid), page by page.
     fn invoices(&self) -> BTreeMap<String, (String, Option<String>)> {
-        let out = self.run(&["invoice", "list", "--json", "--limit", "1000"]);
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let items = v["items"].as_array().or_else(|| v.as_array()).cloned().unwrap_or_default();
-        items
-            .iter()
-            .map(|i| (i["sale_id"].as_str().unwrap().to_string(), (i["badge"].as_str().unwrap().to_string(), i["uuid"].as_str().map(str::to_uppercase))))
-            .collect()
+        let mut all = BTreeMap::new();
+        let mut after: Option<String> = None;
+        loop {
+            let mut args = vec!["invoice", "list", "--json", "--limit", "1000"];
+            if let Some(a) = &after {
+                args.extend(["--after", a.as_str()]);
+            }
+            let out = self.run(&args);
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            for i in v["items"].as_array().unwrap() {
+                let uuid = i["uuid"].as_str().map(str::to_uppercase);
+                all.insert(i["sale_id"].as_str().unwrap().to_string(), (i["badge"].as_str().unwrap().to_string(), uuid));
+            }
+            match v["next"].as_str() {
+                Some(n) => after = Some(n.to_string()),
+                None => return all,
+            }
+        }
     }
 }
 
