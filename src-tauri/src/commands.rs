@@ -1,0 +1,519 @@
+//! The IPC commands. Each one converts its DTO input, calls the `Outbox` API with the actor
+//! of this desktop, converts the answer back and, after a write, emits the matching event.
+//! Nothing here decides business rules: the outbox validates, records, derives
+//! the strategy and re-checks every action.
+
+use cfdi::secret::Secret;
+use outbox::model::InvoiceRef;
+use outbox::{EmisorSetup, OutboxError};
+use tauri::{AppHandle, Emitter, State};
+
+use crate::app_settings::{self, DRAIN, OPERATORS};
+use crate::convert;
+use crate::credentials::CredentialSlot;
+use crate::demo;
+use crate::dto::*;
+use crate::error::AppError;
+use crate::state::{AppState, Ready};
+
+type Res<T> = Result<T, AppError>;
+
+/// Tells the UI an invoice and the counts changed (best effort: a closed window is not an error).
+async fn announce(app: &AppHandle, ready: &Ready, invoice_id: Option<i64>) {
+    if let Some(invoice_id) = invoice_id {
+        if let Err(e) = app.emit(events::INVOICE_CHANGED, InvoiceChangedDto { invoice_id }) {
+            tracing::debug!(error = %e, "evento invoice-changed no entregado");
+        }
+    }
+    match ready.outbox.counts().await {
+        Ok(c) => {
+            if let Err(e) = app.emit(events::COUNTS_CHANGED, convert::counts(&c)) {
+                tracing::debug!(error = %e, "evento counts-changed no entregado");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "no se pudieron contar las facturas"),
+    }
+}
+
+/// Refuses the current operator unless their role is one of `roles`.
+fn require_role(ready: &Ready, action: &str, roles: &[RoleDto]) -> Res<()> {
+    let op = ready.operator();
+    if roles.contains(&op.role) {
+        Ok(())
+    } else {
+        Err(AppError::RoleNotAllowed {
+            action: action.into(),
+            role: format!("{:?}", op.role).to_lowercase(),
+        })
+    }
+}
+
+async fn pacs_view(ready: &Ready) -> Res<PacsDto> {
+    Ok(crate::pac_settings::view(&ready.outbox.pacs().await?))
+}
+
+/// Restarts the drain with the current settings (PACs, concurrency).
+async fn restart_drain(app: &AppHandle, ready: &Ready) {
+    let host = crate::drain_host::start_for(app.clone(), ready).await;
+    ready.set_drain(host);
+}
+
+// Status ---------------------------------------------------------------------------------------
+
+#[tauri::command]
+pub async fn app_status(state: State<'_, AppState>) -> Res<AppStatusDto> {
+    let version = env!("CARGO_PKG_VERSION").to_string();
+    let ready = match state.ready() {
+        Ok(r) => r,
+        Err(_) => {
+            return Ok(AppStatusDto {
+                version,
+                mode: ModeDto::Sandbox,
+                database_path: state.database_path.clone(),
+                emisor: None,
+                pacs: app_settings::sandbox_pacs(),
+                drain: DrainSettingsDto { concurrency: 1 },
+                operators: app_settings::default_operators(),
+                operator: app_settings::default_operators()[1].clone(),
+                drain_available: false,
+                sandbox_pac_error: None,
+                sandbox_fault: None,
+                drain_error: None,
+                drain_progress: None,
+                startup_error: state.startup_error(),
+            })
+        }
+    };
+    let emisor = ready.outbox.emisor_settings().await?.map(|s| {
+        let test = s.no_certificado == ready.test_no_certificado;
+        convert::emisor(&s, test)
+    });
+    Ok(AppStatusDto {
+        version,
+        mode: ready.mode().await?,
+        database_path: state.database_path.clone(),
+        emisor,
+        pacs: pacs_view(ready).await?,
+        drain: app_settings::get(&ready.outbox, DRAIN)
+            .await?
+            .unwrap_or(DrainSettingsDto { concurrency: 2 }),
+        operators: app_settings::get(&ready.outbox, OPERATORS)
+            .await?
+            .unwrap_or_else(app_settings::default_operators),
+        operator: ready.operator(),
+        drain_available: ready.drain().is_ok(),
+        sandbox_pac_error: ready.sandbox_error.clone(),
+        sandbox_fault: ready.sandbox_pacs.as_ref().map(|_| ready.sandbox_fault()),
+        drain_error: ready.drain().err(),
+        drain_progress: ready.drain().ok().and_then(|d| d.last_progress()),
+        startup_error: None,
+    })
+}
+
+// Bandeja and Factura --------------------------------------------------------------------------
+
+#[tauri::command]
+pub async fn list_invoices(state: State<'_, AppState>, query: ListQueryDto) -> Res<InvoicePageDto> {
+    let ready = state.ready()?;
+    let filter = convert::list_filter(&query)?;
+    Ok(convert::page(&ready.outbox.list_invoices(&filter).await?))
+}
+
+#[tauri::command]
+pub async fn invoice_counts(state: State<'_, AppState>) -> Res<CountsDto> {
+    Ok(convert::counts(&state.ready()?.outbox.counts().await?))
+}
+
+async fn detail_of(ready: &Ready, invoice_id: i64) -> Res<InvoiceDetailDto> {
+    let detail = ready.outbox.invoice(&InvoiceRef::Id(invoice_id)).await?;
+    let verdict = ready.drain().ok().map(|d| d.drain.verdict(&detail));
+    Ok(convert::detail_with(&detail, verdict.as_ref()))
+}
+
+#[tauri::command]
+pub async fn invoice_detail(state: State<'_, AppState>, invoice_id: i64) -> Res<InvoiceDetailDto> {
+    detail_of(state.ready()?, invoice_id).await
+}
+
+#[tauri::command]
+pub async fn add_note(app: AppHandle, state: State<'_, AppState>, invoice_id: i64, text: String) -> Res<NoteDto> {
+    let ready = state.ready()?;
+    let note = ready.outbox.add_note(&InvoiceRef::Id(invoice_id), &text, &ready.actor()).await?;
+    announce(&app, ready, Some(note.invoice_id)).await;
+    Ok(convert::note(&note))
+}
+
+#[tauri::command]
+pub async fn resolve_note(app: AppHandle, state: State<'_, AppState>, note_id: i64) -> Res<NoteDto> {
+    let ready = state.ready()?;
+    let note = ready.outbox.resolve_note(note_id, &ready.actor()).await?;
+    announce(&app, ready, Some(note.invoice_id)).await;
+    Ok(convert::note(&note))
+}
+
+/// An operator action on an invoice (Reintentar, Finalizar, Usar PAC de respaldo, the
+/// contador's forced failover and verification). The outbox re-checks the strategy and the
+/// role; a refusal comes back as `action_refused` / `role_not_allowed`.
+#[tauri::command]
+pub async fn invoice_action(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    invoice_id: i64,
+    action: ActionKindDto,
+    note: Option<String>,
+) -> Res<InvoiceDetailDto> {
+    let ready = state.ready()?;
+    let host = ready.drain()?;
+    let drain = &host.drain;
+    let invoice = InvoiceRef::Id(invoice_id);
+    let actor = ready.actor();
+    let note = note.unwrap_or_default();
+    let no_backup = || AppError::ActionRefused {
+        action: "failover".into(),
+        reason: "sin_pac_de_respaldo".into(),
+        evidence: vec![],
+    };
+    match action {
+        ActionKindDto::Retry => drain.retry(&invoice, &actor).await.map(|_| ())?,
+        ActionKindDto::Finalize => drain.finalize(&invoice, &actor).await?,
+        ActionKindDto::Failover => drain
+            .failover(&invoice, &host.first_backup().ok_or_else(no_backup)?, &actor)
+            .await
+            .map(|_| ())?,
+        ActionKindDto::ForceFailover => drain
+            .force_failover(&invoice, &host.first_backup().ok_or_else(no_backup)?, &note, &actor)
+            .await
+            .map(|_| ())?,
+        ActionKindDto::VerifyAbsent => {
+            // The open question is the attempt the verdict names as a possible duplicate.
+            let detail = ready.outbox.invoice(&invoice).await?;
+            let verdict = drain.verdict(&detail);
+            let attempt_no = verdict
+                .reasons
+                .iter()
+                .find(|r| r.code == "posible_duplicado")
+                .and_then(|r| r.attempt_no)
+                .ok_or_else(|| AppError::ActionRefused {
+                    action: "verify_absent".into(),
+                    reason: "sin_pregunta_abierta".into(),
+                    evidence: vec![],
+                })?;
+            drain.verify_absent(&invoice, attempt_no, &note, &actor).await?
+        }
+        ActionKindDto::SendToContador | ActionKindDto::DownloadXml => {
+            // Download is a file export (`export_xml`); the outbox has no contador queue action.
+            return Err(AppError::NotAvailable {
+                feature: format!("action:{}", action_name(action)),
+            });
+        }
+    }
+    announce(&app, ready, Some(invoice_id)).await;
+    detail_of(ready, invoice_id).await
+}
+
+fn action_name(a: ActionKindDto) -> String {
+    serde_json::to_value(a)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Writes an XML to the user's Downloads folder (or `TIMBRA_EXPORT_DIR`) and returns its path.
+#[tauri::command]
+pub async fn export_xml(state: State<'_, AppState>, invoice_id: i64, source: XmlSourceDto) -> Res<SavedFileDto> {
+    let ready = state.ready()?;
+    let detail = ready.outbox.invoice(&InvoiceRef::Id(invoice_id)).await?;
+    let (name, bytes) = match source {
+        XmlSourceDto::Attempt { attempt_id } => {
+            let Some(a) = detail.attempts.iter().find(|a| a.id == attempt_id) else {
+                return Err(AppError::NotFound {
+                    what: "attempt".into(),
+                    id: attempt_id.to_string(),
+                });
+            };
+            let (_, body) = ready.outbox.attempt_body(attempt_id).await?;
+            (
+                format!("{}-intento-{}-sellado.xml", safe_name(&detail.sale.sale_id), a.attempt_no),
+                body,
+            )
+        }
+        XmlSourceDto::Cfdi { uuid } => {
+            if !detail.cfdis.iter().any(|c| c.uuid.eq_ignore_ascii_case(&uuid)) {
+                return Err(AppError::NotFound {
+                    what: "cfdi".into(),
+                    id: uuid,
+                });
+            }
+            let uuid = detail
+                .cfdis
+                .iter()
+                .find(|c| c.uuid.eq_ignore_ascii_case(&uuid))
+                .map(|c| c.uuid.clone())
+                .unwrap_or(uuid);
+            let xml = ready.outbox.cfdi_xml(&uuid).await?.ok_or_else(|| AppError::NotFound {
+                what: "cfdi_xml".into(),
+                id: uuid.clone(),
+            })?;
+            (format!("{}.xml", safe_name(&uuid.to_uppercase())), xml)
+        }
+    };
+    let dir = export_dir()?;
+    let path = dir.join(name);
+    std::fs::create_dir_all(&dir)
+        .and_then(|_| std::fs::write(&path, &bytes))
+        .map_err(|e| AppError::File {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+    Ok(SavedFileDto {
+        path: path.display().to_string(),
+    })
+}
+
+fn safe_name(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn export_dir() -> Res<std::path::PathBuf> {
+    if let Some(d) = std::env::var_os("TIMBRA_EXPORT_DIR").filter(|d| !d.is_empty()) {
+        return Ok(d.into());
+    }
+    directories::UserDirs::new()
+        .and_then(|u| {
+            u.download_dir()
+                .map(|d| d.to_path_buf())
+                .or_else(|| Some(u.home_dir().to_path_buf()))
+        })
+        .ok_or_else(|| AppError::File {
+            path: "~".into(),
+            message: "no se encontró la carpeta de descargas".into(),
+        })
+}
+
+// Emitir ---------------------------------------------------------------------------------------
+
+/// The local time at the emisor's LugarExpedicion, `AAAA-MM-DDThh:mm:ss`: the occurred_at a
+/// click freezes for its sale.
+#[tauri::command]
+pub async fn local_now(state: State<'_, AppState>) -> Res<String> {
+    let ready = state.ready()?;
+    let emisor = ready.outbox.emisor_settings().await?.ok_or(AppError::NotConfigured)?;
+    let local = cfdi::tz::local_at(ready.outbox.now(), &emisor.profile.lugar_expedicion);
+    Ok(local.format(cfdi::write::FECHA_FORMAT).to_string())
+}
+
+/// Live check of the Emitir form: the totals the comprobante will carry, or every field error.
+#[tauri::command]
+pub async fn preview_sale(state: State<'_, AppState>, draft: SaleDraftDto) -> Res<SalePreviewDto> {
+    let ready = state.ready()?;
+    let emisor = ready.outbox.emisor_settings().await?.ok_or(AppError::NotConfigured)?;
+    let sale = match cfdi::sale::Sale::from_json(&convert::sale_json("vista-previa", &draft)) {
+        Ok(s) => s,
+        Err(v) => {
+            return Ok(SalePreviewDto {
+                totals: None,
+                errors: v.0.iter().map(Into::into).collect(),
+            })
+        }
+    };
+    let fecha = outbox::intake::choose_fecha(sale.occurred_at.0, &emisor.profile.lugar_expedicion, ready.outbox.now());
+    match cfdi::mapping::map_sale(&sale, &emisor.profile, fecha.fecha) {
+        Ok(c) => {
+            let imp = c.impuestos.as_ref();
+            Ok(SalePreviewDto {
+                totals: Some(TotalsDto {
+                    subtotal: c.sub_total.to_string(),
+                    descuento: c.descuento.map(|d| d.to_string()),
+                    traslados: imp.and_then(|i| i.total_impuestos_trasladados).map(|d| d.to_string()),
+                    retenciones: imp.and_then(|i| i.total_impuestos_retenidos).map(|d| d.to_string()),
+                    total: c.total.to_string(),
+                    moneda: c.moneda.clone(),
+                }),
+                errors: vec![],
+            })
+        }
+        Err(v) => Ok(SalePreviewDto {
+            totals: None,
+            errors: v.0.iter().map(Into::into).collect(),
+        }),
+    }
+}
+
+/// Records the form's sale. `sale_id` is the click's id: the UI keeps it across retries of that
+/// click (a retry answers `replayed`), and renews it only after success (DESIGN §8).
+#[tauri::command]
+pub async fn record_sale(app: AppHandle, state: State<'_, AppState>, sale_id: String, draft: SaleDraftDto) -> Res<RecordedDto> {
+    let ready = state.ready()?;
+    let bytes = convert::sale_json(&sale_id, &draft);
+    let r = ready.outbox.record_sale_json(&bytes, Some(&sale_id), &ready.actor()).await?;
+    announce(&app, ready, Some(r.invoice_id)).await;
+    // The drain polls for due rows every 500 ms; a new invoice is due at once.
+    Ok(RecordedDto {
+        invoice_id: r.invoice_id,
+        sale_id: r.sale_id,
+        replayed: r.replayed,
+    })
+}
+
+/// Records the demo sales (sandbox only).
+#[tauri::command]
+pub async fn load_demo_data(app: AppHandle, state: State<'_, AppState>) -> Res<DemoLoadedDto> {
+    let ready = state.ready()?;
+    if ready.mode().await? != ModeDto::Sandbox {
+        return Err(AppError::SandboxOnly);
+    }
+    let emisor = ready.outbox.emisor_settings().await?.ok_or(AppError::NotConfigured)?;
+    let now_local = cfdi::tz::local_at(ready.outbox.now(), &emisor.profile.lugar_expedicion);
+    let actor = ready.actor();
+    let (mut recorded, mut already_present) = (0, 0);
+    for i in 0..demo::DEMO_SALES {
+        match ready.outbox.record_sale_json(&demo::sale_json(i, now_local), None, &actor).await {
+            Ok(r) if r.replayed => already_present += 1,
+            Ok(_) => recorded += 1,
+            // Loaded before (at another time, so with another occurred_at): already there.
+            Err(OutboxError::IdempotencyConflict { .. }) => already_present += 1,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // Mixed faults on the primary simulator so Reanudar, Respaldo and the automatic recoveries
+    // show up (a validation rejection or a duplicate pair needs a document or an operator
+    // decision, not a fault; see the report of issue 6).
+    ready.set_sandbox_fault(SandboxFaultDto::Mixed)?;
+    announce(&app, ready, None).await;
+    Ok(DemoLoadedDto {
+        recorded,
+        already_present,
+        faults_scheduled: true,
+    })
+}
+
+/// Makes the sandbox PAC simulator play a fault (sandbox only), to see Timbra handle it.
+#[tauri::command]
+pub async fn set_sandbox_fault(state: State<'_, AppState>, fault: SandboxFaultDto) -> Res<SandboxFaultDto> {
+    let ready = state.ready()?;
+    ready.set_sandbox_fault(fault)?;
+    tracing::info!(?fault, "modo sandbox: falla del simulador");
+    Ok(fault)
+}
+
+// Ajustes --------------------------------------------------------------------------------------
+
+const SETTINGS_ROLES: &[RoleDto] = &[RoleDto::Soporte, RoleDto::Contador];
+
+#[tauri::command]
+pub async fn save_emisor(state: State<'_, AppState>, setup: EmisorSetupDto) -> Res<EmisorDto> {
+    let ready = state.ready()?;
+    require_role(ready, "save_emisor", SETTINGS_ROLES)?;
+    let password = Secret::new(setup.password.clone());
+    let domain = EmisorSetup {
+        profile: cfdi::sale::EmisorProfile {
+            rfc: setup.rfc.trim().to_uppercase(),
+            nombre: setup.nombre.trim().to_string(),
+            regimen_fiscal: setup.regimen_fiscal.trim().to_string(),
+            lugar_expedicion: setup.lugar_expedicion.trim().to_string(),
+        },
+        cer: setup.cer,
+        key: setup.key,
+        password_env: outbox::settings::DEFAULT_PASSWORD_ENV.to_string(),
+    };
+    // The outbox checks everything (profile, key encrypted, password, pair, RFC, validity)
+    // before storing; only then does the password go to the OS credential store.
+    let cert_no = cfdi::csd::Certificate::from_der(&domain.cer)?.no_certificado().to_string();
+    let stored = ready.outbox.configure_emisor(&domain, &password, &ready.actor()).await?;
+    if cert_no != ready.test_no_certificado {
+        CredentialSlot::CsdPassword { no_certificado: cert_no }.store(&password)?;
+    }
+    Ok(convert::emisor(&stored, stored.no_certificado == ready.test_no_certificado))
+}
+
+/// Configures the primary (and backup) PAC; the drain restarts on them. From then on the app is
+/// out of Modo sandbox.
+#[tauri::command]
+pub async fn save_pacs(app: AppHandle, state: State<'_, AppState>, primary: PacInputDto, backup: Option<PacInputDto>) -> Res<PacsDto> {
+    let ready = state.ready()?;
+    require_role(ready, "save_pacs", SETTINGS_ROLES)?;
+    let view = crate::pac_settings::save(&ready.outbox, &primary, backup.as_ref(), &ready.actor()).await?;
+    restart_drain(&app, ready).await;
+    Ok(view)
+}
+
+#[tauri::command]
+pub async fn save_drain(app: AppHandle, state: State<'_, AppState>, drain: DrainSettingsDto) -> Res<DrainSettingsDto> {
+    let ready = state.ready()?;
+    require_role(ready, "save_drain", SETTINGS_ROLES)?;
+    app_settings::check_drain(&drain)?;
+    app_settings::put(&ready.outbox, DRAIN, &drain, &ready.actor()).await?;
+    restart_drain(&app, ready).await;
+    Ok(drain)
+}
+
+#[tauri::command]
+pub async fn save_operators(state: State<'_, AppState>, operators: Vec<OperatorDto>) -> Res<Vec<OperatorDto>> {
+    let ready = state.ready()?;
+    require_role(ready, "save_operators", &[RoleDto::Contador])?;
+    let operators: Vec<OperatorDto> = operators
+        .into_iter()
+        .map(|o| OperatorDto {
+            name: o.name.trim().to_string(),
+            role: o.role,
+        })
+        .collect();
+    app_settings::check_operators(&operators)?;
+    app_settings::put(&ready.outbox, OPERATORS, &operators, &ready.actor()).await?;
+    // The person at the desk keeps their seat if it still exists with the same role.
+    let me = ready.operator();
+    if !operators.contains(&me) {
+        ready.set_operator(operators[0].clone());
+    }
+    Ok(operators)
+}
+
+/// Who is acting at this desktop (recorded on every action from now on).
+#[tauri::command]
+pub async fn select_operator(state: State<'_, AppState>, name: String) -> Res<OperatorDto> {
+    let ready = state.ready()?;
+    let operators: Vec<OperatorDto> = app_settings::get(&ready.outbox, OPERATORS)
+        .await?
+        .unwrap_or_else(app_settings::default_operators);
+    let op = operators.into_iter().find(|o| o.name == name).ok_or_else(|| AppError::NotFound {
+        what: "operator".into(),
+        id: name,
+    })?;
+    ready.set_operator(op.clone());
+    Ok(op)
+}
+
+/// Every command, for `generate_handler!` (kept equal to `commands_list::ALL` by a test).
+#[macro_export]
+macro_rules! timbra_handlers {
+    () => {
+        tauri::generate_handler![
+            $crate::commands::app_status,
+            $crate::commands::list_invoices,
+            $crate::commands::invoice_counts,
+            $crate::commands::invoice_detail,
+            $crate::commands::preview_sale,
+            $crate::commands::record_sale,
+            $crate::commands::local_now,
+            $crate::commands::add_note,
+            $crate::commands::resolve_note,
+            $crate::commands::export_xml,
+            $crate::commands::save_emisor,
+            $crate::commands::save_pacs,
+            $crate::commands::save_drain,
+            $crate::commands::save_operators,
+            $crate::commands::select_operator,
+            $crate::commands::load_demo_data,
+            $crate::commands::invoice_action,
+            $crate::commands::set_sandbox_fault,
+        ]
+    };
+}

@@ -1,0 +1,227 @@
+//! Runs the outbox's drain engine (`outbox::drain::Drain`) inside the app's async runtime and
+//! forwards what it reports to the webview as typed events. Which PACs it talks to: in Modo
+//! sandbox the in-process simulators (SW-flavoured `sandbox`, Finkok-flavoured
+//! `sandbox-respaldo`); otherwise the PACs configured in the outbox (`Outbox::pacs`), with
+//! their credentials from the OS credential store (or, as the CLI does, the environment).
+//! The engine, the strategy and every rule live in the outbox; this only wires them up.
+
+use std::sync::{Arc, Mutex};
+
+use cfdi::secret::Secret;
+use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainSink, PacSet, RunMode};
+use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
+use outbox::settings::DEFAULT_PAC;
+use outbox::{Outbox, SqliteStore};
+use pac::PacKind;
+use tauri::{AppHandle, Emitter};
+use tokio::sync::watch;
+
+use crate::convert;
+use crate::credentials::CredentialSlot;
+use crate::dto::{events, DrainProgressDto, InvoiceChangedDto};
+use crate::error::AppError;
+use crate::sandbox::SandboxPacs;
+
+/// The backup simulator's PAC name in Modo sandbox.
+pub const SANDBOX_BACKUP: &str = "sandbox-respaldo";
+
+/// Credentials of the sandbox simulators (test values; the simulators guard nothing).
+struct SandboxSecrets(pac_sim::Credentials);
+
+const SANDBOX_TOKEN: &str = "sandbox-token";
+const SANDBOX_PASSWORD: &str = "sandbox-password";
+
+impl SecretSource for SandboxSecrets {
+    fn get(&self, name: &str) -> Option<Secret> {
+        match name {
+            SANDBOX_TOKEN => Some(Secret::new(self.0.sw_token.clone())),
+            SANDBOX_PASSWORD => Some(Secret::new(self.0.password.clone())),
+            _ => None,
+        }
+    }
+}
+
+/// A configured PAC's credential: the name in its settings is looked up in the OS credential
+/// store first, then as an environment variable (the CLI's convention).
+struct StoredSecrets;
+
+impl SecretSource for StoredSecrets {
+    fn get(&self, name: &str) -> Option<Secret> {
+        match (CredentialSlot::Named { name: name.to_string() }).load() {
+            Ok(Some(s)) => Some(s),
+            Ok(None) | Err(_) => std::env::var(name).ok().filter(|v| !v.is_empty()).map(Secret::new),
+        }
+    }
+}
+
+/// The PAC configurations of Modo sandbox, pointing at the running simulators. Attempts are
+/// frozen for the PAC named `sandbox` (the outbox's default), so the primary carries that name.
+pub fn sandbox_configs(sims: &SandboxPacs) -> Vec<PacConfig> {
+    vec![
+        PacConfig {
+            name: DEFAULT_PAC.into(),
+            flavor: PacKind::Sw,
+            url: sims.primary.base_url.clone(),
+            api_url: None,
+            sat_url: None,
+            token_env: Some(SANDBOX_TOKEN.into()),
+            user: None,
+            password_env: None,
+            taxpayer_id: None,
+            role: PacRole::Primary,
+            // A "timeout after certify" shows up after 4 s, not after a minute.
+            timeout_ms: Some(4_000),
+        },
+        PacConfig {
+            name: SANDBOX_BACKUP.into(),
+            flavor: PacKind::Finkok,
+            url: sims.backup.base_url.clone(),
+            api_url: None,
+            sat_url: None,
+            token_env: None,
+            user: Some(pac_sim::Credentials::default().user),
+            password_env: Some(SANDBOX_PASSWORD.into()),
+            taxpayer_id: Some(crate::sandbox::test_profile().rfc),
+            role: PacRole::Backup,
+            timeout_ms: Some(4_000),
+        },
+    ]
+}
+
+/// The live PAC clients for this outbox.
+pub async fn pac_set(outbox: &Outbox, sims: Option<&SandboxPacs>) -> Result<PacSet, AppError> {
+    let clock: Arc<dyn pac::Clock> = Arc::new(pac::SystemClock);
+    match sims {
+        Some(sims) => Ok(build_pac_set(
+            &sandbox_configs(sims),
+            &SandboxSecrets(pac_sim::Credentials::default()),
+            clock,
+        )?),
+        None => Ok(build_pac_set(&outbox.pacs().await?, &StoredSecrets, clock)?),
+    }
+}
+
+/// Forwards the drain's reports to the webview.
+struct WebviewSink {
+    app: AppHandle,
+    outbox: Arc<Outbox>,
+    last: Arc<Mutex<Option<DrainProgressDto>>>,
+}
+
+impl DrainSink for WebviewSink {
+    fn event(&self, event: DrainEvent) {
+        match event {
+            DrainEvent::InvoiceChanged { invoice_id, .. } => {
+                let _ = self.app.emit(events::INVOICE_CHANGED, InvoiceChangedDto { invoice_id });
+                let (app, outbox) = (self.app.clone(), self.outbox.clone());
+                tauri::async_runtime::spawn(async move {
+                    if let Ok(c) = outbox.counts().await {
+                        let _ = app.emit(events::COUNTS_CHANGED, convert::counts(&c));
+                    }
+                });
+            }
+            DrainEvent::Progress(p) => {
+                let dto = DrainProgressDto {
+                    running: true,
+                    steps: p.steps,
+                    stamped: p.stamped,
+                    in_flight: p.in_flight,
+                    held: p.held,
+                    errors: p.errors,
+                };
+                *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(dto.clone());
+                let _ = self.app.emit(events::DRAIN_PROGRESS, dto);
+            }
+        }
+    }
+}
+
+/// A desktop resumes an unknown outcome after 3–6 s (then 6–12 s, … up to 10 min): long
+/// enough for a person watching the Factura page to see *Reanudar* and what it allows.
+pub const APP_BACKOFF: Backoff = Backoff {
+    base: chrono::Duration::seconds(6),
+    cap: chrono::Duration::minutes(10),
+};
+
+/// The running drain of this app.
+pub struct DrainHost {
+    pub drain: Arc<Drain<SqliteStore>>,
+    shutdown: watch::Sender<bool>,
+    last: Arc<Mutex<Option<DrainProgressDto>>>,
+}
+
+impl DrainHost {
+    /// Builds the drain over `pacs` and starts it in the app's async runtime.
+    pub fn start(app: AppHandle, outbox: Arc<Outbox>, pacs: PacSet, concurrency: u32) -> DrainHost {
+        let config = DrainConfig {
+            worker_id: format!("app-{}", std::process::id()),
+            concurrency: concurrency.clamp(1, crate::app_settings::MAX_CONCURRENCY) as usize,
+            backoff: APP_BACKOFF,
+            ..DrainConfig::default()
+        };
+        let last = Arc::new(Mutex::new(None));
+        let sink = Arc::new(WebviewSink {
+            app,
+            outbox: outbox.clone(),
+            last: last.clone(),
+        });
+        let drain = Arc::new(Drain::new(outbox, pacs, config, sink));
+        let (shutdown, mut rx) = watch::channel(false);
+        let runner = drain.clone();
+        tauri::async_runtime::spawn(async move {
+            let stop = async move {
+                while !*rx.borrow_and_update() {
+                    if rx.changed().await.is_err() {
+                        return;
+                    }
+                }
+            };
+            match runner.run(stop, RunMode::Forever).await {
+                Ok(p) => tracing::info!(steps = p.steps, stamped = p.stamped, "drenado detenido"),
+                Err(e) => tracing::error!(error = %e, "el drenado se detuvo con un error"),
+            }
+        });
+        DrainHost { drain, shutdown, last }
+    }
+
+    /// The counters of the last progress report (for a page opened after it).
+    pub fn last_progress(&self) -> Option<DrainProgressDto> {
+        self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Asks the drain to stop (in-flight tries get a short grace period).
+    pub fn stop(&self) {
+        let _ = self.shutdown.send(true);
+    }
+
+    /// The first backup PAC (where *Usar PAC de respaldo* goes).
+    pub fn first_backup(&self) -> Option<String> {
+        self.drain.pacs().backups().into_iter().next()
+    }
+}
+
+/// Starts the drain over this outbox's PACs (Modo sandbox: the in-process simulators); the
+/// error, when it cannot start, is logged and shown in the UI.
+pub async fn start_for(app: AppHandle, ready: &crate::state::Ready) -> Result<DrainHost, AppError> {
+    let result: Result<DrainHost, AppError> = async {
+        let sandbox = ready.mode().await? == crate::dto::ModeDto::Sandbox;
+        let sims = if sandbox {
+            Some(ready.sandbox_pacs.as_ref().ok_or(AppError::NotAvailable {
+                feature: "sandbox_pac".into(),
+            })?)
+        } else {
+            None
+        };
+        let pacs = pac_set(&ready.outbox, sims).await?;
+        let concurrency = crate::app_settings::get::<crate::dto::DrainSettingsDto>(&ready.outbox, crate::app_settings::DRAIN)
+            .await?
+            .map(|d| d.concurrency)
+            .unwrap_or(2);
+        Ok(DrainHost::start(app, ready.outbox.clone(), pacs, concurrency))
+    }
+    .await;
+    if let Err(e) = &result {
+        tracing::error!(code = e.code(), error = %e, "el drenado no pudo iniciar");
+    }
+    result
+}

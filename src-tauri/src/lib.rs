@@ -1,0 +1,73 @@
+//! `timbra-app`: Timbra's desktop shell (Tauri 2). It owns the window, the IPC commands and
+//! events, and the start-up sequence; every command calls the `Outbox` API and converts its
+//! answer (no business logic here — see ARCHITECTURE.md).
+//!
+//! Map:
+//! - [`state`]: start-up (database from `TIMBRA_DATABASE_URL` or the app-data folder, Modo
+//!   sandbox when nothing is configured) and the operator acting at this desktop;
+//! - [`commands`]: the IPC commands ([`commands_list::ALL`] names them for the ACL);
+//! - [`dto`]: the transport types and event payloads, with TypeScript generated from them
+//!   ([`bindings`]); [`convert`]: domain ⇄ DTO; [`error`]: the coded IPC error;
+//! - [`drain_host`]: the outbox's drain engine running in the app's runtime, its PAC clients
+//!   and its events; [`pac_settings`]: the PAC form over the outbox's PAC list;
+//! - [`sandbox`]: SAT's test CSD and the in-process PAC simulators; [`demo`]: the demo sales;
+//!   [`credentials`]: the OS credential store; [`app_settings`]: operators, drain concurrency.
+//!
+//! **Architecture invariant:** only this crate knows Tauri.
+
+pub mod app_settings;
+pub mod bindings;
+pub mod commands;
+pub mod commands_list;
+pub mod convert;
+pub mod credentials;
+pub mod demo;
+pub mod drain_host;
+pub mod dto;
+pub mod error;
+pub mod pac_settings;
+pub mod sandbox;
+pub mod state;
+
+use tauri::Manager;
+
+/// Starts the desktop console; returns when its window is closed.
+pub fn run() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TIMBRA_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+
+    let app = tauri::Builder::default()
+        .setup(|app| {
+            let state = tauri::async_runtime::block_on(state::AppState::start());
+            if let Ok(ready) = state.ready() {
+                tracing::info!(database = %state.database_path, operator = %ready.operator().name, "Timbra iniciado");
+                let host = tauri::async_runtime::block_on(drain_host::start_for(app.handle().clone(), ready));
+                ready.set_drain(host);
+            }
+            app.manage(state);
+            Ok(())
+        })
+        .invoke_handler(timbra_handlers!())
+        .build(tauri::generate_context!("../tauri.conf.json"));
+    let app = match app {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("error: Timbra no pudo abrir su ventana: {e}");
+            std::process::exit(1);
+        }
+    };
+    app.run(|handle, event| {
+        if let tauri::RunEvent::Exit = event {
+            // In-flight tries get the drain's grace period; unanswered ones stay unknown and
+            // are resumed on the next start (the same bytes and key).
+            if let Some(state) = handle.try_state::<state::AppState>() {
+                if let Ok(host) = state.ready().and_then(|r| r.drain()) {
+                    host.stop();
+                }
+            }
+        }
+    });
+}

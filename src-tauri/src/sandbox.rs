@@ -1,0 +1,144 @@
+//! Modo sandbox: what the app runs on when nothing is configured — SAT's public test CSD
+//! (EKU9003173C9, password `12345678a`, published by SAT as test material) as the emisor, and the
+//! in-process PAC simulator as the PAC. Nothing stamped in this mode is fiscal; the UI labels it
+//! everywhere.
+
+use std::path::Path;
+
+use cfdi::sale::EmisorProfile;
+use cfdi::secret::Secret;
+use outbox::EmisorSetup;
+use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
+
+use crate::dto::SandboxFaultDto;
+
+/// SAT's test certificate (persona moral EKU9003173C9, régimen 601).
+pub const TEST_CER: &[u8] = include_bytes!("../../tests/fixtures/cfdi/certs/EKU9003173C9.cer");
+/// Its encrypted private key, exactly as SAT publishes it.
+pub const TEST_KEY: &[u8] = include_bytes!("../../tests/fixtures/cfdi/certs/EKU9003173C9.key");
+/// The test key's public password (SAT's test material, not a secret of anyone's).
+const TEST_KEY_PASSWORD: &str = "12345678a";
+
+/// The variable name stored with the sandbox emisor (the app hands the password over itself).
+pub const TEST_PASSWORD_ENV: &str = "TIMBRA_SANDBOX_CSD_PASSWORD";
+
+pub fn test_password() -> Secret {
+    Secret::new(TEST_KEY_PASSWORD)
+}
+
+/// The emisor the test CSD belongs to; LugarExpedicion 42501 (Pachuca, as in SAT's samples).
+pub fn test_profile() -> EmisorProfile {
+    EmisorProfile {
+        rfc: "EKU9003173C9".into(),
+        nombre: "ESCUELA KEMPER URGATE".into(),
+        regimen_fiscal: "601".into(),
+        lugar_expedicion: "42501".into(),
+    }
+}
+
+pub fn test_setup() -> EmisorSetup {
+    EmisorSetup {
+        profile: test_profile(),
+        cer: TEST_CER.to_vec(),
+        key: TEST_KEY.to_vec(),
+        password_env: TEST_PASSWORD_ENV.into(),
+    }
+}
+
+/// NoCertificado of the test CSD, to recognise the sandbox emisor in a database.
+pub fn test_no_certificado() -> Result<String, cfdi::csd::CsdError> {
+    Ok(cfdi::csd::Certificate::from_der(TEST_CER)?.no_certificado().to_string())
+}
+
+/// The in-process PAC simulators of Modo sandbox: an SW-flavoured primary and a
+/// Finkok-flavoured backup, each on 127.0.0.1 with a free port, their ledgers kept next to the
+/// database (so a CFDI stamped before a restart is still "already stamped" after it).
+pub struct SandboxPacs {
+    pub primary: SimHandle,
+    pub backup: SimHandle,
+}
+
+impl SandboxPacs {
+    /// Starts both simulators in the current tokio runtime.
+    pub async fn start(database_dir: &Path) -> Result<SandboxPacs, pac_sim::SimError> {
+        let config = |flavor: Flavor, name: &str| {
+            let mut c = SimConfig::new(flavor);
+            c.state_dir = Some(database_dir.join("timbra-sandbox-pac").join(name));
+            c.faults = faults_for(SandboxFaultDto::None);
+            // A held "timeout after certify" outlasts the sandbox clients' 4 s timeout.
+            c.hold = std::time::Duration::from_secs(8);
+            c
+        };
+        let primary = pac_sim::start(config(Flavor::Sw, "sw")).await?;
+        let backup = pac_sim::start(config(Flavor::Finkok, "finkok")).await?;
+        tracing::info!(primary = %primary.base_url, backup = %backup.base_url, "modo sandbox: simuladores de PAC en marcha");
+        Ok(SandboxPacs { primary, backup })
+    }
+}
+
+/// How far ahead of real time the simulator's clock runs for a fault.
+pub fn clock_offset_for(fault: SandboxFaultDto) -> chrono::Duration {
+    match fault {
+        SandboxFaultDto::FechaExpired => chrono::Duration::hours(73),
+        _ => chrono::Duration::zero(),
+    }
+}
+
+/// The simulator schedule for a fault (always on top of the defaults: one fault at a time).
+/// Finkok's `stamped` lookup settles within 1 s in sandbox, so demos do not wait.
+pub fn faults_for(fault: SandboxFaultDto) -> Faults {
+    let text = match fault {
+        SandboxFaultDto::None => "",
+        SandboxFaultDto::TimeoutAfterCertify => "timeout_after_certify=1",
+        SandboxFaultDto::Outage => "down=1",
+        SandboxFaultDto::ServerError => "http500=1",
+        SandboxFaultDto::Slow => "latency_ms=1000..3000",
+        SandboxFaultDto::Mixed => "timeout_after_certify=0.1,http500=0.1,refuse=0.15,latency_ms=50..400",
+        SandboxFaultDto::FechaExpired => "",
+    };
+    // The texts above are constants known to parse; fall back to the defaults regardless.
+    Faults::parse(&format!("stamped_lag_ms=1000,no_xml_307=0,{text}")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_test_csd_opens_and_matches_its_profile() {
+        let csd = cfdi::csd::Csd::load(TEST_CER, TEST_KEY, &test_password()).expect("SAT's test CSD opens with its public password");
+        assert_eq!(csd.certificate().rfc(), Some(test_profile().rfc.as_str()));
+        assert_eq!(test_no_certificado().unwrap(), csd.certificate().no_certificado());
+        cfdi::mapping::validate_emisor(&test_profile()).expect("the sandbox profile is valid");
+    }
+
+    #[test]
+    fn every_fault_preset_is_a_valid_schedule() {
+        use SandboxFaultDto::*;
+        assert_eq!(faults_for(None).timeout_after_certify, 0.0);
+        assert_eq!(faults_for(TimeoutAfterCertify).timeout_after_certify, 1.0);
+        assert!(faults_for(Outage).down);
+        assert_eq!(faults_for(ServerError).http500, 1.0);
+        assert_eq!(faults_for(Slow).latency_ms, (1000, 3000));
+        assert!(faults_for(Mixed).refuse > 0.0 && faults_for(Mixed).timeout_after_certify > 0.0);
+        assert_eq!(clock_offset_for(FechaExpired), chrono::Duration::hours(73));
+        assert_eq!(clock_offset_for(Outage), chrono::Duration::zero());
+        for f in [None, TimeoutAfterCertify, Outage, ServerError, Slow, Mixed, FechaExpired] {
+            assert_eq!(faults_for(f).stamped_lag_ms, 1000, "{f:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_sandbox_simulators_listen_on_loopback_and_keep_their_ledger_by_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let pacs = SandboxPacs::start(dir.path()).await.expect("simulators start");
+        for url in [&pacs.primary.base_url, &pacs.primary.control_url, &pacs.backup.base_url] {
+            assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        }
+        assert_ne!(pacs.primary.base_url, pacs.backup.base_url);
+        assert!(dir.path().join("timbra-sandbox-pac/sw").is_dir());
+        assert!(dir.path().join("timbra-sandbox-pac/finkok").is_dir());
+        pacs.primary.shutdown().await;
+        pacs.backup.shutdown().await;
+    }
+}

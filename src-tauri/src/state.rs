@@ -1,0 +1,260 @@
+//! The shell's state: the opened [`Outbox`] (or why it could not open), the operator acting at
+//! this desktop, and the start-up sequence — database from `TIMBRA_DATABASE_URL` or the
+//! app-data folder, and Modo sandbox (SAT's test CSD + the PAC simulator) when nothing is
+//! configured.
+
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use outbox::location::{DatabaseLocation, DATABASE_URL_ENV};
+use outbox::settings::DEFAULT_PAC;
+use outbox::{Actor, Outbox, SqliteOptions, SystemClock};
+
+use crate::app_settings;
+use crate::convert;
+use crate::credentials::CredentialSlot;
+use crate::drain_host::DrainHost;
+use crate::dto::{ModeDto, OperatorDto, SandboxFaultDto};
+use crate::error::AppError;
+use crate::sandbox::{self, SandboxPacs};
+
+/// The channel every action from this app is recorded with.
+pub const CHANNEL: &str = "app";
+
+/// The outbox and what the shell knows about it.
+pub struct Ready {
+    pub outbox: Arc<Outbox>,
+    /// NoCertificado of SAT's test CSD (recognises the sandbox emisor).
+    pub test_no_certificado: String,
+    operator: Mutex<OperatorDto>,
+    /// Modo sandbox's in-process PAC simulators (None when a PAC is configured, or when they
+    /// could not start — then `sandbox_error` says why).
+    pub sandbox_pacs: Option<SandboxPacs>,
+    pub sandbox_error: Option<String>,
+    /// The fault the sandbox primary simulator plays now.
+    sandbox_fault: Mutex<SandboxFaultDto>,
+    /// The drain engine, once started (see [`crate::drain_host`]), or why it could not start.
+    drain: RwLock<Option<Result<Arc<DrainHost>, AppError>>>,
+}
+
+/// Managed Tauri state.
+pub struct AppState {
+    pub database_path: String,
+    ready: Result<Ready, AppError>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl AppState {
+    /// The outbox, or `startup` naming why it could not open.
+    pub fn ready(&self) -> Result<&Ready, AppError> {
+        self.ready.as_ref().map_err(|e| AppError::Startup {
+            cause: Box::new(e.clone()),
+        })
+    }
+
+    pub fn startup_error(&self) -> Option<AppError> {
+        self.ready.as_ref().err().cloned()
+    }
+
+    /// Opens the outbox at `TIMBRA_DATABASE_URL` (or the app-data default) and brings it to a
+    /// usable state; failures are kept and reported to the UI, never a crash.
+    pub async fn start() -> AppState {
+        let env = std::env::var(DATABASE_URL_ENV).ok();
+        let location = match DatabaseLocation::resolve(None, env.as_deref()) {
+            Ok(l) => l,
+            Err(e) => {
+                return AppState {
+                    database_path: env.unwrap_or_default(),
+                    ready: Err(e.into()),
+                }
+            }
+        };
+        let DatabaseLocation::Sqlite(path) = location;
+        let database_path = path.display().to_string();
+        let ready = Ready::open(SqliteOptions::new(path).create(true)).await;
+        if let Err(e) = &ready {
+            tracing::error!(code = e.code(), error = %e, "no se pudo iniciar el outbox");
+        }
+        AppState { database_path, ready }
+    }
+}
+
+impl Ready {
+    pub async fn open(opts: SqliteOptions) -> Result<Ready, AppError> {
+        let database_dir = opts.path.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        let outbox = Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await?;
+        let test_no_certificado = sandbox::test_no_certificado()?;
+        let system = Actor::system(CHANNEL);
+        match outbox.emisor_settings().await? {
+            None => {
+                // First start: SAT's test emisor, so a newcomer can emit at once (Modo sandbox).
+                outbox
+                    .configure_emisor(&sandbox::test_setup(), &sandbox::test_password(), &system)
+                    .await?;
+                tracing::info!("modo sandbox: emisor de prueba EKU9003173C9 configurado");
+            }
+            Some(s) if s.no_certificado == test_no_certificado => outbox.provide_csd_password(sandbox::test_password()),
+            Some(s) => {
+                let slot = CredentialSlot::CsdPassword {
+                    no_certificado: s.no_certificado.clone(),
+                };
+                match slot.load() {
+                    Ok(Some(p)) => outbox.provide_csd_password(p),
+                    // Recording answers `csd_locked` until the password is entered in Ajustes.
+                    Ok(None) => {
+                        tracing::warn!(no_certificado = %s.no_certificado, "la contraseña del CSD no está en el almacén de credenciales")
+                    }
+                    Err(e) => tracing::warn!(error = %e, "no se pudo leer el almacén de credenciales"),
+                }
+            }
+        }
+        let operators = app_settings::get::<Vec<OperatorDto>>(&outbox, app_settings::OPERATORS)
+            .await?
+            .unwrap_or_else(app_settings::default_operators);
+        // Soporte is the default seat: it can emit, add notes and work the failed rows.
+        let operator = operators
+            .iter()
+            .find(|o| o.role == crate::dto::RoleDto::Soporte)
+            .or(operators.first())
+            .cloned();
+        let operator = operator.unwrap_or_else(|| app_settings::default_operators()[1].clone());
+        let mut ready = Ready {
+            outbox: Arc::new(outbox),
+            test_no_certificado,
+            operator: Mutex::new(operator),
+            sandbox_pacs: None,
+            sandbox_error: None,
+            sandbox_fault: Mutex::new(SandboxFaultDto::None),
+            drain: RwLock::new(None),
+        };
+        if ready.mode().await? == ModeDto::Sandbox {
+            match SandboxPacs::start(&database_dir).await {
+                Ok(p) => ready.sandbox_pacs = Some(p),
+                Err(e) => {
+                    tracing::error!(error = %e, "no se pudieron iniciar los simuladores de PAC del modo sandbox");
+                    ready.sandbox_error = Some(e.to_string());
+                }
+            }
+        }
+        Ok(ready)
+    }
+
+    pub fn operator(&self) -> OperatorDto {
+        lock(&self.operator).clone()
+    }
+
+    pub fn set_operator(&self, op: OperatorDto) {
+        *lock(&self.operator) = op;
+    }
+
+    /// The actor every action from this desktop is recorded with.
+    pub fn actor(&self) -> Actor {
+        let op = self.operator();
+        Actor::new(op.name, convert::role_in(op.role), CHANNEL)
+    }
+
+    /// The running drain, or why there is none.
+    pub fn drain(&self) -> Result<Arc<DrainHost>, AppError> {
+        match &*self.drain.read().unwrap_or_else(|p| p.into_inner()) {
+            Some(Ok(d)) => Ok(d.clone()),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(AppError::NotAvailable { feature: "drain".into() }),
+        }
+    }
+
+    /// Installs a (re)started drain, stopping the previous one.
+    pub fn set_drain(&self, host: Result<DrainHost, AppError>) {
+        let old = self.drain.write().unwrap_or_else(|p| p.into_inner()).replace(host.map(Arc::new));
+        if let Some(Ok(old)) = old {
+            old.stop();
+        }
+    }
+
+    pub fn sandbox_fault(&self) -> SandboxFaultDto {
+        *lock(&self.sandbox_fault)
+    }
+
+    /// Makes the sandbox primary simulator play `fault` (sandbox only).
+    pub fn set_sandbox_fault(&self, fault: SandboxFaultDto) -> Result<(), AppError> {
+        let sims = self.sandbox_pacs.as_ref().ok_or(AppError::SandboxOnly)?;
+        sims.primary.set_faults(crate::sandbox::faults_for(fault));
+        sims.primary.clock().set_offset(crate::sandbox::clock_offset_for(fault));
+        *lock(&self.sandbox_fault) = fault;
+        Ok(())
+    }
+
+    /// Sandbox when no PAC is configured.
+    pub async fn mode(&self) -> Result<ModeDto, AppError> {
+        Ok(if self.outbox.primary_pac().await? == DEFAULT_PAC {
+            ModeDto::Sandbox
+        } else {
+            ModeDto::Configured
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dto::RoleDto;
+
+    /// Demo sale 0 with another sale_id, occurring at `occurred_at` (local time).
+    fn sale(sale_id: &str, occurred_at: &str) -> Vec<u8> {
+        let at = chrono::NaiveDateTime::parse_from_str(occurred_at, cfdi::write::FECHA_FORMAT).unwrap();
+        let mut v: serde_json::Value = serde_json::from_slice(&crate::demo::sale_json(0, at)).unwrap();
+        v["sale_id"] = sale_id.into();
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    #[tokio::test]
+    async fn first_start_is_sandbox_and_a_restart_can_still_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = || SqliteOptions::new(dir.path().join("timbra.db")).create(true);
+        let ready = Ready::open(opts()).await.expect("first start");
+        assert_eq!(ready.mode().await.unwrap(), ModeDto::Sandbox);
+        let emisor = ready
+            .outbox
+            .emisor_settings()
+            .await
+            .unwrap()
+            .expect("the test emisor is configured");
+        assert_eq!(emisor.profile.rfc, "EKU9003173C9");
+        assert_eq!(emisor.no_certificado, ready.test_no_certificado);
+        assert!(ready.sandbox_pacs.is_some(), "{:?}", ready.sandbox_error);
+        assert_eq!(ready.operator().role, RoleDto::Soporte);
+        assert_eq!(ready.actor().channel, CHANNEL);
+        let now_local = cfdi::tz::local_at(ready.outbox.now(), "42501")
+            .format(cfdi::write::FECHA_FORMAT)
+            .to_string();
+        let r = ready
+            .outbox
+            .record_sale_json(&sale("a-1", &now_local), None, &ready.actor())
+            .await
+            .expect("record");
+        assert!(!r.replayed);
+        drop(ready);
+
+        // A restart: the emisor is kept (not configured twice), the CSD password is handed
+        // over again, so recording works without anyone typing it.
+        let ready = Ready::open(opts()).await.expect("second start");
+        assert_eq!(ready.outbox.emisor_settings().await.unwrap().unwrap().id, emisor.id);
+        let r = ready
+            .outbox
+            .record_sale_json(&sale("a-2", &now_local), None, &ready.actor())
+            .await
+            .expect("record after restart");
+        assert!(!r.replayed);
+        assert_eq!(ready.outbox.counts().await.unwrap().total, 2);
+    }
+
+    #[tokio::test]
+    async fn an_unusable_database_is_reported_not_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("not-a-db.db");
+        std::fs::write(&path, b"this is not sqlite").unwrap();
+        let e = Ready::open(SqliteOptions::new(path).create(true)).await.err().expect("refused");
+        assert!(matches!(e, AppError::DbCorrupt { .. } | AppError::DbUnavailable { .. }), "{e:?}");
+    }
+}

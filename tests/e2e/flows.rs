@@ -1,0 +1,403 @@
+//! The flows, each on a fresh app with a fresh temporary database in Modo sandbox.
+
+use crate::harness::{App, Res};
+
+fn check(cond: bool, what: impl Into<String>) -> Res {
+    if cond {
+        Ok(())
+    } else {
+        Err(what.into())
+    }
+}
+
+/// Fills the Emitir form with a valid sale for SAT's test receptor, except the RFC given.
+async fn fill_sale(app: &App, rfc: &str) -> Res {
+    app.type_into("input[name='receptor.rfc']", rfc).await?;
+    app.type_into("input[name='receptor.nombre']", "UNIVERSIDAD ROBOTICA ESPAÑOLA")
+        .await?;
+    app.type_into("input[name='receptor.domicilio_fiscal']", "86991").await?;
+    app.select("select[name='receptor.regimen_fiscal']", "601").await?;
+    app.select("select[name='receptor.uso_cfdi']", "G01").await?;
+    app.type_into("input[name='folio']", "4471").await?;
+    app.type_into("input[name='conceptos[0].descripcion']", "Café de olla").await?;
+    app.type_into("input[name='conceptos[0].cantidad']", "2").await?;
+    app.type_into("input[name='conceptos[0].valor_unitario']", "50.00").await?;
+    Ok(())
+}
+
+/// Start on an empty database in sandbox mode; emit from the form (a rejected click first,
+/// then its retry with the same identity); watch it become Timbrada; the buttons of a
+/// Timbrada; download its XML; add and resolve a note.
+pub async fn emitir_y_notas(app: &App) -> Res {
+    // Sandbox, clearly labelled, and an empty outbox.
+    let title = app.client.title().await.map_err(|e| e.to_string())?;
+    check(title == "Timbra", format!("título de la ventana: {title:?}"))?;
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    app.wait_contains("[data-testid=sandbox-banner]", "EKU9003173C9").await?;
+    app.wait_text("[data-testid=count-total]", "0 facturas", |t| t.trim() == "0")
+        .await?;
+
+    // A click with an invalid RFC: field-level error from Rust, nothing written.
+    app.go("#/emitir").await?;
+    fill_sale(app, "URE18042").await?;
+    app.click("[data-testid=emitir-submit]").await?;
+    app.wait_text("[data-error-for='receptor.rfc']", "el error del RFC", |t| !t.trim().is_empty())
+        .await?;
+    let first_click = app
+        .wait_text("[data-testid=click-id]", "el identificador del envío", |t| t.contains("emitir-"))
+        .await?;
+    let click_id = first_click.split_whitespace().last().unwrap_or_default().to_string();
+
+    // Fix the field: live totals from the CFDI core (2 × 50.00 + 16 % IVA).
+    app.type_into("input[name='receptor.rfc']", "URE180429TM6").await?;
+    app.wait_contains("[data-total=total]", "$116.00").await?;
+    app.wait_contains("[data-total=traslados]", "$16.00").await?;
+    app.screenshot("emitir").await?;
+
+    // The retry of that click keeps its identity (DESIGN §8) and records the sale once.
+    app.click("[data-testid=emitir-submit]").await?;
+    let recorded = app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
+    check(
+        recorded.contains(&click_id),
+        format!("el reintento debía usar {click_id}; dice {recorded:?}"),
+    )?;
+
+    // The invoice page: header, badge, timeline with actor.
+    app.click("[data-testid=recorded-link]").await?;
+    app.wait_contains("[data-testid=sale-id]", &click_id).await?;
+    app.wait_contains("[data-testid=factura-head]", "UNIVERSIDAD ROBOTICA ESPAÑOLA")
+        .await?;
+    app.wait_contains("[data-testid=factura-head]", "$116.00").await?;
+    let entry = app
+        .wait_contains("[data-testid=timeline] li[data-kind=sale_recorded]", "Venta registrada")
+        .await?;
+    check(entry.contains("Soporte"), format!("la entrada debe nombrar al operador: {entry:?}"))?;
+
+    // The drain stamps it against the sandbox PAC: Timbrada, with its UUID and CFDI.
+    app.wait_badge("timbrada").await?;
+    let uuid = app.wait_text("[data-testid=uuid]", "un UUID", |t| t.trim().len() == 36).await?;
+    app.wait_contains("[data-testid=cfdis]", uuid.trim()).await?;
+    app.wait_contains("[data-testid=reasons]", "Timbrada por sandbox").await?;
+    app.find("[data-testid=timeline] li[data-kind=pac_response]").await?;
+
+    // Timbrada: only the download is enabled; every new try or attempt is refused because a
+    // CFDI exists, and the tooltip says so, naming the evidence.
+    expect_button(app, "download_xml", true, "").await?;
+    expect_button(app, "retry", false, "Ya existe un CFDI para esta venta").await?;
+    expect_button(app, "failover", false, "Ya existe un CFDI").await?;
+    expect_button(app, "finalize", false, "Ya está finalizada").await?;
+    check(
+        app.all("button[data-action=force_failover]").await?.is_empty(),
+        "forzar respaldo es solo del contador",
+    )?;
+    app.click("button[data-action=download_xml]").await?;
+    let saved = app.wait_contains(".notice[role=status]", "Guardado en").await?;
+    let path = saved.trim().trim_start_matches("Guardado en").trim().to_string();
+    let xml = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    check(
+        xml.contains("TimbreFiscalDigital") && xml.contains(uuid.trim()),
+        "el XML descargado debe traer el TFD con el UUID",
+    )?;
+
+    // Notes: add, see it active and in the timeline; resolve it.
+    app.type_into("#note-text", "El cliente pidió el XML por correo; confirmar dirección.")
+        .await?;
+    app.click("[data-testid=notes] form button[type=submit]").await?;
+    app.wait_contains("[data-testid=notes] li.note:not([data-resolved])", "pidió el XML")
+        .await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=note_added]", "Nota agregada")
+        .await?;
+    app.screenshot("factura-timbrada").await?;
+    app.click("[data-testid=notes] button[data-resolve]").await?;
+    app.wait_contains("[data-testid=notes]", "Notas resueltas (1)").await?;
+    app.wait_contains("[data-testid=notes]", "No hay notas activas").await?;
+    let resolved = app
+        .wait_contains("[data-testid=timeline] li[data-kind=note_resolved]", "Nota resuelta")
+        .await?;
+    check(
+        resolved.contains("Soporte"),
+        format!("la resolución debe nombrar al operador: {resolved:?}"),
+    )?;
+
+    // Back in the Bandeja: exactly one invoice (the rejected click wrote nothing), Timbrada.
+    app.go("#/bandeja").await?;
+    app.wait_text("[data-testid=count-total]", "1 factura", |t| t.trim() == "1").await?;
+    app.wait_contains(&format!("a.tr[data-sale-id='{click_id}']"), "Timbrada").await?;
+    app.wait_contains("[data-count-badge=timbrada]", "1").await?;
+    app.wait_contains("[data-testid=drain-progress]", "1 timbradas").await?;
+    app.screenshot("bandeja-timbrada").await?;
+    Ok(())
+}
+
+/// Demo data in sandbox mode, search, the settings page, roles and the English switch.
+pub async fn demo_ajustes_idioma(app: &App) -> Res {
+    app.click("[data-testid=load-demo]").await?;
+    app.wait_contains(".notice[role=status]", "36 ventas registradas").await?;
+    app.wait_text("[data-testid=count-total]", "36 facturas", |t| t.trim() == "36")
+        .await?;
+    // Newest first; the oldest rows are outside the virtualized window until scrolled to.
+    app.find("a.tr[data-sale-id='demo-036']").await?;
+    // The drain works through them against the simulator's mixed faults (timeouts after
+    // certifying, 500s, refused connections): every one is tried, most end Timbrada.
+    let wait = std::time::Duration::from_secs(60);
+    app.wait_text_for("[data-count-badge=pendiente]", "ninguna pendiente", |t| t.trim() == "0", wait)
+        .await?;
+    app.wait_text_for(
+        "[data-count-badge=timbrada]",
+        "timbradas",
+        |t| t.trim().parse::<u32>().is_ok_and(|n| n > 0),
+        wait,
+    )
+    .await?;
+    app.screenshot("bandeja").await?;
+
+    // Search by sale_id prefix, then by receptor RFC.
+    app.type_into("[data-testid=search]", "demo-007").await?;
+    wait_rows(app, 1).await?;
+    app.find("a.tr[data-sale-id='demo-007']").await?;
+    app.type_into("[data-testid=search]", "MCI7306249Y1").await?;
+    wait_rows(app, 9).await?;
+    app.type_into("[data-testid=search]", "").await?;
+    // Loading twice records nothing new.
+    app.click("[data-testid=load-demo]").await?;
+    app.wait_contains(".notice[role=status]", "36 ya estaban").await?;
+
+    // Ajustes: the sandbox emisor and PAC, clearly labelled.
+    app.go("#/ajustes").await?;
+    app.wait_contains("[data-testid=emisor-form]", "EKU9003173C9").await?;
+    app.wait_contains("[data-testid=emisor-form]", "CSD de prueba del SAT").await?;
+    app.wait_contains("[data-testid=pac-form]", "simulador").await?;
+    app.wait_contains("[data-testid=sandbox-faults]", "Mezcla de fallas").await?;
+    app.screenshot("ajustes").await?;
+    // A PAC without its URL is refused field by field, and nothing changes: still sandbox.
+    app.click("[data-testid=pac-form] button[type=submit]").await?;
+    app.wait_contains("[data-testid=pac-form] .field-error", "Formato incorrecto")
+        .await?;
+    app.wait_contains("[data-testid=mode-chip]", "Modo sandbox").await?;
+
+    app.go("#/tablero").await?;
+    app.wait_contains("[data-testid=badge-bars]", "Timbrada").await?;
+    app.screenshot("tablero").await?;
+
+    // Roles: personal may not change settings (hidden/disabled here, refused by the API).
+    app.select("[data-testid=operator]", "Mostrador").await?;
+    app.go("#/ajustes").await?;
+    app.wait_contains(".ajustes", "solo lectura").await?;
+    let disabled = app.attr("[data-testid=pac-form] fieldset", "disabled").await?;
+    check(disabled.is_some(), "con rol personal el formulario de PAC debe estar deshabilitado")?;
+    app.select("[data-testid=operator]", "Soporte").await?;
+
+    // English switch.
+    app.click("[data-testid=lang-en]").await?;
+    app.wait_contains("nav [data-nav=bandeja]", "Outbox").await?;
+    app.wait_contains("[data-testid=sandbox-banner]", "Sandbox mode").await?;
+    Ok(())
+}
+
+async fn wait_rows(app: &App, n: usize) -> Res {
+    let start = std::time::Instant::now();
+    let mut last = 0;
+    while start.elapsed() < std::time::Duration::from_secs(10) {
+        last = app.all("a.tr[data-sale-id]").await?.len();
+        if last == n {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    Err(format!("se esperaban {n} filas, hay {last}"))
+}
+
+/// Waits for a button's state on the Factura page; `why` must appear in its reason line.
+async fn expect_button(app: &App, action: &str, enabled: bool, why: &str) -> Res {
+    let css = format!("[data-testid=actions] button[data-action={action}]");
+    let start = std::time::Instant::now();
+    loop {
+        let b = app.find(&css).await?;
+        let now = b.is_enabled().await.map_err(|e| e.to_string())?;
+        let text = app
+            .find(&format!("[data-why={action}]"))
+            .await?
+            .text()
+            .await
+            .map_err(|e| e.to_string())?;
+        if now == enabled && text.contains(why) {
+            return Ok(());
+        }
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            return Err(format!(
+                "{action}: se esperaba habilitado={enabled} con motivo {why:?}; está habilitado={now}, motivo {text:?}"
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    }
+}
+
+/// Emits a valid sale from the form and opens its Factura page; returns its hash route.
+async fn emit_and_open(app: &App, folio: &str) -> Res<String> {
+    app.go("#/emitir").await?;
+    fill_sale(app, "URE180429TM6").await?;
+    app.type_into("input[name='folio']", folio).await?;
+    app.wait_contains("[data-total=total]", "$116.00").await?;
+    app.click("[data-testid=emitir-submit]").await?;
+    app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
+    let href = app
+        .attr("[data-testid=recorded-link]", "href")
+        .await?
+        .ok_or("el enlace a la factura no tiene href")?;
+    app.go(&href).await?;
+    app.find("[data-testid=strategy]").await?;
+    Ok(href)
+}
+
+async fn set_fault(app: &App, fault: &str, says: &str) -> Res {
+    app.go("#/ajustes").await?;
+    app.select("[data-testid=sandbox-fault]", fault).await?;
+    app.wait_contains(".notice[role=status]", says).await?;
+    Ok(())
+}
+
+/// The sandbox PAC stamps and never answers: the outcome is unknown, the badge says Reanudar,
+/// Reintentar resumes (Reprocesar and failover unavailable, naming the evidence), also after
+/// the PAC then goes down; the contador alone may force the failover. When the PAC answers
+/// again, Reintentar re-sends the same bytes and key and the PAC returns the CFDI it had made:
+/// Timbrada with that same UUID, one CFDI, one attempt.
+pub async fn timeout_tras_certificar(app: &App) -> Res {
+    set_fault(app, "timeout_after_certify", "Timbra y no contesta").await?;
+    let factura = emit_and_open(app, "4472").await?;
+
+    // The first send times out after the PAC certified (4 s). Right then the PAC goes down,
+    // so the resumes the drain schedules (after 3–6 s) are refused: a later "not sent" does
+    // not settle the earlier unknown outcome (strategy case 10), and the badge stays Reanudar.
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "unknown")
+        .await?;
+    app.invoke("set_sandbox_fault", serde_json::json!({ "fault": "outage" })).await?;
+    app.wait_badge("reanudar").await?;
+    app.wait_contains("[data-testid=reasons]", "sin respuesta clara").await?;
+    expect_button(app, "retry", true, "No reprocesa: El PAC pudo haber timbrado").await?;
+    app.wait_contains("[data-testid=actions] button[data-action=retry]", "Reintentar · Reanudar")
+        .await?;
+    expect_button(app, "failover", false, "el resultado del último envío es desconocido").await?;
+    expect_button(app, "finalize", false, "Todavía no hay CFDI").await?;
+    app.wait_contains("[data-testid=timeline]", "not_sent").await?;
+    expect_button(app, "download_xml", false, "Todavía no hay CFDI").await?;
+    check(
+        app.all("button[data-action=force_failover]").await?.is_empty(),
+        "soporte no ve forzar respaldo",
+    )?;
+    app.screenshot("factura-reanudar").await?;
+
+    // The contador sees the forced failover (it needs a note); nothing to verify yet.
+    app.select("[data-testid=operator]", "Contador").await?;
+    expect_button(app, "force_failover", true, "").await?;
+    expect_button(app, "verify_absent", false, "No hay un intento abandonado").await?;
+    app.click("button[data-action=force_failover]").await?;
+    app.find("[data-testid=note-required] textarea").await?;
+    app.click("[data-testid=note-required] button:not(.danger)").await?;
+    app.select("[data-testid=operator]", "Soporte").await?;
+
+    // The PAC answers again; Reintentar resumes with the same bytes and key.
+    set_fault(app, "none", "Sin fallas").await?;
+    app.go(&factura).await?;
+    app.find("[data-testid=strategy]").await?;
+    if let Ok(b) = app.find("[data-testid=actions] button[data-action=retry]").await {
+        if b.is_enabled().await.unwrap_or(false) {
+            b.click().await.map_err(|e| format!("Reintentar: {e}"))?;
+        }
+    }
+    app.wait_badge("timbrada").await?;
+    let uuid = app.wait_text("[data-testid=uuid]", "un UUID", |t| t.trim().len() == 36).await?;
+    let uuid = uuid.trim();
+    let rows = app.all("[data-testid=cfdis] tbody tr").await?;
+    check(rows.len() == 1, format!("debe haber un solo CFDI; hay {}", rows.len()))?;
+    // The PAC answered "already stamped" with the CFDI the unanswered send had created.
+    let entries = app.all("[data-testid=timeline] li[data-kind=pac_response]").await?;
+    let mut texts = Vec::new();
+    for e in entries {
+        texts.push(e.text().await.map_err(|e| e.to_string())?);
+    }
+    check(
+        texts.iter().any(|t| t.contains("already_stamped") && t.contains(uuid)),
+        format!("se esperaba una respuesta already_stamped con {uuid}: {texts:?}"),
+    )?;
+    check(
+        texts.iter().any(|t| t.contains("unknown")),
+        format!("se esperaba el envío con resultado unknown: {texts:?}"),
+    )?;
+    let attempts = app.all("[data-testid=attempts] tbody tr").await?;
+    check(attempts.len() == 1, format!("reanudar no crea intentos; hay {}", attempts.len()))?;
+    Ok(())
+}
+
+/// The sandbox PAC is down (connections refused: known not created): the drain fails over by
+/// itself to the backup PAC with the same sealed bytes, and the invoice is stamped there.
+pub async fn caida_y_respaldo(app: &App) -> Res {
+    set_fault(app, "outage", "Caído").await?;
+    emit_and_open(app, "4473").await?;
+    app.wait_badge("timbrada").await?;
+    app.wait_contains("[data-testid=reasons]", "Timbrada por sandbox-respaldo").await?;
+    let attempts = app
+        .wait_text("[data-testid=attempts]", "dos intentos", |t| t.contains("sandbox-respaldo"))
+        .await?;
+    check(
+        attempts.contains("PAC de respaldo"),
+        format!("el segundo intento debe ser de respaldo: {attempts:?}"),
+    )?;
+    app.wait_contains("[data-testid=timeline]", "not_sent").await?;
+    app.screenshot("factura-respaldo").await?;
+    Ok(())
+}
+
+/// The PAC rejects the document (its clock says the Fecha is older than 72 h: SAT code 401):
+/// Reprocesar — Reintentar reprocesses, resuming and failing over are refused because the
+/// document is the problem. When the PAC's clock is right again, Reintentar builds attempt 2
+/// from the immutable sale with a new key and Fecha, and it is stamped.
+pub async fn rechazo_y_reproceso(app: &App) -> Res {
+    set_fault(app, "fecha_expired", "rechaza la Fecha").await?;
+    let factura = emit_and_open(app, "4474").await?;
+    app.wait_badge("reprocesar").await?;
+    app.wait_contains("[data-testid=reasons]", "rechazó la Fecha").await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "401")
+        .await?;
+    app.wait_contains("[data-testid=actions] button[data-action=retry]", "Reintentar · Reprocesar")
+        .await?;
+    expect_button(app, "retry", true, "No reanuda: Reenviar el mismo documento fallaría igual").await?;
+    expect_button(app, "failover", false, "otro PAC lo rechazaría igual").await?;
+    app.screenshot("factura-reprocesar").await?;
+
+    set_fault(app, "none", "Sin fallas").await?;
+    app.go(&factura).await?;
+    app.click("[data-testid=actions] button[data-action=retry]").await?;
+    app.wait_badge("timbrada").await?;
+    app.wait_contains("[data-testid=attempts] tbody", "reproceso").await?;
+    let rows = app.all("[data-testid=attempts] tbody tr").await?;
+    check(
+        rows.len() == 2,
+        format!("se esperaban dos intentos (el rechazado y el reproceso); hay {}", rows.len()),
+    )?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=operator_action]", "Soporte")
+        .await?;
+    Ok(())
+}
+
+/// Writes a file that is not a database where the app's database goes.
+pub fn damaged_database(dir: &std::path::Path) -> Res {
+    std::fs::write(dir.join("timbra.db"), b"esto no es una base de datos SQLite, es texto").map_err(|e| e.to_string())
+}
+
+/// A damaged database: the app opens anyway and says, in words, what is wrong and where —
+/// the coded error crossed IPC; nothing crashed and nothing else is offered.
+pub async fn base_danada(app: &App) -> Res {
+    let text = app
+        .wait_contains("[data-testid=startup-error]", "Timbra no pudo abrir su base de datos")
+        .await?;
+    check(text.contains("timbra.db"), format!("el mensaje debe nombrar el archivo: {text:?}"))?;
+    check(
+        text.contains("dañada") || text.contains("No se pudo abrir"),
+        format!("el mensaje debe decir qué pasa: {text:?}"),
+    )?;
+    check(
+        app.all("[data-testid=rows]").await?.is_empty(),
+        "sin base de datos no se muestra la Bandeja",
+    )?;
+    Ok(())
+}

@@ -1,0 +1,328 @@
+//! The E2E environment: a private Xvfb display, one `tauri-driver` (which runs Debian's
+//! `WebKitWebDriver`) per flow with the app's environment (temporary database, export folder
+//! and XDG folders, so nothing of the developer's own Timbra is touched), and a fantoccini
+//! WebDriver session on the real `timbra-app` binary in its real webview.
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+
+pub type Res<T = ()> = Result<T, String>;
+
+/// tauri-driver's WebDriver port, and the port it gives WebKitWebDriver (both fixed by it).
+const DRIVER_PORT: u16 = 4444;
+const NATIVE_PORT: u16 = 4445;
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Where the screenshots go (named in the README; git-ignored).
+pub fn screenshot_dir() -> PathBuf {
+    std::env::var_os("TIMBRA_SCREENSHOT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("artifacts/screenshots"))
+}
+
+fn find_program(name: &str, extra: &[PathBuf]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(extra.iter().cloned())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn port_open(port: u16) -> bool {
+    TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200)).is_ok()
+}
+
+/// SIGTERM, then wait (SIGKILL only as a last resort: it would orphan WebKitWebDriver).
+fn terminate(child: &mut Child, grace: Duration) {
+    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+    let start = Instant::now();
+    while start.elapsed() < grace {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A private X display.
+pub struct Display {
+    child: Child,
+    pub name: String,
+}
+
+impl Display {
+    pub fn start() -> Res<Display> {
+        let xvfb = find_program("Xvfb", &[]).ok_or("Xvfb no está instalado (apt-get install xvfb; `make test` lo instala)")?;
+        for n in 90..140 {
+            if Path::new(&format!("/tmp/.X{n}-lock")).exists() || Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() {
+                continue;
+            }
+            let child = Command::new(&xvfb)
+                .args([format!(":{n}").as_str(), "-screen", "0", "1440x960x24", "-nolisten", "tcp"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("Xvfb: {e}"))?;
+            let mut d = Display {
+                child,
+                name: format!(":{n}"),
+            };
+            let socket = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(10) {
+                if socket.exists() {
+                    return Ok(d);
+                }
+                if let Ok(Some(_)) = d.child.try_wait() {
+                    break; // lost a race for this display number; try the next
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            terminate(&mut d.child, Duration::from_secs(2));
+        }
+        Err("no se pudo iniciar Xvfb en ningún display libre (:90–:139)".into())
+    }
+}
+
+impl Drop for Display {
+    fn drop(&mut self) {
+        terminate(&mut self.child, Duration::from_secs(3));
+    }
+}
+
+/// One running app under WebDriver, on its own temporary folders.
+pub struct App {
+    driver: Child,
+    pub client: Client,
+    /// The app's temporary folders (database, exports, XDG); removed when the flow ends.
+    _dir: tempfile::TempDir,
+}
+
+impl App {
+    /// Starts tauri-driver with the app's environment and opens a session on `timbra-app`,
+    /// after `prepare` ran on the app's temporary folder (where `timbra.db` will be).
+    pub async fn start(display: &Display, prepare: impl FnOnce(&Path) -> Res) -> Res<App> {
+        let home_cargo = std::env::var_os("HOME")
+            .map(|h| PathBuf::from(h).join(".cargo/bin"))
+            .into_iter()
+            .collect::<Vec<_>>();
+        let driver_bin = find_program("tauri-driver", &home_cargo)
+            .ok_or("tauri-driver no está instalado (cargo install tauri-driver --locked; `make test` lo instala)")?;
+        let native = find_program("WebKitWebDriver", &[])
+            .ok_or("WebKitWebDriver no está instalado (apt-get install webkit2gtk-driver; `make test` lo instala)")?;
+        for port in [DRIVER_PORT, NATIVE_PORT] {
+            if port_open(port) {
+                return Err(format!(
+                    "el puerto {port} ya está en uso: ¿otra corrida E2E, o un WebKitWebDriver huérfano?"
+                ));
+            }
+        }
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        prepare(dir.path())?;
+        let xdg = |sub: &str| {
+            let p = dir.path().join(sub);
+            let _ = std::fs::create_dir_all(&p);
+            p
+        };
+        let mut driver = Command::new(driver_bin)
+            .arg("--native-driver")
+            .arg(&native)
+            .env("DISPLAY", &display.name)
+            .env("TIMBRA_DATABASE_URL", dir.path().join("timbra.db"))
+            .env("TIMBRA_EXPORT_DIR", xdg("descargas"))
+            .env("XDG_DATA_HOME", xdg("data"))
+            .env("XDG_CONFIG_HOME", xdg("config"))
+            .env("XDG_CACHE_HOME", xdg("cache"))
+            // Software rendering under Xvfb: no shader cache to write (or to race at teardown).
+            .env("MESA_SHADER_CACHE_DISABLE", "true")
+            .env("TIMBRA_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("tauri-driver: {e}"))?;
+        let start = Instant::now();
+        while !port_open(DRIVER_PORT) {
+            if start.elapsed() > Duration::from_secs(20) {
+                terminate(&mut driver, Duration::from_secs(3));
+                return Err("tauri-driver no abrió su puerto en 20 s".into());
+            }
+            if let Ok(Some(status)) = driver.try_wait() {
+                return Err(format!("tauri-driver terminó: {status}"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut caps = serde_json::Map::new();
+        caps.insert("browserName".into(), "wry".into());
+        caps.insert(
+            "tauri:options".into(),
+            serde_json::json!({ "application": env!("CARGO_BIN_EXE_timbra-app") }),
+        );
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = ClientBuilder::new(connector)
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{DRIVER_PORT}"))
+            .await;
+        let client = match client {
+            Ok(c) => c,
+            Err(e) => {
+                terminate(&mut driver, Duration::from_secs(3));
+                return Err(format!("no se abrió la sesión WebDriver: {e}"));
+            }
+        };
+        Ok(App { driver, client, _dir: dir })
+    }
+
+    /// Ends the session (the app exits) and stops tauri-driver.
+    pub async fn stop(mut self) {
+        let _ = self.client.clone().close().await;
+        terminate(&mut self.driver, Duration::from_secs(5));
+        let start = Instant::now();
+        while port_open(NATIVE_PORT) && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    // Helpers ----------------------------------------------------------------------------------
+
+    /// Navigates to a hash route (`#/emitir`); a full URL is cut down to its hash.
+    pub async fn go(&self, hash: &str) -> Res {
+        let hash = hash.find('#').map(|i| &hash[i..]).unwrap_or(hash);
+        self.client
+            .execute(&format!("location.hash = {hash:?};"), vec![])
+            .await
+            .map_err(|e| format!("go {hash}: {e}"))?;
+        Ok(())
+    }
+
+    /// Calls one of the app's own IPC commands from the page (as its UI would), for steps that
+    /// must happen faster than a person clicks.
+    pub async fn invoke(&self, cmd: &str, args: serde_json::Value) -> Res<serde_json::Value> {
+        let script = "const [cmd, args, done] = arguments; window.__TAURI_INTERNALS__.invoke(cmd, args).then((r) => done({ ok: r }), (e) => done({ err: e }));";
+        let v = self
+            .client
+            .execute_async(script, vec![cmd.into(), args])
+            .await
+            .map_err(|e| format!("invoke {cmd}: {e}"))?;
+        match v.get("ok") {
+            Some(ok) => Ok(ok.clone()),
+            None => Err(format!("invoke {cmd}: {}", v.get("err").cloned().unwrap_or_default())),
+        }
+    }
+
+    /// Waits for an element (10 s).
+    pub async fn find(&self, css: &str) -> Res<Element> {
+        self.client
+            .wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::Css(css))
+            .await
+            .map_err(|e| format!("no apareció {css}: {e}"))
+    }
+
+    pub async fn all(&self, css: &str) -> Res<Vec<Element>> {
+        self.client.find_all(Locator::Css(css)).await.map_err(|e| format!("{css}: {e}"))
+    }
+
+    /// Waits until the text of `css` satisfies `ok` (10 s); returns it.
+    pub async fn wait_text(&self, css: &str, what: &str, ok: impl Fn(&str) -> bool) -> Res<String> {
+        self.wait_text_for(css, what, ok, Duration::from_secs(10)).await
+    }
+
+    /// As [`App::wait_text`], waiting up to `limit`.
+    pub async fn wait_text_for(&self, css: &str, what: &str, ok: impl Fn(&str) -> bool, limit: Duration) -> Res<String> {
+        let start = Instant::now();
+        let mut last = String::new();
+        while start.elapsed() < limit {
+            if let Ok(e) = self.client.find(Locator::Css(css)).await {
+                if let Ok(t) = e.text().await {
+                    if ok(&t) {
+                        return Ok(t);
+                    }
+                    last = t;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(format!("{css}: se esperaba {what}; el texto era {last:?}"))
+    }
+
+    pub async fn wait_contains(&self, css: &str, needle: &str) -> Res<String> {
+        self.wait_text(css, &format!("que contuviera {needle:?}"), |t| t.contains(needle))
+            .await
+    }
+
+    pub async fn type_into(&self, css: &str, text: &str) -> Res {
+        let e = self.find(css).await?;
+        e.clear().await.map_err(|e| format!("clear {css}: {e}"))?;
+        if text.is_empty() {
+            return Ok(());
+        }
+        e.send_keys(text).await.map_err(|e| format!("teclear en {css}: {e}"))
+    }
+
+    pub async fn select(&self, css: &str, value: &str) -> Res {
+        let e = self.find(css).await?;
+        e.select_by_value(value).await.map_err(|e| format!("elegir {value} en {css}: {e}"))
+    }
+
+    pub async fn click(&self, css: &str) -> Res {
+        self.find(css).await?.click().await.map_err(|e| format!("clic en {css}: {e}"))
+    }
+
+    pub async fn attr(&self, css: &str, name: &str) -> Res<Option<String>> {
+        self.find(css).await?.attr(name).await.map_err(|e| format!("{css}@{name}: {e}"))
+    }
+
+    /// Waits (30 s) until the Factura page's strategy badge is `badge`.
+    pub async fn wait_badge(&self, badge: &str) -> Res {
+        let start = Instant::now();
+        let mut last = None;
+        while start.elapsed() < Duration::from_secs(30) {
+            if let Ok(e) = self.client.find(Locator::Css("[data-testid=strategy] [data-badge]")).await {
+                last = e.attr("data-badge").await.ok().flatten();
+                if last.as_deref() == Some(badge) {
+                    return Ok(());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        Err(format!("la insignia nunca fue {badge:?}; es {last:?}"))
+    }
+
+    /// Uncaught errors and CSP violations the page recorded (see ui/src/main.ts).
+    pub async fn page_errors(&self) -> Res<Vec<String>> {
+        let v = self
+            .client
+            .execute("return window.__TIMBRA_ERRORS__ || [];", vec![])
+            .await
+            .map_err(|e| format!("errores de la página: {e}"))?;
+        Ok(v.as_array()
+            .map(|a| a.iter().map(|x| x.as_str().unwrap_or_default().to_string()).collect())
+            .unwrap_or_default())
+    }
+
+    /// Saves a PNG of the window as `<screenshot dir>/<name>.png`.
+    pub async fn screenshot(&self, name: &str) -> Res<PathBuf> {
+        // Let transitions and pending renders settle.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let png = self.client.screenshot().await.map_err(|e| format!("captura {name}: {e}"))?;
+        if !png.starts_with(b"\x89PNG") {
+            return Err(format!("captura {name}: no es un PNG"));
+        }
+        let dir = screenshot_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let path = dir.join(format!("{name}.png"));
+        std::fs::write(&path, png).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path)
+    }
+}

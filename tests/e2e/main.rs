@@ -1,0 +1,111 @@
+//! End-to-end tests of the real desktop app in its real webview: WebDriver (tauri-driver +
+//! WebKitWebDriver) under a private Xvfb display, driving the `timbra-app` binary cargo just
+//! built. Flows run one at a time (tauri-driver's ports are fixed), each on a fresh temporary
+//! database in Modo sandbox. Screenshots go to `artifacts/screenshots/` (see README).
+//!
+//! Run: `cargo test -p timbra-app --test e2e` (needs the UI built into ui/dist, Xvfb,
+//! WebKitWebDriver and tauri-driver: `scripts/install-deps test` installs them).
+
+mod flows;
+mod harness;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use harness::{App, Display, Res};
+
+type Flow = for<'a> fn(&'a App) -> Pin<Box<dyn Future<Output = Res> + 'a>>;
+type Prepare = fn(&std::path::Path) -> Res;
+
+fn nothing(_: &std::path::Path) -> Res {
+    Ok(())
+}
+
+const FLOWS: &[(&str, Prepare, Flow)] = &[
+    ("emitir_y_notas", nothing, |app| Box::pin(flows::emitir_y_notas(app))),
+    ("demo_ajustes_idioma", nothing, |app| Box::pin(flows::demo_ajustes_idioma(app))),
+    ("timeout_tras_certificar", nothing, |app| {
+        Box::pin(flows::timeout_tras_certificar(app))
+    }),
+    ("caida_y_respaldo", nothing, |app| Box::pin(flows::caida_y_respaldo(app))),
+    ("rechazo_y_reproceso", nothing, |app| Box::pin(flows::rechazo_y_reproceso(app))),
+    ("base_danada", flows::damaged_database, |app| Box::pin(flows::base_danada(app))),
+];
+
+fn main() -> ExitCode {
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("e2e: tokio: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Screenshots of this run only (the folder is git-ignored and ours).
+    if let Ok(entries) = std::fs::read_dir(harness::screenshot_dir()) {
+        for e in entries.flatten() {
+            if e.path().extension().is_some_and(|x| x == "png") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let display = match Display::start() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("e2e: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let run_started = Instant::now();
+    let mut failed = 0;
+    let mut ran = 0;
+    for (name, prepare, flow) in FLOWS {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        ran += 1;
+        let started = Instant::now();
+        let result = runtime.block_on(async {
+            let app = App::start(&display, prepare).await?;
+            let mut r = flow(&app).await;
+            // No uncaught error and no CSP violation may happen in any flow.
+            let errors = app.page_errors().await.unwrap_or_else(|e| vec![e]);
+            if !errors.is_empty() {
+                r = Err(format!(
+                    "{}errores en la página: {errors:?}",
+                    r.err().map(|e| format!("{e}; ")).unwrap_or_default()
+                ));
+            }
+            if r.is_err() {
+                let _ = app.screenshot(&format!("fallo-{name}")).await;
+            }
+            app.stop().await;
+            r
+        });
+        match result {
+            Ok(()) => println!("test e2e::{name} ... ok ({:.1} s)", started.elapsed().as_secs_f64()),
+            Err(e) => {
+                failed += 1;
+                println!("test e2e::{name} ... FAILED ({:.1} s)\n    {e}", started.elapsed().as_secs_f64());
+            }
+        }
+    }
+    drop(display);
+    let shots = harness::screenshot_dir();
+    let shots = shots.canonicalize().unwrap_or(shots);
+    println!("\nscreenshots: {}", shots.display());
+    println!(
+        "test result: {}. {} passed; {failed} failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s",
+        if failed == 0 { "ok" } else { "FAILED" },
+        ran - failed,
+        FLOWS.len() - ran,
+        run_started.elapsed().as_secs_f64()
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

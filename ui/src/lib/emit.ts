@@ -1,0 +1,144 @@
+// The Emitir form's non-visual parts: the per-click identity (DESIGN §8), the empty draft, and
+// the short SAT catalogue excerpts the selects offer (Rust validates against the full catalogues).
+import type { ConceptoDraftDto } from './ipc/bindings/ConceptoDraftDto';
+import type { SaleDraftDto } from './ipc/bindings/SaleDraftDto';
+
+export type Click = { saleId: string; occurredAt: string };
+
+function randomId(): string {
+  const c = globalThis.crypto;
+  if (c && typeof c.randomUUID === 'function') return c.randomUUID();
+  const b = new Uint8Array(16);
+  c.getRandomValues(b);
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+/**
+ * The identity of one click on "Emitir": a sale_id (also the idempotency key) and the
+ * occurred_at frozen at that click. Every retry after a failure reuses it — so a retry of a
+ * sale that was in fact recorded answers "already recorded" instead of recording it twice — and
+ * it is renewed only after a success.
+ */
+export class ClickIdentity {
+  private pending: Click | null = null;
+
+  constructor(private readonly newId: () => string = randomId) {}
+
+  /** The identity for this submit: the pending one (a retry) or a new one. */
+  async forSubmit(localNow: () => Promise<string>): Promise<Click> {
+    if (!this.pending) {
+      this.pending = { saleId: `emitir-${this.newId()}`, occurredAt: await localNow() };
+    }
+    return this.pending;
+  }
+
+  /** The sale was recorded: the next click is a new sale. */
+  succeeded(): void {
+    this.pending = null;
+  }
+
+  get current(): Click | null {
+    return this.pending;
+  }
+}
+
+export function emptyConcepto(): ConceptoDraftDto {
+  return {
+    clave_prod_serv: '01010101',
+    cantidad: '1',
+    clave_unidad: 'H87',
+    unidad: 'Pieza',
+    descripcion: '',
+    valor_unitario: '',
+    descuento: null,
+    objeto_imp: '02',
+    traslados: [{ impuesto: '002', tipo_factor: 'Tasa', tasa_o_cuota: '0.160000' }],
+    retenciones: [],
+  };
+}
+
+export function emptyDraft(): SaleDraftDto {
+  return {
+    occurred_at: '',
+    serie: 'F',
+    folio: null,
+    forma_pago: '01',
+    metodo_pago: 'PUE',
+    moneda: 'MXN',
+    receptor: { rfc: '', nombre: '', domicilio_fiscal: '', regimen_fiscal: '601', uso_cfdi: 'G03' },
+    conceptos: [emptyConcepto()],
+  };
+}
+
+/** The IVA choice of a concepto, as the form shows it. */
+export type IvaChoice = '0.160000' | '0.080000' | '0.000000' | 'exento';
+
+export function ivaOf(c: ConceptoDraftDto): IvaChoice {
+  const iva = c.traslados.find((t) => t.impuesto === '002');
+  if (!iva) return '0.160000';
+  if (iva.tipo_factor === 'Exento') return 'exento';
+  return (iva.tasa_o_cuota as IvaChoice) ?? '0.160000';
+}
+
+export function withIva(c: ConceptoDraftDto, choice: IvaChoice): ConceptoDraftDto {
+  const others = c.traslados.filter((t) => t.impuesto !== '002');
+  const iva =
+    choice === 'exento'
+      ? { impuesto: '002', tipo_factor: 'Exento', tasa_o_cuota: null }
+      : { impuesto: '002', tipo_factor: 'Tasa', tasa_o_cuota: choice };
+  return { ...c, traslados: [iva, ...others] };
+}
+
+/** Retenciones the form offers: IVA 2/3 of 16 % and ISR 10 % (services by personas físicas). */
+export const RETENCIONES = {
+  iva: { impuesto: '002', tipo_factor: 'Tasa', tasa_o_cuota: '0.106667' },
+  isr: { impuesto: '001', tipo_factor: 'Tasa', tasa_o_cuota: '0.100000' },
+} as const;
+
+export function hasRetencion(c: ConceptoDraftDto, which: keyof typeof RETENCIONES): boolean {
+  return c.retenciones.some((r) => r.impuesto === RETENCIONES[which].impuesto);
+}
+
+export function withRetencion(c: ConceptoDraftDto, which: keyof typeof RETENCIONES, on: boolean): ConceptoDraftDto {
+  const rest = c.retenciones.filter((r) => r.impuesto !== RETENCIONES[which].impuesto);
+  return { ...c, retenciones: on ? [...rest, { ...RETENCIONES[which] }] : rest };
+}
+
+export const REGIMENES: [string, string][] = [
+  ['601', 'General de Ley Personas Morales'],
+  ['603', 'Personas Morales con Fines no Lucrativos'],
+  ['605', 'Sueldos y Salarios'],
+  ['606', 'Arrendamiento'],
+  ['612', 'Personas Físicas con Actividades Empresariales y Profesionales'],
+  ['616', 'Sin obligaciones fiscales'],
+  ['621', 'Incorporación Fiscal'],
+  ['626', 'Régimen Simplificado de Confianza'],
+];
+
+export const USOS_CFDI: [string, string][] = [
+  ['G01', 'Adquisición de mercancías'],
+  ['G03', 'Gastos en general'],
+  ['I04', 'Equipo de computo y accesorios'],
+  ['D01', 'Honorarios médicos, dentales y gastos hospitalarios'],
+  ['S01', 'Sin efectos fiscales'],
+  ['CP01', 'Pagos'],
+];
+
+export const FORMAS_PAGO: [string, string][] = [
+  ['01', 'Efectivo'],
+  ['02', 'Cheque nominativo'],
+  ['03', 'Transferencia electrónica de fondos'],
+  ['04', 'Tarjeta de crédito'],
+  ['28', 'Tarjeta de débito'],
+  ['99', 'Por definir'],
+];
+
+export const METODOS_PAGO: [string, string][] = [
+  ['PUE', 'Pago en una sola exhibición'],
+  ['PPD', 'Pago en parcialidades o diferido'],
+];
+
+export const OBJETOS_IMP: [string, string][] = [
+  ['01', 'No objeto de impuesto'],
+  ['02', 'Sí objeto de impuesto'],
+];

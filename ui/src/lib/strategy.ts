@@ -1,0 +1,132 @@
+// What the Factura page shows of the strategy (DESIGN §4): badge tone, reasons in words, and
+// each action button's state. The verdict itself comes from Rust (the evidence-derived
+// strategy); this only presents it: a button is enabled exactly when Rust says the action is
+// allowed, hidden when the operator's role may never take it, and a disabled button's tooltip
+// names the evidence that refuses it. Rust re-checks every action anyway.
+import type { ActionDto } from './ipc/bindings/ActionDto';
+import type { ActionKindDto } from './ipc/bindings/ActionKindDto';
+import type { BadgeDto } from './ipc/bindings/BadgeDto';
+import type { ReasonDto } from './ipc/bindings/ReasonDto';
+import type { RefusalDto } from './ipc/bindings/RefusalDto';
+import type { RoleDto } from './ipc/bindings/RoleDto';
+import type { StrategyDto } from './ipc/bindings/StrategyDto';
+import { t, tDynamic } from './i18n/index.svelte';
+
+export const ACTION_ORDER: readonly ActionKindDto[] = [
+  'retry',
+  'finalize',
+  'failover',
+  'send_to_contador',
+  'force_failover',
+  'verify_absent',
+  'download_xml',
+];
+
+/** Actions that need a written note (DESIGN §4: the contador's forced failover and verification). */
+const NOTE_REQUIRED: readonly ActionKindDto[] = ['force_failover', 'verify_absent'];
+
+export type Tone = 'ok' | 'info' | 'warn' | 'bad';
+
+export function badgeTone(b: BadgeDto): Tone {
+  switch (b) {
+    case 'timbrada':
+      return 'ok';
+    case 'pendiente':
+      return 'info';
+    case 'reanudar':
+    case 'finalizar':
+    case 'respaldo':
+      return 'warn';
+    case 'reprocesar':
+    case 'duplicado':
+    case 'atencion':
+      return 'bad';
+  }
+}
+
+export function badgeLabel(b: BadgeDto): string {
+  return tDynamic(`badge.${b}`) ?? b;
+}
+
+function flatParams(params: unknown): Record<string, string | number> {
+  const out: Record<string, string | number> = {};
+  if (params && typeof params === 'object') {
+    for (const [k, v] of Object.entries(params as Record<string, unknown>)) {
+      if (typeof v === 'string' || typeof v === 'number') out[k] = v;
+      else if (v === null || v === undefined) out[k] = '';
+      else out[k] = JSON.stringify(v);
+    }
+  }
+  return out;
+}
+
+/** A reason for the badge in plain words (the code itself when the UI has no text for it). */
+export function reasonText(r: ReasonDto): string {
+  const text = tDynamic(`reason.${r.code}`, flatParams(r.params));
+  if (text === null) return r.code;
+  // Parameters the evidence did not have leave no empty "( )" or double spaces behind.
+  return text.replace(/\(\s*\)/g, '').replace(/\s+([.,;:])/g, '$1').replace(/\s{2,}/g, ' ').trim();
+}
+
+/** Why an action is refused, naming the evidence that decides it. */
+export function refusalText(r: RefusalDto | null): string {
+  if (!r) return t('refusal.generic');
+  const base = tDynamic(`refusal.${r.code}`) ?? r.code;
+  if (r.evidence_id === null) return base;
+  return `${base} ${t('refusal.evidence', { id: r.evidence_id, evidence: r.evidence ?? '' })}`.trim();
+}
+
+export type ButtonState = {
+  action: ActionKindDto;
+  visible: boolean;
+  enabled: boolean;
+  label: string;
+  /** What the action will do (enabled) or why it may not (disabled). */
+  tooltip: string;
+  /** The action needs a written note (the contador's forced failover). */
+  needsNote: boolean;
+};
+
+export function actionLabel(a: ActionDto | { action: ActionKindDto; retry_mode: ActionDto['retry_mode'] }): string {
+  if (a.action === 'retry') {
+    if (a.retry_mode === 'resume') return t('action.retry.resume');
+    if (a.retry_mode === 'reprocess') return t('action.retry.reprocess');
+    return t('action.retry');
+  }
+  return tDynamic(`action.${a.action}`) ?? a.action;
+}
+
+/**
+ * The state of every action button for `role`, in display order.
+ * Without a strategy (the engine is not part of this build) every button is shown disabled,
+ * saying so, rather than guessing.
+ */
+export function buttonStates(strategy: StrategyDto | null, role: RoleDto): ButtonState[] {
+  return ACTION_ORDER.map((action) => {
+    if (!strategy) {
+      return {
+        action,
+        visible: true,
+        enabled: false,
+        label: actionLabel({ action, retry_mode: null }),
+        tooltip: t('refusal.no_strategy'),
+        needsNote: NOTE_REQUIRED.includes(action),
+      };
+    }
+    const dto = strategy.actions.find((a) => a.action === action);
+    const visible = !!dto && dto.roles.includes(role);
+    const enabled = visible && !!dto && dto.allowed;
+    const label = dto ? actionLabel(dto) : actionLabel({ action, retry_mode: null });
+    let tooltip = !dto
+      ? ''
+      : dto.allowed
+        ? (tDynamic(`action.${action}${action === 'retry' && dto.retry_mode ? `.${dto.retry_mode}` : ''}.hint`) ?? label)
+        : refusalText(dto.refusal);
+    if (dto?.allowed && dto.alternative_refusal && dto.retry_mode) {
+      // Reintentar resumes: say why it does not reprocess (and the reverse).
+      const other = dto.retry_mode === 'resume' ? 'reprocess' : 'resume';
+      tooltip = `${tooltip}. ${t(`retry.not.${other}`)} ${refusalText(dto.alternative_refusal)}`;
+    }
+    return { action, visible, enabled, label, tooltip, needsNote: NOTE_REQUIRED.includes(action) };
+  });
+}

@@ -1,0 +1,130 @@
+import { describe, expect, test } from 'vitest';
+import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
+import { mockIPC } from '@tauri-apps/api/mocks';
+import Emitir from '../src/pages/Emitir.svelte';
+import { ClickIdentity } from '../src/lib/emit';
+
+type Call = { cmd: string; args: Record<string, unknown> };
+
+function backend(recordAnswers: ((args: Record<string, unknown>) => unknown)[]) {
+  const calls: Call[] = [];
+  let times = 0;
+  mockIPC(
+    (cmd, args) => {
+      const a = (args ?? {}) as Record<string, unknown>;
+      calls.push({ cmd, args: a });
+      switch (cmd) {
+        case 'local_now':
+          times += 1;
+          return `2026-11-29T12:0${times}:00`;
+        case 'preview_sale': {
+          const draft = a.draft as { receptor: { rfc: string } };
+          return draft.receptor.rfc.length < 12
+            ? { totals: null, errors: [{ field: 'receptor.rfc', code: 'rfc_invalido', message: 'no es un RFC' }] }
+            : { totals: { subtotal: '100.00', descuento: null, traslados: '16.00', retenciones: null, total: '116.00', moneda: 'MXN' }, errors: [] };
+        }
+        case 'record_sale': {
+          const next = recordAnswers.shift();
+          if (!next) throw new Error('unexpected record_sale');
+          return next(a);
+        }
+      }
+      throw new Error(`unexpected ${cmd}`);
+    },
+    { shouldMockEvents: true },
+  );
+  return calls;
+}
+
+function input(name: string): HTMLInputElement {
+  const e = document.querySelector<HTMLInputElement>(`[name='${name}']`);
+  if (!e) throw new Error(`no input ${name}`);
+  return e;
+}
+
+async function fill(rfc: string) {
+  await fireEvent.input(input('receptor.rfc'), { target: { value: rfc } });
+  await fireEvent.input(input('receptor.nombre'), { target: { value: 'UNIVERSIDAD ROBOTICA ESPAÑOLA' } });
+  await fireEvent.input(input('receptor.domicilio_fiscal'), { target: { value: '86991' } });
+  await fireEvent.input(input('conceptos[0].descripcion'), { target: { value: 'Café de olla' } });
+  await fireEvent.input(input('conceptos[0].cantidad'), { target: { value: '2' } });
+  await fireEvent.input(input('conceptos[0].valor_unitario'), { target: { value: '50.00' } });
+}
+
+const submit = () => fireEvent.click(screen.getByTestId('emitir-submit'));
+const records = (calls: Call[]) => calls.filter((c) => c.cmd === 'record_sale');
+
+describe('Emitir', () => {
+  test('live totals come from Rust; a field error lands under its input', async () => {
+    const calls = backend([]);
+    render(Emitir, { identity: new ClickIdentity(() => 'x') });
+    await fill('URE18042');
+    await fireEvent.blur(input('receptor.rfc'));
+    await waitFor(() => expect(document.querySelector("[data-error-for='receptor.rfc']")?.textContent).toBe('No tiene la forma de un RFC.'));
+    await fireEvent.input(input('receptor.rfc'), { target: { value: 'URE180429TM6' } });
+    await waitFor(() => expect(document.querySelector('[data-total=total]')?.textContent).toBe('$116.00'));
+    expect(document.querySelector("[data-error-for='receptor.rfc']")).toBeNull();
+    const preview = calls.filter((c) => c.cmd === 'preview_sale').at(-1)!;
+    expect((preview.args.draft as { occurred_at: string }).occurred_at).toBe('2026-11-29T12:01:00');
+  });
+
+  test('one click keeps its identity across retries and gets a new one after success', async () => {
+    let n = 0;
+    const calls = backend([
+      () => {
+        throw { code: 'validation', details: { errors: [{ field: 'receptor.rfc', code: 'rfc_invalido', message: 'no es un RFC' }] } };
+      },
+      (a) => {
+        throw { code: 'idempotency_in_progress', details: { key: a.saleId, retry_after_seconds: 2 } };
+      },
+      (a) => ({ invoice_id: 7, sale_id: a.saleId, replayed: true }),
+      (a) => ({ invoice_id: 8, sale_id: a.saleId, replayed: false }),
+    ]);
+    render(Emitir, { identity: new ClickIdentity(() => `id-${++n}`) });
+    await fill('URE180429TM6');
+
+    await submit();
+    await waitFor(() => expect(document.querySelector("[data-error-for='receptor.rfc']")).not.toBeNull());
+    expect(screen.getByTestId('click-id').textContent).toContain('emitir-id-1');
+
+    await submit();
+    await waitFor(() => expect(screen.getByTestId('emitir-error').textContent).toContain('se está registrando'));
+    expect(screen.getByTestId('emitir-error').textContent).toContain('mismo identificador');
+
+    await submit();
+    await waitFor(() => expect(screen.getByTestId('emitir-recorded').textContent).toContain('ya estaba registrada'));
+
+    const [first, second, third] = records(calls);
+    for (const c of [first, second, third]) {
+      expect(c.args.saleId).toBe('emitir-id-1');
+      expect((c.args.draft as { occurred_at: string }).occurred_at).toBe('2026-11-29T12:02:00');
+    }
+
+    // After a success the next click is a new sale, with its own occurred_at.
+    await fill('URE180429TM6');
+    await submit();
+    await waitFor(() => expect(screen.getByTestId('emitir-recorded').textContent).toContain('registrada; se timbrará'));
+    const fourth = records(calls)[3];
+    expect(fourth.args.saleId).toBe('emitir-id-2');
+    expect((fourth.args.draft as { occurred_at: string }).occurred_at).toBe('2026-11-29T12:03:00');
+    expect(screen.getByTestId('recorded-link').getAttribute('href')).toBe('#/factura/8');
+  });
+
+  test('the sale sent is the form, with its taxes', async () => {
+    const calls = backend([(a) => ({ invoice_id: 1, sale_id: a.saleId, replayed: false })]);
+    render(Emitir, { identity: new ClickIdentity(() => 'z') });
+    await fill('URE180429TM6');
+    await fireEvent.change(input('conceptos[0].iva'), { target: { value: 'exento' } });
+    await submit();
+    await waitFor(() => expect(records(calls)).toHaveLength(1));
+    const draft = records(calls)[0].args.draft as {
+      receptor: { rfc: string };
+      conceptos: { cantidad: string; valor_unitario: string; traslados: unknown[] }[];
+      forma_pago: string;
+    };
+    expect(draft.receptor.rfc).toBe('URE180429TM6');
+    expect(draft.forma_pago).toBe('01');
+    expect(draft.conceptos[0]).toMatchObject({ cantidad: '2', valor_unitario: '50.00' });
+    expect(draft.conceptos[0].traslados).toEqual([{ impuesto: '002', tipo_factor: 'Exento', tasa_o_cuota: null }]);
+  });
+});

@@ -1,0 +1,59 @@
+import { describe, expect, test, vi } from 'vitest';
+import { fireEvent, render, screen } from '@testing-library/svelte';
+import StrategyPanel from '../src/components/StrategyPanel.svelte';
+import { reanudar, timbrada } from './fixtures';
+
+function button(action: string): HTMLButtonElement {
+  const b = document.querySelector<HTMLButtonElement>(`button[data-action=${action}]`);
+  if (!b) throw new Error(`no button ${action}`);
+  return b;
+}
+
+describe('StrategyPanel', () => {
+  test('shows the badge, the reasons and buttons enabled only where allowed', () => {
+    render(StrategyPanel, { strategy: reanudar, cachedBadge: 'pendiente', role: 'soporte', onaction: vi.fn() });
+    expect(document.querySelector('[data-badge]')?.getAttribute('data-badge')).toBe('reanudar');
+    expect(screen.getByTestId('reasons').textContent).toContain('sin respuesta clara');
+    expect(button('retry').disabled).toBe(false);
+    expect(button('retry').textContent).toBe('Reintentar · Reanudar');
+    expect(button('failover').disabled).toBe(true);
+    expect(button('failover').parentElement?.getAttribute('title')).toContain('evidencia #7');
+    expect(document.querySelector('[data-why=failover]')?.textContent).toContain('resultado del último envío es desconocido');
+    expect(document.querySelector('button[data-action=force_failover]')).toBeNull();
+    expect(document.querySelector('button[data-action=verify_absent]')).toBeNull();
+  });
+
+  test('a click asks Rust for the action; busy disables everything', async () => {
+    const onaction = vi.fn();
+    const { rerender } = render(StrategyPanel, { strategy: timbrada, cachedBadge: 'timbrada', role: 'soporte', onaction });
+    await fireEvent.click(button('download_xml'));
+    expect(onaction).toHaveBeenCalledWith('download_xml', null);
+    await fireEvent.click(button('retry'));
+    expect(onaction).toHaveBeenCalledTimes(1);
+    await rerender({ strategy: timbrada, cachedBadge: 'timbrada', role: 'soporte', onaction, busy: true });
+    expect(button('download_xml').disabled).toBe(true);
+  });
+
+  test("the contador's forced failover requires a written note", async () => {
+    const onaction = vi.fn();
+    render(StrategyPanel, { strategy: reanudar, cachedBadge: 'reanudar', role: 'contador', onaction });
+    await fireEvent.click(button('force_failover'));
+    expect(onaction).not.toHaveBeenCalled();
+    const confirm = screen.getByText('Confirmar') as HTMLButtonElement;
+    expect(confirm.disabled).toBe(true);
+    const note = document.querySelector<HTMLTextAreaElement>('#force-note')!;
+    await fireEvent.input(note, { target: { value: 'SW caído 3 h; quedan 5 h de la ventana. Revisaré el portal de SW.' } });
+    expect(confirm.disabled).toBe(false);
+    await fireEvent.click(confirm);
+    expect(onaction).toHaveBeenCalledWith('force_failover', 'SW caído 3 h; quedan 5 h de la ventana. Revisaré el portal de SW.');
+  });
+
+  test('without a strategy: the cached badge, the stored reason, and no enabled action', () => {
+    render(StrategyPanel, { strategy: null, cachedBadge: 'pendiente', stateReason: 'en cola', role: 'contador', onaction: vi.fn() });
+    expect(document.querySelector('[data-badge]')?.getAttribute('data-badge')).toBe('pendiente');
+    expect(screen.getByTestId('reasons').textContent).toContain('en cola');
+    const buttons = document.querySelectorAll<HTMLButtonElement>('button[data-action]');
+    expect(buttons).toHaveLength(7);
+    buttons.forEach((b) => expect(b.disabled).toBe(true));
+  });
+});

@@ -1,0 +1,126 @@
+// Test data in the exact shapes the Rust DTOs serialize to (typed by the generated bindings).
+import type { ActionDto } from '../src/lib/ipc/bindings/ActionDto';
+import type { InvoiceDetailDto } from '../src/lib/ipc/bindings/InvoiceDetailDto';
+import type { InvoiceRowDto } from '../src/lib/ipc/bindings/InvoiceRowDto';
+import type { StrategyDto } from '../src/lib/ipc/bindings/StrategyDto';
+
+export function row(id: number, over: Partial<InvoiceRowDto> = {}): InvoiceRowDto {
+  return {
+    id,
+    sale_id: `pedido-${4470 + id}`,
+    kind: 'ingreso',
+    serie: 'F',
+    folio: String(4470 + id),
+    receptor_rfc: 'URE180429TM6',
+    receptor_nombre: 'UNIVERSIDAD ROBOTICA ESPAÑOLA',
+    total: '116.00',
+    moneda: 'MXN',
+    state: 'pending',
+    badge: 'pendiente',
+    state_reason: null,
+    current_attempt_no: 1,
+    attempts_count: 1,
+    tries_count: 0,
+    next_try_at: null,
+    possible_duplicate: false,
+    uuid: null,
+    fecha: '2026-11-29T12:00:00',
+    fecha_deadline: '2026-12-02T18:00:00Z',
+    created_at: '2026-11-29T18:00:00Z',
+    updated_at: '2026-11-29T18:00:00Z',
+    active_notes: 0,
+    ...over,
+  };
+}
+
+export function action(a: Partial<ActionDto> & Pick<ActionDto, 'action'>): ActionDto {
+  return { allowed: false, retry_mode: null, refusal: null, alternative_refusal: null, roles: ['soporte', 'contador'], ...a };
+}
+
+const ALL_ROLES: ActionDto['roles'] = ['personal', 'soporte', 'contador'];
+
+/** Strategy case 3, as src-tauri converts the outbox's verdict: the try to SW timed out after
+ *  the request was written. */
+export const reanudar: StrategyDto = {
+  badge: 'reanudar',
+  reasons: [
+    {
+      code: 'resultado_desconocido',
+      evidence_id: 7,
+      params: { attempt_no: 1, pac: 'sandbox', outcome: 'unknown', code: 'timeout', message: null, uuid: null },
+    },
+  ],
+  actions: [
+    action({
+      action: 'retry',
+      allowed: true,
+      retry_mode: 'resume',
+      alternative_refusal: { code: 'resultado_desconocido', evidence_id: 7, evidence: 'pac_response: unknown timeout' },
+    }),
+    action({ action: 'finalize', refusal: { code: 'sin_cfdi', evidence_id: 7, evidence: 'pac_response: unknown timeout' } }),
+    action({ action: 'failover', refusal: { code: 'resultado_desconocido', evidence_id: 7, evidence: 'pac_response: unknown timeout' } }),
+    action({ action: 'force_failover', allowed: true, roles: ['contador'] }),
+    action({ action: 'verify_absent', refusal: { code: 'sin_pregunta_abierta', evidence_id: null, evidence: null }, roles: ['contador'] }),
+    action({ action: 'download_xml', refusal: { code: 'sin_cfdi', evidence_id: 7, evidence: 'pac_response: unknown timeout' }, roles: ALL_ROLES }),
+  ],
+};
+
+/** Strategy case 7: SW rejected the document (CFDI40xxx). */
+export const reprocesar: StrategyDto = {
+  badge: 'reprocesar',
+  reasons: [
+    {
+      code: 'rechazo_documento',
+      evidence_id: 9,
+      params: { attempt_no: 1, pac: 'sw', outcome: 'rejected', code: 'CFDI40101', message: 'Fecha fuera de rango', uuid: null },
+    },
+  ],
+  actions: [
+    action({
+      action: 'retry',
+      allowed: true,
+      retry_mode: 'reprocess',
+      alternative_refusal: { code: 'mismo_documento_fallaria', evidence_id: 9, evidence: 'pac_response: rejected CFDI40101' },
+    }),
+    action({ action: 'failover', refusal: { code: 'el_documento_es_el_problema', evidence_id: 9, evidence: 'pac_response: rejected CFDI40101' } }),
+  ],
+};
+
+/** Strategy case 2: stamped and persisted. */
+export const timbrada: StrategyDto = {
+  badge: 'timbrada',
+  reasons: [
+    {
+      code: 'timbrada',
+      evidence_id: 3,
+      params: { attempt_no: 1, pac: 'sw', outcome: 'stamped', code: null, message: null, uuid: '5FB2822E-396D-4725-8521-CDC4BDD20CCF' },
+    },
+  ],
+  actions: [
+    action({ action: 'retry', refusal: { code: 'cfdi_existe', evidence_id: 3, evidence: 'pac_response: stamped 5FB2822E' } }),
+    action({ action: 'download_xml', allowed: true, roles: ALL_ROLES }),
+  ],
+};
+
+export function detail(strategy: StrategyDto | null, over: Partial<InvoiceDetailDto> = {}): InvoiceDetailDto {
+  return {
+    invoice: row(1),
+    sale: {
+      sale_id: 'pedido-4471',
+      kind: 'ingreso',
+      occurred_at: '2026-11-29T12:00:00',
+      body: { sale_id: 'pedido-4471' },
+      body_sha256: 'ab'.repeat(32),
+      source: 'app',
+      recorded_at: '2026-11-29T18:00:00Z',
+      recorded_by: { name: 'Soporte', role: 'soporte' },
+    },
+    attempts: [],
+    evidence: [],
+    cfdis: [],
+    notes: [],
+    timeline: [],
+    strategy,
+    ...over,
+  };
+}

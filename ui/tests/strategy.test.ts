@@ -1,0 +1,107 @@
+import { describe, expect, test } from 'vitest';
+import { badgeTone, buttonStates, reasonText, refusalText } from '../src/lib/strategy';
+import { setLocale } from '../src/lib/i18n/index.svelte';
+import type { ButtonState } from '../src/lib/strategy';
+import { reanudar, reprocesar, timbrada } from './fixtures';
+
+function byAction(states: ButtonState[]) {
+  return Object.fromEntries(states.map((s) => [s.action, s]));
+}
+
+describe('action buttons follow the strategy exactly', () => {
+  test('without a strategy every button is shown disabled, saying why', () => {
+    const s = buttonStates(null, 'soporte');
+    expect(s).toHaveLength(7);
+    for (const b of s) {
+      expect(b.visible).toBe(true);
+      expect(b.enabled).toBe(false);
+      expect(b.tooltip).toContain('motor de timbrado');
+    }
+  });
+
+  test('Reanudar: Reintentar resumes; failover is refused naming the unknown outcome', () => {
+    const s = byAction(buttonStates(reanudar, 'soporte'));
+    expect(s.retry).toMatchObject({ visible: true, enabled: true, label: 'Reintentar · Reanudar' });
+    expect(s.retry.tooltip).toContain('mismos bytes');
+    // Reprocesar is unavailable, and the tooltip says why, naming the evidence.
+    expect(s.retry.tooltip).toContain('No reprocesa: El PAC pudo haber timbrado');
+    expect(s.retry.tooltip).toContain('evidencia #7: pac_response: unknown timeout');
+    expect(s.failover).toMatchObject({ visible: true, enabled: false });
+    expect(s.failover.tooltip).toContain('resultado del último envío es desconocido');
+    expect(s.failover.tooltip).toContain('evidencia #7');
+    expect(s.finalize.enabled).toBe(false);
+    expect(s.finalize.tooltip).toBe('Todavía no hay CFDI. (evidencia #7: pac_response: unknown timeout)');
+    // Not offered by the strategy at all: not shown.
+    expect(s.send_to_contador.visible).toBe(false);
+    // The forced failover is the contador's alone: soporte does not even see it.
+    expect(s.force_failover.visible).toBe(false);
+    expect(s.download_xml).toMatchObject({ visible: true, enabled: false });
+  });
+
+  test('the contador sees the forced failover, and it needs a note', () => {
+    const s = byAction(buttonStates(reanudar, 'contador'));
+    expect(s.force_failover).toMatchObject({ visible: true, enabled: true, needsNote: true });
+    expect(s.verify_absent).toMatchObject({ visible: true, enabled: false, needsNote: true });
+  });
+
+  test('personal sees only what its role may do', () => {
+    const visible = buttonStates(reanudar, 'personal').filter((b) => b.visible).map((b) => b.action);
+    expect(visible).toEqual(['download_xml']);
+  });
+
+  test('Reprocesar: Reintentar says it reprocesses; failover refused because the document is the problem', () => {
+    const s = byAction(buttonStates(reprocesar, 'soporte'));
+    expect(s.retry).toMatchObject({ enabled: true, label: 'Reintentar · Reprocesar' });
+    expect(s.retry.tooltip).toContain('No reanuda: Reenviar el mismo documento fallaría igual.');
+    expect(s.failover.enabled).toBe(false);
+    expect(s.failover.tooltip).toContain('otro PAC lo rechazaría igual');
+    // Actions the strategy does not list are not shown at all.
+    expect(s.finalize.visible).toBe(false);
+  });
+
+  test('Timbrada: only download; retry refused because a CFDI exists', () => {
+    const s = byAction(buttonStates(timbrada, 'soporte'));
+    expect(s.download_xml.enabled).toBe(true);
+    expect(s.retry).toMatchObject({ visible: true, enabled: false, label: 'Reintentar' });
+    expect(s.retry.tooltip).toContain('Ya existe un CFDI para esta venta.');
+    expect(s.retry.tooltip).toContain('#3');
+  });
+
+  test('labels and reasons switch to English', () => {
+    setLocale('en');
+    const s = byAction(buttonStates(reanudar, 'soporte'));
+    expect(s.retry.label).toBe('Retry · Resume');
+    expect(s.failover.tooltip).toContain("outcome is unknown");
+    expect(reasonText(reanudar.reasons[0])).toBe(
+      'A send to sandbox ended without a clear answer; a CFDI may or may not exist.',
+    );
+  });
+});
+
+describe('badge and reasons', () => {
+  test('tones', () => {
+    expect(badgeTone('timbrada')).toBe('ok');
+    expect(badgeTone('pendiente')).toBe('info');
+    expect(badgeTone('reanudar')).toBe('warn');
+    expect(badgeTone('duplicado')).toBe('bad');
+    expect(badgeTone('atencion')).toBe('bad');
+  });
+
+  test('reasons in plain words, with their parameters', () => {
+    expect(reasonText(reanudar.reasons[0])).toBe(
+      'Un envío a sandbox terminó sin respuesta clara; puede o no existir un CFDI.',
+    );
+    expect(reasonText(reprocesar.reasons[0])).toBe('sw rechazó el documento: CFDI40101 Fecha fuera de rango.');
+    expect(reasonText(timbrada.reasons[0])).toBe('Timbrada por sw con UUID 5FB2822E-396D-4725-8521-CDC4BDD20CCF.');
+    // Missing facts leave no empty parentheses.
+    expect(reasonText({ code: 'pac_no_disponible', evidence_id: null, params: { pac: 'sw', outcome: null, code: null } })).toBe(
+      'sw no estuvo disponible; no recibió nada.',
+    );
+  });
+
+  test('an unknown code is shown as the code, never as nothing', () => {
+    expect(reasonText({ code: 'algo_nuevo', evidence_id: null, params: {} })).toBe('algo_nuevo');
+    expect(refusalText({ code: 'otra_cosa', evidence_id: 4, evidence: 'x' })).toBe('otra_cosa (evidencia #4: x)');
+    expect(refusalText(null)).toBe('La evidencia no permite esta acción.');
+  });
+});
