@@ -169,9 +169,17 @@ impl AttemptStatus {
 
 /// Reads an attempt's events in order.
 pub fn attempt_status(a: &AttemptFacts) -> AttemptStatus {
+    read_attempt(a).0
+}
+
+/// Reads an attempt's events in order: its status, and the evidence rows that decide it (the
+/// answer that created it, the unknown outcomes that keep it open, the refusals that prove it
+/// was not created...), which reasons and refusals cite.
+pub fn read_attempt(a: &AttemptFacts) -> (AttemptStatus, Vec<i64>) {
     let mut status = AttemptStatus::Fresh;
+    let mut decisive: Vec<i64> = Vec::new();
     let mut last_send: Option<DateTime<Utc>> = None;
-    let mut not_found: Vec<DateTime<Utc>> = Vec::new();
+    let mut not_found: Vec<(DateTime<Utc>, Option<i64>)> = Vec::new();
     let mut pac_side_tries = 0u32;
     for ev in &a.events {
         // Once created, nothing un-creates it.
@@ -179,70 +187,88 @@ pub fn attempt_status(a: &AttemptFacts) -> AttemptStatus {
             continue;
         }
         match ev {
-            AttemptEvent::Stamp { at, result, .. } => {
+            AttemptEvent::Stamp { at, result, evidence_id } => {
                 last_send = Some(*at);
                 not_found.clear();
-                status = match result {
-                    StampResult::Stamped { uuid } => AttemptStatus::Created { uuid: uuid.clone() },
-                    StampResult::AlreadyStamped { uuid: Some(uuid) } => AttemptStatus::Created { uuid: uuid.clone() },
-                    StampResult::AlreadyStamped { uuid: None } => AttemptStatus::CreatedUnknownUuid,
-                    _ if status == AttemptStatus::CreatedUnknownUuid => AttemptStatus::CreatedUnknownUuid,
+                let id: Vec<i64> = evidence_id.iter().copied().collect();
+                match result {
+                    StampResult::Stamped { uuid } | StampResult::AlreadyStamped { uuid: Some(uuid) } => {
+                        status = AttemptStatus::Created { uuid: uuid.clone() };
+                        decisive = id;
+                    }
+                    StampResult::AlreadyStamped { uuid: None } => {
+                        status = AttemptStatus::CreatedUnknownUuid;
+                        decisive = id;
+                    }
+                    _ if status == AttemptStatus::CreatedUnknownUuid => {}
                     // The same bytes re-sent answered with a document error: the PAC checks for a
                     // previous stamp of the same cadena before it validates (SW: 307 first), so
                     // the attempt is not created. (strategy case 19)
-                    StampResult::Rejected { code } => AttemptStatus::RejectedDocument { code: code.clone() },
+                    StampResult::Rejected { code } => {
+                        status = AttemptStatus::RejectedDocument { code: code.clone() };
+                        decisive = id;
+                    }
                     StampResult::NotSent | StampResult::Unavailable { .. } => {
                         pac_side_tries += 1;
-                        match &status {
-                            // A later "not sent" does not settle an earlier unknown (case 10).
-                            AttemptStatus::Unknown { pending } => AttemptStatus::Unknown { pending: *pending },
-                            _ => {
-                                let code = match result {
-                                    StampResult::Unavailable { code } => code.clone(),
-                                    _ => "not_sent".to_string(),
-                                };
-                                AttemptStatus::NotCreatedPacSide {
-                                    code,
-                                    tries: pac_side_tries,
-                                }
+                        // A later "not sent" does not settle an earlier unknown (case 10): the
+                        // unknown outcomes stay the decisive evidence.
+                        if !matches!(status, AttemptStatus::Unknown { .. }) {
+                            let code = match result {
+                                StampResult::Unavailable { code } => code.clone(),
+                                _ => "not_sent".to_string(),
+                            };
+                            if !matches!(status, AttemptStatus::NotCreatedPacSide { .. }) {
+                                decisive.clear();
                             }
+                            decisive.extend(id);
+                            status = AttemptStatus::NotCreatedPacSide { code, tries: pac_side_tries };
                         }
                     }
-                    StampResult::Unknown => AttemptStatus::Unknown { pending: false },
-                };
+                    StampResult::Unknown => {
+                        if !matches!(status, AttemptStatus::Unknown { .. }) {
+                            decisive.clear();
+                        }
+                        decisive.extend(id);
+                        status = AttemptStatus::Unknown { pending: false };
+                    }
+                }
             }
-            AttemptEvent::Lookup { at, result, .. } => match result {
+            AttemptEvent::Lookup { at, result, evidence_id } => match result {
                 LookupResult::Found { uuids } => {
                     if let Some(u) = uuids.first() {
                         status = AttemptStatus::Created { uuid: u.clone() };
+                        decisive = evidence_id.iter().copied().collect();
                     }
                 }
                 LookupResult::Pending => {
                     if matches!(status, AttemptStatus::Unknown { .. } | AttemptStatus::Fresh) {
                         status = AttemptStatus::Unknown { pending: true };
+                        decisive.extend(evidence_id.iter().copied());
                     }
                 }
                 LookupResult::NotFound => {
-                    not_found.push(*at);
+                    not_found.push((*at, *evidence_id));
                     if matches!(status, AttemptStatus::Unknown { .. }) {
                         let since = last_send.unwrap_or(*at);
                         let enough = not_found.len() >= NOT_FOUND_SETTLES.0
-                            && not_found.last().is_some_and(|l| (*l - since).num_seconds() >= NOT_FOUND_SETTLES.1);
+                            && not_found.last().is_some_and(|(l, _)| (*l - since).num_seconds() >= NOT_FOUND_SETTLES.1);
                         if enough {
                             status = AttemptStatus::ProvenAbsent;
+                            decisive = not_found.iter().filter_map(|(_, id)| *id).collect();
                         }
                     }
                 }
                 LookupResult::NotSupported | LookupResult::Failed => {}
             },
-            AttemptEvent::VerifiedAbsent { .. } => {
+            AttemptEvent::VerifiedAbsent { evidence_id, .. } => {
                 if !matches!(status, AttemptStatus::CreatedUnknownUuid) {
                     status = AttemptStatus::ProvenAbsent;
+                    decisive = evidence_id.iter().copied().collect();
                 }
             }
         }
     }
-    status
+    (status, decisive)
 }
 
 /// The kinds of action a person can ask for.
@@ -334,19 +360,9 @@ impl Verdict {
     }
 }
 
-fn evidence_ids(a: &AttemptFacts) -> Vec<i64> {
-    a.events
-        .iter()
-        .filter_map(|e| match e {
-            AttemptEvent::Stamp { evidence_id, .. }
-            | AttemptEvent::Lookup { evidence_id, .. }
-            | AttemptEvent::VerifiedAbsent { evidence_id, .. } => *evidence_id,
-        })
-        .collect()
-}
-
-fn last_evidence(a: &AttemptFacts) -> Vec<i64> {
-    evidence_ids(a).last().copied().into_iter().collect()
+/// The evidence that decides an attempt's status (see [`read_attempt`]).
+fn decisive_evidence(a: &AttemptFacts) -> Vec<i64> {
+    read_attempt(a).1
 }
 
 struct Builder {
@@ -360,7 +376,7 @@ impl Builder {
         let r = Reason {
             code,
             attempt_no: a.map(|a| a.attempt_no),
-            evidence: a.map(last_evidence).unwrap_or_default(),
+            evidence: a.map(decisive_evidence).unwrap_or_default(),
         };
         self.reasons.push(r.clone());
         r
@@ -378,7 +394,7 @@ impl Builder {
                     reason: Reason {
                         code,
                         attempt_no: a.map(|a| a.attempt_no),
-                        evidence: a.map(evidence_ids).unwrap_or_default(),
+                        evidence: a.map(decisive_evidence).unwrap_or_default(),
                     },
                 });
             }

@@ -423,3 +423,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn reasons_cite_the_evidence_that_decides() {
+    // Case 10: unknown, unknown, then "not sent" twice: the unknown answers (evidence 2 and 3)
+    // decide Reanudar and refuse reprocess — not the later "not sent" rows.
+    let v = derive(&history("A1@sw UK UK NS NS"), &policy(), t0());
+    let r = v.refusal(ActionKind::Reprocess).unwrap();
+    assert_eq!(r.reason.evidence, vec![2, 3]);
+    assert_eq!(v.reasons[0].evidence, vec![2, 3]);
+    // A rejection cites itself.
+    let v = derive(&history("A1@sw NS R(401)"), &policy(), t0());
+    assert_eq!(v.refusal(ActionKind::Resume).unwrap().reason.evidence, vec![3]);
+    // Not-sent answers in a row are all cited.
+    let v = derive(&history("A1@sw NS NS"), &Policy { backups: vec![], ..policy() }, t0());
+    assert_eq!(v.refusal(ActionKind::Reprocess).unwrap().reason.evidence, vec![2, 3]);
+}
