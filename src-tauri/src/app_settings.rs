@@ -16,6 +16,9 @@ pub const DRAIN: &str = "app.drain";
 /// Most invoices the drain may stamp at once.
 pub const MAX_CONCURRENCY: u32 = 16;
 
+/// Most sends of one attempt a setting may allow before *Atención*.
+pub const MAX_TRIES: u32 = 50;
+
 /// The operators of a fresh install: one per role, so every part of the console can be tried.
 pub fn default_operators() -> Vec<OperatorDto> {
     vec![
@@ -119,6 +122,9 @@ pub fn check_drain(d: &DrainSettingsDto) -> Result<(), AppError> {
             format!("de 1 a {MAX_CONCURRENCY}"),
         ));
     }
+    if d.max_tries.is_some_and(|n| n == 0 || n > MAX_TRIES) {
+        return Err(AppError::validation("max_tries", "fuera_de_rango", format!("de 1 a {MAX_TRIES}")));
+    }
     Ok(())
 }
 
@@ -156,9 +162,14 @@ mod tests {
 
     #[test]
     fn drain_concurrency_has_bounds() {
-        assert!(check_drain(&DrainSettingsDto { concurrency: 1 }).is_ok());
-        assert!(check_drain(&DrainSettingsDto { concurrency: 16 }).is_ok());
-        assert!(check_drain(&DrainSettingsDto { concurrency: 0 }).is_err());
-        assert!(check_drain(&DrainSettingsDto { concurrency: 17 }).is_err());
+        let d = |concurrency, max_tries| DrainSettingsDto { concurrency, max_tries };
+        assert!(check_drain(&d(1, None)).is_ok());
+        assert!(check_drain(&d(16, None)).is_ok());
+        assert!(check_drain(&d(0, None)).is_err());
+        assert!(check_drain(&d(17, None)).is_err());
+        assert!(check_drain(&d(2, Some(1))).is_ok());
+        assert!(check_drain(&d(2, Some(50))).is_ok());
+        assert!(check_drain(&d(2, Some(0))).is_err());
+        assert!(check_drain(&d(2, Some(51))).is_err());
     }
 }

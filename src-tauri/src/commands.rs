@@ -72,7 +72,10 @@ pub async fn app_status(state: State<'_, AppState>) -> Res<AppStatusDto> {
                 database_path: state.database_path.clone(),
                 emisor: None,
                 pacs: app_settings::sandbox_pacs(),
-                drain: DrainSettingsDto { concurrency: 1 },
+                drain: DrainSettingsDto {
+                    concurrency: 1,
+                    max_tries: None,
+                },
                 operators: app_settings::default_operators(),
                 operator: app_settings::default_operators()[1].clone(),
                 drain_available: false,
@@ -94,9 +97,10 @@ pub async fn app_status(state: State<'_, AppState>) -> Res<AppStatusDto> {
         database_path: state.database_path.clone(),
         emisor,
         pacs: pacs_view(ready).await?,
-        drain: app_settings::get(&ready.outbox, DRAIN)
-            .await?
-            .unwrap_or(DrainSettingsDto { concurrency: 2 }),
+        drain: app_settings::get(&ready.outbox, DRAIN).await?.unwrap_or(DrainSettingsDto {
+            concurrency: 2,
+            max_tries: None,
+        }),
         operators: app_settings::get(&ready.outbox, OPERATORS)
             .await?
             .unwrap_or_else(app_settings::default_operators),
@@ -151,9 +155,9 @@ pub async fn resolve_note(app: AppHandle, state: State<'_, AppState>, note_id: i
     Ok(convert::note(&note))
 }
 
-/// An operator action on an invoice (Reintentar, Finalizar, Usar PAC de respaldo, the
-/// contador's forced failover and verification). The outbox re-checks the strategy and the
-/// role; a refusal comes back as `action_refused` / `role_not_allowed`.
+/// An operator action on an invoice (Reintentar, Finalizar, Usar PAC de respaldo, Enviar al
+/// contador, the contador's forced failover and verification). The outbox re-checks the
+/// strategy and the role; a refusal comes back as `action_refused` / `role_not_allowed`.
 #[tauri::command]
 pub async fn invoice_action(
     app: AppHandle,
@@ -200,8 +204,9 @@ pub async fn invoice_action(
                 })?;
             drain.verify_absent(&invoice, attempt_no, &note, &actor).await?
         }
-        ActionKindDto::SendToContador | ActionKindDto::DownloadXml => {
-            // Download is a file export (`export_xml`); the outbox has no contador queue action.
+        ActionKindDto::SendToContador => drain.send_to_contador(&invoice, &note, &actor).await?,
+        ActionKindDto::DownloadXml => {
+            // Download is a file export (`export_xml`).
             return Err(AppError::NotAvailable {
                 feature: format!("action:{}", action_name(action)),
             });

@@ -313,6 +313,23 @@ pub fn strategy(d: &InvoiceDetail, v: &Verdict) -> StrategyDto {
             roles: roles_of(ActionKind::Resume),
         }
     };
+    // *Enviar al contador* is a hand-off outside the strategy: allowed while not Timbrada.
+    let stamped = v.badge == outbox::model::Badge::Timbrada;
+    let send_to_contador = ActionDto {
+        action: ActionKindDto::SendToContador,
+        allowed: !stamped,
+        retry_mode: None,
+        refusal: stamped.then(|| {
+            let evidence_id = v.reasons.first().and_then(|r| r.evidence.last().copied());
+            RefusalDto {
+                code: "ya_timbrada".into(),
+                evidence_id,
+                evidence: evidence_id.and_then(|id| evidence_words(d, id)),
+            }
+        }),
+        alternative_refusal: None,
+        roles: outbox::actions::SEND_TO_CONTADOR_ROLES.iter().map(|r| role(*r)).collect(),
+    };
     StrategyDto {
         badge: badge(v.badge),
         reasons,
@@ -320,6 +337,7 @@ pub fn strategy(d: &InvoiceDetail, v: &Verdict) -> StrategyDto {
             retry,
             plain(ActionKindDto::Finalize, ActionKind::Finalize),
             plain(ActionKindDto::Failover, ActionKind::Failover),
+            send_to_contador,
             plain(ActionKindDto::ForceFailover, ActionKind::ForceFailover),
             plain(ActionKindDto::VerifyAbsent, ActionKind::VerifyAbsent),
             plain(ActionKindDto::DownloadXml, ActionKind::Download),

@@ -57,34 +57,26 @@ impl SecretSource for StoredSecrets {
 /// The PAC configurations of Modo sandbox, pointing at the running simulators. Attempts are
 /// frozen for the PAC named `sandbox` (the outbox's default), so the primary carries that name.
 pub fn sandbox_configs(sims: &SandboxPacs) -> Vec<PacConfig> {
-    vec![
+    let config = |name: &str, flavor: pac_sim::Flavor, url: &str, role: PacRole| {
+        let finkok = flavor == pac_sim::Flavor::Finkok;
         PacConfig {
-            name: DEFAULT_PAC.into(),
-            flavor: PacKind::Sw,
-            url: sims.primary.base_url.clone(),
+            name: name.into(),
+            flavor: if finkok { PacKind::Finkok } else { PacKind::Sw },
+            url: url.to_string(),
             api_url: None,
             sat_url: None,
-            token_env: Some(SANDBOX_TOKEN.into()),
-            user: None,
-            password_env: None,
-            taxpayer_id: None,
-            role: PacRole::Primary,
+            token_env: (!finkok).then(|| SANDBOX_TOKEN.into()),
+            user: finkok.then(|| pac_sim::Credentials::default().user),
+            password_env: finkok.then(|| SANDBOX_PASSWORD.into()),
+            taxpayer_id: finkok.then(|| crate::sandbox::test_profile().rfc),
+            role,
             // A "timeout after certify" shows up after 4 s, not after a minute.
             timeout_ms: Some(4_000),
-        },
-        PacConfig {
-            name: SANDBOX_BACKUP.into(),
-            flavor: PacKind::Finkok,
-            url: sims.backup.base_url.clone(),
-            api_url: None,
-            sat_url: None,
-            token_env: None,
-            user: Some(pac_sim::Credentials::default().user),
-            password_env: Some(SANDBOX_PASSWORD.into()),
-            taxpayer_id: Some(crate::sandbox::test_profile().rfc),
-            role: PacRole::Backup,
-            timeout_ms: Some(4_000),
-        },
+        }
+    };
+    vec![
+        config(DEFAULT_PAC, sims.primary_flavor, &sims.primary.base_url, PacRole::Primary),
+        config(SANDBOX_BACKUP, sims.backup_flavor, &sims.backup.base_url, PacRole::Backup),
     ]
 }
 
@@ -152,8 +144,14 @@ pub struct DrainHost {
 
 impl DrainHost {
     /// Builds the drain over `pacs` and starts it in the app's async runtime.
-    pub fn start(app: AppHandle, outbox: Arc<Outbox>, pacs: PacSet, concurrency: u32) -> DrainHost {
+    pub fn start(app: AppHandle, outbox: Arc<Outbox>, pacs: PacSet, settings: crate::dto::DrainSettingsDto) -> DrainHost {
+        let mut policy = outbox::strategy::Policy::default();
+        if let Some(n) = settings.max_tries {
+            policy.max_tries = n.clamp(1, crate::app_settings::MAX_TRIES);
+        }
+        let concurrency = settings.concurrency;
         let config = DrainConfig {
+            policy,
             worker_id: format!("app-{}", std::process::id()),
             concurrency: concurrency.clamp(1, crate::app_settings::MAX_CONCURRENCY) as usize,
             backoff: APP_BACKOFF,
@@ -213,11 +211,13 @@ pub async fn start_for(app: AppHandle, ready: &crate::state::Ready) -> Result<Dr
             None
         };
         let pacs = pac_set(&ready.outbox, sims).await?;
-        let concurrency = crate::app_settings::get::<crate::dto::DrainSettingsDto>(&ready.outbox, crate::app_settings::DRAIN)
+        let settings = crate::app_settings::get::<crate::dto::DrainSettingsDto>(&ready.outbox, crate::app_settings::DRAIN)
             .await?
-            .map(|d| d.concurrency)
-            .unwrap_or(2);
-        Ok(DrainHost::start(app, ready.outbox.clone(), pacs, concurrency))
+            .unwrap_or(crate::dto::DrainSettingsDto {
+                concurrency: 2,
+                max_tries: None,
+            });
+        Ok(DrainHost::start(app, ready.outbox.clone(), pacs, settings))
     }
     .await;
     if let Err(e) = &result {

@@ -140,6 +140,11 @@ pub struct PacsDto {
 pub struct DrainSettingsDto {
     /// Invoices stamped at the same time (1–16).
     pub concurrency: u32,
+    /// Sends of one attempt before the invoice goes to *Atención* (1–50; none: the outbox's
+    /// default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub max_tries: Option<u32>,
 }
 
 /// Everything the UI needs to draw its frame (mode banner, operator, emisor).
@@ -531,6 +536,10 @@ pub enum SandboxFaultDto {
     /// The PAC's clock runs 73 h ahead: it rejects every Fecha as outside the 72-hour window
     /// (SAT code 401), so the document must be reprocessed.
     FechaExpired,
+    /// The PAC stamps and never answers; sent the same document again it says "already
+    /// stamped" without the XML (Finkok 307), and its `stamped` lookup lags 10 minutes: the
+    /// CFDI exists but its XML must still be fetched (*Finalizar*). Finkok-flavoured PAC only.
+    StampedWithoutXml,
 }
 
 /// What "Cargar datos de demostración" did.

@@ -50,18 +50,42 @@ pub fn test_no_certificado() -> Result<String, cfdi::csd::CsdError> {
     Ok(cfdi::csd::Certificate::from_der(TEST_CER)?.no_certificado().to_string())
 }
 
+/// Which simulator is the primary: `TIMBRA_SANDBOX_PRIMARY=finkok` makes the primary
+/// Finkok-flavoured and the backup SW-flavoured (to see what a PAC with a non-creating lookup
+/// does: *Finalizar*, a duplicate revealed after a forced failover); anything else, or unset,
+/// keeps SW primary and Finkok backup.
+pub const PRIMARY_FLAVOR_ENV: &str = "TIMBRA_SANDBOX_PRIMARY";
+
+/// The primary simulator's flavour for the value of [`PRIMARY_FLAVOR_ENV`].
+pub fn primary_flavor(value: Option<&str>) -> Flavor {
+    match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        Some("finkok") => Flavor::Finkok,
+        _ => Flavor::Sw,
+    }
+}
+
 /// The in-process PAC simulators of Modo sandbox: an SW-flavoured primary and a
-/// Finkok-flavoured backup, each on 127.0.0.1 with a free port, their ledgers kept next to the
-/// database (so a CFDI stamped before a restart is still "already stamped" after it).
+/// Finkok-flavoured backup (or the reverse, see [`PRIMARY_FLAVOR_ENV`]), each on 127.0.0.1
+/// with a free port, their ledgers kept next to the database (so a CFDI stamped before a
+/// restart is still "already stamped" after it).
 pub struct SandboxPacs {
     pub primary: SimHandle,
     pub backup: SimHandle,
+    pub primary_flavor: Flavor,
+    pub backup_flavor: Flavor,
 }
 
 impl SandboxPacs {
     /// Starts both simulators in the current tokio runtime.
     pub async fn start(database_dir: &Path) -> Result<SandboxPacs, pac_sim::SimError> {
-        let config = |flavor: Flavor, name: &str| {
+        let primary_flavor = primary_flavor(std::env::var(PRIMARY_FLAVOR_ENV).ok().as_deref());
+        let backup_flavor = if primary_flavor == Flavor::Finkok {
+            Flavor::Sw
+        } else {
+            Flavor::Finkok
+        };
+        let config = |flavor: Flavor| {
+            let name = if flavor == Flavor::Finkok { "finkok" } else { "sw" };
             let mut c = SimConfig::new(flavor);
             c.state_dir = Some(database_dir.join("timbra-sandbox-pac").join(name));
             c.faults = faults_for(SandboxFaultDto::None);
@@ -69,10 +93,15 @@ impl SandboxPacs {
             c.hold = std::time::Duration::from_secs(8);
             c
         };
-        let primary = pac_sim::start(config(Flavor::Sw, "sw")).await?;
-        let backup = pac_sim::start(config(Flavor::Finkok, "finkok")).await?;
-        tracing::info!(primary = %primary.base_url, backup = %backup.base_url, "modo sandbox: simuladores de PAC en marcha");
-        Ok(SandboxPacs { primary, backup })
+        let primary = pac_sim::start(config(primary_flavor)).await?;
+        let backup = pac_sim::start(config(backup_flavor)).await?;
+        tracing::info!(primary = %primary.base_url, backup = %backup.base_url, ?primary_flavor, "modo sandbox: simuladores de PAC en marcha");
+        Ok(SandboxPacs {
+            primary,
+            backup,
+            primary_flavor,
+            backup_flavor,
+        })
     }
 }
 
@@ -95,6 +124,7 @@ pub fn faults_for(fault: SandboxFaultDto) -> Faults {
         SandboxFaultDto::Slow => "latency_ms=1000..3000",
         SandboxFaultDto::Mixed => "timeout_after_certify=0.1,http500=0.1,refuse=0.15,latency_ms=50..400",
         SandboxFaultDto::FechaExpired => "",
+        SandboxFaultDto::StampedWithoutXml => "timeout_after_certify=1,no_xml_307=1,stamped_lag_ms=600000",
     };
     // The texts above are constants known to parse; fall back to the defaults regardless.
     Faults::parse(&format!("stamped_lag_ms=1000,no_xml_307=0,{text}")).unwrap_or_default()
@@ -126,6 +156,18 @@ mod tests {
         for f in [None, TimeoutAfterCertify, Outage, ServerError, Slow, Mixed, FechaExpired] {
             assert_eq!(faults_for(f).stamped_lag_ms, 1000, "{f:?}");
         }
+        let without_xml = faults_for(StampedWithoutXml);
+        assert_eq!(without_xml.timeout_after_certify, 1.0);
+        assert_eq!(without_xml.no_xml_307, 1.0);
+        assert_eq!(without_xml.stamped_lag_ms, 600_000);
+    }
+
+    #[test]
+    fn the_primary_flavor_is_sw_unless_finkok_is_asked_for() {
+        assert_eq!(primary_flavor(Option::None), Flavor::Sw);
+        assert_eq!(primary_flavor(Some("")), Flavor::Sw);
+        assert_eq!(primary_flavor(Some("facturapi")), Flavor::Sw);
+        assert_eq!(primary_flavor(Some(" Finkok ")), Flavor::Finkok);
     }
 
     #[tokio::test]

@@ -1,6 +1,6 @@
 //! The flows, each on a fresh app with a fresh temporary database in Modo sandbox.
 
-use crate::harness::{App, Res};
+use crate::harness::{App, Env, Res};
 
 fn check(cond: bool, what: impl Into<String>) -> Res {
     if cond {
@@ -86,6 +86,7 @@ pub async fn emitir_y_notas(app: &App) -> Res {
     expect_button(app, "retry", false, "Ya existe un CFDI para esta venta").await?;
     expect_button(app, "failover", false, "Ya existe un CFDI").await?;
     expect_button(app, "finalize", false, "Ya está finalizada").await?;
+    expect_button(app, "send_to_contador", false, "Ya está timbrada").await?;
     check(
         app.all("button[data-action=force_failover]").await?.is_empty(),
         "forzar respaldo es solo del contador",
@@ -249,6 +250,33 @@ async fn emit_and_open(app: &App, folio: &str) -> Res<String> {
     Ok(href)
 }
 
+/// Waits (20 s) until the invoice behind a Factura route has evidence of `kind` with `outcome`
+/// (asked through the app's own IPC, as the page does); fails listing the evidence it has.
+async fn wait_evidence(app: &App, factura: &str, kind: &str, outcome: &str) -> Res {
+    let id: i64 = factura
+        .rsplit('/')
+        .next()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("ruta de factura sin id: {factura}"))?;
+    let start = std::time::Instant::now();
+    let mut seen = Vec::new();
+    while start.elapsed() < std::time::Duration::from_secs(20) {
+        let d = app.invoke("invoice_detail", serde_json::json!({ "invoiceId": id })).await?;
+        seen = d["evidence"]
+            .as_array()
+            .map(|a| a.iter().map(|e| format!("{}:{}", e["kind"], e["outcome"])).collect())
+            .unwrap_or_default();
+        if d["evidence"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|e| e["kind"] == kind && e["outcome"] == outcome))
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    Err(format!("se esperaba evidencia {kind}:{outcome}; hay {seen:?}"))
+}
+
 async fn set_fault(app: &App, fault: &str, says: &str) -> Res {
     app.go("#/ajustes").await?;
     app.select("[data-testid=sandbox-fault]", fault).await?;
@@ -276,7 +304,7 @@ pub async fn timeout_tras_certificar(app: &App) -> Res {
     expect_button(app, "retry", true, "No reprocesa: El PAC pudo haber timbrado").await?;
     app.wait_contains("[data-testid=actions] button[data-action=retry]", "Reintentar · Reanudar")
         .await?;
-    expect_button(app, "failover", false, "el resultado del último envío es desconocido").await?;
+    expect_button(app, "failover", false, "un envío terminó sin respuesta clara y nada lo ha aclarado").await?;
     expect_button(app, "finalize", false, "Todavía no hay CFDI").await?;
     app.wait_contains("[data-testid=timeline]", "not_sent").await?;
     expect_button(app, "download_xml", false, "Todavía no hay CFDI").await?;
@@ -380,8 +408,9 @@ pub async fn rechazo_y_reproceso(app: &App) -> Res {
 }
 
 /// Writes a file that is not a database where the app's database goes.
-pub fn damaged_database(dir: &std::path::Path) -> Res {
-    std::fs::write(dir.join("timbra.db"), b"esto no es una base de datos SQLite, es texto").map_err(|e| e.to_string())
+pub fn damaged_database(dir: &std::path::Path) -> Res<Env> {
+    std::fs::write(dir.join("timbra.db"), b"esto no es una base de datos SQLite, es texto").map_err(|e| e.to_string())?;
+    Ok(Env::new())
 }
 
 /// A damaged database: the app opens anyway and says, in words, what is wrong and where —
@@ -399,5 +428,152 @@ pub async fn base_danada(app: &App) -> Res {
         app.all("[data-testid=rows]").await?.is_empty(),
         "sin base de datos no se muestra la Bandeja",
     )?;
+    Ok(())
+}
+
+/// Modo sandbox with a Finkok-flavoured primary (it answers non-creating `stamped` lookups and
+/// may say "already stamped" without the XML) and an SW-flavoured backup.
+pub fn finkok_primary(_: &std::path::Path) -> Res<Env> {
+    Ok(vec![("TIMBRA_SANDBOX_PRIMARY", "finkok")])
+}
+
+/// The Finkok-flavoured PAC stamps and never answers; its `stamped` lookup lags (not found),
+/// and the same bytes re-sent come back "already stamped" without the XML (307): the CFDI
+/// exists but Timbra has no data — Finalizar, the only action. Reintentar and the backup are
+/// refused because a CFDI exists. When the lookup answers, Finalizar fetches that CFDI
+/// without creating another: Timbrada, one CFDI, one attempt.
+pub async fn finkok_finalizar(app: &App) -> Res {
+    set_fault(app, "stamped_without_xml", "sin el XML").await?;
+    let factura = emit_and_open(app, "4475").await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "unknown")
+        .await?;
+    app.wait_badge("reanudar").await?;
+    // The drain looks the attempt up first (the lookup lags: not found), then Reintentar
+    // re-sends the same bytes and key.
+    wait_evidence(app, &factura, "lookup", "not_found").await?;
+    expect_button(app, "retry", true, "").await?;
+    app.click("[data-testid=actions] button[data-action=retry]").await?;
+    app.wait_badge("finalizar").await?;
+    app.wait_contains("[data-testid=reasons]", "confirma un CFDI ya timbrado pero no entregó sus datos")
+        .await?;
+    wait_evidence(app, &factura, "pac_response", "already_stamped").await?;
+    expect_button(app, "finalize", true, "").await?;
+    expect_button(app, "retry", false, "Ya existe un CFDI para esta venta").await?;
+    expect_button(app, "failover", false, "Ya existe un CFDI para esta venta").await?;
+    expect_button(app, "download_xml", false, "No hay XML timbrado que descargar").await?;
+    app.screenshot("factura-finalizar").await?;
+
+    // The lookup answers again (the lag is back to 1 s): Finalizar fetches the CFDI.
+    set_fault(app, "none", "Sin fallas").await?;
+    app.go(&factura).await?;
+    app.find("[data-testid=strategy]").await?;
+    if let Ok(b) = app.find("[data-testid=actions] button[data-action=finalize]").await {
+        if b.is_enabled().await.unwrap_or(false) {
+            b.click().await.map_err(|e| format!("Finalizar: {e}"))?;
+        }
+    }
+    app.wait_badge("timbrada").await?;
+    app.wait_text("[data-testid=uuid]", "un UUID", |t| t.trim().len() == 36).await?;
+    let rows = app.all("[data-testid=cfdis] tbody tr").await?;
+    check(rows.len() == 1, format!("debe haber un solo CFDI; hay {}", rows.len()))?;
+    let attempts = app.all("[data-testid=attempts] tbody tr").await?;
+    check(attempts.len() == 1, format!("finalizar no crea intentos; hay {}", attempts.len()))?;
+    expect_button(app, "finalize", false, "Ya está finalizada").await?;
+    Ok(())
+}
+
+/// The Finkok-flavoured primary stamps and never answers, then goes down (its lookups fail
+/// and say nothing). The contador forces the backup with a note; the backup stamps. When
+/// Finkok answers again its non-creating lookup finds the first CFDI: two CFDIs for one sale —
+/// Duplicado. Every action is refused (the contador decides) except downloading and notes.
+pub async fn finkok_duplicado(app: &App) -> Res {
+    set_fault(app, "timeout_after_certify", "Timbra y no contesta").await?;
+    let factura = emit_and_open(app, "4476").await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "unknown")
+        .await?;
+    app.invoke("set_sandbox_fault", serde_json::json!({ "fault": "outage" })).await?;
+    app.wait_badge("reanudar").await?;
+
+    app.select("[data-testid=operator]", "Contador").await?;
+    expect_button(app, "force_failover", true, "").await?;
+    app.click("button[data-action=force_failover]").await?;
+    app.type_into(
+        "[data-testid=note-required] textarea",
+        "Finkok no contesta y el cliente espera; se acepta el riesgo de duplicado.",
+    )
+    .await?;
+    app.click("[data-testid=note-required] button.danger").await?;
+    app.wait_badge("timbrada").await?;
+    app.wait_contains("[data-testid=reasons]", "puede haber timbrado").await?;
+
+    // Finkok answers again; its lookup of the abandoned attempt finds the first CFDI (the
+    // drain looks again 24–48 s after stamping: settling a possible duplicate is not urgent).
+    app.invoke("set_sandbox_fault", serde_json::json!({ "fault": "none" })).await?;
+    app.go(&factura).await?;
+    app.wait_text_for(
+        "[data-testid=strategy] [data-badge]",
+        "Duplicado",
+        |t| t.contains("Duplicado"),
+        std::time::Duration::from_secs(70),
+    )
+    .await?;
+    app.wait_badge("duplicado").await?;
+    app.wait_contains("[data-testid=reasons]", "Hay más de un CFDI para esta venta")
+        .await?;
+    let rows = app.all("[data-testid=cfdis] tbody tr").await?;
+    check(rows.len() == 2, format!("deben verse los dos CFDI; hay {}", rows.len()))?;
+    let decide = "Hay dos CFDI: decide el contador";
+    for action in ["retry", "finalize", "failover", "force_failover", "verify_absent"] {
+        expect_button(app, action, false, decide).await?;
+    }
+    expect_button(app, "download_xml", true, "").await?;
+    app.find("#note-text").await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=note_added]", "riesgo de duplicado")
+        .await?;
+    app.screenshot("factura-duplicado").await?;
+    app.select("[data-testid=operator]", "Soporte").await?;
+    Ok(())
+}
+
+/// With at most one send per attempt (an Ajustes setting) and the PAC down, the first refused
+/// connection exhausts the tries: Atención, saying so. Nothing was created, so Reintentar
+/// resumes (reprocessing is refused: the document is fine) and the backup is allowed. Soporte
+/// sends it to the contador with a note (a hand-off: nothing else changes), then uses the
+/// backup: the same sealed bytes there, and the invoice is stamped.
+pub async fn caida_hasta_atencion(app: &App) -> Res {
+    app.invoke("save_drain", serde_json::json!({ "drain": { "concurrency": 2, "max_tries": 1 } }))
+        .await?;
+    set_fault(app, "outage", "Caído").await?;
+    emit_and_open(app, "4477").await?;
+    app.wait_badge("atencion").await?;
+    app.wait_contains("[data-testid=reasons]", "Se agotaron los intentos automáticos en sandbox")
+        .await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "not_sent")
+        .await?;
+    expect_button(app, "retry", true, "No reprocesa: El documento está bien").await?;
+    expect_button(app, "failover", true, "").await?;
+    expect_button(app, "finalize", false, "Todavía no hay CFDI").await?;
+    expect_button(app, "download_xml", false, "Todavía no hay CFDI").await?;
+    app.screenshot("factura-atencion").await?;
+
+    // Enviar al contador: a hand-off with a note; the badge and the buttons stay as they were.
+    expect_button(app, "send_to_contador", true, "no cambia su estado").await?;
+    app.click("[data-testid=actions] button[data-action=send_to_contador]").await?;
+    app.type_into(
+        "[data-testid=note-required] textarea",
+        "El PAC lleva caído toda la mañana; ¿usamos el respaldo o esperamos?",
+    )
+    .await?;
+    app.click("[data-testid=note-required] button.danger").await?;
+    app.wait_contains("[data-testid=notes] li.note:not([data-resolved])", "¿usamos el respaldo")
+        .await?;
+    app.wait_contains("[data-testid=timeline]", "send_to_contador").await?;
+    app.wait_badge("atencion").await?;
+    expect_button(app, "failover", true, "").await?;
+
+    app.click("[data-testid=actions] button[data-action=failover]").await?;
+    app.wait_badge("timbrada").await?;
+    app.wait_contains("[data-testid=reasons]", "Timbrada por sandbox-respaldo").await?;
+    app.wait_contains("[data-testid=timeline]", "código: failover").await?;
     Ok(())
 }

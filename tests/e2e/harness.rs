@@ -13,6 +13,9 @@ use fantoccini::{Client, ClientBuilder, Locator};
 
 pub type Res<T = ()> = Result<T, String>;
 
+/// Extra environment variables a flow starts the app with (e.g. `TIMBRA_SANDBOX_PRIMARY`).
+pub type Env = Vec<(&'static str, &'static str)>;
+
 /// tauri-driver's WebDriver port, and the port it gives WebKitWebDriver (both fixed by it).
 const DRIVER_PORT: u16 = 4444;
 const NATIVE_PORT: u16 = 4445;
@@ -110,8 +113,9 @@ pub struct App {
 
 impl App {
     /// Starts tauri-driver with the app's environment and opens a session on `timbra-app`,
-    /// after `prepare` ran on the app's temporary folder (where `timbra.db` will be).
-    pub async fn start(display: &Display, prepare: impl FnOnce(&Path) -> Res) -> Res<App> {
+    /// after `prepare` ran on the app's temporary folder (where `timbra.db` will be); the app
+    /// gets the environment variables `prepare` returns.
+    pub async fn start(display: &Display, prepare: impl FnOnce(&Path) -> Res<Env>) -> Res<App> {
         let home_cargo = std::env::var_os("HOME")
             .map(|h| PathBuf::from(h).join(".cargo/bin"))
             .into_iter()
@@ -128,7 +132,7 @@ impl App {
             }
         }
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        prepare(dir.path())?;
+        let extra_env = prepare(dir.path())?;
         let xdg = |sub: &str| {
             let p = dir.path().join(sub);
             let _ = std::fs::create_dir_all(&p);
@@ -146,6 +150,7 @@ impl App {
             // Software rendering under Xvfb: no shader cache to write (or to race at teardown).
             .env("MESA_SHADER_CACHE_DISABLE", "true")
             .env("TIMBRA_LOG", "warn")
+            .envs(extra_env)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -167,11 +172,20 @@ impl App {
             "tauri:options".into(),
             serde_json::json!({ "application": env!("CARGO_BIN_EXE_timbra-app") }),
         );
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        let client = ClientBuilder::new(connector)
-            .capabilities(caps)
-            .connect(&format!("http://127.0.0.1:{DRIVER_PORT}"))
-            .await;
+        // tauri-driver may open its port a moment before it answers: a few tries.
+        let mut client = Err(String::new());
+        for _ in 0..4 {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            client = ClientBuilder::new(connector)
+                .capabilities(caps.clone())
+                .connect(&format!("http://127.0.0.1:{DRIVER_PORT}"))
+                .await
+                .map_err(|e| e.to_string());
+            if client.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
         let client = match client {
             Ok(c) => c,
             Err(e) => {

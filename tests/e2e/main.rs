@@ -14,13 +14,13 @@ use std::pin::Pin;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use harness::{App, Display, Res};
+use harness::{App, Display, Env, Res};
 
 type Flow = for<'a> fn(&'a App) -> Pin<Box<dyn Future<Output = Res> + 'a>>;
-type Prepare = fn(&std::path::Path) -> Res;
+type Prepare = fn(&std::path::Path) -> Res<Env>;
 
-fn nothing(_: &std::path::Path) -> Res {
-    Ok(())
+fn nothing(_: &std::path::Path) -> Res<Env> {
+    Ok(Env::new())
 }
 
 const FLOWS: &[(&str, Prepare, Flow)] = &[
@@ -32,6 +32,13 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("caida_y_respaldo", nothing, |app| Box::pin(flows::caida_y_respaldo(app))),
     ("rechazo_y_reproceso", nothing, |app| Box::pin(flows::rechazo_y_reproceso(app))),
     ("base_danada", flows::damaged_database, |app| Box::pin(flows::base_danada(app))),
+    ("finkok_finalizar", flows::finkok_primary, |app| {
+        Box::pin(flows::finkok_finalizar(app))
+    }),
+    ("finkok_duplicado", flows::finkok_primary, |app| {
+        Box::pin(flows::finkok_duplicado(app))
+    }),
+    ("caida_hasta_atencion", nothing, |app| Box::pin(flows::caida_hasta_atencion(app))),
 ];
 
 fn main() -> ExitCode {

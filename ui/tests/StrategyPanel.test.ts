@@ -1,7 +1,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import { fireEvent, render, screen } from '@testing-library/svelte';
 import StrategyPanel from '../src/components/StrategyPanel.svelte';
-import { reanudar, timbrada } from './fixtures';
+import { action, reanudar, timbrada } from './fixtures';
 
 function button(action: string): HTMLButtonElement {
   const b = document.querySelector<HTMLButtonElement>(`button[data-action=${action}]`);
@@ -18,7 +18,7 @@ describe('StrategyPanel', () => {
     expect(button('retry').textContent).toBe('Reintentar · Reanudar');
     expect(button('failover').disabled).toBe(true);
     expect(button('failover').parentElement?.getAttribute('title')).toContain('evidencia #7');
-    expect(document.querySelector('[data-why=failover]')?.textContent).toContain('resultado del último envío es desconocido');
+    expect(document.querySelector('[data-why=failover]')?.textContent).toContain('un envío terminó sin respuesta clara y nada lo ha aclarado');
     expect(document.querySelector('button[data-action=force_failover]')).toBeNull();
     expect(document.querySelector('button[data-action=verify_absent]')).toBeNull();
   });
@@ -55,5 +55,46 @@ describe('StrategyPanel', () => {
     const buttons = document.querySelectorAll<HTMLButtonElement>('button[data-action]');
     expect(buttons).toHaveLength(7);
     buttons.forEach((b) => expect(b.disabled).toBe(true));
+  });
+
+  test('Enviar al contador: personal and soporte only, a note required, refused once Timbrada', async () => {
+    const send = action({ action: 'send_to_contador', allowed: true, roles: ['personal', 'soporte'] });
+    const withSend = { ...reanudar, actions: [...reanudar.actions, send] };
+    const onaction = vi.fn();
+    const { unmount } = render(StrategyPanel, { strategy: withSend, cachedBadge: 'reanudar', role: 'personal', onaction });
+    expect(button('send_to_contador').textContent).toBe('Enviar al contador');
+    expect(button('send_to_contador').disabled).toBe(false);
+    expect(document.querySelector('[data-why=send_to_contador]')?.textContent).toContain('no cambia su estado');
+    await fireEvent.click(button('send_to_contador'));
+    expect(onaction).not.toHaveBeenCalled();
+    expect(screen.getByTestId('note-required').textContent).toContain('qué debe revisar el contador');
+    const confirm = screen.getByText('Confirmar') as HTMLButtonElement;
+    expect(confirm.disabled).toBe(true);
+    const note = document.querySelector<HTMLTextAreaElement>('#force-note')!;
+    await fireEvent.input(note, { target: { value: 'El cliente dice que ya tiene otro CFDI de esta venta.' } });
+    await fireEvent.click(confirm);
+    expect(onaction).toHaveBeenCalledWith('send_to_contador', 'El cliente dice que ya tiene otro CFDI de esta venta.');
+    unmount();
+
+    // The contador does not see it.
+    const second = render(StrategyPanel, { strategy: withSend, cachedBadge: 'reanudar', role: 'contador', onaction: vi.fn() });
+    expect(document.querySelector('button[data-action=send_to_contador]')).toBeNull();
+    second.unmount();
+
+    // Timbrada: disabled, naming the evidence.
+    const refused = action({
+      action: 'send_to_contador',
+      roles: ['personal', 'soporte'],
+      refusal: { code: 'ya_timbrada', evidence_id: 3, evidence: 'pac_response: stamped 5FB2822E' },
+    });
+    render(StrategyPanel, {
+      strategy: { ...timbrada, actions: [...timbrada.actions, refused] },
+      cachedBadge: 'timbrada',
+      role: 'soporte',
+      onaction: vi.fn(),
+    });
+    expect(button('send_to_contador').disabled).toBe(true);
+    expect(document.querySelector('[data-why=send_to_contador]')?.textContent).toContain('Ya está timbrada');
+    expect(document.querySelector('[data-why=send_to_contador]')?.textContent).toContain('evidencia #3');
   });
 });

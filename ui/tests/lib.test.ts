@@ -54,7 +54,7 @@ describe('coded errors', () => {
     expect(errorMessage(SAMPLES.role_not_allowed)).toBe('Con el rol Personal no puede hacer esto.');
     expect(errorMessage(SAMPLES.startup)).toContain('está ocupada');
     expect(errorMessage(SAMPLES.action_refused)).toBe(
-      'La evidencia no lo permite: El PAC pudo haber timbrado: el resultado del último envío es desconocido. (evidencia #7, #8)',
+      'La evidencia no lo permite: El PAC pudo haber timbrado: un envío terminó sin respuesta clara y nada lo ha aclarado. (evidencia #7, #8)',
     );
   });
 

@@ -27,7 +27,7 @@ describe('action buttons follow the strategy exactly', () => {
     expect(s.retry.tooltip).toContain('No reprocesa: El PAC pudo haber timbrado');
     expect(s.retry.tooltip).toContain('evidencia #7: pac_response: unknown timeout');
     expect(s.failover).toMatchObject({ visible: true, enabled: false });
-    expect(s.failover.tooltip).toContain('resultado del último envío es desconocido');
+    expect(s.failover.tooltip).toContain('un envío terminó sin respuesta clara y nada lo ha aclarado');
     expect(s.failover.tooltip).toContain('evidencia #7');
     expect(s.finalize.enabled).toBe(false);
     expect(s.finalize.tooltip).toBe('Todavía no hay CFDI. (evidencia #7: pac_response: unknown timeout)');
@@ -71,7 +71,7 @@ describe('action buttons follow the strategy exactly', () => {
     setLocale('en');
     const s = byAction(buttonStates(reanudar, 'soporte'));
     expect(s.retry.label).toBe('Retry · Resume');
-    expect(s.failover.tooltip).toContain("outcome is unknown");
+    expect(s.failover.tooltip).toContain('a send ended without a clear answer and nothing has settled it');
     expect(reasonText(reanudar.reasons[0])).toBe(
       'A send to sandbox ended without a clear answer; a CFDI may or may not exist.',
     );
@@ -93,6 +93,10 @@ describe('badge and reasons', () => {
     );
     expect(reasonText(reprocesar.reasons[0])).toBe('sw rechazó el documento: CFDI40101 Fecha fuera de rango.');
     expect(reasonText(timbrada.reasons[0])).toBe('Timbrada por sw con UUID 5FB2822E-396D-4725-8521-CDC4BDD20CCF.');
+    // The proven-absent attempt is the one the evidence names (the live one, not an abandoned one).
+    expect(reasonText({ code: 'comprobado_sin_cfdi', evidence_id: 12, params: { attempt_no: 2, pac: 'finkok' } })).toBe(
+      'Se comprobó que el intento 2 no produjo CFDI.',
+    );
     // Missing facts leave no empty parentheses.
     expect(reasonText({ code: 'pac_no_disponible', evidence_id: null, params: { pac: 'sw', outcome: null, code: null } })).toBe(
       'sw no estuvo disponible; no recibió nada.',

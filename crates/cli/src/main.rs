@@ -1,9 +1,10 @@
 //! `timbra`: the command-line shell.
 //!
-//! Today it holds the CFDI tools (`timbra cfdi …`); the headless drain worker, imports and
-//! administration join it as the outbox grows. It parses arguments, reads files and
-//! environment variables, calls the library, and turns every error into one clear line on
-//! stderr and a documented exit code. No business logic lives here.
+//! The headless side of Timbra: CFDI tools (`timbra cfdi …`), the outbox (`init`, `sale`,
+//! `invoice`, `status`), PAC settings and the drain worker (`pac`, `drain`), and the PAC
+//! simulator (`pac-sim`). It parses arguments, reads files and environment variables, calls the
+//! libraries, and turns every error into one clear line on stderr and a documented exit code.
+//! No business logic lives here.
 
 mod cfdi_cmd;
 mod drain_cmd;
@@ -97,6 +98,11 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
+    // Diagnostics on stderr, off unless asked for: TIMBRA_LOG=info (or debug, warn...).
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TIMBRA_LOG").unwrap_or_else(|_| "off".into()))
+        .with_writer(std::io::stderr)
+        .try_init();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Cfdi(cmd) => cfdi_cmd::run(cmd),

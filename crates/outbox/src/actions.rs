@@ -10,9 +10,12 @@
 //! | `force_failover(to, note)` | contador | the same, although the live outcome is unknown; marks *posible duplicado* |
 //! | `reprocess` | soporte, contador | a new attempt mapped from the immutable sale with today's settings |
 //! | `verify_absent(attempt, note)` | contador | records that a PAC holds no CFDI for an abandoned attempt |
+//! | `send_to_contador(note)` | personal, soporte | hands the invoice to the contador with a note (not Timbrada) |
 //!
 //! Every action first takes the row over (a new fencing token), so a worker still holding it
-//! cannot move it afterwards; its evidence still lands.
+//! cannot move it afterwards; its evidence still lands. `send_to_contador` is the exception:
+//! it is a hand-off, not a decision about the invoice — it records the evidence row and the
+//! note and changes nothing else (no take-over, no state, no strategy input).
 
 use serde_json::json;
 
@@ -247,6 +250,58 @@ impl<S: Store> Drain<S> {
         self.due_now(detail.invoice.id).await
     }
 
+    /// Enviar al contador: hands the invoice to the contador, saying why in `note` (required).
+    /// Personal and soporte may ask, while the invoice is not Timbrada. Records an
+    /// `operator_action` evidence row (`send_to_contador`) and adds the note; the row, its
+    /// state, its badge and its fencing token stay as they are.
+    pub async fn send_to_contador(&self, invoice: &InvoiceRef, note: &str, actor: &Actor) -> Result<()> {
+        const ACTION: &str = "enviar al contador";
+        if !SEND_TO_CONTADOR_ROLES.contains(&actor.role) {
+            return Err(OutboxError::Forbidden {
+                action: ACTION,
+                role: actor.role.as_str(),
+            });
+        }
+        if note.trim().is_empty() {
+            return Err(OutboxError::invalid(
+                "note",
+                "requerido",
+                "enviar al contador requiere una nota (qué debe revisar y por qué)",
+            ));
+        }
+        // Checked before anything is written (length, control characters).
+        let note = crate::outbox::check_note(note)?;
+        let detail = self.outbox.invoice(invoice).await?;
+        let verdict = self.verdict(&detail);
+        if verdict.badge == crate::model::Badge::Timbrada {
+            return Err(OutboxError::ActionRefused {
+                action: ACTION,
+                reason: "ya_timbrada".into(),
+                evidence: verdict.reasons.first().map(|r| r.evidence.clone()).unwrap_or_default(),
+            });
+        }
+        self.outbox
+            .store()
+            .append_evidence(&NewEvidence {
+                invoice_id: detail.invoice.id,
+                attempt_id: live_attempt_id(&detail),
+                try_id: None,
+                kind: evidence_kind::OPERATOR_ACTION.into(),
+                outcome: None,
+                code: Some(SEND_TO_CONTADOR.into()),
+                message: Some(note.to_string()),
+                uuid: None,
+                retry_after_ms: None,
+                detail: json!({ "action": SEND_TO_CONTADOR, "note": note, "channel": actor.channel }),
+                fencing_token: None,
+                at_ms: self.outbox.now().timestamp_millis(),
+                actor: actor.clone(),
+            })
+            .await?;
+        self.outbox.add_note(&InvoiceRef::Id(detail.invoice.id), note, actor).await?;
+        Ok(())
+    }
+
     fn known_backup(&self, detail: &InvoiceDetail, to: &str) -> Result<()> {
         if self.pacs.get(to).is_none() {
             return Err(OutboxError::invalid(
@@ -261,6 +316,12 @@ impl<S: Store> Drain<S> {
         Ok(())
     }
 }
+
+/// The evidence code of *Enviar al contador*.
+pub const SEND_TO_CONTADOR: &str = "send_to_contador";
+
+/// Who may hand an invoice to the contador (the contador does not send to themself).
+pub const SEND_TO_CONTADOR_ROLES: &[Role] = &[Role::Personal, Role::Soporte];
 
 fn live_attempt_id(detail: &InvoiceDetail) -> Option<i64> {
     detail.attempts.iter().max_by_key(|a| a.attempt_no).map(|a| a.id)

@@ -474,7 +474,7 @@ fn not_found(r: &InvoiceRef) -> OutboxError {
     }
 }
 
-fn check_note(text: &str) -> Result<&str> {
+pub(crate) fn check_note(text: &str) -> Result<&str> {
     let t = text.trim();
     let n = t.chars().count();
     let problem = if t.is_empty() {

@@ -431,3 +431,60 @@ async fn a_document_identical_to_another_sales_is_reprocessed_not_looped() {
     w.until_badge(b, Badge::Timbrada).await;
     assert_eq!(w.sim("sw").engine().ledger().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_to_contador_records_the_hand_off_and_changes_nothing_else() {
+    let w = world(&[("sw", Flavor::Sw, "down=1")]).await;
+    let id = w.record("pedido-c").await;
+    w.until_badge(id, Badge::Reanudar).await;
+    let inv = InvoiceRef::Id(id);
+    let personal = Actor::new("ana", Role::Personal, "test");
+    let before = w.outbox.invoice(&inv).await.unwrap();
+    let verdict_before = w.drain.verdict(&before);
+
+    // The contador does not send to themself; an empty note is refused; neither writes.
+    match w.drain.send_to_contador(&inv, "revisar", &contador()).await {
+        Err(OutboxError::Forbidden { .. }) => {}
+        other => panic!("the contador may not send to the contador: {other:?}"),
+    }
+    match w.drain.send_to_contador(&inv, "   ", &soporte()).await {
+        Err(e @ OutboxError::Invalid(_)) => assert_eq!(e.code(), "validation"),
+        other => panic!("a note is required: {other:?}"),
+    }
+    match w.drain.send_to_contador(&inv, "con \u{7} campana", &soporte()).await {
+        Err(OutboxError::Invalid(_)) => {}
+        other => panic!("a bad note is refused before writing: {other:?}"),
+    }
+    let unchanged = w.outbox.invoice(&inv).await.unwrap();
+    assert_eq!(unchanged.evidence.len(), before.evidence.len());
+    assert_eq!(unchanged.notes.len(), before.notes.len());
+
+    let note = "El PAC no responde desde la mañana; ¿lo mandamos al respaldo?";
+    w.drain.send_to_contador(&inv, note, &personal).await.unwrap();
+    let after = w.outbox.invoice(&inv).await.unwrap();
+    let e = after.evidence.last().unwrap();
+    assert_eq!(e.kind, "operator_action");
+    assert_eq!(e.code.as_deref(), Some("send_to_contador"));
+    assert_eq!(e.message.as_deref(), Some(note));
+    assert_eq!(e.actor.name, "ana");
+    assert_eq!(e.attempt_id, Some(before.attempts[0].id));
+    assert_eq!(after.evidence.len(), before.evidence.len() + 1);
+    assert_eq!(after.notes.len(), before.notes.len() + 1);
+    assert_eq!(after.notes.last().unwrap().text, note);
+    // A hand-off, not a state change: the row, its token, attempts, tries and verdict stay.
+    assert_eq!(after.fencing_token, before.fencing_token);
+    assert_eq!(after.invoice.badge, before.invoice.badge);
+    assert_eq!(after.invoice.state, before.invoice.state);
+    assert_eq!(after.invoice.next_try_at, before.invoice.next_try_at);
+    assert_eq!(after.attempts, before.attempts);
+    assert_eq!(after.tries, before.tries);
+    assert_eq!(w.drain.verdict(&after), verdict_before);
+
+    // Once Timbrada there is nothing to hand over.
+    w.faults("sw", "");
+    w.until_badge(id, Badge::Timbrada).await;
+    match w.drain.send_to_contador(&inv, "¿está bien?", &soporte()).await {
+        Err(OutboxError::ActionRefused { reason, .. }) => assert_eq!(reason, "ya_timbrada"),
+        other => panic!("a Timbrada is not sent to the contador: {other:?}"),
+    }
+}

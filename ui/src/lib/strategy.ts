@@ -22,8 +22,11 @@ export const ACTION_ORDER: readonly ActionKindDto[] = [
   'download_xml',
 ];
 
-/** Actions that need a written note (DESIGN §4: the contador's forced failover and verification). */
-const NOTE_REQUIRED: readonly ActionKindDto[] = ['force_failover', 'verify_absent'];
+/**
+ * Actions that need a written note (DESIGN §4: the contador's forced failover and verification;
+ * what the contador should look at when an invoice is sent to them).
+ */
+const NOTE_REQUIRED: readonly ActionKindDto[] = ['force_failover', 'verify_absent', 'send_to_contador'];
 
 export type Tone = 'ok' | 'info' | 'warn' | 'bad';
 

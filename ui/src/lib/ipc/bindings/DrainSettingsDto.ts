@@ -7,4 +7,9 @@ export type DrainSettingsDto = {
 /**
  * Invoices stamped at the same time (1–16).
  */
-concurrency: number, };
+concurrency: number, 
+/**
+ * Sends of one attempt before the invoice goes to *Atención* (1–50; none: the outbox's
+ * default).
+ */
+max_tries?: number, };
