@@ -47,7 +47,7 @@ pub fn sale_json(i: usize, now_local: NaiveDateTime) -> Vec<u8> {
         "occurred_at": occurred.format(cfdi::write::FECHA_FORMAT).to_string(),
         "serie": "D",
         "folio": format!("{}", 1001 + i),
-        "forma_pago": if i % 2 == 0 { "01" } else { "03" },
+        "forma_pago": if i.is_multiple_of(2) { "01" } else { "03" },
         "metodo_pago": "PUE",
         "moneda": "MXN",
         "receptor": {"rfc": rfc, "nombre": nombre, "domicilio_fiscal": cp, "regimen_fiscal": regimen, "uso_cfdi": uso},

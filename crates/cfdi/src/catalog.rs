@@ -658,7 +658,7 @@ fn fecha_valida(yy: u32, mm: u32, dd: u32) -> bool {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
         // 2000 is a leap year, so for 00 the 20yy reading is; otherwise both readings agree.
-        2 if yy % 4 == 0 => 29,
+        2 if yy.is_multiple_of(4) => 29,
         2 => 28,
         _ => return false,
     };

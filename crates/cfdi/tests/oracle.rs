@@ -361,7 +361,7 @@ fn generated_pagos_agree_with_the_oracle() {
 /// One way of writing a character inside an attribute value.
 fn write_attr_char(c: char, style: u8, out: &mut String) {
     match (c, style % 4) {
-        ('&', _) => out.push_str(if style % 2 == 0 { "&amp;" } else { "&#38;" }),
+        ('&', _) => out.push_str(if style.is_multiple_of(2) { "&amp;" } else { "&#38;" }),
         ('<', _) => out.push_str("&lt;"),
         ('"', _) => out.push_str("&quot;"),
         ('\t', 0) => out.push('\t'), // literal: normalized to a space by the parser
