@@ -79,18 +79,24 @@ fn refused(verdict: &Verdict, action: ActionKind) -> OutboxError {
 
 impl<S: Store> Drain<S> {
     async fn checked(&self, invoice: &InvoiceRef, action: ActionKind, actor: &Actor) -> Result<(InvoiceDetail, Verdict)> {
+        let detail = self.outbox.invoice(invoice).await?;
+        let verdict = self.permit(&detail, action, actor)?;
+        Ok((detail, verdict))
+    }
+
+    /// The actor's role may take `action`, and the verdict on `detail` allows it now.
+    fn permit(&self, detail: &InvoiceDetail, action: ActionKind, actor: &Actor) -> Result<Verdict> {
         if !action.roles().contains(&actor.role) {
             return Err(OutboxError::Forbidden {
                 action: action.nombre(),
                 role: actor.role.as_str(),
             });
         }
-        let detail = self.outbox.invoice(invoice).await?;
-        let verdict = self.verdict(&detail);
+        let verdict = self.verdict(detail);
         if !verdict.allows(action) {
             return Err(refused(&verdict, action));
         }
-        Ok((detail, verdict))
+        Ok(verdict)
     }
 
     /// Records the decision as evidence, then fences out any worker on the row.
@@ -155,12 +161,13 @@ impl<S: Store> Drain<S> {
         let detail = self.outbox.invoice(invoice).await?;
         let verdict = self.verdict(&detail);
         if verdict.allows(ActionKind::Resume) {
-            let (detail, _) = self.checked(invoice, ActionKind::Resume, actor).await?;
+            self.permit(&detail, ActionKind::Resume, actor)?;
             self.decide(&detail, live_attempt_id(&detail), "retry", None, actor).await?;
             self.due_now(detail.invoice.id).await?;
             Ok(RetryKind::Resume)
         } else if verdict.allows(ActionKind::Reprocess) {
-            self.reprocess(invoice, actor).await?;
+            self.permit(&detail, ActionKind::Reprocess, actor)?;
+            self.reprocess_checked(&detail, actor).await?;
             Ok(RetryKind::Reprocess)
         } else {
             Err(refused(&verdict, ActionKind::Resume))
@@ -209,8 +216,13 @@ impl<S: Store> Drain<S> {
     /// Reprocesar: a new attempt from the immutable sale with today's mapping and settings.
     pub async fn reprocess(&self, invoice: &InvoiceRef, actor: &Actor) -> Result<i64> {
         let (detail, _) = self.checked(invoice, ActionKind::Reprocess, actor).await?;
-        let token = self.decide(&detail, live_attempt_id(&detail), "reprocess", None, actor).await?;
-        let id = self.outbox.open_reprocess(&detail, Some(token), actor, "operador").await?;
+        self.reprocess_checked(&detail, actor).await
+    }
+
+    /// Reprocess once the verdict allowed it.
+    async fn reprocess_checked(&self, detail: &InvoiceDetail, actor: &Actor) -> Result<i64> {
+        let token = self.decide(detail, live_attempt_id(detail), "reprocess", None, actor).await?;
+        let id = self.outbox.open_reprocess(detail, Some(token), actor, "operador").await?;
         self.due_now(detail.invoice.id).await?;
         Ok(id)
     }
