@@ -26,7 +26,10 @@ async fn populated(dir: &Path) -> std::path::PathBuf {
         .await
         .unwrap();
     // Move everything from the WAL into the main file now (closing may finish later).
-    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(o.store().pool()).await.unwrap();
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(o.store().pool())
+        .await
+        .unwrap();
     o.store().close().await;
     path
 }

@@ -54,6 +54,11 @@ fn contador() -> Actor {
 /// An outbox with SAT's test CSD and one simulator per `(name, flavor, faults)`, the first the
 /// primary; a drain with quick timeouts and backoff.
 async fn world(pacs: &[(&str, Flavor, &str)]) -> World {
+    world_with(pacs, 1200).await
+}
+
+/// As [`world`], with the PAC clients' request timeout.
+async fn world_with(pacs: &[(&str, Flavor, &str)], timeout_ms: u64) -> World {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = SqliteOptions::new(dir.path().join("timbra.db"));
     opts.create = true;
@@ -78,16 +83,27 @@ async fn world(pacs: &[(&str, Flavor, &str)]) -> World {
             password_env: (kind == PacKind::Finkok).then(|| "SIM_PASSWORD".into()),
             taxpayer_id: Some("EKU9003173C9".into()),
             role: if i == 0 { PacRole::Primary } else { PacRole::Backup },
-            timeout_ms: Some(1200),
+            timeout_ms: Some(timeout_ms),
         };
         outbox.add_pac(config, &sistema()).await.unwrap();
         sims.push((name.to_string(), sim));
     }
+    let drain = Arc::new(drain_for(&outbox, "w1", chrono::Duration::seconds(30)).await);
+    World {
+        _dir: dir,
+        outbox,
+        sims,
+        drain,
+    }
+}
+
+/// A drain worker over the outbox's configured PACs, with quick backoff.
+async fn drain_for(outbox: &Arc<Outbox<SqliteStore>>, worker: &str, lease: chrono::Duration) -> Drain<SqliteStore> {
     let set = build_pac_set(&outbox.pacs().await.unwrap(), &SimSecrets, Arc::new(pac::SystemClock)).unwrap();
     let config = DrainConfig {
-        worker_id: "w1".into(),
+        worker_id: worker.into(),
         concurrency: 4,
-        lease: chrono::Duration::seconds(30),
+        lease,
         poll: StdDuration::from_millis(20),
         grace: StdDuration::from_secs(2),
         backoff: Backoff {
@@ -100,13 +116,7 @@ async fn world(pacs: &[(&str, Flavor, &str)]) -> World {
             ..Policy::default()
         },
     };
-    let drain = Arc::new(Drain::new(outbox.clone(), set, config, Arc::new(NoSink)));
-    World {
-        _dir: dir,
-        outbox,
-        sims,
-        drain,
-    }
+    Drain::new(outbox.clone(), set, config, Arc::new(NoSink))
 }
 
 impl World {
@@ -486,5 +496,169 @@ async fn send_to_contador_records_the_hand_off_and_changes_nothing_else() {
     match w.drain.send_to_contador(&inv, "¿está bien?", &soporte()).await {
         Err(OutboxError::ActionRefused { reason, .. }) => assert_eq!(reason, "ya_timbrada"),
         other => panic!("a Timbrada is not sent to the contador: {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exactly-once hardening (defects found by an adversarial review), against the simulator.
+
+async fn tries_of(w: &World, id: i64) -> usize {
+    w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap().tries.len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_cfdi_from_a_fenced_out_worker_shows_in_lists_and_counts() {
+    // Case 25. SW answers after 3 s; the backup stamps within a fraction of that.
+    let w = world_with(&[("sw", Flavor::Sw, "latency_ms=3000"), ("fk", Flavor::Finkok, "")], 15_000).await;
+    let id = w.record("pedido-late").await;
+    let now = chrono::Utc::now().timestamp_millis();
+    let claim = w
+        .outbox
+        .store()
+        .claim_due("w-zombie", now + 1000, now + 60_000, 10)
+        .await
+        .unwrap()
+        .remove(0);
+    let zombie = drain_for(&w.outbox, "w-zombie", chrono::Duration::seconds(60)).await;
+    let late = tokio::spawn(async move { zombie.step(claim).await });
+    // While A1 is in flight its outcome is unknown; the contador forces the backup.
+    tokio::time::sleep(StdDuration::from_millis(400)).await;
+    w.drain
+        .force_failover(
+            &InvoiceRef::Id(id),
+            "fk",
+            "SW no contesta; riesgo de duplicado aceptado",
+            &contador(),
+        )
+        .await
+        .unwrap();
+    w.until_badge(id, Badge::Timbrada).await;
+    // The zombie's answer lands: evidence appended, its state change fenced out.
+    let report = late.await.unwrap().unwrap();
+    assert!(!report.applied, "the zombie cannot move the row");
+    w.until_idle().await;
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert_eq!(d.cfdis.len(), 2, "both CFDIs are known");
+    assert_eq!(w.drain.verdict(&d).badge, Badge::Duplicado);
+    let listed = w
+        .outbox
+        .list_invoices(&ListFilter {
+            badge: Some(Badge::Duplicado),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(listed.items.iter().any(|i| i.id == id), "the list's Duplicado filter shows it");
+    let counts = w.outbox.counts().await.unwrap();
+    assert_eq!(counts.by_badge.get("duplicado"), Some(&1), "{counts:?}");
+    assert_eq!(counts.by_badge.get("timbrada"), None, "{counts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_try_starts_only_under_the_current_token_and_for_the_live_attempt() {
+    let w = world(&[("sw", Flavor::Sw, "down=1"), ("fk", Flavor::Finkok, "down=1")]).await;
+    let id = w.record("pedido-fence").await;
+    let store = w.outbox.store();
+    let now = chrono::Utc::now().timestamp_millis();
+    let stale = store.claim_due("w-stalled", now + 1000, now + 60_000, 10).await.unwrap().remove(0);
+    let a1 = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap().attempts[0].id;
+    let current = store.take_over(id, now).await.unwrap();
+    let try_of = |attempt_id: i64, operation: &str, token: i64| outbox::store::NewTry {
+        invoice_id: id,
+        attempt_id,
+        operation: operation.into(),
+        pac: "sw".into(),
+        worker: "w".into(),
+        fencing_token: token,
+        at_ms: now,
+        actor: sistema(),
+    };
+    // A stalled worker's token is stale: no try, so no request.
+    let _ = store.begin_try(&try_of(a1, "stamp", stale.fencing_token)).await;
+    assert_eq!(tries_of(&w, id).await, 0, "a stale token starts no try");
+    let _ = store.begin_try(&try_of(a1, "stamp", current)).await;
+    assert_eq!(tries_of(&w, id).await, 1, "the current token does");
+    // The unanswered try is an unknown outcome; the contador forces the backup, which leaves
+    // A1 abandoned: it may be looked up, never sent.
+    w.drain
+        .force_failover(&InvoiceRef::Id(id), "fk", "riesgo aceptado por escrito", &contador())
+        .await
+        .unwrap();
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    let _ = store.begin_try(&try_of(a1, "stamp", d.fencing_token)).await;
+    assert_eq!(tries_of(&w, id).await, 1, "the abandoned attempt is never sent again");
+    let _ = store.begin_try(&try_of(a1, "lookup", d.fencing_token)).await;
+    assert_eq!(tries_of(&w, id).await, 2, "a non-creating lookup of it is fine");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reintentar_after_the_maximum_tries_sends_again() {
+    // Case 24: no backup, the PAC refuses connections until the tries run out.
+    let w = world(&[("sw", Flavor::Sw, "down=1")]).await;
+    let id = w.record("pedido-max").await;
+    w.until_badge(id, Badge::Atencion).await;
+    let before = tries_of(&w, id).await;
+    w.drain.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap();
+    w.faults("sw", "");
+    w.until_badge(id, Badge::Timbrada).await;
+    assert!(tries_of(&w, id).await > before, "Reintentar opened a fresh try budget");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_absent_is_refused_on_the_live_attempt() {
+    let w = world(&[
+        ("sw", Flavor::Sw, "timeout_after_certify=1"),
+        ("fk", Flavor::Finkok, "timeout_after_certify=1"),
+    ])
+    .await;
+    let id = w.record("pedido-va").await;
+    w.until_badge(id, Badge::Reanudar).await;
+    w.drain
+        .force_failover(&InvoiceRef::Id(id), "fk", "SW no contesta; riesgo aceptado", &contador())
+        .await
+        .unwrap();
+    // A2 at the backup times out too: its outcome is unknown, and it is the live attempt.
+    w.until_badge(id, Badge::Reanudar).await;
+    // Nobody abandoned A2 and no rejection followed its unknown outcome: re-sending it is the
+    // way to find out; a "verification" would let a second CFDI be made next to it.
+    match w.drain.verify_absent(&InvoiceRef::Id(id), 2, "Revisé el portal", &contador()).await {
+        Err(e) => assert_eq!(e.code(), "action_refused", "{e}"),
+        Ok(()) => panic!("verify_absent accepted on the live attempt"),
+    }
+    // A1 was abandoned by the forced failover: the contador may record its verification.
+    w.drain
+        .verify_absent(&InvoiceRef::Id(id), 1, "Revisé el portal de SW: sin CFDI", &contador())
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_longer_than_the_lease_is_not_sent_twice() {
+    // Two workers on one database; SW takes 2.5 s to answer and a lease lasts 1 s.
+    let w = world_with(&[("sw", Flavor::Sw, "latency_ms=2500")], 15_000).await;
+    let mut ids = Vec::new();
+    for i in 0..2 {
+        ids.push(w.record(&format!("pedido-lease-{i}")).await);
+    }
+    let one = Arc::new(drain_for(&w.outbox, "w-uno", chrono::Duration::seconds(1)).await);
+    let two = Arc::new(drain_for(&w.outbox, "w-dos", chrono::Duration::seconds(1)).await);
+    let idle = RunMode::UntilIdle {
+        horizon: StdDuration::from_secs(2),
+    };
+    let (a, b) = tokio::join!(one.run(std::future::pending::<()>(), idle), async {
+        tokio::time::sleep(StdDuration::from_millis(300)).await;
+        two.run(std::future::pending::<()>(), idle).await
+    });
+    a.unwrap();
+    b.unwrap();
+    for id in ids {
+        let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+        assert_eq!(d.invoice.badge, Badge::Timbrada);
+        let key = &d.attempts[0].pac_idempotency_key;
+        assert_eq!(
+            w.sim("sw").engine().stamp_requests(key),
+            1,
+            "sent once while its step was in flight"
+        );
     }
 }

@@ -2,6 +2,8 @@
 //! PAC outcome class, through one `check` helper; then the property that no history ever allows
 //! a new attempt while an earlier attempt's outcome is unknown or created.
 
+use std::collections::BTreeSet;
+
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use outbox::model::Badge;
 use outbox::strategy::{
@@ -43,6 +45,11 @@ fn history(spec: &str) -> Facts {
         }
         if let Some(m) = tok.strip_prefix('+').and_then(|m| m.strip_suffix('m')) {
             now += Duration::minutes(m.parse().unwrap());
+            continue;
+        }
+        // Evidence recorded out of order (a clock that went back, a late writer).
+        if let Some(m) = tok.strip_prefix('-').and_then(|m| m.strip_suffix('m')) {
+            now -= Duration::minutes(m.parse().unwrap());
             continue;
         }
         if let Some(u) = tok.strip_prefix("X(").and_then(|u| u.strip_suffix(')')) {
@@ -114,6 +121,12 @@ fn history(spec: &str) -> Facts {
             }
         };
         facts.attempts.last_mut().expect("an attempt first").events.push(event);
+    }
+    // As the store reads them: by time, ties in the order they were recorded.
+    for a in &mut facts.attempts {
+        a.events.sort_by_key(|e| match e {
+            AttemptEvent::Stamp { at, .. } | AttemptEvent::Lookup { at, .. } | AttemptEvent::VerifiedAbsent { at, .. } => *at,
+        });
     }
     facts
 }
@@ -436,6 +449,229 @@ fn reasons_cite_the_evidence_that_decides() {
     let v = derive(&history("A1@sw NS R(401)"), &policy(), t0());
     assert_eq!(v.refusal(ActionKind::Resume).unwrap().reason.evidence, vec![3]);
     // Not-sent answers in a row are all cited.
-    let v = derive(&history("A1@sw NS NS"), &Policy { backups: vec![], ..policy() }, t0());
+    let v = derive(
+        &history("A1@sw NS NS"),
+        &Policy {
+            backups: vec![],
+            ..policy()
+        },
+        t0(),
+    );
     assert_eq!(v.refusal(ActionKind::Reprocess).unwrap().reason.evidence, vec![2, 3]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exactly-once hardening: histories an adversarial review found (strategy cases 19–26).
+
+#[test]
+fn a_rejection_after_an_unknown_outcome_proves_nothing() {
+    // Case 19: the PAC may validate before it looks for a previous stamp; U1 may exist.
+    let v = derive(&history("A1@sw UK R(401)"), &policy(), t0());
+    assert_eq!(v.badge, Badge::Atencion, "{v:#?}");
+    assert!(!v.allows(Reprocess) && !v.allows(Failover), "{v:#?}");
+    assert_eq!(v.next, NextStep::Hold, "nothing automatic at SW (no lookup)");
+    let v = derive(&history("A1@sw UK UK NS R(CFDI40108)"), &policy(), t0());
+    assert_eq!(v.badge, Badge::Atencion, "{v:#?}");
+    assert!(!v.allows(Reprocess));
+    // Case 20: Finkok has a non-creating lookup: it settles the question.
+    let v = derive(&history("A1@fk UK R(301)"), &policy(), t0());
+    assert_eq!(
+        (v.badge, v.next.clone()),
+        (Badge::Atencion, NextStep::Lookup { attempt_no: 1 }),
+        "{v:#?}"
+    );
+    assert!(!v.allows(Reprocess));
+    let v = derive(&history("A1@fk UK R(301) L+(U1)"), &policy(), t0());
+    assert_eq!(v.badge, Badge::Finalizar);
+    // ... a rejection straight away (no unknown before it) is still trusted (case 7).
+    let v = derive(&history("A1@sw R(301)"), &policy(), t0());
+    assert_eq!(v.badge, Badge::Reprocesar);
+}
+
+#[test]
+fn an_unknown_outcome_past_the_fecha_window_needs_a_person() {
+    // Case 21: a forced failover would be useless (the backup answers 401 to the old Fecha)
+    // and nothing is automatic at SW.
+    let v = derive(&history("A1@sw UK"), &policy(), t0() + Duration::hours(71));
+    assert_eq!(v.badge, Badge::Atencion, "{v:#?}");
+    assert!(!v.allows(ForceFailover) && !v.allows(Reprocess) && !v.allows(Failover), "{v:#?}");
+    assert_eq!(v.next, NextStep::Hold);
+    // With a lookup the drain keeps asking, without creating.
+    let v = derive(&history("A1@fk UK"), &policy(), t0() + Duration::hours(71));
+    assert_eq!(
+        (v.badge, v.next.clone()),
+        (Badge::Atencion, NextStep::Lookup { attempt_no: 1 }),
+        "{v:#?}"
+    );
+}
+
+#[test]
+fn the_fecha_warning_is_on_when_a_decision_about_an_unknown_outcome_is_needed() {
+    // Case 3 with 10 hours left: exactly when the contador may have to force the backup.
+    let v = derive(&history("A1@sw UK"), &policy(), t0() + Duration::hours(60));
+    assert!(v.fecha_at_risk, "{v:#?}");
+    assert!(v.allows(ForceFailover));
+}
+
+#[test]
+fn uuids_compare_case_insensitively() {
+    // Case 22: the PAC answered in lowercase, the store keeps uppercase: one CFDI, not two.
+    let v = derive(
+        &history("A1@sw S(0f8a3c5e-1b2d-4e6f-8a9b-0c1d2e3f4a5b) X(0F8A3C5E-1B2D-4E6F-8A9B-0C1D2E3F4A5B)"),
+        &policy(),
+        t0(),
+    );
+    assert_eq!(v.badge, Badge::Timbrada, "{v:#?}");
+    let v = derive(&history("A1@fk UK L+(abc) AS(ABC)"), &policy(), t0());
+    assert_eq!(v.badge, Badge::Finalizar, "{v:#?}");
+}
+
+#[test]
+fn an_allowed_action_is_never_a_silent_no_op() {
+    // Finalizar at a PAC without lookups: re-sending the same bytes brings SW's 307 with the
+    // CFDI; a Finalizar that leaves the drain holding would do nothing.
+    let v = derive(&history("A1@sw UK AS(-)"), &policy(), t0());
+    assert_eq!(v.badge, Badge::Finalizar);
+    if v.allows(Finalize) {
+        assert_ne!(v.next, NextStep::Hold, "{v:#?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The property, judged by a rule written apart from the strategy: an attempt may hold a CFDI
+// when a PAC ever said it made one, or an unknown outcome was never settled by a CFDI-free
+// lookup (three "not found" answers spanning five minutes after the last send) or by the
+// contador's verification. A later rejection or "not sent" settles nothing.
+
+fn judged_may_hold(a: &AttemptFacts) -> bool {
+    let mut created = false;
+    let mut open = false;
+    let mut last_send: Option<DateTime<Utc>> = None;
+    let mut not_found: Vec<DateTime<Utc>> = Vec::new();
+    for e in &a.events {
+        match e {
+            AttemptEvent::Stamp { at, result, .. } => {
+                last_send = Some(*at);
+                not_found.clear();
+                match result {
+                    StampResult::Stamped { .. } | StampResult::AlreadyStamped { .. } => created = true,
+                    StampResult::Unknown => open = true,
+                    _ => {}
+                }
+            }
+            AttemptEvent::Lookup { at, result, .. } => match result {
+                LookupResult::Found { .. } => created = true,
+                LookupResult::Pending => open = true,
+                LookupResult::NotFound => {
+                    not_found.push(*at);
+                    let since = last_send.unwrap_or(*at);
+                    if not_found.len() >= 3 && (*at - since) >= Duration::minutes(5) {
+                        open = false;
+                    }
+                }
+                _ => {}
+            },
+            AttemptEvent::VerifiedAbsent { .. } => open = false,
+        }
+    }
+    created || open
+}
+
+fn uuid_event() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "S(U1)",
+        "S(u1)",
+        "S(U2)",
+        "AS(U1)",
+        "AS(u2)",
+        "AS(-)",
+        "R(301)",
+        "R(401)",
+        "NS",
+        "UN(AU2001)",
+        "UK",
+        "UK",
+        "L+(U3)",
+        "L+(u1)",
+        "L-",
+        "L-",
+        "LP",
+        "V",
+        "+3m",
+        "+1m",
+        "-2m",
+    ])
+}
+
+fn hardening_spec() -> impl Strategy<Value = String> {
+    let attempt = (
+        prop::sample::select(vec!["sw", "fk", "fa"]),
+        any::<bool>(),
+        prop::collection::vec(uuid_event(), 0..7),
+    );
+    // Abandoned last attempts included; "X(U1)" persists a CFDI row now and then.
+    (prop::collection::vec(attempt, 1..4), any::<bool>()).prop_map(|(attempts, persist)| {
+        let mut s = String::new();
+        for (i, (pac, abandoned, events)) in attempts.iter().enumerate() {
+            s.push_str(&format!("A{}@{}{} ", i + 1, pac, if *abandoned { "!" } else { "" }));
+            for e in events {
+                s.push_str(e);
+                s.push(' ');
+            }
+        }
+        if persist {
+            s.push_str("X(U1)");
+        }
+        s
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn an_independent_rule_agrees_no_second_cfdi_without_proof(spec in hardening_spec(), hours in 0i64..80) {
+        let facts = history(&spec);
+        let v = derive(&facts, &policy(), t0() + Duration::hours(hours));
+        let may_hold = facts.attempts.iter().any(judged_may_hold);
+        if may_hold {
+            prop_assert!(!v.allows(ActionKind::Reprocess), "{}: one-click reprocess: {:#?}", spec, v);
+            prop_assert!(!v.allows(ActionKind::Failover), "{}: failover: {:#?}", spec, v);
+            prop_assert!(!matches!(v.next, NextStep::Reprocess | NextStep::Failover { .. }), "{}: {:?}", spec, v.next);
+        }
+        // Only the live attempt is sent, never an abandoned one.
+        if let NextStep::Send { attempt_no } = v.next {
+            let a = facts.attempts.iter().find(|a| a.attempt_no == attempt_no).unwrap();
+            prop_assert!(!a.abandoned, "{}: sends abandoned A{}", spec, attempt_no);
+            prop_assert_eq!(attempt_no, facts.attempts.last().unwrap().attempt_no);
+        }
+        // Two CFDIs only when two different UUIDs (in any case) or two created attempts exist.
+        let mut uuids: BTreeSet<String> = facts.cfdis.iter().map(|c| c.uuid.to_uppercase()).collect();
+        for a in &facts.attempts {
+            for e in &a.events {
+                match e {
+                    AttemptEvent::Stamp { result: StampResult::Stamped { uuid }, .. }
+                    | AttemptEvent::Stamp { result: StampResult::AlreadyStamped { uuid: Some(uuid) }, .. } => {
+                        uuids.insert(uuid.to_uppercase());
+                    }
+                    AttemptEvent::Lookup { result: LookupResult::Found { uuids: u }, .. } => {
+                        uuids.extend(u.iter().map(|u| u.to_uppercase()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let created_attempts = facts.attempts.iter().filter(|a| a.events.iter().any(|e| matches!(e,
+            AttemptEvent::Stamp { result: StampResult::Stamped { .. } | StampResult::AlreadyStamped { .. }, .. }
+            | AttemptEvent::Lookup { result: LookupResult::Found { .. }, .. }))).count();
+        if v.badge == Badge::Duplicado {
+            prop_assert!(uuids.len() >= 2 || created_attempts >= 2, "{}: false Duplicado {:?}", spec, uuids);
+        }
+        if uuids.len() >= 2 {
+            prop_assert_eq!(v.badge, Badge::Duplicado, "{}: a second CFDI is always visible", spec);
+        }
+        for r in &v.refused {
+            prop_assert!(!v.allows(r.action));
+        }
+    }
 }
