@@ -1,5 +1,5 @@
-//! The desktop's own settings — operator profiles, PAC choice (primary/backup, environment,
-//! account user) and drain concurrency — kept as JSON values in the outbox's settings table
+//! The desktop's own settings — operator profiles and the PAC choice (primary/backup,
+//! environment, account user) — kept as JSON values in the outbox's settings table
 //! (through the `Store` the outbox exposes), so a team sharing one outbox shares them.
 //! Credentials are not here: see [`crate::credentials`].
 
@@ -7,17 +7,10 @@ use outbox::{Actor, Outbox, Store};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::dto::{DrainSettingsDto, OperatorDto, PacConfigDto, PacEnvironmentDto, PacNameDto, PacsDto, RoleDto};
+use crate::dto::{OperatorDto, PacConfigDto, PacEnvironmentDto, PacNameDto, PacsDto, RoleDto};
 use crate::error::AppError;
 
 pub const OPERATORS: &str = "app.operators";
-pub const DRAIN: &str = "app.drain";
-
-/// Most invoices the drain may stamp at once.
-pub const MAX_CONCURRENCY: u32 = 16;
-
-/// Most sends of one attempt a setting may allow before *Atención*.
-pub const MAX_TRIES: u32 = 50;
 
 /// The operators of a fresh install: one per role, so every part of the console can be tried.
 pub fn default_operators() -> Vec<OperatorDto> {
@@ -114,20 +107,6 @@ pub fn check_operators(ops: &[OperatorDto]) -> Result<(), AppError> {
     }
 }
 
-pub fn check_drain(d: &DrainSettingsDto) -> Result<(), AppError> {
-    if d.concurrency == 0 || d.concurrency > MAX_CONCURRENCY {
-        return Err(AppError::validation(
-            "concurrency",
-            "fuera_de_rango",
-            format!("de 1 a {MAX_CONCURRENCY}"),
-        ));
-    }
-    if d.max_tries.is_some_and(|n| n == 0 || n > MAX_TRIES) {
-        return Err(AppError::validation("max_tries", "fuera_de_rango", format!("de 1 a {MAX_TRIES}")));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,18 +137,5 @@ mod tests {
             ]
         );
         assert!(check_operators(&[]).is_err());
-    }
-
-    #[test]
-    fn drain_concurrency_has_bounds() {
-        let d = |concurrency, max_tries| DrainSettingsDto { concurrency, max_tries };
-        assert!(check_drain(&d(1, None)).is_ok());
-        assert!(check_drain(&d(16, None)).is_ok());
-        assert!(check_drain(&d(0, None)).is_err());
-        assert!(check_drain(&d(17, None)).is_err());
-        assert!(check_drain(&d(2, Some(1))).is_ok());
-        assert!(check_drain(&d(2, Some(50))).is_ok());
-        assert!(check_drain(&d(2, Some(0))).is_err());
-        assert!(check_drain(&d(2, Some(51))).is_err());
     }
 }

@@ -5,10 +5,11 @@
 
 use cfdi::secret::Secret;
 use outbox::model::InvoiceRef;
+use outbox::strategy::RefusalCode;
 use outbox::{EmisorSetup, OutboxError};
 use tauri::{AppHandle, Emitter, State};
 
-use crate::app_settings::{self, DRAIN, OPERATORS};
+use crate::app_settings::{self, OPERATORS};
 use crate::convert;
 use crate::credentials::CredentialSlot;
 use crate::demo;
@@ -97,10 +98,7 @@ pub async fn app_status(state: State<'_, AppState>) -> Res<AppStatusDto> {
         database_path: state.database_path.clone(),
         emisor,
         pacs: pacs_view(ready).await?,
-        drain: app_settings::get(&ready.outbox, DRAIN).await?.unwrap_or(DrainSettingsDto {
-            concurrency: 2,
-            max_tries: None,
-        }),
+        drain: convert::drain_settings(&ready.outbox.drain_settings().await?),
         operators: app_settings::get(&ready.outbox, OPERATORS)
             .await?
             .unwrap_or_else(app_settings::default_operators),
@@ -130,8 +128,10 @@ pub async fn invoice_counts(state: State<'_, AppState>) -> Res<CountsDto> {
 
 async fn detail_of(ready: &Ready, invoice_id: i64) -> Res<InvoiceDetailDto> {
     let detail = ready.outbox.invoice(&InvoiceRef::Id(invoice_id)).await?;
-    let verdict = ready.drain().ok().map(|d| d.drain.verdict(&detail));
-    Ok(convert::detail_with(&detail, verdict.as_ref()))
+    // The verdict needs no running drain: the page shows it (and its buttons work) even when
+    // the drain could not start.
+    let verdict = ready.outbox.verdict(&detail).await?;
+    Ok(convert::detail_with(&detail, Some(&verdict)))
 }
 
 #[tauri::command]
@@ -156,8 +156,9 @@ pub async fn resolve_note(app: AppHandle, state: State<'_, AppState>, note_id: i
 }
 
 /// An operator action on an invoice (Reintentar, Finalizar, Usar PAC de respaldo, Enviar al
-/// contador, the contador's forced failover and verification). The outbox re-checks the
-/// strategy and the role; a refusal comes back as `action_refused` / `role_not_allowed`.
+/// contador, the contador's forced failover, reprocess accepting risk, verification and
+/// *Encontré el CFDI*). The outbox re-checks the strategy and the role; a refusal comes back as
+/// `action_refused` / `role_not_allowed`. No action needs the drain to be running.
 #[tauri::command]
 pub async fn invoice_action(
     app: AppHandle,
@@ -165,46 +166,70 @@ pub async fn invoice_action(
     invoice_id: i64,
     action: ActionKindDto,
     note: Option<String>,
+    found: Option<FoundCfdiDto>,
 ) -> Res<InvoiceDetailDto> {
     let ready = state.ready()?;
-    let host = ready.drain()?;
-    let drain = &host.drain;
+    let outbox = &ready.outbox;
     let invoice = InvoiceRef::Id(invoice_id);
     let actor = ready.actor();
     let note = note.unwrap_or_default();
-    let no_backup = || AppError::ActionRefused {
-        action: "failover".into(),
-        reason: "sin_pac_de_respaldo".into(),
+    let refused = |action: &str, reason: RefusalCode| AppError::ActionRefused {
+        action: action.into(),
+        reason,
         evidence: vec![],
     };
-    match action {
-        ActionKindDto::Retry => drain.retry(&invoice, &actor).await.map(|_| ())?,
-        ActionKindDto::Finalize => drain.finalize(&invoice, &actor).await?,
-        ActionKindDto::Failover => drain
-            .failover(&invoice, &host.first_backup().ok_or_else(no_backup)?, &actor)
-            .await
-            .map(|_| ())?,
-        ActionKindDto::ForceFailover => drain
-            .force_failover(&invoice, &host.first_backup().ok_or_else(no_backup)?, &note, &actor)
-            .await
-            .map(|_| ())?,
-        ActionKindDto::VerifyAbsent => {
-            // The open question is the attempt the verdict names as a possible duplicate.
-            let detail = ready.outbox.invoice(&invoice).await?;
-            let verdict = drain.verdict(&detail);
-            let attempt_no = verdict
-                .reasons
-                .iter()
-                .find(|r| r.code == "posible_duplicado")
-                .and_then(|r| r.attempt_no)
-                .ok_or_else(|| AppError::ActionRefused {
-                    action: "verify_absent".into(),
-                    reason: "sin_pregunta_abierta".into(),
-                    evidence: vec![],
-                })?;
-            drain.verify_absent(&invoice, attempt_no, &note, &actor).await?
+    let backup = || async {
+        outbox
+            .first_backup()
+            .await?
+            .ok_or_else(|| refused("failover", RefusalCode::SinPacDeRespaldo))
+    };
+    // The attempt a contador's record is about: the one named, else the verdict's first open
+    // question.
+    let inv = &invoice;
+    let question = |named: Option<i64>| async move {
+        if let Some(n) = named {
+            return Ok::<i64, AppError>(n);
         }
-        ActionKindDto::SendToContador => drain.send_to_contador(&invoice, &note, &actor).await?,
+        let detail = outbox.invoice(inv).await?;
+        let verdict = outbox.verdict(&detail).await?;
+        verdict
+            .open_questions
+            .first()
+            .copied()
+            .ok_or_else(|| refused("verify_absent", RefusalCode::SinPreguntaAbierta))
+    };
+    match action {
+        ActionKindDto::Retry => outbox.retry(&invoice, &actor).await.map(|_| ())?,
+        ActionKindDto::Finalize => outbox.finalize(&invoice, &actor).await?,
+        ActionKindDto::Failover => outbox.failover(&invoice, &backup().await?, &actor).await.map(|_| ())?,
+        ActionKindDto::ForceFailover => outbox.force_failover(&invoice, &backup().await?, &note, &actor).await.map(|_| ())?,
+        ActionKindDto::ReprocessAcceptingRisk => outbox.reprocess_accepting_risk(&invoice, &note, &actor).await.map(|_| ())?,
+        ActionKindDto::VerifyAbsent => {
+            let attempt_no = question(found.as_ref().and_then(|f| f.attempt_no)).await?;
+            outbox.verify_absent(&invoice, attempt_no, &note, &actor).await?
+        }
+        ActionKindDto::RecordFound => {
+            let found = found.ok_or_else(|| AppError::Validation {
+                errors: vec![crate::error::FieldErrorDto {
+                    field: "uuid".into(),
+                    code: "requerido".into(),
+                    message: "falta el UUID del CFDI encontrado".into(),
+                }],
+            })?;
+            let attempt_no = question(found.attempt_no).await?;
+            outbox
+                .record_found(
+                    &invoice,
+                    attempt_no,
+                    &found.uuid,
+                    found.xml.as_deref().map(str::as_bytes),
+                    &note,
+                    &actor,
+                )
+                .await?
+        }
+        ActionKindDto::SendToContador => outbox.send_to_contador(&invoice, &note, &actor).await?,
         ActionKindDto::DownloadXml => {
             // Download is a file export (`export_xml`).
             return Err(AppError::NotAvailable {
@@ -454,10 +479,14 @@ pub async fn save_pacs(app: AppHandle, state: State<'_, AppState>, primary: PacI
 pub async fn save_drain(app: AppHandle, state: State<'_, AppState>, drain: DrainSettingsDto) -> Res<DrainSettingsDto> {
     let ready = state.ready()?;
     require_role(ready, "save_drain", SETTINGS_ROLES)?;
-    app_settings::check_drain(&drain)?;
-    app_settings::put(&ready.outbox, DRAIN, &drain, &ready.actor()).await?;
+    let current = ready.outbox.drain_settings().await?;
+    let wanted = outbox::settings::DrainSettings {
+        concurrency: drain.concurrency,
+        max_tries: drain.max_tries.unwrap_or(current.max_tries),
+    };
+    let saved = ready.outbox.set_drain_settings(&wanted, &ready.actor()).await?;
     restart_drain(&app, ready).await;
-    Ok(drain)
+    Ok(convert::drain_settings(&saved))
 }
 
 #[tauri::command]

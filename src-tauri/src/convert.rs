@@ -236,9 +236,9 @@ fn evidence_words(d: &InvoiceDetail, id: i64) -> Option<String> {
 }
 
 fn refusal(d: &InvoiceDetail, r: &Refusal) -> RefusalDto {
-    let evidence_id = r.reason.evidence.last().copied();
+    let evidence_id = r.evidence.last().copied();
     RefusalDto {
-        code: r.reason.code.to_string(),
+        code: r.code,
         evidence_id,
         evidence: evidence_id.and_then(|id| evidence_words(d, id)),
     }
@@ -268,7 +268,7 @@ pub fn strategy(d: &InvoiceDetail, v: &Verdict) -> StrategyDto {
                 "uuid": d.invoice.uuid.clone().or_else(|| ev.and_then(|e| e.uuid.clone())),
             });
             ReasonDto {
-                code: r.code.to_string(),
+                code: r.code,
                 evidence_id,
                 params,
             }
@@ -313,23 +313,6 @@ pub fn strategy(d: &InvoiceDetail, v: &Verdict) -> StrategyDto {
             roles: roles_of(ActionKind::Resume),
         }
     };
-    // *Enviar al contador* is a hand-off outside the strategy: allowed while not Timbrada.
-    let stamped = v.badge == outbox::model::Badge::Timbrada;
-    let send_to_contador = ActionDto {
-        action: ActionKindDto::SendToContador,
-        allowed: !stamped,
-        retry_mode: None,
-        refusal: stamped.then(|| {
-            let evidence_id = v.reasons.first().and_then(|r| r.evidence.last().copied());
-            RefusalDto {
-                code: "ya_timbrada".into(),
-                evidence_id,
-                evidence: evidence_id.and_then(|id| evidence_words(d, id)),
-            }
-        }),
-        alternative_refusal: None,
-        roles: outbox::actions::SEND_TO_CONTADOR_ROLES.iter().map(|r| role(*r)).collect(),
-    };
     StrategyDto {
         badge: badge(v.badge),
         reasons,
@@ -337,11 +320,15 @@ pub fn strategy(d: &InvoiceDetail, v: &Verdict) -> StrategyDto {
             retry,
             plain(ActionKindDto::Finalize, ActionKind::Finalize),
             plain(ActionKindDto::Failover, ActionKind::Failover),
-            send_to_contador,
+            plain(ActionKindDto::SendToContador, ActionKind::SendToContador),
             plain(ActionKindDto::ForceFailover, ActionKind::ForceFailover),
+            plain(ActionKindDto::ReprocessAcceptingRisk, ActionKind::ReprocessAcceptingRisk),
             plain(ActionKindDto::VerifyAbsent, ActionKind::VerifyAbsent),
+            plain(ActionKindDto::RecordFound, ActionKind::RecordFound),
             plain(ActionKindDto::DownloadXml, ActionKind::Download),
         ],
+        fecha_at_risk: v.fecha_at_risk,
+        open_questions: v.open_questions.clone(),
     }
 }
 
@@ -520,5 +507,13 @@ mod tests {
         let f = list_filter(&q).unwrap();
         assert_eq!(f.search, None);
         assert_eq!(f.after.map(|c| c.id), Some(4));
+    }
+}
+
+/// The outbox's drain settings as Ajustes shows them.
+pub fn drain_settings(s: &outbox::settings::DrainSettings) -> DrainSettingsDto {
+    DrainSettingsDto {
+        concurrency: s.concurrency,
+        max_tries: Some(s.max_tries),
     }
 }

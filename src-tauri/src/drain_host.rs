@@ -72,6 +72,8 @@ pub fn sandbox_configs(sims: &SandboxPacs) -> Vec<PacConfig> {
             role,
             // A "timeout after certify" shows up after 4 s, not after a minute.
             timeout_ms: Some(4_000),
+            // The simulators listen on a new port at every start: their identity is the flavor.
+            sandbox: true,
         }
     };
     vec![
@@ -144,16 +146,15 @@ pub struct DrainHost {
 
 impl DrainHost {
     /// Builds the drain over `pacs` and starts it in the app's async runtime.
-    pub fn start(app: AppHandle, outbox: Arc<Outbox>, pacs: PacSet, settings: crate::dto::DrainSettingsDto) -> DrainHost {
-        let mut policy = outbox::strategy::Policy::default();
-        if let Some(n) = settings.max_tries {
-            policy.max_tries = n.clamp(1, crate::app_settings::MAX_TRIES);
-        }
-        let concurrency = settings.concurrency;
+    pub fn start(app: AppHandle, outbox: Arc<Outbox>, pacs: PacSet, settings: outbox::settings::DrainSettings) -> DrainHost {
+        let policy = outbox::strategy::Policy {
+            max_tries: settings.max_tries.clamp(1, outbox::settings::DrainSettings::MAX_TRIES),
+            ..outbox::strategy::Policy::default()
+        };
         let config = DrainConfig {
             policy,
             worker_id: format!("app-{}", std::process::id()),
-            concurrency: concurrency.clamp(1, crate::app_settings::MAX_CONCURRENCY) as usize,
+            concurrency: settings.concurrency.clamp(1, outbox::settings::DrainSettings::MAX_CONCURRENCY) as usize,
             backoff: APP_BACKOFF,
             ..DrainConfig::default()
         };
@@ -211,12 +212,7 @@ pub async fn start_for(app: AppHandle, ready: &crate::state::Ready) -> Result<Dr
             None
         };
         let pacs = pac_set(&ready.outbox, sims).await?;
-        let settings = crate::app_settings::get::<crate::dto::DrainSettingsDto>(&ready.outbox, crate::app_settings::DRAIN)
-            .await?
-            .unwrap_or(crate::dto::DrainSettingsDto {
-                concurrency: 2,
-                max_tries: None,
-            });
+        let settings = ready.outbox.drain_settings().await?;
         Ok(DrainHost::start(app, ready.outbox.clone(), pacs, settings))
     }
     .await;

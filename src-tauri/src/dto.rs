@@ -198,6 +198,10 @@ pub struct PacInputDto {
     pub user: String,
     /// Password or token; empty keeps the stored one.
     pub secret: String,
+    /// Replace the PAC although attempts at it are unresolved and the new settings reach
+    /// another service or account (recorded on each affected attempt's timeline).
+    #[serde(default)]
+    pub replace_open: bool,
 }
 
 // Invoices -------------------------------------------------------------------------------------
@@ -366,9 +370,25 @@ pub enum ActionKindDto {
     SendToContador,
     /// The contador's failover while the primary's outcome is unknown (needs a written note).
     ForceFailover,
-    /// The contador records that a PAC holds no CFDI for an abandoned attempt (needs a note).
+    /// The contador records that a PAC holds no CFDI for an attempt with an open question
+    /// (needs a note).
     VerifyAbsent,
+    /// The contador reprocesses although an outcome is unknown (needs a written note; marks
+    /// *posible duplicado*).
+    ReprocessAcceptingRisk,
+    /// The contador records a CFDI found in the PAC's portal (UUID, optionally its XML).
+    RecordFound,
     DownloadXml,
+}
+
+/// What the contador found for an attempt with an open question (*Encontré el CFDI*).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, TS)]
+pub struct FoundCfdiDto {
+    /// The attempt it belongs to (by default the first open question of the verdict).
+    pub attempt_no: Option<i64>,
+    pub uuid: String,
+    /// The stamped XML as text, when the contador has it (its Sello is checked).
+    pub xml: Option<String>,
 }
 
 /// What *Reintentar* will do.
@@ -382,8 +402,8 @@ pub enum RetryModeDto {
 /// Why an action is not available, naming the evidence that decides it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct RefusalDto {
-    /// Stable code (`outcome_unknown`, `cfdi_exists`, `document_rejected`, `role`, …).
-    pub code: String,
+    /// The strategy's stable code (the UI words it).
+    pub code: outbox::strategy::RefusalCode,
     /// The evidence row that decides it, when one does.
     pub evidence_id: Option<i64>,
     /// That evidence's kind/outcome in words the UI can name (`unknown: timeout`).
@@ -409,7 +429,7 @@ pub struct ActionDto {
 /// One reason for the badge, in codes the UI words.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct ReasonDto {
-    pub code: String,
+    pub code: outbox::strategy::ReasonCode,
     pub evidence_id: Option<i64>,
     pub params: serde_json::Value,
 }
@@ -420,6 +440,10 @@ pub struct StrategyDto {
     pub badge: BadgeDto,
     pub reasons: Vec<ReasonDto>,
     pub actions: Vec<ActionDto>,
+    /// The live attempt's Fecha leaves SAT's 72-hour window soon and nothing is stamped yet.
+    pub fecha_at_risk: bool,
+    /// Attempts whose open question the contador may settle (verify absent, record found).
+    pub open_questions: Vec<i64>,
 }
 
 /// Everything about one invoice.

@@ -107,12 +107,16 @@ pub enum AppError {
     #[error("la evidencia no permite {action}: {reason}")]
     ActionRefused {
         action: String,
-        reason: String,
+        reason: outbox::strategy::RefusalCode,
         evidence: Vec<i64>,
     },
     /// Only allowed in Modo sandbox (e.g. demo data, which would be real invoices otherwise).
     #[error("solo en modo sandbox")]
     SandboxOnly,
+    /// Replacing a PAC that has unresolved attempts by one that reaches another service or
+    /// account needs `replace_open` (the UI asks first).
+    #[error("el PAC {pac} tiene {attempts} intento(s) sin resolver; la nueva configuración cambia {changed}")]
+    PacHasOpenAttempts { pac: String, attempts: usize, changed: String },
 }
 
 impl AppError {
@@ -143,6 +147,7 @@ impl AppError {
             AppError::File { .. } => "file",
             AppError::SandboxOnly => "sandbox_only",
             AppError::ActionRefused { .. } => "action_refused",
+            AppError::PacHasOpenAttempts { .. } => "pac_has_open_attempts",
         }
     }
 
@@ -210,10 +215,11 @@ impl From<OutboxError> for AppError {
             OutboxError::Integrity(message) => AppError::Integrity { message },
             OutboxError::Database(message) => AppError::Db { message },
             OutboxError::ActionRefused { action, reason, evidence } => AppError::ActionRefused {
-                action: action.to_string(),
+                action: action.as_str().to_string(),
                 reason,
                 evidence,
             },
+            OutboxError::PacHasOpenAttempts { pac, attempts, changed } => AppError::PacHasOpenAttempts { pac, attempts, changed },
             OutboxError::Forbidden { action, role } => AppError::RoleNotAllowed {
                 action: action.to_string(),
                 role: role.to_string(),
@@ -333,8 +339,13 @@ mod tests {
             AppError::SandboxOnly,
             AppError::ActionRefused {
                 action: "resume".into(),
-                reason: "cfdi_exists".into(),
+                reason: outbox::strategy::RefusalCode::CfdiExiste,
                 evidence: vec![3],
+            },
+            AppError::PacHasOpenAttempts {
+                pac: "sw".into(),
+                attempts: 2,
+                changed: "url".into(),
             },
         ];
         for e in samples {

@@ -141,6 +141,7 @@ fn config(p: &PacInputDto, role: PacRole, rfc: &str) -> Result<PacConfig, AppErr
         taxpayer_id: (flavor == PacKind::Finkok).then(|| rfc.to_string()),
         role,
         timeout_ms: None,
+        sandbox: false,
     })
 }
 
@@ -172,7 +173,7 @@ pub async fn save(outbox: &Outbox, primary: &PacInputDto, backup: Option<&PacInp
         }
     }
     for (p, role) in configs.iter().flatten() {
-        outbox.add_pac(config(p, *role, &rfc)?, actor).await?;
+        outbox.add_pac(config(p, *role, &rfc)?, p.replace_open, actor).await?;
     }
     Ok(view(&outbox.pacs().await?))
 }
@@ -188,6 +189,7 @@ mod tests {
             url: url.into(),
             user: user.into(),
             secret: "s".into(),
+            replace_open: false,
         }
     }
 

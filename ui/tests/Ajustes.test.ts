@@ -52,9 +52,33 @@ describe('Ajustes', () => {
     await fireEvent.submit(document.querySelector('[data-testid=pac-form]')!);
     await waitFor(() => expect(document.querySelector('[data-testid=pac-form] .field-error')?.textContent).toBe('Formato incorrecto.'));
     expect(sent[0]).toEqual({
-      primary: { pac: 'sw', environment: 'pruebas', url: 'sw.example', user: '', secret: 'token-secreto' },
+      primary: { pac: 'sw', environment: 'pruebas', url: 'sw.example', user: '', secret: 'token-secreto', replace_open: false },
       backup: null,
     });
+  });
+
+  test('replacing a PAC with unresolved attempts asks first, then sends the acceptance', async () => {
+    session.set(status('contador'));
+    const sent: { primary: { replace_open: boolean } }[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd === 'save_pacs') {
+        const a = args as { primary: { replace_open: boolean } };
+        sent.push(a);
+        if (!a.primary.replace_open) throw { code: 'pac_has_open_attempts', details: { pac: 'sw-pruebas', attempts: 2, changed: 'url' } };
+        return status('contador').pacs;
+      }
+      if (cmd === 'app_status') return status('contador');
+    });
+    render(Ajustes);
+    await fireEvent.input(document.querySelector("input[name='primary.url']")!, { target: { value: 'https://otro.example' } });
+    await fireEvent.input(document.querySelector("input[name='primary.secret']")!, { target: { value: 't' } });
+    await fireEvent.submit(document.querySelector('[data-testid=pac-form]')!);
+    await waitFor(() => expect(document.querySelector('[role=alert]')?.textContent).toContain('2 intento(s) sin resolver'));
+    const box = document.querySelector<HTMLInputElement>('[data-testid=replace-open] input')!;
+    await fireEvent.click(box);
+    await fireEvent.submit(document.querySelector('[data-testid=pac-form]')!);
+    await waitFor(() => expect(sent).toHaveLength(2));
+    expect(sent.map((s) => s.primary.replace_open)).toEqual([false, true]);
   });
 
   test('the sandbox fault selector drives the simulator', async () => {

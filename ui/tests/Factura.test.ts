@@ -41,7 +41,7 @@ describe('Factura', () => {
     await waitFor(() => expect(document.querySelector('[data-testid=strategy] [data-badge]')?.getAttribute('data-badge')).toBe('reanudar'));
     await fireEvent.click(document.querySelector('button[data-action=retry]')!);
     await waitFor(() => expect(document.querySelector('[data-testid=strategy] [data-badge]')?.getAttribute('data-badge')).toBe('timbrada'));
-    expect(calls).toContainEqual(['invoice_action', { invoiceId: 5, action: 'retry', note: null }]);
+    expect(calls).toContainEqual(['invoice_action', { invoiceId: 5, action: 'retry', note: null, found: null }]);
     expect(screen.getByTestId('uuid').textContent).toBe('5FB2822E-396D-4725-8521-CDC4BDD20CCF');
   });
 

@@ -1,3 +1,4 @@
+import type { StrategyDto } from '../src/lib/ipc/bindings/StrategyDto';
 import { describe, expect, test, vi } from 'vitest';
 import { fireEvent, render, screen } from '@testing-library/svelte';
 import StrategyPanel from '../src/components/StrategyPanel.svelte';
@@ -45,7 +46,35 @@ describe('StrategyPanel', () => {
     await fireEvent.input(note, { target: { value: 'SW caído 3 h; quedan 5 h de la ventana. Revisaré el portal de SW.' } });
     expect(confirm.disabled).toBe(false);
     await fireEvent.click(confirm);
-    expect(onaction).toHaveBeenCalledWith('force_failover', 'SW caído 3 h; quedan 5 h de la ventana. Revisaré el portal de SW.');
+    expect(onaction).toHaveBeenCalledWith('force_failover', 'SW caído 3 h; quedan 5 h de la ventana. Revisaré el portal de SW.', null);
+  });
+
+  test('Encontré el CFDI needs the UUID and a note; the XML is optional', async () => {
+    const onaction = vi.fn();
+    const atencion: StrategyDto = {
+      badge: 'atencion',
+      reasons: [{ code: 'rechazo_tras_resultado_desconocido', evidence_id: 9, params: { attempt_no: 1, pac: 'sw', code: '401' } }],
+      actions: [
+        { action: 'record_found', allowed: true, retry_mode: null, refusal: null, alternative_refusal: null, roles: ['contador'] },
+        { action: 'reprocess_accepting_risk', allowed: true, retry_mode: null, refusal: null, alternative_refusal: null, roles: ['contador'] },
+      ],
+      fecha_at_risk: false,
+      open_questions: [1],
+    };
+    render(StrategyPanel, { strategy: atencion, cachedBadge: 'atencion', role: 'contador', onaction });
+    expect(screen.getByTestId('reasons').textContent).toContain('el rechazo no prueba que no exista el primer CFDI');
+    await fireEvent.click(button('record_found'));
+    const confirm = screen.getByText('Confirmar') as HTMLButtonElement;
+    await fireEvent.input(document.querySelector('#force-note')!, { target: { value: 'Portal de SW, búsqueda por RFC' } });
+    expect(confirm.disabled).toBe(true);
+    await fireEvent.input(document.querySelector('#found-uuid')!, { target: { value: ' 5fb2822e-396d-4725-8521-cdc4bdd20ccf ' } });
+    expect(confirm.disabled).toBe(false);
+    await fireEvent.click(confirm);
+    expect(onaction).toHaveBeenCalledWith('record_found', 'Portal de SW, búsqueda por RFC', {
+      attempt_no: null,
+      uuid: '5fb2822e-396d-4725-8521-cdc4bdd20ccf',
+      xml: null,
+    });
   });
 
   test('without a strategy: the cached badge, the stored reason, and no enabled action', () => {
@@ -53,7 +82,7 @@ describe('StrategyPanel', () => {
     expect(document.querySelector('[data-badge]')?.getAttribute('data-badge')).toBe('pendiente');
     expect(screen.getByTestId('reasons').textContent).toContain('en cola');
     const buttons = document.querySelectorAll<HTMLButtonElement>('button[data-action]');
-    expect(buttons).toHaveLength(7);
+    expect(buttons).toHaveLength(9);
     buttons.forEach((b) => expect(b.disabled).toBe(true));
   });
 
@@ -73,7 +102,7 @@ describe('StrategyPanel', () => {
     const note = document.querySelector<HTMLTextAreaElement>('#force-note')!;
     await fireEvent.input(note, { target: { value: 'El cliente dice que ya tiene otro CFDI de esta venta.' } });
     await fireEvent.click(confirm);
-    expect(onaction).toHaveBeenCalledWith('send_to_contador', 'El cliente dice que ya tiene otro CFDI de esta venta.');
+    expect(onaction).toHaveBeenCalledWith('send_to_contador', 'El cliente dice que ya tiene otro CFDI de esta venta.', null);
     unmount();
 
     // The contador does not see it.

@@ -63,6 +63,8 @@ export const reanudar: StrategyDto = {
     action({ action: 'verify_absent', refusal: { code: 'sin_pregunta_abierta', evidence_id: null, evidence: null }, roles: ['contador'] }),
     action({ action: 'download_xml', refusal: { code: 'sin_cfdi', evidence_id: 7, evidence: 'pac_response: unknown timeout' }, roles: ALL_ROLES }),
   ],
+  fecha_at_risk: false,
+  open_questions: [],
 };
 
 /** Strategy case 7: SW rejected the document (CFDI40xxx). */
@@ -84,6 +86,8 @@ export const reprocesar: StrategyDto = {
     }),
     action({ action: 'failover', refusal: { code: 'el_documento_es_el_problema', evidence_id: 9, evidence: 'pac_response: rejected CFDI40101' } }),
   ],
+  fecha_at_risk: false,
+  open_questions: [],
 };
 
 /** Strategy case 2: stamped and persisted. */
@@ -100,6 +104,8 @@ export const timbrada: StrategyDto = {
     action({ action: 'retry', refusal: { code: 'cfdi_existe', evidence_id: 3, evidence: 'pac_response: stamped 5FB2822E' } }),
     action({ action: 'download_xml', allowed: true, roles: ALL_ROLES }),
   ],
+  fecha_at_risk: false,
+  open_questions: [],
 };
 
 export function detail(strategy: StrategyDto | null, over: Partial<InvoiceDetailDto> = {}): InvoiceDetailDto {

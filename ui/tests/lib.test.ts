@@ -35,6 +35,7 @@ const SAMPLES = {
   file: { code: 'file', details: { path: '/p', message: 'm' } },
   sandbox_only: { code: 'sandbox_only' },
   action_refused: { code: 'action_refused', details: { action: 'failover', reason: 'resultado_desconocido', evidence: [7, 8] } },
+  pac_has_open_attempts: { code: 'pac_has_open_attempts', details: { pac: 'sw-pruebas', attempts: 2, changed: 'url' } },
 } satisfies { [C in AppError['code']]: Extract<AppError, { code: C }> };
 
 describe('coded errors', () => {

@@ -1,3 +1,5 @@
+import type { ReasonCode } from '../src/lib/ipc/bindings/ReasonCode';
+import type { RefusalCode } from '../src/lib/ipc/bindings/RefusalCode';
 import { describe, expect, test } from 'vitest';
 import { badgeTone, buttonStates, reasonText, refusalText } from '../src/lib/strategy';
 import { setLocale } from '../src/lib/i18n/index.svelte';
@@ -11,7 +13,7 @@ function byAction(states: ButtonState[]) {
 describe('action buttons follow the strategy exactly', () => {
   test('without a strategy every button is shown disabled, saying why', () => {
     const s = buttonStates(null, 'soporte');
-    expect(s).toHaveLength(7);
+    expect(s).toHaveLength(9);
     for (const b of s) {
       expect(b.visible).toBe(true);
       expect(b.enabled).toBe(false);
@@ -104,8 +106,9 @@ describe('badge and reasons', () => {
   });
 
   test('an unknown code is shown as the code, never as nothing', () => {
-    expect(reasonText({ code: 'algo_nuevo', evidence_id: null, params: {} })).toBe('algo_nuevo');
-    expect(refusalText({ code: 'otra_cosa', evidence_id: 4, evidence: 'x' })).toBe('otra_cosa (evidencia #4: x)');
+    // A code from a newer Rust than this UI (the types forbid it at build time).
+    expect(reasonText({ code: 'algo_nuevo' as ReasonCode, evidence_id: null, params: {} })).toBe('algo_nuevo');
+    expect(refusalText({ code: 'otra_cosa' as RefusalCode, evidence_id: 4, evidence: 'x' })).toBe('otra_cosa (evidencia #4: x)');
     expect(refusalText(null)).toBe('La evidencia no permite esta acción.');
   });
 });

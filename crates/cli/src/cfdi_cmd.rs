@@ -85,7 +85,11 @@ pub fn run(cmd: CfdiCommand) -> Result<u8, Failure> {
     match cmd {
         CfdiCommand::Cadena { file, tfd } => {
             let doc = parse_xml(&file)?;
-            let cadena = if tfd { cfdi::cadena::cadena_tfd(&doc) } else { cfdi::cadena::cadena_original(&doc) };
+            let cadena = if tfd {
+                cfdi::cadena::cadena_tfd(&doc)
+            } else {
+                cfdi::cadena::cadena_original(&doc)
+            };
             let cadena = cadena.map_err(|e| Failure::invalid(format!("{}: {e}", file.display())))?;
             print_out(cadena.as_bytes())?;
             Ok(exit::OK)
@@ -120,7 +124,10 @@ pub fn run(cmd: CfdiCommand) -> Result<u8, Failure> {
         CfdiCommand::Verify { file, pac_cert } => {
             let doc = parse_xml(&file)?;
             let pac = match pac_cert {
-                Some(p) => Some(Certificate::from_der(&read_file(&p, "el certificado del PAC")?).map_err(|e| Failure::invalid(format!("{}: {e}", p.display())))?),
+                Some(p) => Some(
+                    Certificate::from_der(&read_file(&p, "el certificado del PAC")?)
+                        .map_err(|e| Failure::invalid(format!("{}: {e}", p.display())))?,
+                ),
                 None => None,
             };
             let report = cfdi::seal::verify(&doc, pac.as_ref());
@@ -142,7 +149,10 @@ pub fn run(cmd: CfdiCommand) -> Result<u8, Failure> {
             if report.is_valid() {
                 Ok(exit::OK)
             } else {
-                Err(Failure { code: exit::NOT_VERIFIED, message: format!("{}: {}", file.display(), failed.join("; ")) })
+                Err(Failure {
+                    code: exit::NOT_VERIFIED,
+                    message: format!("{}: {}", file.display(), failed.join("; ")),
+                })
             }
         }
     }
@@ -171,13 +181,19 @@ fn load_csd(cer: &Path, key: &Path, password_var: &str) -> Result<Csd, Failure> 
 }
 
 fn validation_failure(path: &Path, e: &cfdi::validation::ValidationErrors) -> Failure {
-    let lines: Vec<String> = e.0.iter().map(|f| format!("{}: {}: {}", path.display(), f.field, f.message)).collect();
+    let lines: Vec<String> =
+        e.0.iter()
+            .map(|f| format!("{}: {}: {}", path.display(), f.field, f.message))
+            .collect();
     Failure::invalid(lines.join("\n"))
 }
 
 fn print_out(bytes: &[u8]) -> Result<(), Failure> {
     let mut stdout = std::io::stdout().lock();
-    stdout.write_all(bytes).and_then(|_| stdout.flush()).map_err(|e| Failure::invalid(format!("no se pudo escribir la salida: {e}")))
+    stdout
+        .write_all(bytes)
+        .and_then(|_| stdout.flush())
+        .map_err(|e| Failure::invalid(format!("no se pudo escribir la salida: {e}")))
 }
 
 fn print_xml(xml: &str) -> Result<(), Failure> {

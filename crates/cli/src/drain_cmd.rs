@@ -1,5 +1,6 @@
 //! `timbra pac …`, `timbra drain` and the operator actions `timbra invoice retry|finalize|
-//! failover|force-failover|reprocess|verify-absent`: thin calls into the outbox's drain engine.
+//! failover|force-failover|reprocess|reprocess-accepting-risk|verify-absent|found`: thin calls
+//! into the outbox (actions need no PAC and no running drain) and its drain engine.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -73,6 +74,10 @@ pub struct PacAddArgs {
     /// Tiempo máximo de una petición, en milisegundos (60000 por omisión).
     #[arg(long)]
     timeout_ms: Option<u64>,
+    /// Reemplaza un PAC aunque tenga intentos sin resolver y la nueva configuración llegue a
+    /// otro servicio o cuenta: se registra en la historia de cada intento afectado.
+    #[arg(long)]
+    replace_open: bool,
 }
 
 #[derive(Args)]
@@ -109,17 +114,74 @@ pub struct DrainArgs {
 #[derive(Subcommand)]
 pub enum ActionCommand {
     /// Reintentar: hace lo que indica la insignia (reanudar el intento vigente o reprocesar).
-    Retry { id: String, #[command(flatten)] who: ActorArgs },
+    Retry {
+        id: String,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
     /// Finalizar: obtiene y guarda el XML de un CFDI que ya existe.
-    Finalize { id: String, #[command(flatten)] who: ActorArgs },
+    Finalize {
+        id: String,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
     /// Usar el PAC de respaldo con los mismos bytes sellados (solo si el intento no se creó).
-    Failover { id: String, #[arg(long)] to: String, #[command(flatten)] who: ActorArgs },
+    Failover {
+        id: String,
+        #[arg(long)]
+        to: String,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
     /// Contador: usa el respaldo aunque el resultado en el PAC vigente sea desconocido (requiere nota).
-    ForceFailover { id: String, #[arg(long)] to: String, #[arg(long)] note: String, #[command(flatten)] who: ActorArgs },
+    ForceFailover {
+        id: String,
+        #[arg(long)]
+        to: String,
+        #[arg(long)]
+        note: String,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
     /// Reprocesar: un intento nuevo desde la venta inmutable, con el mapeo y ajustes de hoy.
-    Reprocess { id: String, #[command(flatten)] who: ActorArgs },
-    /// Contador: registra que el PAC no tiene CFDI para un intento abandonado (requiere nota).
-    VerifyAbsent { id: String, #[arg(long)] attempt: i64, #[arg(long)] note: String, #[command(flatten)] who: ActorArgs },
+    Reprocess {
+        id: String,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
+    /// Contador: registra que el PAC no tiene CFDI para un intento con una pregunta abierta (requiere nota).
+    VerifyAbsent {
+        id: String,
+        #[arg(long)]
+        attempt: i64,
+        #[arg(long)]
+        note: String,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
+    /// Contador: reprocesa aunque el resultado de un intento sea desconocido (requiere nota; marca posible duplicado).
+    ReprocessAcceptingRisk {
+        id: String,
+        #[arg(long)]
+        note: String,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
+    /// Contador: registra un CFDI encontrado (p. ej. en el portal del PAC) para un intento con una pregunta abierta.
+    Found {
+        id: String,
+        #[arg(long)]
+        attempt: i64,
+        #[arg(long)]
+        uuid: String,
+        /// El XML timbrado, si se tiene: se comprueba que sea el documento del intento.
+        #[arg(long, value_name = "ARCHIVO")]
+        xml: Option<std::path::PathBuf>,
+        #[arg(long)]
+        note: String,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
 }
 
 pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
@@ -148,8 +210,12 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
                         RoleArg::Backup => PacRole::Backup,
                     },
                     timeout_ms: a.timeout_ms,
+                    sandbox: false,
                 };
-                let list = outbox.add_pac(config, &Actor::new("cli", outbox::Role::Contador, "cli")).await.map_err(|e| failure(e, "pac: "))?;
+                let list = outbox
+                    .add_pac(config, a.replace_open, &Actor::new("cli", outbox::Role::Contador, "cli"))
+                    .await
+                    .map_err(|e| failure(e, "pac: "))?;
                 print_json(&list)?;
             }
             PacCommand::List { json } => {
@@ -181,7 +247,12 @@ async fn pac_set(outbox: &Outbox<SqliteStore>, sandbox: Option<&pac_sim::SimHand
         pac::sw::SwAuth::Token(cfdi::secret::Secret::new(pac_sim::Credentials::default().sw_token)),
     );
     let client = pac::sw::SwClient::new(cfg).map_err(|e| Failure::invalid(format!("sandbox: {e:?}")))?;
-    let mut entries = vec![PacEntry { name: outbox::settings::DEFAULT_PAC.into(), kind: PacKind::Sw, client: Arc::new(client) }];
+    let mut entries = vec![PacEntry {
+        name: outbox::settings::DEFAULT_PAC.into(),
+        kind: PacKind::Sw,
+        identity: outbox::model::PacIdentity::sandbox(PacKind::Sw),
+        client: Arc::new(client),
+    }];
     entries.extend(set.entries().iter().cloned());
     Ok(PacSet::new(entries))
 }
@@ -204,17 +275,26 @@ pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Failure { code: exit::DATABASE, message: format!("no se pudo iniciar el motor asíncrono: {e}") })?;
+        .map_err(|e| Failure {
+            code: exit::DATABASE,
+            message: format!("no se pudo iniciar el motor asíncrono: {e}"),
+        })?;
     rt.block_on(async move {
         let outbox = Arc::new(open(db, false).await?);
         let sim = if a.sandbox {
-            Some(pac_sim::start(pac_sim::SimConfig::new(pac_sim::Flavor::Sw)).await.map_err(|e| Failure::invalid(format!("sandbox: {e}")))?)
+            Some(
+                pac_sim::start(pac_sim::SimConfig::new(pac_sim::Flavor::Sw))
+                    .await
+                    .map_err(|e| Failure::invalid(format!("sandbox: {e}")))?,
+            )
         } else {
             None
         };
         let pacs = pac_set(&outbox, sim.as_ref()).await?;
         if pacs.primary().is_none() {
-            return Err(Failure::invalid("no hay PAC configurado: agréguelo con `timbra pac add` o use --sandbox"));
+            return Err(Failure::invalid(
+                "no hay PAC configurado: agréguelo con `timbra pac add` o use --sandbox",
+            ));
         }
         let config = DrainConfig {
             worker_id: a.worker_id.clone(),
@@ -222,10 +302,18 @@ pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
             lease: chrono::Duration::seconds(a.lease_secs.max(5)),
             poll: Duration::from_millis(200),
             grace: Duration::from_secs(5),
-            backoff: Backoff { base: chrono::Duration::milliseconds(a.backoff_ms.max(10)), cap: chrono::Duration::milliseconds(a.backoff_cap_ms.max(10)) },
-            policy: Policy { max_tries: a.max_tries.max(1), ..Policy::default() },
+            backoff: Backoff {
+                base: chrono::Duration::milliseconds(a.backoff_ms.max(10)),
+                cap: chrono::Duration::milliseconds(a.backoff_cap_ms.max(10)),
+            },
+            policy: Policy {
+                max_tries: a.max_tries.max(1),
+                ..Policy::default()
+            },
         };
-        let line = Arc::new(ProgressLine { state: Mutex::new(DrainProgress::default()) });
+        let line = Arc::new(ProgressLine {
+            state: Mutex::new(DrainProgress::default()),
+        });
         let drain = Arc::new(Drain::new(outbox.clone(), pacs, config, line.clone()));
         let started = Instant::now();
         let ticker = (!a.quiet).then(|| {
@@ -234,21 +322,42 @@ pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
                 loop {
                     tokio::time::sleep(Duration::from_millis(1000)).await;
                     let p = line.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                    let pending = outbox.counts().await.ok().and_then(|c| c.by_state.get("pending").copied()).unwrap_or(0);
+                    let pending = outbox
+                        .counts()
+                        .await
+                        .ok()
+                        .and_then(|c| c.by_state.get("pending").copied())
+                        .unwrap_or(0);
                     let rate = p.stamped as f64 / started.elapsed().as_secs_f64().max(0.001);
-                    eprint!("\rpendientes {pending} · en curso {} · timbradas {} · en espera de una persona {} · {rate:.1}/s   ", p.in_flight, p.stamped, p.held);
+                    eprint!(
+                        "\rpendientes {pending} · en curso {} · timbradas {} · en espera de una persona {} · {rate:.1}/s   ",
+                        p.in_flight, p.stamped, p.held
+                    );
                     let _ = std::io::stderr().flush();
                 }
             })
         });
-        let mode = if a.until_idle { RunMode::UntilIdle { horizon: Duration::from_secs(30) } } else { RunMode::Forever };
+        let mode = if a.until_idle {
+            RunMode::UntilIdle {
+                horizon: Duration::from_secs(30),
+            }
+        } else {
+            RunMode::Forever
+        };
         let result = drain.run(shutdown_signal(), mode).await;
         if let Some(t) = ticker {
             t.abort();
         }
         let p = result.map_err(|e| failure(e, "drenado: "))?;
         if !a.quiet {
-            eprintln!("\rdrenado terminado: {} pasos, {} timbradas, {} en espera de una persona, {} errores en {:.1} s", p.steps, p.stamped, p.held, p.errors, started.elapsed().as_secs_f64());
+            eprintln!(
+                "\rdrenado terminado: {} pasos, {} timbradas, {} en espera de una persona, {} errores en {:.1} s",
+                p.steps,
+                p.stamped,
+                p.held,
+                p.errors,
+                started.elapsed().as_secs_f64()
+            );
         }
         if let Some(sim) = sim {
             sim.shutdown().await;
@@ -279,31 +388,60 @@ async fn shutdown_signal() {
 pub fn action(db: Option<&str>, cmd: ActionCommand) -> Result<u8, Failure> {
     let rt = runtime()?;
     rt.block_on(async {
-        let outbox = Arc::new(open(db, false).await?);
-        let pacs = pac_set(&outbox, None).await?;
-        let drain = Drain::new(outbox.clone(), pacs, DrainConfig::default(), Arc::new(outbox::drain::NoSink));
+        let outbox = open(db, false).await?;
         let id = match &cmd {
             ActionCommand::Retry { id, .. }
             | ActionCommand::Finalize { id, .. }
             | ActionCommand::Failover { id, .. }
             | ActionCommand::ForceFailover { id, .. }
             | ActionCommand::Reprocess { id, .. }
-            | ActionCommand::VerifyAbsent { id, .. } => id.clone(),
+            | ActionCommand::VerifyAbsent { id, .. }
+            | ActionCommand::ReprocessAcceptingRisk { id, .. }
+            | ActionCommand::Found { id, .. } => id.clone(),
         };
         let r: InvoiceRef = resolve_invoice(&outbox, &id).await?;
+        let o = &outbox;
         let result = match cmd {
-            ActionCommand::Retry { who, .. } => drain.retry(&r, &who.actor("cli")?).await.map(|k| serde_json::json!({ "done": k })),
-            ActionCommand::Finalize { who, .. } => drain.finalize(&r, &who.actor("cli")?).await.map(|_| serde_json::json!({ "done": "finalize" })),
-            ActionCommand::Failover { to, who, .. } => {
-                drain.failover(&r, &to, &who.actor("cli")?).await.map(|a| serde_json::json!({ "done": "failover", "attempt_id": a }))
-            }
-            ActionCommand::ForceFailover { to, note, who, .. } => drain
+            ActionCommand::Retry { who, .. } => o.retry(&r, &who.actor("cli")?).await.map(|k| serde_json::json!({ "done": k })),
+            ActionCommand::Finalize { who, .. } => o
+                .finalize(&r, &who.actor("cli")?)
+                .await
+                .map(|_| serde_json::json!({ "done": "finalize" })),
+            ActionCommand::Failover { to, who, .. } => o
+                .failover(&r, &to, &who.actor("cli")?)
+                .await
+                .map(|a| serde_json::json!({ "done": "failover", "attempt_id": a })),
+            ActionCommand::ForceFailover { to, note, who, .. } => o
                 .force_failover(&r, &to, &note, &who.actor("cli")?)
                 .await
                 .map(|a| serde_json::json!({ "done": "force_failover", "attempt_id": a })),
-            ActionCommand::Reprocess { who, .. } => drain.reprocess(&r, &who.actor("cli")?).await.map(|a| serde_json::json!({ "done": "reprocess", "attempt_id": a })),
-            ActionCommand::VerifyAbsent { attempt, note, who, .. } => {
-                drain.verify_absent(&r, attempt, &note, &who.actor("cli")?).await.map(|_| serde_json::json!({ "done": "verify_absent" }))
+            ActionCommand::Reprocess { who, .. } => o
+                .reprocess(&r, &who.actor("cli")?)
+                .await
+                .map(|a| serde_json::json!({ "done": "reprocess", "attempt_id": a })),
+            ActionCommand::VerifyAbsent { attempt, note, who, .. } => o
+                .verify_absent(&r, attempt, &note, &who.actor("cli")?)
+                .await
+                .map(|_| serde_json::json!({ "done": "verify_absent" })),
+            ActionCommand::ReprocessAcceptingRisk { note, who, .. } => o
+                .reprocess_accepting_risk(&r, &note, &who.actor("cli")?)
+                .await
+                .map(|a| serde_json::json!({ "done": "reprocess_accepting_risk", "attempt_id": a })),
+            ActionCommand::Found {
+                attempt,
+                uuid,
+                xml,
+                note,
+                who,
+                ..
+            } => {
+                let xml = match xml {
+                    Some(path) => Some(crate::input::read_file(&path, "el XML")?),
+                    None => None,
+                };
+                o.record_found(&r, attempt, &uuid, xml.as_deref(), &note, &who.actor("cli")?)
+                    .await
+                    .map(|_| serde_json::json!({ "done": "record_found" }))
             }
         };
         let done = result.map_err(|e| failure(e, ""))?;

@@ -14,10 +14,17 @@ const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 pub fn read_file(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
     let meta = std::fs::metadata(path).map_err(|e| Failure::invalid(format!("{what} {}: {}", path.display(), io_reason(&e))))?;
     if meta.is_dir() {
-        return Err(Failure::invalid(format!("{what} {}: es una carpeta, no un archivo", path.display())));
+        return Err(Failure::invalid(format!(
+            "{what} {}: es una carpeta, no un archivo",
+            path.display()
+        )));
     }
     if meta.len() > MAX_FILE_BYTES {
-        return Err(Failure::invalid(format!("{what} {}: pesa {} bytes; el máximo es {MAX_FILE_BYTES}", path.display(), meta.len())));
+        return Err(Failure::invalid(format!(
+            "{what} {}: pesa {} bytes; el máximo es {MAX_FILE_BYTES}",
+            path.display(),
+            meta.len()
+        )));
     }
     std::fs::read(path).map_err(|e| Failure::invalid(format!("{what} {}: {}", path.display(), io_reason(&e))))
 }

@@ -93,7 +93,10 @@ pub struct Failure {
 
 impl Failure {
     pub fn invalid(message: impl Into<String>) -> Failure {
-        Failure { code: exit::INVALID, message: message.into() }
+        Failure {
+            code: exit::INVALID,
+            message: message.into(),
+        }
     }
 }
 

@@ -449,10 +449,21 @@ pub fn invoice(db: Option<&str>, cmd: InvoiceCommand) -> Result<u8, Failure> {
             let o = open(db, false).await?;
             let r = resolve_invoice(&o, &id).await?;
             let d = o.invoice(&r).await.map_err(|e| failure(e, ""))?;
+            // The verdict needs no drain: badge, reasons, allowed and refused actions.
+            let verdict = o.verdict(&d).await.map_err(|e| failure(e, ""))?;
             if json {
-                print_json(&d)?;
+                #[derive(serde::Serialize)]
+                struct Shown<'a> {
+                    #[serde(flatten)]
+                    detail: &'a InvoiceDetail,
+                    verdict: &'a outbox::strategy::Verdict,
+                }
+                print_json(&Shown {
+                    detail: &d,
+                    verdict: &verdict,
+                })?;
             } else {
-                print_out(&describe(&d))?;
+                print_out(&format!("{}\n{}", describe(&d), describe_verdict(&verdict)))?;
             }
             Ok(exit::OK)
         }),
@@ -476,6 +487,22 @@ pub fn invoice(db: Option<&str>, cmd: InvoiceCommand) -> Result<u8, Failure> {
             })
         }
     }
+}
+
+/// The verdict as text: why, what is allowed, and why the rest is not.
+fn describe_verdict(v: &outbox::strategy::Verdict) -> String {
+    let reasons: Vec<&str> = v.reasons.iter().map(|r| r.code.as_str()).collect();
+    let allowed: Vec<&str> = v.allowed.iter().map(|a| a.as_str()).collect();
+    let mut s = format!("motivos: {}\npermitido: {}", reasons.join(", "), allowed.join(", "));
+    for r in v.refused.iter().filter(|r| r.code != outbox::strategy::RefusalCode::NoAplica) {
+        s.push_str(&format!(
+            "\nno se puede {}: {} (evidencia {:?})",
+            r.action.nombre(),
+            r.code.as_str(),
+            r.evidence
+        ));
+    }
+    s
 }
 
 /// The invoice detail as text.

@@ -12,15 +12,33 @@ fn fx(rel: &str) -> String {
 }
 
 fn timbra(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_timbra")).args(args).env("TEST_CSD_PASSWORD", "12345678a").env("BAD_PASSWORD", "nope").output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_timbra"))
+        .args(args)
+        .env("TEST_CSD_PASSWORD", "12345678a")
+        .env("BAD_PASSWORD", "nope")
+        .output()
+        .unwrap()
 }
 
 fn csd_args(cer: &str, key: &str, var: &str) -> Vec<String> {
-    vec!["--cer".into(), fx(&format!("cfdi/certs/{cer}")), "--key".into(), fx(&format!("cfdi/certs/{key}")), "--password-env".into(), var.into()]
+    vec![
+        "--cer".into(),
+        fx(&format!("cfdi/certs/{cer}")),
+        "--key".into(),
+        fx(&format!("cfdi/certs/{key}")),
+        "--password-env".into(),
+        var.into(),
+    ]
 }
 
 fn build_sealed(sale: &str, dir: &Path) -> PathBuf {
-    let mut args: Vec<String> = vec!["cfdi".into(), "build".into(), fx(&format!("sales/{sale}")), "--emisor".into(), fx("sales/emisor-eku.toml")];
+    let mut args: Vec<String> = vec![
+        "cfdi".into(),
+        "build".into(),
+        fx(&format!("sales/{sale}")),
+        "--emisor".into(),
+        fx("sales/emisor-eku.toml"),
+    ];
     args.extend(csd_args("EKU9003173C9.cer", "EKU9003173C9.key", "TEST_CSD_PASSWORD"));
     let out = timbra(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -42,19 +60,34 @@ fn built_and_sealed_documents_verify_with_timbra_openssl_and_xmllint() {
         let out = timbra(&["cfdi", "cadena", &xml_s]);
         assert!(out.status.success());
         let cadena = out.stdout;
-        assert!(cadena.starts_with(b"||4.0|") && cadena.ends_with(b"||"), "no trailing newline, SAT's delimiters");
+        assert!(
+            cadena.starts_with(b"||4.0|") && cadena.ends_with(b"||"),
+            "no trailing newline, SAT's delimiters"
+        );
         let xslt = root().join("crates/cfdi/sat/sitio_internet/cfd/4/cadenaoriginal_4_0/cadenaoriginal_4_0.xslt");
-        let sat = Command::new("xsltproc").arg(xslt).arg(&xml).output().expect("xsltproc (make test installs it)");
+        let sat = Command::new("xsltproc")
+            .arg(xslt)
+            .arg(&xml)
+            .output()
+            .expect("xsltproc (make test installs it)");
         assert_eq!(String::from_utf8_lossy(&cadena), String::from_utf8_lossy(&sat.stdout), "{sale}");
 
         // openssl verifies the Sello over that cadena with the EKU public key.
         let doc = cfdi::xml::Document::parse(&std::fs::read(&xml).unwrap()).unwrap();
         use base64::Engine as _;
-        let sig = base64::engine::general_purpose::STANDARD.decode(doc.root.attr("Sello").unwrap()).unwrap();
+        let sig = base64::engine::general_purpose::STANDARD
+            .decode(doc.root.attr("Sello").unwrap())
+            .unwrap();
         std::fs::write(dir.path().join("sig"), sig).unwrap();
         std::fs::write(dir.path().join("cadena"), &cadena).unwrap();
         let ok = Command::new("openssl")
-            .args(["dgst", "-sha256", "-verify", &fx("cfdi/certs/EKU9003173C9.pubkey.pem"), "-signature"])
+            .args([
+                "dgst",
+                "-sha256",
+                "-verify",
+                &fx("cfdi/certs/EKU9003173C9.pubkey.pem"),
+                "-signature",
+            ])
             .arg(dir.path().join("sig"))
             .arg(dir.path().join("cadena"))
             .output()
@@ -74,7 +107,13 @@ fn built_and_sealed_documents_verify_with_timbra_openssl_and_xmllint() {
 #[test]
 fn seal_then_verify_and_a_tampered_document_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let unsealed = timbra(&["cfdi", "build", &fx("sales/ingreso-pedido-4471.json"), "--emisor", &fx("sales/emisor-eku.toml")]);
+    let unsealed = timbra(&[
+        "cfdi",
+        "build",
+        &fx("sales/ingreso-pedido-4471.json"),
+        "--emisor",
+        &fx("sales/emisor-eku.toml"),
+    ]);
     assert!(unsealed.status.success());
     let unsealed_path = dir.path().join("unsealed.xml");
     std::fs::write(&unsealed_path, &unsealed.stdout).unwrap();
@@ -105,7 +144,10 @@ fn stamped_sample_verifies_with_the_pac_certificate_and_prints_its_tfd_cadena() 
     let out = timbra(&["cfdi", "verify", &sample, "--pac-cert", &fx("cfdi/certs/30001000000500003456.cer")]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("SelloSAT: válido") && stdout.contains("SelloCFD: válido"), "{stdout}");
+    assert!(
+        stdout.contains("SelloSAT: válido") && stdout.contains("SelloCFD: válido"),
+        "{stdout}"
+    );
     // Without the PAC certificate the SelloSAT is reported as not checked, not as valid.
     let out = timbra(&["cfdi", "verify", &sample]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("SelloSAT: no verificado"));
@@ -114,7 +156,10 @@ fn stamped_sample_verifies_with_the_pac_certificate_and_prints_its_tfd_cadena() 
     assert_eq!(out.status.code(), Some(1));
 
     let out = timbra(&["cfdi", "cadena", "--tfd", &sample]);
-    assert_eq!(out.stdout, std::fs::read(fx("cfdi/samples/timbrado-ingreso-eku-pac-pruebas.tfd.cadena.txt")).unwrap());
+    assert_eq!(
+        out.stdout,
+        std::fs::read(fx("cfdi/samples/timbrado-ingreso-eku-pac-pruebas.tfd.cadena.txt")).unwrap()
+    );
 }
 
 /// Runs timbra with `args`, expects exit code 2 and one stderr line containing every needle.
@@ -144,31 +189,113 @@ fn bad_input_is_one_clear_error_and_exit_2() {
     check_invalid(&["cfdi", "cadena", "/no/such/file.xml"], &["no existe"]);
     check_invalid(&["cfdi", "cadena", &write("bad.xml", b"<cfdi:Comprobante")], &["XML mal formado"]);
     check_invalid(&["cfdi", "cadena", &write("other.xml", b"<factura/>")], &["no es cfdi:Comprobante"]);
-    check_invalid(&["cfdi", "cadena", "--tfd", &fx("cfdi/samples/pago20-eku.xml")], &["TimbreFiscalDigital"]);
-    check_invalid(&["cfdi", "build", &write("s1.json", good.replace("\"50.00\"", "\"50.0000001\"").as_bytes()), "--emisor", &emisor], &["valor_unitario", "decimales"]);
-    check_invalid(&["cfdi", "build", &write("s2.json", good.replace("\"G01\"", "\"G99\"").as_bytes()), "--emisor", &emisor], &["receptor.uso_cfdi", "G99"]);
-    check_invalid(&["cfdi", "build", &write("s3.json", good.replace("\"serie\":\"F\",", "\"serie\":\"F\",\"x\":1,").as_bytes()), "--emisor", &emisor], &["campo desconocido"]);
-    check_invalid(&["cfdi", "build", &write("s4.json", b"{\"sale_id\": \"\xff\"}"), "--emisor", &emisor], &["UTF-8"]);
-    check_invalid(&["cfdi", "build", &sale, "--emisor", &write("e.toml", b"rfc = \"EKU9003173C9\"\n")], &["nombre"]);
-    check_invalid(&["cfdi", "build", &sale, "--emisor", &write("e2.toml", b"rfc = \"EKU9003173C9\"\nnombre = \"X\"\nregimen_fiscal = \"605\"\nlugar_expedicion = \"42501\"\n")], &["emisor.regimen_fiscal"]);
+    check_invalid(
+        &["cfdi", "cadena", "--tfd", &fx("cfdi/samples/pago20-eku.xml")],
+        &["TimbreFiscalDigital"],
+    );
+    check_invalid(
+        &[
+            "cfdi",
+            "build",
+            &write("s1.json", good.replace("\"50.00\"", "\"50.0000001\"").as_bytes()),
+            "--emisor",
+            &emisor,
+        ],
+        &["valor_unitario", "decimales"],
+    );
+    check_invalid(
+        &[
+            "cfdi",
+            "build",
+            &write("s2.json", good.replace("\"G01\"", "\"G99\"").as_bytes()),
+            "--emisor",
+            &emisor,
+        ],
+        &["receptor.uso_cfdi", "G99"],
+    );
+    check_invalid(
+        &[
+            "cfdi",
+            "build",
+            &write("s3.json", good.replace("\"serie\":\"F\",", "\"serie\":\"F\",\"x\":1,").as_bytes()),
+            "--emisor",
+            &emisor,
+        ],
+        &["campo desconocido"],
+    );
+    check_invalid(
+        &["cfdi", "build", &write("s4.json", b"{\"sale_id\": \"\xff\"}"), "--emisor", &emisor],
+        &["UTF-8"],
+    );
+    check_invalid(
+        &["cfdi", "build", &sale, "--emisor", &write("e.toml", b"rfc = \"EKU9003173C9\"\n")],
+        &["nombre"],
+    );
+    check_invalid(
+        &[
+            "cfdi",
+            "build",
+            &sale,
+            "--emisor",
+            &write(
+                "e2.toml",
+                b"rfc = \"EKU9003173C9\"\nnombre = \"X\"\nregimen_fiscal = \"605\"\nlugar_expedicion = \"42501\"\n",
+            ),
+        ],
+        &["emisor.regimen_fiscal"],
+    );
 
     let bad_csd = |cer: &str, key: &str, var: &str, needles: &[&str]| {
         let mut args: Vec<String> = vec!["cfdi".into(), "build".into(), sale.clone(), "--emisor".into(), emisor.clone()];
         args.extend(csd_args(cer, key, var));
         check_invalid(&args.iter().map(String::as_str).collect::<Vec<_>>(), needles);
     };
-    bad_csd("EKU9003173C9.cer", "EKU9003173C9.key", "BAD_PASSWORD", &["contraseña", "incorrecta"]);
-    bad_csd("EKU9003173C9.cer", "EKU9003173C9.key", "UNSET_VARIABLE_FOR_TEST", &["UNSET_VARIABLE_FOR_TEST", "no está definida"]);
+    bad_csd(
+        "EKU9003173C9.cer",
+        "EKU9003173C9.key",
+        "BAD_PASSWORD",
+        &["contraseña", "incorrecta"],
+    );
+    bad_csd(
+        "EKU9003173C9.cer",
+        "EKU9003173C9.key",
+        "UNSET_VARIABLE_FOR_TEST",
+        &["UNSET_VARIABLE_FOR_TEST", "no está definida"],
+    );
     bad_csd("EKU9003173C9.cer", "XIQB891116QE4.key", "TEST_CSD_PASSWORD", &["no corresponde"]);
-    bad_csd("FIEL-EKU9003173C9-TEST.cer", "FIEL-EKU9003173C9-TEST.key", "TEST_CSD_PASSWORD", &["FIEL"]);
-    bad_csd("XIQB891116QE4.cer", "XIQB891116QE4.key", "TEST_CSD_PASSWORD", &["pertenece al RFC XIQB891116QE4"]);
+    bad_csd(
+        "FIEL-EKU9003173C9-TEST.cer",
+        "FIEL-EKU9003173C9-TEST.key",
+        "TEST_CSD_PASSWORD",
+        &["FIEL"],
+    );
+    bad_csd(
+        "XIQB891116QE4.cer",
+        "XIQB891116QE4.key",
+        "TEST_CSD_PASSWORD",
+        &["pertenece al RFC XIQB891116QE4"],
+    );
     // An expired CSD of the right RFC: the emisor profile of XIQB.
-    let xiqb = write("xiqb.toml", b"rfc = \"XIQB891116QE4\"\nnombre = \"BERENICE XIMO QUEZADA\"\nregimen_fiscal = \"612\"\nlugar_expedicion = \"42501\"\n");
+    let xiqb = write(
+        "xiqb.toml",
+        b"rfc = \"XIQB891116QE4\"\nnombre = \"BERENICE XIMO QUEZADA\"\nregimen_fiscal = \"612\"\nlugar_expedicion = \"42501\"\n",
+    );
     let mut args: Vec<String> = vec!["cfdi".into(), "build".into(), sale.clone(), "--emisor".into(), xiqb];
     args.extend(csd_args("XIQB891116QE4.cer", "XIQB891116QE4.key", "TEST_CSD_PASSWORD"));
     check_invalid(&args.iter().map(String::as_str).collect::<Vec<_>>(), &["no está vigente"]);
     // --cer without --key is a usage error.
-    check_invalid(&["cfdi", "build", &sale, "--emisor", &emisor, "--cer", &fx("cfdi/certs/EKU9003173C9.cer")], &["--key"]);
+    check_invalid(
+        &[
+            "cfdi",
+            "build",
+            &sale,
+            "--emisor",
+            &emisor,
+            "--cer",
+            &fx("cfdi/certs/EKU9003173C9.cer"),
+        ],
+        &["--key"],
+    );
 }
 
 #[test]

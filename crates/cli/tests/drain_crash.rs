@@ -58,7 +58,12 @@ impl Sim {
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| (r["uuid"].as_str().unwrap().to_uppercase(), r["idempotency_key"].as_str().unwrap_or_default().to_string()))
+            .map(|r| {
+                (
+                    r["uuid"].as_str().unwrap().to_uppercase(),
+                    r["idempotency_key"].as_str().unwrap_or_default().to_string(),
+                )
+            })
             .collect()
     }
 }
@@ -92,7 +97,9 @@ impl Db {
     fn timbra(&self, args: &[&str]) -> Command {
         let mut c = Command::new(BIN);
         c.arg("--db").arg(&self.path).args(args);
-        c.env("TIMBRA_CSD_PASSWORD", "12345678a").env("SIM_TOKEN", "sim-token-infinito").env("SIM_PASSWORD", "simulador");
+        c.env("TIMBRA_CSD_PASSWORD", "12345678a")
+            .env("SIM_TOKEN", "sim-token-infinito")
+            .env("SIM_PASSWORD", "simulador");
         c.env_remove("TIMBRA_FAILPOINT");
         c
     }
@@ -106,7 +113,10 @@ impl Db {
     /// A database with the EKU emisor, `pacs` configured (first primary), and `n` sales.
     fn new(pacs: &[(&str, &str, &Sim)], n: usize) -> Db {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db { path: dir.path().join("timbra.db"), _dir: dir };
+        let db = Db {
+            path: dir.path().join("timbra.db"),
+            _dir: dir,
+        };
         let f = fixtures();
         db.run(&[
             "init",
@@ -121,11 +131,30 @@ impl Db {
         ]);
         for (i, (name, flavor, sim)) in pacs.iter().enumerate() {
             let role = if i == 0 { "primary" } else { "backup" };
-            let mut args = vec!["pac", "add", name, "--flavor", flavor, "--url", &sim.url, "--role", role, "--timeout-ms", "1500"];
+            let mut args = vec![
+                "pac",
+                "add",
+                name,
+                "--flavor",
+                flavor,
+                "--url",
+                &sim.url,
+                "--role",
+                role,
+                "--timeout-ms",
+                "1500",
+            ];
             if *flavor == "sw" {
                 args.extend(["--token-env", "SIM_TOKEN"]);
             } else {
-                args.extend(["--user", "sim@timbra.test", "--password-env", "SIM_PASSWORD", "--taxpayer-id", "EKU9003173C9"]);
+                args.extend([
+                    "--user",
+                    "sim@timbra.test",
+                    "--password-env",
+                    "SIM_PASSWORD",
+                    "--taxpayer-id",
+                    "EKU9003173C9",
+                ]);
             }
             db.run(&args);
         }
@@ -146,7 +175,21 @@ impl Db {
     }
 
     fn drain_args() -> Vec<&'static str> {
-        vec!["drain", "--until-idle", "--quiet", "--lease-secs", "5", "--backoff-ms", "50", "--backoff-cap-ms", "400", "--max-tries", "200", "--concurrency", "8"]
+        vec![
+            "drain",
+            "--until-idle",
+            "--quiet",
+            "--lease-secs",
+            "5",
+            "--backoff-ms",
+            "50",
+            "--backoff-cap-ms",
+            "400",
+            "--max-tries",
+            "200",
+            "--concurrency",
+            "8",
+        ]
     }
 
     /// Every invoice: sale_id → (badge, uuid), page by page.
@@ -162,7 +205,10 @@ impl Db {
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             for i in v["items"].as_array().unwrap() {
                 let uuid = i["uuid"].as_str().map(str::to_uppercase);
-                all.insert(i["sale_id"].as_str().unwrap().to_string(), (i["badge"].as_str().unwrap().to_string(), uuid));
+                all.insert(
+                    i["sale_id"].as_str().unwrap().to_string(),
+                    (i["badge"].as_str().unwrap().to_string(), uuid),
+                );
             }
             match v["next"].as_str() {
                 Some(n) => after = Some(n.to_string()),
@@ -185,17 +231,36 @@ fn check_exactly_once(db: &Db, sims: &[&Sim], n: usize) {
         assert_eq!(badge, "timbrada", "{sale}: {badge}");
         assert!(uuid.is_some(), "{sale} has its UUID");
     }
-    assert_eq!(ledger.len(), n, "one CFDI per sale in the PACs' ledgers (no duplicates): {ledger:#?}");
-    assert_eq!(ledger.keys().cloned().collect::<BTreeSet<_>>(), db_uuids, "the database holds exactly the ledgers' UUIDs");
+    assert_eq!(
+        ledger.len(),
+        n,
+        "one CFDI per sale in the PACs' ledgers (no duplicates): {ledger:#?}"
+    );
+    assert_eq!(
+        ledger.keys().cloned().collect::<BTreeSet<_>>(),
+        db_uuids,
+        "the database holds exactly the ledgers' UUIDs"
+    );
 }
 
 #[test]
 fn every_failpoint_then_restart_stamps_each_sale_exactly_once() {
-    for point in ["after_claim", "after_request_written", "after_response_read", "before_commit", "after_commit"] {
+    for point in [
+        "after_claim",
+        "after_request_written",
+        "after_response_read",
+        "before_commit",
+        "after_commit",
+    ] {
         let sim = Sim::start("sw", "latency_ms=5..20");
         let n = 6;
         let db = Db::new(&[("sw", "sw", &sim)], n);
-        let crashed = db.timbra(&Db::drain_args()).env("TIMBRA_FAILPOINT", point).stderr(Stdio::null()).status().unwrap();
+        let crashed = db
+            .timbra(&Db::drain_args())
+            .env("TIMBRA_FAILPOINT", point)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
         assert!(!crashed.success(), "{point}: the failpoint crashed the drain");
         db.run(&Db::drain_args());
         check_exactly_once(&db, &[&sim], n);

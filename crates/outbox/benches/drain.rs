@@ -35,7 +35,12 @@ fn cpu_seconds() -> f64 {
 }
 
 fn fixture(rel: &str) -> Vec<u8> {
-    std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(rel)).unwrap()
+    std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures")
+            .join(rel),
+    )
+    .unwrap()
 }
 
 async fn point(sim_url: &str, latency_ms: u64, concurrency: usize, sales: usize) -> (f64, f64, f64) {
@@ -78,13 +83,24 @@ async fn point(sim_url: &str, latency_ms: u64, concurrency: usize, sales: usize)
         worker_id: "bench".into(),
         concurrency,
         poll: Duration::from_millis(5),
-        backoff: Backoff { base: chrono::Duration::milliseconds(20), cap: chrono::Duration::milliseconds(200) },
+        backoff: Backoff {
+            base: chrono::Duration::milliseconds(20),
+            cap: chrono::Duration::milliseconds(200),
+        },
         policy: Policy::default(),
         ..DrainConfig::default()
     };
     let drain = Arc::new(Drain::new(outbox.clone(), set, cfg, Arc::new(NoSink)));
     let (t0, c0) = (Instant::now(), cpu_seconds());
-    let p = drain.run(std::future::pending::<()>(), RunMode::UntilIdle { horizon: Duration::from_millis(50) }).await.unwrap();
+    let p = drain
+        .run(
+            std::future::pending::<()>(),
+            RunMode::UntilIdle {
+                horizon: Duration::from_millis(50),
+            },
+        )
+        .await
+        .unwrap();
     let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
     assert_eq!(p.stamped as usize, sales, "every sale stamped");
     let throughput = sales as f64 / wall;
@@ -95,7 +111,11 @@ async fn point(sim_url: &str, latency_ms: u64, concurrency: usize, sales: usize)
 fn main() {
     if std::env::args().any(|a| a == "--sim") {
         let latency: u64 = std::env::var("SIM_LATENCY").unwrap().parse().unwrap();
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async {
             let mut cfg = pac_sim::SimConfig::new(pac_sim::Flavor::Sw);
             cfg.faults = pac_sim::Faults::parse(&format!("latency_ms={latency}..{latency}")).unwrap();
@@ -108,7 +128,11 @@ fn main() {
     if std::env::args().any(|a| a == "--list" || a == "--test") {
         return;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let mut rows = Vec::new();
     for latency in [50u64, 200] {
         let mut child = Command::new(std::env::current_exe().unwrap())

@@ -1,18 +1,21 @@
 //! Operator actions: what support staff and the contador ask for, each re-checked against the
 //! strategy at the moment it runs (a button cannot be forced from outside), recorded as
-//! evidence with actor and reason, and then carried out.
+//! evidence with actor and reason, and then carried out. None of them talks to a PAC, so they
+//! work whether or not a drain is running (the drain does the sending when the row is due).
 //!
 //! | action | who | what it does when allowed |
 //! | --- | --- | --- |
-//! | `retry` | soporte, contador | resume (make the live attempt due now) or, when the badge says Reprocesar, reprocess |
+//! | `retry` | soporte, contador | resume (a fresh try budget and at least one more send of the live attempt) or, when the badge says Reprocesar, reprocess |
 //! | `finalize` | soporte, contador | make the invoice due now for a non-creating fetch of its XML |
 //! | `failover(to)` | soporte, contador | a new attempt with the same sealed bytes at a backup PAC |
 //! | `force_failover(to, note)` | contador | the same, although the live outcome is unknown; marks *posible duplicado* |
 //! | `reprocess` | soporte, contador | a new attempt mapped from the immutable sale with today's settings |
-//! | `verify_absent(attempt, note)` | contador | records that a PAC holds no CFDI for an abandoned attempt |
+//! | `reprocess_accepting_risk(note)` | contador | the same, although an outcome is unknown (after a rejection that followed it, or past the Fecha window); marks *posible duplicado* |
+//! | `verify_absent(attempt, note)` | contador | records that a PAC holds no CFDI for an attempt with an open question |
+//! | `record_found(attempt, uuid, xml?, note)` | contador | records a CFDI found in the PAC's portal for such an attempt (its Sello checked when the XML is given) |
 //! | `send_to_contador(note)` | personal, soporte | hands the invoice to the contador with a note (not Timbrada) |
 //!
-//! Every action first takes the row over (a new fencing token), so a worker still holding it
+//! Every decision first takes the row over (a new fencing token), so a worker still holding it
 //! cannot move it afterwards; its evidence still lands. `send_to_contador` is the exception:
 //! it is a hand-off, not a decision about the invoice — it records the evidence row and the
 //! note and changes nothing else (no take-over, no state, no strategy input).
@@ -20,12 +23,12 @@
 use serde_json::json;
 
 use crate::actor::{Actor, Role};
-use crate::drain::Drain;
 use crate::error::{OutboxError, Result};
-use crate::facts::evidence_kind;
-use crate::model::{InvoiceDetail, InvoiceRef, InvoiceState};
-use crate::store::{InvoiceUpdate, NewEvidence, Store};
-use crate::strategy::{ActionKind, Verdict};
+use crate::facts::{evidence_kind, normalize_uuid};
+use crate::model::{Badge, InvoiceDetail, InvoiceRef, InvoiceState};
+use crate::outbox::Outbox;
+use crate::store::{InvoiceUpdate, NewCfdi, NewEvidence, Store};
+use crate::strategy::{ActionKind, NextStep, RefusalCode, Verdict};
 
 /// What `retry` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -44,7 +47,10 @@ impl ActionKind {
             ActionKind::Finalize => "finalizar",
             ActionKind::Failover => "usar el PAC de respaldo",
             ActionKind::ForceFailover => "forzar el PAC de respaldo",
+            ActionKind::ReprocessAcceptingRisk => "reprocesar aceptando el riesgo",
             ActionKind::VerifyAbsent => "registrar la verificación",
+            ActionKind::RecordFound => "registrar el CFDI encontrado",
+            ActionKind::SendToContador => "enviar al contador",
             ActionKind::Download => "descargar",
             ActionKind::Note => "anotar",
         }
@@ -57,42 +63,75 @@ impl ActionKind {
             ActionKind::Resume | ActionKind::Finalize | ActionKind::Failover | ActionKind::Reprocess => {
                 &[Role::Soporte, Role::Contador, Role::Sistema]
             }
-            ActionKind::ForceFailover | ActionKind::VerifyAbsent => &[Role::Contador],
+            ActionKind::ForceFailover | ActionKind::ReprocessAcceptingRisk | ActionKind::VerifyAbsent | ActionKind::RecordFound => {
+                &[Role::Contador]
+            }
+            // The contador does not send to themself.
+            ActionKind::SendToContador => &[Role::Personal, Role::Soporte],
         }
+    }
+
+    /// Whether the action needs a note (the risk or the check, said in writing).
+    pub fn needs_note(self) -> bool {
+        matches!(
+            self,
+            ActionKind::ForceFailover
+                | ActionKind::ReprocessAcceptingRisk
+                | ActionKind::VerifyAbsent
+                | ActionKind::RecordFound
+                | ActionKind::SendToContador
+        )
     }
 }
 
 fn refused(verdict: &Verdict, action: ActionKind) -> OutboxError {
     match verdict.refusal(action) {
         Some(r) => OutboxError::ActionRefused {
-            action: action.nombre(),
-            reason: r.reason.code.to_string(),
-            evidence: r.reason.evidence.clone(),
+            action,
+            reason: r.code,
+            evidence: r.evidence.clone(),
         },
         None => OutboxError::ActionRefused {
-            action: action.nombre(),
-            reason: "no_aplica".into(),
+            action,
+            reason: RefusalCode::NoAplica,
             evidence: vec![],
         },
     }
 }
 
-impl<S: Store> Drain<S> {
+fn required_note(action: ActionKind, note: &str) -> Result<&str> {
+    if note.trim().is_empty() {
+        let why = match action {
+            ActionKind::ForceFailover | ActionKind::ReprocessAcceptingRisk => "requiere una nota que reconozca el riesgo de duplicado",
+            ActionKind::VerifyAbsent | ActionKind::RecordFound => "requiere una nota (qué se revisó y dónde)",
+            _ => "requiere una nota (qué debe revisar y por qué)",
+        };
+        return Err(OutboxError::invalid("note", "requerido", format!("{} {why}", action.nombre())));
+    }
+    // Checked before anything is written (length, control characters).
+    crate::outbox::check_note(note)
+}
+
+fn live_attempt_id(detail: &InvoiceDetail) -> Option<i64> {
+    detail.attempts.iter().max_by_key(|a| a.attempt_no).map(|a| a.id)
+}
+
+impl<S: Store> Outbox<S> {
     async fn checked(&self, invoice: &InvoiceRef, action: ActionKind, actor: &Actor) -> Result<(InvoiceDetail, Verdict)> {
-        let detail = self.outbox.invoice(invoice).await?;
-        let verdict = self.permit(&detail, action, actor)?;
+        let detail = self.invoice(invoice).await?;
+        let verdict = self.permit(&detail, action, actor).await?;
         Ok((detail, verdict))
     }
 
     /// The actor's role may take `action`, and the verdict on `detail` allows it now.
-    fn permit(&self, detail: &InvoiceDetail, action: ActionKind, actor: &Actor) -> Result<Verdict> {
+    pub async fn permit(&self, detail: &InvoiceDetail, action: ActionKind, actor: &Actor) -> Result<Verdict> {
         if !action.roles().contains(&actor.role) {
             return Err(OutboxError::Forbidden {
                 action: action.nombre(),
                 role: actor.role.as_str(),
             });
         }
-        let verdict = self.verdict(detail);
+        let verdict = self.verdict(detail).await?;
         if !verdict.allows(action) {
             return Err(refused(&verdict, action));
         }
@@ -101,9 +140,8 @@ impl<S: Store> Drain<S> {
 
     /// Records the decision as evidence, then fences out any worker on the row.
     async fn decide(&self, detail: &InvoiceDetail, attempt_id: Option<i64>, code: &str, note: Option<&str>, actor: &Actor) -> Result<i64> {
-        let now = self.outbox.now().timestamp_millis();
-        self.outbox
-            .store()
+        let now = self.now().timestamp_millis();
+        self.store()
             .append_evidence(&NewEvidence {
                 invoice_id: detail.invoice.id,
                 attempt_id,
@@ -120,35 +158,31 @@ impl<S: Store> Drain<S> {
                 actor: actor.clone(),
             })
             .await?;
-        self.outbox.store().take_over(detail.invoice.id, now).await
+        self.store().take_over(detail.invoice.id, now).await
     }
 
-    /// Makes the invoice due now (after an action), with the verdict written as it stands.
+    /// Writes the verdict as it stands after an action (due now when the drain has work).
     async fn due_now(&self, invoice_id: i64) -> Result<()> {
-        let detail = self.outbox.invoice(&InvoiceRef::Id(invoice_id)).await?;
-        let verdict = self.verdict(&detail);
-        let now = self.outbox.now().timestamp_millis();
-        let state = if matches!(verdict.next, crate::strategy::NextStep::Hold | crate::strategy::NextStep::Done) {
-            if verdict.badge == crate::model::Badge::Timbrada {
-                InvoiceState::Stamped
-            } else {
-                InvoiceState::Held
-            }
-        } else {
-            InvoiceState::Pending
+        let detail = self.invoice(&InvoiceRef::Id(invoice_id)).await?;
+        let verdict = self.verdict(&detail).await?;
+        let now = self.now().timestamp_millis();
+        let state = match verdict.next {
+            NextStep::Hold | NextStep::Done if verdict.badge == Badge::Timbrada => InvoiceState::Stamped,
+            NextStep::Hold | NextStep::Done => InvoiceState::Held,
+            _ => InvoiceState::Pending,
         };
-        self.outbox
-            .store()
+        self.store()
             .apply_verdict(
                 &InvoiceUpdate {
                     invoice_id,
                     state,
                     badge: verdict.badge,
-                    state_reason: verdict.reasons.first().map(|r| r.code.to_string()),
+                    state_reason: verdict.reasons.first().map(|r| r.code.as_str().to_string()),
                     next_try_at_ms: (state == InvoiceState::Pending).then_some(now),
                     uuid: None,
                     possible_duplicate: verdict.possible_duplicate,
                     at_ms: now,
+                    facts_version: detail.facts_version,
                 },
                 None,
             )
@@ -156,17 +190,19 @@ impl<S: Store> Drain<S> {
         Ok(())
     }
 
-    /// Reintentar: does whatever the badge says — resume the live attempt, or reprocess.
+    /// Reintentar: does whatever the badge says — resume the live attempt (a fresh try budget,
+    /// and at least one more send), or reprocess.
     pub async fn retry(&self, invoice: &InvoiceRef, actor: &Actor) -> Result<RetryKind> {
-        let detail = self.outbox.invoice(invoice).await?;
-        let verdict = self.verdict(&detail);
+        let detail = self.invoice(invoice).await?;
+        let verdict = self.verdict(&detail).await?;
         if verdict.allows(ActionKind::Resume) {
-            self.permit(&detail, ActionKind::Resume, actor)?;
-            self.decide(&detail, live_attempt_id(&detail), "retry", None, actor).await?;
+            self.permit(&detail, ActionKind::Resume, actor).await?;
+            self.decide(&detail, live_attempt_id(&detail), evidence_kind::RETRY, None, actor)
+                .await?;
             self.due_now(detail.invoice.id).await?;
             Ok(RetryKind::Resume)
         } else if verdict.allows(ActionKind::Reprocess) {
-            self.permit(&detail, ActionKind::Reprocess, actor)?;
+            self.permit(&detail, ActionKind::Reprocess, actor).await?;
             self.reprocess_checked(&detail, actor).await?;
             Ok(RetryKind::Reprocess)
         } else {
@@ -177,16 +213,19 @@ impl<S: Store> Drain<S> {
     /// Finalizar: fetch the XML of a CFDI known to exist (the drain does it when due).
     pub async fn finalize(&self, invoice: &InvoiceRef, actor: &Actor) -> Result<()> {
         let (detail, _) = self.checked(invoice, ActionKind::Finalize, actor).await?;
-        self.decide(&detail, live_attempt_id(&detail), "finalize", None, actor).await?;
+        self.decide(&detail, live_attempt_id(&detail), evidence_kind::FINALIZE, None, actor)
+            .await?;
         self.due_now(detail.invoice.id).await
     }
 
     /// Usar PAC de respaldo: the same sealed bytes at `to` (a configured backup).
     pub async fn failover(&self, invoice: &InvoiceRef, to: &str, actor: &Actor) -> Result<i64> {
         let (detail, _) = self.checked(invoice, ActionKind::Failover, actor).await?;
-        self.known_backup(&detail, to)?;
-        let token = self.decide(&detail, live_attempt_id(&detail), "failover", None, actor).await?;
-        let id = self.outbox.open_failover(&detail, to, Some(token), actor, None).await?;
+        self.known_backup(&detail, to).await?;
+        let token = self
+            .decide(&detail, live_attempt_id(&detail), evidence_kind::FAILOVER, None, actor)
+            .await?;
+        let id = self.open_failover(&detail, to, Some(token), actor, None).await?;
         self.due_now(detail.invoice.id).await?;
         Ok(id)
     }
@@ -194,21 +233,14 @@ impl<S: Store> Drain<S> {
     /// The contador fails over although the live outcome is unknown, acknowledging the risk
     /// in `note`. The abandoned attempt is never sent again.
     pub async fn force_failover(&self, invoice: &InvoiceRef, to: &str, note: &str, actor: &Actor) -> Result<i64> {
-        let note = note.trim();
-        if note.is_empty() {
-            return Err(OutboxError::invalid(
-                "note",
-                "requerido",
-                "forzar el respaldo requiere una nota que reconozca el riesgo de duplicado",
-            ));
-        }
+        let note = required_note(ActionKind::ForceFailover, note)?;
         let (detail, _) = self.checked(invoice, ActionKind::ForceFailover, actor).await?;
-        self.known_backup(&detail, to)?;
+        self.known_backup(&detail, to).await?;
         let token = self
             .decide(&detail, live_attempt_id(&detail), evidence_kind::FORCE_FAILOVER, Some(note), actor)
             .await?;
-        self.outbox.add_note(&InvoiceRef::Id(detail.invoice.id), note, actor).await?;
-        let id = self.outbox.open_failover(&detail, to, Some(token), actor, Some(note)).await?;
+        self.add_note(&InvoiceRef::Id(detail.invoice.id), note, actor).await?;
+        let id = self.open_failover(&detail, to, Some(token), actor, Some(note)).await?;
         self.due_now(detail.invoice.id).await?;
         Ok(id)
     }
@@ -221,23 +253,41 @@ impl<S: Store> Drain<S> {
 
     /// Reprocess once the verdict allowed it.
     async fn reprocess_checked(&self, detail: &InvoiceDetail, actor: &Actor) -> Result<i64> {
-        let token = self.decide(detail, live_attempt_id(detail), "reprocess", None, actor).await?;
-        let id = self.outbox.open_reprocess(detail, Some(token), actor, "operador").await?;
+        let token = self
+            .decide(detail, live_attempt_id(detail), evidence_kind::REPROCESS, None, actor)
+            .await?;
+        let id = self.open_reprocess(detail, Some(token), actor, "operador", None).await?;
         self.due_now(detail.invoice.id).await?;
         Ok(id)
     }
 
-    /// The contador records that the PAC of attempt `attempt_no` holds no CFDI for it.
-    pub async fn verify_absent(&self, invoice: &InvoiceRef, attempt_no: i64, note: &str, actor: &Actor) -> Result<()> {
-        let note = note.trim();
-        if note.is_empty() {
-            return Err(OutboxError::invalid(
-                "note",
-                "requerido",
-                "la verificación requiere una nota (qué se revisó y dónde)",
-            ));
-        }
-        let (detail, verdict) = self.checked(invoice, ActionKind::VerifyAbsent, actor).await?;
+    /// Reprocesar aceptando el riesgo: the contador reprocesses although the live attempt's
+    /// outcome is unknown (a rejection followed it, or its Fecha window passed without an
+    /// answer), acknowledging in `note` that a first CFDI may exist. The new attempt has a new
+    /// Fecha; the old one is abandoned — only ever looked up — and the invoice is marked
+    /// *posible duplicado* until its question is settled.
+    pub async fn reprocess_accepting_risk(&self, invoice: &InvoiceRef, note: &str, actor: &Actor) -> Result<i64> {
+        let note = required_note(ActionKind::ReprocessAcceptingRisk, note)?;
+        let (detail, _) = self.checked(invoice, ActionKind::ReprocessAcceptingRisk, actor).await?;
+        let live = live_attempt_id(&detail);
+        let token = self
+            .decide(&detail, live, evidence_kind::REPROCESS_ACCEPTING_RISK, Some(note), actor)
+            .await?;
+        self.add_note(&InvoiceRef::Id(detail.invoice.id), note, actor).await?;
+        let id = self.open_reprocess(&detail, Some(token), actor, "riesgo_aceptado", live).await?;
+        self.due_now(detail.invoice.id).await?;
+        Ok(id)
+    }
+
+    /// The attempt `attempt_no` of `detail`, when the verdict names it as an open question the
+    /// contador may settle (an abandoned attempt, or a live one a rejection or a foreign CFDI
+    /// followed).
+    fn open_question<'d>(
+        detail: &'d InvoiceDetail,
+        verdict: &Verdict,
+        attempt_no: i64,
+        action: ActionKind,
+    ) -> Result<&'d crate::model::AttemptInfo> {
         let attempt = detail
             .attempts
             .iter()
@@ -246,19 +296,94 @@ impl<S: Store> Drain<S> {
                 what: "el intento",
                 id: attempt_no.to_string(),
             })?;
-        let open = verdict
-            .statuses
-            .iter()
-            .any(|(n, s)| *n == attempt_no && matches!(s, crate::strategy::AttemptStatus::Unknown { .. }));
-        if !open {
+        if !verdict.open_questions.contains(&attempt_no) {
             return Err(OutboxError::ActionRefused {
-                action: ActionKind::VerifyAbsent.nombre(),
-                reason: "intento_sin_pregunta_abierta".into(),
+                action,
+                reason: RefusalCode::IntentoSinPreguntaAbierta,
                 evidence: vec![],
             });
         }
+        Ok(attempt)
+    }
+
+    /// The contador records that the PAC of attempt `attempt_no` holds no CFDI for it.
+    pub async fn verify_absent(&self, invoice: &InvoiceRef, attempt_no: i64, note: &str, actor: &Actor) -> Result<()> {
+        let note = required_note(ActionKind::VerifyAbsent, note)?;
+        let (detail, verdict) = self.checked(invoice, ActionKind::VerifyAbsent, actor).await?;
+        let attempt = Self::open_question(&detail, &verdict, attempt_no, ActionKind::VerifyAbsent)?;
         self.decide(&detail, Some(attempt.id), evidence_kind::VERIFY_ABSENT, Some(note), actor)
             .await?;
+        self.due_now(detail.invoice.id).await
+    }
+
+    /// *Encontré el CFDI*: the contador records a CFDI found (e.g. in the PAC's portal) for an
+    /// attempt with an open question. With its XML, the XML must be that attempt's document
+    /// (its TFD's `SelloCFD` and the comprobante's Sello are the attempt's Sello) and carry that
+    /// UUID. It becomes a CFDI of the sale — a *Duplicado* when another one exists.
+    pub async fn record_found(
+        &self,
+        invoice: &InvoiceRef,
+        attempt_no: i64,
+        uuid: &str,
+        xml: Option<&[u8]>,
+        note: &str,
+        actor: &Actor,
+    ) -> Result<()> {
+        let note = required_note(ActionKind::RecordFound, note)?;
+        let uuid = check_uuid(uuid)?;
+        let (detail, verdict) = self.checked(invoice, ActionKind::RecordFound, actor).await?;
+        let attempt = Self::open_question(&detail, &verdict, attempt_no, ActionKind::RecordFound)?;
+        if let Some(owner) = self.store().cfdi_owner(&uuid).await? {
+            if owner != detail.invoice.id {
+                return Err(OutboxError::invalid(
+                    "uuid",
+                    "cfdi_de_otra_factura",
+                    format!("el CFDI {uuid} ya está registrado para otra factura ({owner})"),
+                ));
+            }
+        }
+        let (xml, fecha_timbrado) = match xml {
+            None => (None, None),
+            Some(bytes) => {
+                let (_, body) = self.attempt_body(attempt.id).await?;
+                let checked = crate::drain::match_cfdi_to_attempt(bytes, &body, &uuid)
+                    .map_err(|reason| OutboxError::invalid("xml", "cfdi_no_corresponde", reason))?;
+                (Some(bytes.to_vec()), checked)
+            }
+        };
+        let now = self.now().timestamp_millis();
+        let evidence_id = self
+            .store()
+            .append_evidence(&NewEvidence {
+                invoice_id: detail.invoice.id,
+                attempt_id: Some(attempt.id),
+                try_id: None,
+                kind: evidence_kind::RECONCILIATION.into(),
+                outcome: Some("found".into()),
+                code: Some(evidence_kind::RECORD_FOUND.into()),
+                message: Some(note.to_string()),
+                uuid: Some(uuid.clone()),
+                retry_after_ms: None,
+                detail: json!({ "action": evidence_kind::RECORD_FOUND, "note": note, "with_xml": xml.is_some(), "channel": actor.channel }),
+                fencing_token: None,
+                at_ms: now,
+                actor: actor.clone(),
+            })
+            .await?;
+        self.store()
+            .record_cfdi(&NewCfdi {
+                invoice_id: detail.invoice.id,
+                attempt_id: Some(attempt.id),
+                evidence_id: Some(evidence_id),
+                uuid,
+                pac: attempt.pac.clone(),
+                fecha_timbrado,
+                xml,
+                at_ms: now,
+            })
+            .await?;
+        self.add_note(&InvoiceRef::Id(detail.invoice.id), note, actor).await?;
+        self.store().take_over(detail.invoice.id, now).await?;
         self.due_now(detail.invoice.id).await
     }
 
@@ -267,55 +392,38 @@ impl<S: Store> Drain<S> {
     /// `operator_action` evidence row (`send_to_contador`) and adds the note; the row, its
     /// state, its badge and its fencing token stay as they are.
     pub async fn send_to_contador(&self, invoice: &InvoiceRef, note: &str, actor: &Actor) -> Result<()> {
-        const ACTION: &str = "enviar al contador";
-        if !SEND_TO_CONTADOR_ROLES.contains(&actor.role) {
+        let action = ActionKind::SendToContador;
+        if !action.roles().contains(&actor.role) {
             return Err(OutboxError::Forbidden {
-                action: ACTION,
+                action: action.nombre(),
                 role: actor.role.as_str(),
             });
         }
-        if note.trim().is_empty() {
-            return Err(OutboxError::invalid(
-                "note",
-                "requerido",
-                "enviar al contador requiere una nota (qué debe revisar y por qué)",
-            ));
-        }
-        // Checked before anything is written (length, control characters).
-        let note = crate::outbox::check_note(note)?;
-        let detail = self.outbox.invoice(invoice).await?;
-        let verdict = self.verdict(&detail);
-        if verdict.badge == crate::model::Badge::Timbrada {
-            return Err(OutboxError::ActionRefused {
-                action: ACTION,
-                reason: "ya_timbrada".into(),
-                evidence: verdict.reasons.first().map(|r| r.evidence.clone()).unwrap_or_default(),
-            });
-        }
-        self.outbox
-            .store()
+        let note = required_note(action, note)?;
+        let (detail, _) = self.checked(invoice, action, actor).await?;
+        self.store()
             .append_evidence(&NewEvidence {
                 invoice_id: detail.invoice.id,
                 attempt_id: live_attempt_id(&detail),
                 try_id: None,
                 kind: evidence_kind::OPERATOR_ACTION.into(),
                 outcome: None,
-                code: Some(SEND_TO_CONTADOR.into()),
+                code: Some(evidence_kind::SEND_TO_CONTADOR.into()),
                 message: Some(note.to_string()),
                 uuid: None,
                 retry_after_ms: None,
-                detail: json!({ "action": SEND_TO_CONTADOR, "note": note, "channel": actor.channel }),
+                detail: json!({ "action": evidence_kind::SEND_TO_CONTADOR, "note": note, "channel": actor.channel }),
                 fencing_token: None,
-                at_ms: self.outbox.now().timestamp_millis(),
+                at_ms: self.now().timestamp_millis(),
                 actor: actor.clone(),
             })
             .await?;
-        self.outbox.add_note(&InvoiceRef::Id(detail.invoice.id), note, actor).await?;
+        self.add_note(&InvoiceRef::Id(detail.invoice.id), note, actor).await?;
         Ok(())
     }
 
-    fn known_backup(&self, detail: &InvoiceDetail, to: &str) -> Result<()> {
-        if self.pacs.get(to).is_none() {
+    async fn known_backup(&self, detail: &InvoiceDetail, to: &str) -> Result<()> {
+        if self.pac_directory().await?.get(to).is_none() {
             return Err(OutboxError::invalid(
                 "to",
                 "pac_desconocido",
@@ -327,14 +435,30 @@ impl<S: Store> Drain<S> {
         }
         Ok(())
     }
+
+    /// The first backup PAC (where *Usar PAC de respaldo* goes by default).
+    pub async fn first_backup(&self) -> Result<Option<String>> {
+        Ok(self.pac_directory().await?.backups().into_iter().next())
+    }
 }
 
-/// The evidence code of *Enviar al contador*.
-pub const SEND_TO_CONTADOR: &str = "send_to_contador";
-
-/// Who may hand an invoice to the contador (the contador does not send to themself).
-pub const SEND_TO_CONTADOR_ROLES: &[Role] = &[Role::Personal, Role::Soporte];
-
-fn live_attempt_id(detail: &InvoiceDetail) -> Option<i64> {
-    detail.attempts.iter().max_by_key(|a| a.attempt_no).map(|a| a.id)
+/// A UUID as typed by a person: 8-4-4-4-12 hexadecimal digits, any case; stored uppercase.
+pub fn check_uuid(uuid: &str) -> Result<String> {
+    let u = normalize_uuid(uuid);
+    let groups: Vec<&str> = u.split('-').collect();
+    let lens = [8, 4, 4, 4, 12];
+    let ok = groups.len() == 5
+        && groups
+            .iter()
+            .zip(lens)
+            .all(|(g, n)| g.len() == n && g.chars().all(|c| c.is_ascii_hexdigit()));
+    if ok {
+        Ok(u)
+    } else {
+        Err(OutboxError::invalid(
+            "uuid",
+            "uuid_invalido",
+            format!("{uuid:?} no es un UUID (8-4-4-4-12 dígitos hexadecimales)"),
+        ))
+    }
 }

@@ -15,6 +15,7 @@ use crate::intake::{fecha_now, pac_idempotency_key, sha256_hex, FECHA_WINDOW};
 use crate::model::{AttemptInfo, AttemptReason, BodyFormat, InvoiceDetail};
 use crate::outbox::Outbox;
 use crate::store::{NewAttempt, NewEvent, OpenAttempt, Store};
+use crate::strategy::{ActionKind, RefusalCode};
 
 fn live(detail: &InvoiceDetail) -> Result<&AttemptInfo> {
     detail
@@ -68,6 +69,7 @@ impl<S: Store> Outbox<S> {
             mapping_version: from.mapping_version,
             emisor_settings_id: Some(emisor.id),
             no_certificado: from.no_certificado.clone(),
+            pac_identity: self.pac_identity_of(to).await?,
         };
         let event = NewEvent {
             kind: "attempt_created".into(),
@@ -92,11 +94,21 @@ impl<S: Store> Outbox<S> {
             actor,
         )
         .await
+        .map_err(|e| refused_as(e, ActionKind::Failover))
     }
 
     /// Opens attempt n+1 by mapping the immutable sale again with today's mapping, emisor
-    /// settings and CSD, at the primary PAC, with a Fecha chosen now. `cause` names why.
-    pub async fn open_reprocess(&self, detail: &InvoiceDetail, token: Option<i64>, actor: &Actor, cause: &str) -> Result<i64> {
+    /// settings and CSD, at the primary PAC, with a Fecha chosen now. `cause` names why. With
+    /// `abandon`, that attempt (the contador accepted the risk) is marked abandoned: never
+    /// sent again, only looked up.
+    pub async fn open_reprocess(
+        &self,
+        detail: &InvoiceDetail,
+        token: Option<i64>,
+        actor: &Actor,
+        cause: &str,
+        abandon: Option<i64>,
+    ) -> Result<i64> {
         let from = live(detail)?;
         let sale: &Sale = &detail.sale.body;
         let emisor = self.store().current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
@@ -129,6 +141,7 @@ impl<S: Store> Outbox<S> {
             mapping_version: i64::from(cfdi::mapping::MAPPING_VERSION),
             emisor_settings_id: Some(emisor.id),
             no_certificado: Some(csd.certificate().no_certificado().to_string()),
+            pac_identity: self.pac_identity_of(&pac).await?,
         };
         let event = NewEvent {
             kind: "attempt_created".into(),
@@ -142,6 +155,7 @@ impl<S: Store> Outbox<S> {
                 "fecha_source": fecha.source,
                 "sale_id": sale.sale_id,
                 "mapping_version": cfdi::mapping::MAPPING_VERSION,
+                "abandoned_attempt_no": abandon.and_then(|id| detail.attempts.iter().find(|a| a.id == id)).map(|a| a.attempt_no),
             }),
         };
         self.open(
@@ -149,11 +163,12 @@ impl<S: Store> Outbox<S> {
             &attempt,
             (fecha.utc + FECHA_WINDOW).timestamp_millis(),
             token,
-            None,
+            abandon,
             &event,
             actor,
         )
         .await
+        .map_err(|e| refused_as(e, ActionKind::Reprocess))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -189,10 +204,18 @@ impl<S: Store> Outbox<S> {
                 Ok(id)
             }
             None => Err(OutboxError::ActionRefused {
-                action: "abrir un intento",
-                reason: "otro proceso tomó la factura (token de exclusión vencido)".into(),
+                action: ActionKind::Reprocess,
+                reason: RefusalCode::OtroProcesoActuo,
                 evidence: vec![],
             }),
         }
+    }
+}
+
+/// A fenced-out opening, named after the action that asked for it.
+fn refused_as(e: OutboxError, action: ActionKind) -> OutboxError {
+    match e {
+        OutboxError::ActionRefused { reason, evidence, .. } => OutboxError::ActionRefused { action, reason, evidence },
+        other => other,
     }
 }

@@ -28,9 +28,10 @@ use tokio::task::JoinSet;
 
 use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
-use crate::facts::{self, evidence_kind};
-use crate::model::{Badge, InvoiceDetail, InvoiceRef, InvoiceState};
+use crate::facts::{self, evidence_kind, normalize_uuid};
+use crate::model::{AttemptInfo, Badge, InvoiceDetail, InvoiceRef, InvoiceState, PacIdentity};
 use crate::outbox::Outbox;
+use crate::pacs::{PacDirectory, PacListing};
 use crate::store::{Claim, InvoiceUpdate, NewCfdi, NewEvidence, NewTry, Store};
 use crate::strategy::{self, NextStep, Policy, Verdict};
 
@@ -39,6 +40,8 @@ use crate::strategy::{self, NextStep, Policy, Verdict};
 pub struct PacEntry {
     pub name: String,
     pub kind: PacKind,
+    /// Who this client reaches (compared with the identity an attempt froze before sending).
+    pub identity: PacIdentity,
     pub client: Arc<dyn PacClient>,
 }
 
@@ -71,9 +74,19 @@ impl PacSet {
         self.entries.iter().skip(1).map(|e| e.name.clone()).collect()
     }
 
-    /// Whether a PAC answers non-creating lookups (Finkok `stamped`, Facturapi by external_id).
-    pub fn can_lookup(&self, name: &str) -> bool {
-        self.get(name).is_some_and(|e| e.kind != PacKind::Sw)
+    /// What verdicts need to know of these PACs (no clients).
+    pub fn directory(&self) -> PacDirectory {
+        PacDirectory {
+            entries: self
+                .entries
+                .iter()
+                .map(|e| PacListing {
+                    name: e.name.clone(),
+                    kind: e.kind,
+                    identity: e.identity.clone(),
+                })
+                .collect(),
+        }
     }
 }
 
@@ -212,18 +225,24 @@ pub mod failpoint {
 pub struct Drain<S: Store> {
     pub(crate) outbox: Arc<Outbox<S>>,
     pub(crate) pacs: PacSet,
+    directory: PacDirectory,
     pub(crate) config: DrainConfig,
     sink: Arc<dyn DrainSink>,
     pub(crate) actor: Actor,
 }
 
 impl<S: Store> Drain<S> {
+    /// A drain over `pacs`; verdicts of this process (the outbox's) reason about these PACs
+    /// and this policy from now on.
     pub fn new(outbox: Arc<Outbox<S>>, pacs: PacSet, mut config: DrainConfig, sink: Arc<dyn DrainSink>) -> Drain<S> {
         config.policy.backups = pacs.backups();
+        let directory = pacs.directory();
+        outbox.install_drain_context(directory.clone(), config.policy.clone());
         let actor = Actor::new(config.worker_id.clone(), crate::actor::Role::Sistema, "drain");
         Drain {
             outbox,
             pacs,
+            directory,
             config,
             sink,
             actor,
@@ -332,14 +351,39 @@ impl<S: Store> Drain<S> {
         self.sink.event(DrainEvent::Progress(progress.clone()));
     }
 
-    /// The verdict for an invoice now (what the UI shows and every action re-checks).
-    pub fn verdict(&self, detail: &InvoiceDetail) -> Verdict {
-        let facts = facts::from_detail(detail, &|p| self.pacs.can_lookup(p));
-        strategy::derive(&facts, &self.config.policy, self.outbox.now())
+    /// The verdict for an invoice now, with this drain's PACs and policy (the same as
+    /// [`Outbox::verdict`] in this process).
+    fn verdict(&self, detail: &InvoiceDetail) -> Verdict {
+        self.outbox.verdict_with(detail, &self.directory, &self.config.policy)
     }
 
-    /// One step of one claimed invoice.
+    /// One step of one claimed invoice. While it is in flight its lease is renewed under the
+    /// claim's fencing token, so a slow PAC (SW re-authenticating, Finkok's bounded `stamped`
+    /// polling) never lets another worker claim and re-send the same attempt.
     pub async fn step(&self, claim: Claim) -> Result<StepReport> {
+        let work = self.step_claimed(claim);
+        tokio::pin!(work);
+        let every = (self.config.lease / 3)
+            .to_std()
+            .unwrap_or(std::time::Duration::from_secs(1))
+            .max(std::time::Duration::from_millis(50));
+        let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        loop {
+            tokio::select! {
+                report = &mut work => return report,
+                _ = heartbeat.tick() => {
+                    let until = (self.outbox.now() + self.config.lease).timestamp_millis();
+                    match self.outbox.store().renew_lease(claim.invoice_id, claim.fencing_token, &self.config.worker_id, until).await {
+                        Ok(true) => {}
+                        Ok(false) => tracing::info!(invoice_id = claim.invoice_id, "el arrendamiento ya no es de este trabajador; su estado quedará cercado"),
+                        Err(e) => tracing::warn!(invoice_id = claim.invoice_id, error = %e, "no se pudo renovar el arrendamiento"),
+                    }
+                }
+            }
+        }
+    }
+
+    async fn step_claimed(&self, claim: Claim) -> Result<StepReport> {
         let detail = self.outbox.invoice(&InvoiceRef::Id(claim.invoice_id)).await?;
         let verdict = self.verdict(&detail);
         let mut retry_after = None;
@@ -363,7 +407,7 @@ impl<S: Store> Drain<S> {
             }
             NextStep::Reprocess => {
                 self.outbox
-                    .open_reprocess(&detail, Some(claim.fencing_token), &self.actor, "fecha_vencida")
+                    .open_reprocess(&detail, Some(claim.fencing_token), &self.actor, "fecha_vencida", None)
                     .await?;
             }
             NextStep::Hold | NextStep::Done => {}
@@ -386,17 +430,27 @@ impl<S: Store> Drain<S> {
         previous: &NextStep,
     ) -> Result<StepReport> {
         let detail = self.outbox.invoice(&InvoiceRef::Id(invoice_id)).await?;
-        let verdict = self.verdict(&detail);
+        let facts = facts::from_detail(&detail, &|p| self.directory.can_lookup(p));
+        let verdict = strategy::derive(&facts, &self.config.policy, self.outbox.now());
         // No progress (the same non-sending step again) backs off like a failed try.
         let failed_try = failed_try || (verdict.next == *previous && !matches!(previous, NextStep::Send { .. }));
         let now = self.outbox.now();
-        let live_tries = detail
-            .attempts
-            .iter()
-            .max_by_key(|a| a.attempt_no)
-            .map(|a| detail.tries.iter().filter(|t| t.attempt_id == a.id).count() as u32)
-            .unwrap_or(0);
-        let (state, next_try_at) = schedule(&verdict, now, live_tries, retry_after, failed_try, &self.config.backoff);
+        let reading = |no: i64| facts.attempts.iter().find(|a| a.attempt_no == no).map(strategy::read_attempt);
+        let pace = match &verdict.next {
+            NextStep::Lookup { attempt_no } | NextStep::Finalize { attempt_no, .. } => Pace {
+                sends: 0,
+                lookups: reading(*attempt_no).map_or(0, |r| r.lookups_since_send),
+            },
+            _ => Pace {
+                sends: facts
+                    .attempts
+                    .last()
+                    .map(strategy::read_attempt)
+                    .map_or(0, |r| r.stamps_since_retry),
+                lookups: 0,
+            },
+        };
+        let (state, next_try_at) = schedule(&verdict, now, pace, retry_after, failed_try, &self.config.backoff);
         let uuid = detail
             .cfdis
             .iter()
@@ -407,11 +461,12 @@ impl<S: Store> Drain<S> {
             invoice_id,
             state,
             badge: verdict.badge,
-            state_reason: verdict.reasons.first().map(|r| r.code.to_string()),
+            state_reason: verdict.reasons.first().map(|r| r.code.as_str().to_string()),
             next_try_at_ms: next_try_at.map(|t| t.timestamp_millis()),
             uuid,
             possible_duplicate: verdict.possible_duplicate,
             at_ms: now.timestamp_millis(),
+            facts_version: detail.facts_version,
         };
         let applied = self.outbox.store().apply_verdict(&update, Some(token)).await?;
         if !applied {
@@ -425,22 +480,60 @@ impl<S: Store> Drain<S> {
         })
     }
 
+    /// The PAC client for an attempt, when it may be used: configured here, and reaching the
+    /// PAC the attempt was frozen for (or one the operator accepted when replacing it). `None`
+    /// after recording why not (evidence the strategy reads).
+    async fn client_for(&self, detail: &InvoiceDetail, attempt: &AttemptInfo) -> Result<Option<PacEntry>> {
+        let Some(entry) = self.pacs.get(&attempt.pac).cloned() else {
+            self.note_configuration(
+                detail.invoice.id,
+                attempt.id,
+                evidence_kind::PAC_NOT_CONFIGURED,
+                json!({ "pac": attempt.pac }),
+                format!("el PAC {} no está configurado en este equipo", attempt.pac),
+            )
+            .await?;
+            return Ok(None);
+        };
+        let Some(expected) = expected_identity(detail, attempt) else {
+            return Ok(Some(entry));
+        };
+        let changed = expected.differences(&entry.identity);
+        if changed.is_empty() {
+            return Ok(Some(entry));
+        }
+        self.note_configuration(
+            detail.invoice.id,
+            attempt.id,
+            evidence_kind::PAC_CHANGED,
+            json!({ "pac": attempt.pac, "frozen": expected, "configured": entry.identity, "changed": changed }),
+            format!(
+                "el PAC {} ya no es el mismo que el del intento {} (cambió: {}); no se envió",
+                attempt.pac,
+                attempt.attempt_no,
+                changed.join(", ")
+            ),
+        )
+        .await?;
+        Ok(None)
+    }
+
     /// Sends the live attempt. Returns (Retry-After, whether the try failed).
     async fn send(&self, detail: &InvoiceDetail, attempt_no: i64, claim: &Claim) -> Result<(Option<Duration>, bool)> {
-        let Some(attempt) = detail.attempts.iter().find(|a| a.attempt_no == attempt_no) else {
-            return Err(OutboxError::NotFound {
-                what: "el intento",
-                id: attempt_no.to_string(),
-            });
-        };
-        let Some(entry) = self.pacs.get(&attempt.pac).cloned() else {
-            self.note_missing_pac(detail.invoice.id, attempt.id, &attempt.pac).await?;
+        let attempt = find_attempt(detail, attempt_no)?;
+        let Some(entry) = self.client_for(detail, attempt).await? else {
             return Ok((None, true));
         };
         let (_, body) = self.outbox.attempt_body(attempt.id).await?;
-        let try_id = self.begin(detail.invoice.id, attempt.id, "stamp", &attempt.pac, claim.fencing_token).await?;
+        let Some(try_id) = self
+            .begin(detail.invoice.id, attempt.id, "stamp", &attempt.pac, claim.fencing_token)
+            .await?
+        else {
+            // Fenced out before anything left: another worker or a person owns the row now.
+            return Ok((None, false));
+        };
         let request = pac::Attempt {
-            body,
+            body: body.clone(),
             idempotency_key: attempt.pac_idempotency_key.clone(),
             external_id: None,
         };
@@ -454,24 +547,26 @@ impl<S: Store> Drain<S> {
             } => Some(Duration::seconds(*s as i64)),
             _ => None,
         };
-        self.record_stamp(detail.invoice.id, attempt.id, try_id, &attempt.pac, claim.fencing_token, reply)
+        self.record_stamp(detail.invoice.id, attempt, &body, try_id, claim.fencing_token, reply)
             .await?;
         Ok((retry_after, failed))
     }
 
-    /// Appends a stamp answer as evidence, and the CFDI it carries.
+    /// Appends a stamp answer as evidence, and the CFDI it carries when it is the attempt's.
     async fn record_stamp(
         &self,
         invoice_id: i64,
-        attempt_id: i64,
+        attempt: &AttemptInfo,
+        body: &[u8],
         try_id: i64,
-        pac: &str,
         token: i64,
         reply: Reply<StampOutcome>,
     ) -> Result<()> {
         let (uuid, xml, code, message) = match &reply.outcome {
-            StampOutcome::Stamped { uuid, xml, .. } => (Some(uuid.clone()), xml.clone(), None, None),
-            StampOutcome::AlreadyStamped { code, uuid, xml, .. } => (uuid.clone(), xml.clone(), Some(code.clone()), None),
+            StampOutcome::Stamped { uuid, xml, .. } => (Some(normalize_uuid(uuid)), xml.clone(), None, None),
+            StampOutcome::AlreadyStamped { code, uuid, xml, .. } => {
+                (uuid.as_deref().map(normalize_uuid), xml.clone(), Some(code.clone()), None)
+            }
             StampOutcome::Rejected { code, message } => (None, None, Some(code.clone()), Some(message.clone())),
             StampOutcome::NotSent { cause } => (None, None, None, Some(cause.clone())),
             StampOutcome::Unavailable { code, message, .. } => (None, None, Some(code.clone()), Some(message.clone())),
@@ -484,14 +579,22 @@ impl<S: Store> Drain<S> {
             _ => None,
         };
         let foreign = self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
-        let code = if foreign { Some(evidence_kind::CFDI_OF_ANOTHER_INVOICE.to_string()) } else { code };
+        let matched = match (&uuid, &xml) {
+            (Some(u), Some(x)) if !foreign => Some(match_cfdi_to_attempt(x.as_bytes(), body, u)),
+            _ => None,
+        };
+        let (code, message) = match &matched {
+            _ if foreign => (Some(evidence_kind::CFDI_OF_ANOTHER_INVOICE.to_string()), message),
+            Some(Err(why)) => (Some(evidence_kind::CFDI_NOT_THE_ATTEMPTS.to_string()), Some(why.clone())),
+            _ => (code, message),
+        };
         let now = self.outbox.now();
         let evidence_id = self
             .outbox
             .store()
             .append_evidence(&NewEvidence {
                 invoice_id,
-                attempt_id: Some(attempt_id),
+                attempt_id: Some(attempt.id),
                 try_id: Some(try_id),
                 kind: evidence_kind::PAC_RESPONSE.into(),
                 outcome: Some(reply.outcome.class().into()),
@@ -505,10 +608,20 @@ impl<S: Store> Drain<S> {
                 actor: self.actor.clone(),
             })
             .await?;
-        match uuid {
-            Some(uuid) if !foreign => self.persist_cfdi(invoice_id, Some(attempt_id), evidence_id, &uuid, pac, xml.as_deref()).await?,
-            Some(uuid) => tracing::warn!(invoice_id, uuid, "el PAC devolvió el CFDI de otra factura: documentos idénticos"),
-            None => {}
+        match (uuid, matched) {
+            (Some(uuid), _) if foreign => tracing::warn!(invoice_id, uuid, "el PAC devolvió el CFDI de otra factura: documentos idénticos"),
+            (Some(uuid), Some(Err(why))) => tracing::warn!(
+                invoice_id,
+                uuid,
+                why,
+                "el CFDI del PAC no es el documento del intento; no se adjunta"
+            ),
+            (Some(uuid), Some(Ok(fecha))) => {
+                self.persist_cfdi(invoice_id, attempt, evidence_id, &uuid, xml.map(String::into_bytes), fecha)
+                    .await?
+            }
+            (Some(uuid), None) => self.persist_cfdi(invoice_id, attempt, evidence_id, &uuid, None, None).await?,
+            (None, _) => {}
         }
         Ok(())
     }
@@ -521,35 +634,27 @@ impl<S: Store> Drain<S> {
         }
     }
 
-    /// Stores a CFDI (its XML when known and consistent with the UUID).
+    /// Stores a CFDI of the attempt (its XML, once matched to the attempt).
     async fn persist_cfdi(
         &self,
         invoice_id: i64,
-        attempt_id: Option<i64>,
+        attempt: &AttemptInfo,
         evidence_id: i64,
         uuid: &str,
-        pac: &str,
-        xml: Option<&str>,
+        xml: Option<Vec<u8>>,
+        fecha_timbrado: Option<String>,
     ) -> Result<()> {
-        let (xml, fecha_timbrado) = match xml.map(|x| checked_xml(x, uuid)) {
-            Some(Ok((x, f))) => (Some(x), Some(f)),
-            Some(Err(reason)) => {
-                tracing::warn!(uuid, reason, "the PAC's XML does not match its UUID; kept as evidence only");
-                (None, None)
-            }
-            None => (None, None),
-        };
         let now = self.outbox.now();
         self.outbox
             .store()
             .record_cfdi(&NewCfdi {
                 invoice_id,
-                attempt_id,
+                attempt_id: Some(attempt.id),
                 evidence_id: Some(evidence_id),
-                uuid: uuid.to_uppercase(),
-                pac: pac.to_string(),
+                uuid: normalize_uuid(uuid),
+                pac: attempt.pac.clone(),
                 fecha_timbrado,
-                xml: xml.map(String::into_bytes),
+                xml,
                 at_ms: now.timestamp_millis(),
             })
             .await
@@ -557,32 +662,30 @@ impl<S: Store> Drain<S> {
 
     /// A non-creating lookup. Returns whether it failed to learn anything.
     async fn lookup(&self, detail: &InvoiceDetail, attempt_no: i64, claim: &Claim) -> Result<bool> {
-        let Some(attempt) = detail.attempts.iter().find(|a| a.attempt_no == attempt_no) else {
-            return Err(OutboxError::NotFound {
-                what: "el intento",
-                id: attempt_no.to_string(),
-            });
-        };
-        let Some(entry) = self.pacs.get(&attempt.pac).cloned() else {
-            self.note_missing_pac(detail.invoice.id, attempt.id, &attempt.pac).await?;
+        let attempt = find_attempt(detail, attempt_no)?;
+        let Some(entry) = self.client_for(detail, attempt).await? else {
             return Ok(true);
         };
         let (_, body) = self.outbox.attempt_body(attempt.id).await?;
-        let try_id = self
+        let Some(try_id) = self
             .begin(detail.invoice.id, attempt.id, "lookup", &attempt.pac, claim.fencing_token)
-            .await?;
+            .await?
+        else {
+            return Ok(false);
+        };
         let request = pac::Attempt {
-            body,
+            body: body.clone(),
             idempotency_key: attempt.pac_idempotency_key.clone(),
             external_id: None,
         };
         let reply = entry.client.lookup(&request).await;
-        self.record_lookup(detail.invoice.id, attempt.id, try_id, &attempt.pac, claim.fencing_token, reply)
+        self.record_lookup(detail.invoice.id, attempt, &body, try_id, claim.fencing_token, reply)
             .await
     }
 
-    async fn begin(&self, invoice_id: i64, attempt_id: i64, operation: &str, pac: &str, token: i64) -> Result<i64> {
-        self.outbox
+    async fn begin(&self, invoice_id: i64, attempt_id: i64, operation: &str, pac: &str, token: i64) -> Result<Option<i64>> {
+        let id = self
+            .outbox
             .store()
             .begin_try(&NewTry {
                 invoice_id,
@@ -594,16 +697,27 @@ impl<S: Store> Drain<S> {
                 at_ms: self.outbox.now().timestamp_millis(),
                 actor: self.actor.clone(),
             })
-            .await
+            .await?;
+        if id.is_none() {
+            tracing::info!(
+                invoice_id,
+                attempt_id,
+                operation,
+                token,
+                "no se envía: la factura ya no es de este trabajador o el intento ya no es el vigente"
+            );
+        }
+        Ok(id)
     }
 
-    /// Appends a lookup answer; a found CFDI is persisted. Returns whether nothing was learned.
+    /// Appends a lookup answer; a found CFDI that is the attempt's is persisted. Returns
+    /// whether nothing was learned.
     async fn record_lookup(
         &self,
         invoice_id: i64,
-        attempt_id: i64,
+        attempt: &AttemptInfo,
+        body: &[u8],
         try_id: i64,
-        pac: &str,
         token: i64,
         reply: Reply<LookupOutcome>,
     ) -> Result<bool> {
@@ -625,19 +739,29 @@ impl<S: Store> Drain<S> {
             found.iter().map(Some).collect()
         };
         for f in rows {
-            let foreign = self.foreign_cfdi(invoice_id, f.map(|f| f.uuid.as_str())).await?;
+            let uuid = f.map(|f| normalize_uuid(&f.uuid));
+            let foreign = self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
+            let matched = match (f.and_then(|f| f.xml.as_deref()), &uuid) {
+                (Some(x), Some(u)) if !foreign => Some(match_cfdi_to_attempt(x.as_bytes(), body, u)),
+                _ => None,
+            };
+            let (code, message) = match &matched {
+                _ if foreign => (Some(evidence_kind::CFDI_OF_ANOTHER_INVOICE.to_string()), message.clone()),
+                Some(Err(why)) => (Some(evidence_kind::CFDI_NOT_THE_ATTEMPTS.to_string()), Some(why.clone())),
+                _ => (code.clone(), message.clone()),
+            };
             let evidence_id = self
                 .outbox
                 .store()
                 .append_evidence(&NewEvidence {
                     invoice_id,
-                    attempt_id: Some(attempt_id),
+                    attempt_id: Some(attempt.id),
                     try_id: Some(try_id),
                     kind: evidence_kind::LOOKUP.into(),
                     outcome: Some(outcome.into()),
-                    code: if foreign { Some(evidence_kind::CFDI_OF_ANOTHER_INVOICE.into()) } else { code.clone() },
-                    message: message.clone(),
-                    uuid: f.map(|f| f.uuid.to_uppercase()),
+                    code,
+                    message,
+                    uuid: uuid.clone(),
                     retry_after_ms: None,
                     detail: serde_json::to_value(&reply.evidence).unwrap_or(json!({})),
                     fencing_token: Some(token),
@@ -645,8 +769,15 @@ impl<S: Store> Drain<S> {
                     actor: self.actor.clone(),
                 })
                 .await?;
-            if let Some(f) = f.filter(|_| !foreign) {
-                self.persist_cfdi(invoice_id, Some(attempt_id), evidence_id, &f.uuid, pac, f.xml.as_deref()).await?;
+            match (uuid, matched) {
+                (Some(_), _) if foreign => {}
+                (Some(_), Some(Err(_))) => {}
+                (Some(u), Some(Ok(fecha))) => {
+                    let xml = f.and_then(|f| f.xml.clone()).map(String::into_bytes);
+                    self.persist_cfdi(invoice_id, attempt, evidence_id, &u, xml, fecha).await?
+                }
+                (Some(u), None) => self.persist_cfdi(invoice_id, attempt, evidence_id, &u, None, None).await?,
+                (None, _) => {}
             }
         }
         Ok(failed)
@@ -654,27 +785,24 @@ impl<S: Store> Drain<S> {
 
     /// Fetches the XML of a CFDI known to exist. Returns whether nothing was learned.
     async fn fetch_xml(&self, detail: &InvoiceDetail, uuid: Option<&str>, attempt_no: i64, claim: &Claim) -> Result<bool> {
-        let Some(attempt) = detail.attempts.iter().find(|a| a.attempt_no == attempt_no) else {
-            return Err(OutboxError::NotFound {
-                what: "el intento",
-                id: attempt_no.to_string(),
-            });
-        };
-        let Some(entry) = self.pacs.get(&attempt.pac).cloned() else {
-            self.note_missing_pac(detail.invoice.id, attempt.id, &attempt.pac).await?;
+        let attempt = find_attempt(detail, attempt_no)?;
+        let Some(entry) = self.client_for(detail, attempt).await? else {
             return Ok(true);
         };
-        let try_id = self
+        let (_, body) = self.outbox.attempt_body(attempt.id).await?;
+        let Some(try_id) = self
             .begin(detail.invoice.id, attempt.id, "lookup", &attempt.pac, claim.fencing_token)
-            .await?;
+            .await?
+        else {
+            return Ok(false);
+        };
         let reply = match (uuid, entry.kind) {
             // Finkok's `stamped` answers with the XML for the same pre-CFDI; others by UUID.
             (_, PacKind::Finkok) | (None, _) => {
-                let (_, body) = self.outbox.attempt_body(attempt.id).await?;
                 entry
                     .client
                     .lookup(&pac::Attempt {
-                        body,
+                        body: body.clone(),
                         idempotency_key: attempt.pac_idempotency_key.clone(),
                         external_id: None,
                     })
@@ -682,24 +810,31 @@ impl<S: Store> Drain<S> {
             }
             (Some(u), _) => entry.client.retrieve(u).await,
         };
-        self.record_lookup(detail.invoice.id, attempt.id, try_id, &attempt.pac, claim.fencing_token, reply)
+        self.record_lookup(detail.invoice.id, attempt, &body, try_id, claim.fencing_token, reply)
             .await
     }
 
-    async fn note_missing_pac(&self, invoice_id: i64, attempt_id: i64, pac: &str) -> Result<()> {
+    async fn note_configuration(
+        &self,
+        invoice_id: i64,
+        attempt_id: i64,
+        code: &str,
+        detail: serde_json::Value,
+        message: String,
+    ) -> Result<()> {
         self.outbox
             .store()
             .append_evidence(&NewEvidence {
                 invoice_id,
                 attempt_id: Some(attempt_id),
                 try_id: None,
-                kind: "configuration".into(),
+                kind: evidence_kind::CONFIGURATION.into(),
                 outcome: None,
-                code: Some("pac_no_configurado".into()),
-                message: Some(format!("el PAC {pac} no está configurado en este equipo")),
+                code: Some(code.into()),
+                message: Some(message),
                 uuid: None,
                 retry_after_ms: None,
-                detail: json!({ "pac": pac }),
+                detail,
                 fencing_token: None,
                 at_ms: self.outbox.now().timestamp_millis(),
                 actor: self.actor.clone(),
@@ -707,6 +842,30 @@ impl<S: Store> Drain<S> {
             .await
             .map(|_| ())
     }
+}
+
+fn find_attempt(detail: &InvoiceDetail, attempt_no: i64) -> Result<&AttemptInfo> {
+    detail
+        .attempts
+        .iter()
+        .find(|a| a.attempt_no == attempt_no)
+        .ok_or_else(|| OutboxError::NotFound {
+            what: "el intento",
+            id: attempt_no.to_string(),
+        })
+}
+
+/// The identity a send of `attempt` must reach: the last one an operator accepted for it
+/// (replacing its PAC with `--replace-open`), else the one it froze. None for attempts
+/// recorded before identities were frozen.
+fn expected_identity(detail: &InvoiceDetail, attempt: &AttemptInfo) -> Option<PacIdentity> {
+    detail
+        .evidence
+        .iter()
+        .rev()
+        .filter(|e| e.attempt_id == Some(attempt.id) && e.code.as_deref() == Some(evidence_kind::PAC_IDENTITY_ACCEPTED))
+        .find_map(|e| serde_json::from_value::<PacIdentity>(e.detail.get("after")?.clone()).ok())
+        .or_else(|| attempt.pac_identity.clone())
 }
 
 /// What one step left the invoice as.
@@ -719,11 +878,23 @@ pub struct StepReport {
     pub applied: bool,
 }
 
-/// The stored state and the next due time for a verdict.
+/// How far along an attempt's sends and lookups are (the exponent of their backoff).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pace {
+    /// Sends of the live attempt since the last *Reintentar*.
+    pub sends: u32,
+    /// Lookups of the attempt the next step looks up, since its last send.
+    pub lookups: u32,
+}
+
+/// The stored state and the next due time for a verdict. A lookup always waits, longer with
+/// every lookup of the same attempt (an abandoned attempt's question is asked again and again,
+/// never in a tight loop); a failed send waits longer with every send since the last
+/// *Reintentar*, and never less than the PAC's Retry-After.
 pub fn schedule(
     verdict: &Verdict,
     now: DateTime<Utc>,
-    live_tries: u32,
+    pace: Pace,
     retry_after: Option<Duration>,
     failed_try: bool,
     backoff: &Backoff,
@@ -736,11 +907,10 @@ pub fn schedule(
     match &verdict.next {
         NextStep::Done | NextStep::Hold => (settled, None),
         next => {
-            let wait = if failed_try {
-                backoff.delay(live_tries.max(1), retry_after, fastrand::f64())
-            } else if matches!(next, NextStep::Lookup { .. }) && verdict.badge == Badge::Timbrada {
-                // Settling a possible duplicate: look again later, not in a tight loop.
-                backoff.delay(live_tries.max(1) + 3, None, fastrand::f64())
+            let wait = if matches!(next, NextStep::Lookup { .. }) {
+                backoff.delay(pace.lookups.max(1), retry_after, fastrand::f64())
+            } else if failed_try {
+                backoff.delay(pace.sends.max(1), retry_after, fastrand::f64())
             } else {
                 Duration::zero()
             };
@@ -750,12 +920,37 @@ pub fn schedule(
     }
 }
 
-/// Parses a PAC's XML and checks its TFD carries `uuid`; returns it with its FechaTimbrado.
-fn checked_xml(xml: &str, uuid: &str) -> std::result::Result<(String, String), String> {
-    let doc = cfdi::xml::Document::parse(xml.as_bytes()).map_err(|e| e.to_string())?;
-    let tfd = cfdi::read::tfd(&doc).map_err(|e| e.to_string())?.ok_or("sin TimbreFiscalDigital")?;
-    if !tfd.uuid.eq_ignore_ascii_case(uuid) {
-        return Err(format!("el TFD trae el UUID {}", tfd.uuid));
+/// Whether a PAC's XML is this attempt's CFDI: it parses, carries a TFD with `uuid`, the TFD's
+/// `SelloCFD` is the attempt's Sello and — when the XML is the whole comprobante — so is its
+/// Sello. An attempt whose body is not sealed XML (Facturapi's JSON) has no Sello to compare;
+/// then only the UUID is checked. Returns the FechaTimbrado, or why the XML is not the
+/// attempt's.
+pub fn match_cfdi_to_attempt(xml: &[u8], attempt_body: &[u8], uuid: &str) -> std::result::Result<Option<String>, String> {
+    let doc = cfdi::xml::Document::parse(xml).map_err(|e| format!("el XML del PAC no se pudo leer: {e}"))?;
+    let tfd = cfdi::read::tfd(&doc)
+        .map_err(|e| format!("el TimbreFiscalDigital no se pudo leer: {e}"))?
+        .ok_or("el XML no trae TimbreFiscalDigital")?;
+    if !tfd.uuid.trim().eq_ignore_ascii_case(uuid.trim()) {
+        return Err(format!("el TFD trae el UUID {}, no {uuid}", tfd.uuid));
     }
-    Ok((xml.to_string(), tfd.fecha_timbrado.format(cfdi::write::FECHA_FORMAT).to_string()))
+    if let Some(sello) = attempt_sello(attempt_body) {
+        if tfd.sello_cfd.trim() != sello {
+            return Err("el SelloCFD del timbre no es el Sello del intento: es el CFDI de otro documento".into());
+        }
+        let root = &doc.root;
+        if root.is(cfdi::NS_CFDI, "Comprobante") {
+            let theirs = root.attr("Sello").unwrap_or("").trim();
+            if theirs != sello {
+                return Err("el Sello del comprobante devuelto no es el del intento".into());
+            }
+        }
+    }
+    Ok(Some(tfd.fecha_timbrado.format(cfdi::write::FECHA_FORMAT).to_string()))
+}
+
+/// The Sello of an attempt's sealed XML body (None for a JSON body or an unsealed one).
+fn attempt_sello(body: &[u8]) -> Option<String> {
+    let doc = cfdi::xml::Document::parse(body).ok()?;
+    let sello = doc.root.attr("Sello")?.trim().to_string();
+    (!sello.is_empty()).then_some(sello)
 }

@@ -12,6 +12,8 @@ use cfdi::csd::CsdError;
 use cfdi::seal::SealError;
 use cfdi::validation::{FieldError, ValidationErrors};
 
+use crate::strategy::{ActionKind, RefusalCode};
+
 /// An outbox failure.
 #[derive(Debug, thiserror::Error)]
 pub enum OutboxError {
@@ -61,8 +63,18 @@ pub enum OutboxError {
     Database(String),
     /// The strategy does not allow this action now; `reason` is the strategy's code and
     /// `evidence` the evidence rows it rests on.
-    #[error("no se permite {action}: {reason} (evidencia {evidence:?})")]
-    ActionRefused { action: &'static str, reason: String, evidence: Vec<i64> },
+    #[error("no se permite {}: {} (evidencia {evidence:?})", action.nombre(), reason.as_str())]
+    ActionRefused {
+        action: ActionKind,
+        reason: RefusalCode,
+        evidence: Vec<i64>,
+    },
+    /// Replacing a PAC by one that reaches another service or account while attempts at it are
+    /// unresolved needs the operator's explicit acceptance.
+    #[error(
+        "el PAC {pac} tiene {attempts} intento(s) sin resolver y la nueva configuración cambia {changed}; reemplácelo con --replace-open para aceptar que se reanuden ahí"
+    )]
+    PacHasOpenAttempts { pac: String, attempts: usize, changed: String },
     /// The actor's role may not take this action.
     #[error("el rol {role} no puede {action}")]
     Forbidden { action: &'static str, role: &'static str },
@@ -93,6 +105,7 @@ impl OutboxError {
             OutboxError::Integrity(_) => "integrity",
             OutboxError::Database(_) => "db",
             OutboxError::ActionRefused { .. } => "action_refused",
+            OutboxError::PacHasOpenAttempts { .. } => "pac_has_open_attempts",
             OutboxError::Forbidden { .. } => "forbidden",
             OutboxError::Unsupported(_) => "unsupported",
         }

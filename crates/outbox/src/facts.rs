@@ -24,9 +24,38 @@ pub mod evidence_kind {
     /// to that sale's (same cadena). Read as a document problem: reprocess with a new Fecha.
     pub const CFDI_OF_ANOTHER_INVOICE: &str = "cfdi_de_otra_factura";
 
+    /// The PAC's CFDI is not this attempt's document (its TFD's `SelloCFD`, or the
+    /// comprobante's Sello, is not the attempt's Sello): evidence of a contradiction, never
+    /// attached to the sale.
+    pub const CFDI_NOT_THE_ATTEMPTS: &str = "cfdi_no_corresponde";
+
+    /// A configuration fact (kind): the drain could not act as the attempt needs.
+    pub const CONFIGURATION: &str = "configuration";
+    /// Configuration codes.
+    pub const PAC_NOT_CONFIGURED: &str = "pac_no_configurado";
+    pub const PAC_CHANGED: &str = "pac_cambio";
+
     /// Operator action codes.
     pub const FORCE_FAILOVER: &str = "force_failover";
+    pub const REPROCESS_ACCEPTING_RISK: &str = "reprocess_accepting_risk";
     pub const VERIFY_ABSENT: &str = "verify_absent";
+    pub const RECORD_FOUND: &str = "record_found";
+    pub const RETRY: &str = "retry";
+    pub const FINALIZE: &str = "finalize";
+    pub const FAILOVER: &str = "failover";
+    pub const REPROCESS: &str = "reprocess";
+    pub const SEND_TO_CONTADOR: &str = "send_to_contador";
+    /// The operator accepted that the PAC behind a name changed for this attempt (the PAC was
+    /// replaced with `--replace-open`): the new identity is in the evidence's detail.
+    pub const PAC_IDENTITY_ACCEPTED: &str = "pac_identity_accepted";
+
+    /// Codes after which an attempt is abandoned: never sent again, only looked up.
+    pub const ABANDONING: [&str; 2] = [FORCE_FAILOVER, REPROCESS_ACCEPTING_RISK];
+}
+
+/// A UUID as Timbra stores and compares it: trimmed, uppercase.
+pub fn normalize_uuid(u: &str) -> String {
+    u.trim().to_ascii_uppercase()
 }
 
 /// SAT's stamping window for a Fecha, less a margin so a request is never sent at its edge.
@@ -40,11 +69,12 @@ pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Fact
     let mut attempts = Vec::with_capacity(d.attempts.len());
     for a in &d.attempts {
         let mut timed: Vec<(DateTime<Utc>, i64, AttemptEvent)> = Vec::new();
-        let abandoned = d.evidence.iter().any(|e| {
-            e.attempt_id == Some(a.id)
-                && e.kind == evidence_kind::OPERATOR_ACTION
-                && e.code.as_deref() == Some(evidence_kind::FORCE_FAILOVER)
-        });
+        let abandoned = a.resolution == "abandoned"
+            || d.evidence.iter().any(|e| {
+                e.attempt_id == Some(a.id)
+                    && e.kind == evidence_kind::OPERATOR_ACTION
+                    && e.code.as_deref().is_some_and(|c| evidence_kind::ABANDONING.contains(&c))
+            });
         for t in d.tries.iter().filter(|t| t.attempt_id == a.id) {
             let answered = d.evidence.iter().any(|e| e.try_id == Some(t.id));
             if !answered {
@@ -67,19 +97,25 @@ pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Fact
         for e in d.evidence.iter().filter(|e| e.attempt_id == Some(a.id)) {
             let outcome = e.outcome.as_deref().unwrap_or("");
             let code = e.code.clone().unwrap_or_default();
+            let uuid = e.uuid.as_deref().map(normalize_uuid);
             let event = match e.kind.as_str() {
                 evidence_kind::PAC_RESPONSE if code == evidence_kind::CFDI_OF_ANOTHER_INVOICE => AttemptEvent::Stamp {
                     evidence_id: Some(e.id),
                     at: e.recorded_at,
                     result: StampResult::Rejected { code },
                 },
+                evidence_kind::PAC_RESPONSE if code == evidence_kind::CFDI_NOT_THE_ATTEMPTS => AttemptEvent::Stamp {
+                    evidence_id: Some(e.id),
+                    at: e.recorded_at,
+                    result: StampResult::Mismatch { uuid },
+                },
                 evidence_kind::PAC_RESPONSE => {
                     let result = match outcome {
-                        "stamped" => match &e.uuid {
-                            Some(u) => StampResult::Stamped { uuid: u.clone() },
+                        "stamped" => match uuid {
+                            Some(u) => StampResult::Stamped { uuid: u },
                             None => StampResult::AlreadyStamped { uuid: None },
                         },
-                        "already_stamped" => StampResult::AlreadyStamped { uuid: e.uuid.clone() },
+                        "already_stamped" => StampResult::AlreadyStamped { uuid },
                         "rejected" => StampResult::Rejected { code },
                         "not_sent" => StampResult::NotSent,
                         "unavailable" => StampResult::Unavailable { code },
@@ -92,13 +128,22 @@ pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Fact
                     }
                 }
                 // Another invoice's CFDI says nothing about this attempt.
-                evidence_kind::LOOKUP if code == evidence_kind::CFDI_OF_ANOTHER_INVOICE => {
-                    AttemptEvent::Lookup { evidence_id: Some(e.id), at: e.recorded_at, result: LookupResult::Failed }
+                evidence_kind::LOOKUP if code == evidence_kind::CFDI_OF_ANOTHER_INVOICE => AttemptEvent::Lookup {
+                    evidence_id: Some(e.id),
+                    at: e.recorded_at,
+                    result: LookupResult::Failed,
+                },
+                evidence_kind::LOOKUP | evidence_kind::RECONCILIATION if code == evidence_kind::CFDI_NOT_THE_ATTEMPTS => {
+                    AttemptEvent::Lookup {
+                        evidence_id: Some(e.id),
+                        at: e.recorded_at,
+                        result: LookupResult::Mismatch { uuid },
+                    }
                 }
                 evidence_kind::LOOKUP | evidence_kind::RECONCILIATION => {
                     let result = match outcome {
-                        "found" => match &e.uuid {
-                            Some(u) => LookupResult::Found { uuids: vec![u.clone()] },
+                        "found" => match uuid {
+                            Some(u) => LookupResult::Found { uuids: vec![u] },
                             None => LookupResult::Failed,
                         },
                         "not_found" => LookupResult::NotFound,
@@ -113,6 +158,14 @@ pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Fact
                     }
                 }
                 evidence_kind::OPERATOR_ACTION if code == evidence_kind::VERIFY_ABSENT => AttemptEvent::VerifiedAbsent {
+                    evidence_id: Some(e.id),
+                    at: e.recorded_at,
+                },
+                evidence_kind::OPERATOR_ACTION if code == evidence_kind::RETRY => AttemptEvent::RetryRequested {
+                    evidence_id: Some(e.id),
+                    at: e.recorded_at,
+                },
+                evidence_kind::CONFIGURATION if code == evidence_kind::PAC_CHANGED => AttemptEvent::PacChanged {
                     evidence_id: Some(e.id),
                     at: e.recorded_at,
                 },
@@ -132,11 +185,19 @@ pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Fact
         });
     }
     attempts.sort_by_key(|a| a.attempt_no);
+    // A CFDI whose XML proved it another document's is not the sale's.
+    let disowned: Vec<String> = d
+        .evidence
+        .iter()
+        .filter(|e| e.code.as_deref() == Some(evidence_kind::CFDI_NOT_THE_ATTEMPTS))
+        .filter_map(|e| e.uuid.as_deref().map(normalize_uuid))
+        .collect();
     let cfdis = d
         .cfdis
         .iter()
+        .filter(|c| !disowned.contains(&normalize_uuid(&c.uuid)))
         .map(|c| CfdiFacts {
-            uuid: c.uuid.clone(),
+            uuid: normalize_uuid(&c.uuid),
             attempt_no: c
                 .attempt_id
                 .and_then(|id| d.attempts.iter().find(|a| a.id == id))

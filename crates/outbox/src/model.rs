@@ -255,6 +255,8 @@ pub struct AttemptInfo {
     pub pac_idempotency_key: String,
     pub mapping_version: i64,
     pub no_certificado: Option<String>,
+    /// The PAC the attempt was frozen for (None for attempts recorded before Timbra froze it).
+    pub pac_identity: Option<PacIdentity>,
     pub resolution: String,
     pub resolved_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
@@ -350,11 +352,66 @@ pub struct TimelineEntry {
     pub detail: serde_json::Value,
 }
 
+/// Who a PAC entry reaches — flavor, URL and account — never a secret. Every attempt freezes
+/// the identity of its PAC, so a resume never goes to another service or account that happens
+/// to carry the same name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PacIdentity {
+    pub flavor: pac::PacKind,
+    /// The stamping URL, normalized (lowercase scheme and host, no trailing slash).
+    pub url: String,
+    /// The account: user, the *name* of the credential, and the emisor's RFC at the PAC.
+    pub account: String,
+}
+
+impl PacIdentity {
+    /// A simulator of this process (Modo sandbox): its URL changes at every start, so its
+    /// identity is its flavor alone.
+    pub fn sandbox(flavor: pac::PacKind) -> PacIdentity {
+        PacIdentity {
+            flavor,
+            url: format!("sandbox://{}", flavor.as_str()),
+            account: "sandbox".into(),
+        }
+    }
+
+    /// What differs between two identities (`flavor`, `url`, `account`), in that order.
+    pub fn differences(&self, other: &PacIdentity) -> Vec<&'static str> {
+        let mut d = Vec::new();
+        if self.flavor != other.flavor {
+            d.push("flavor");
+        }
+        if self.url != other.url {
+            d.push("url");
+        }
+        if self.account != other.account {
+            d.push("account");
+        }
+        d
+    }
+
+    /// Normalizes a URL for comparison: trimmed, scheme and host lowercase, no trailing '/'.
+    pub fn normalize_url(url: &str) -> String {
+        let url = url.trim().trim_end_matches('/');
+        match url.split_once("://") {
+            Some((scheme, rest)) => {
+                let (host, path) = rest.split_once('/').map_or((rest, ""), |(h, p)| (h, p));
+                let path = if path.is_empty() { String::new() } else { format!("/{path}") };
+                format!("{}://{}{}", scheme.to_ascii_lowercase(), host.to_ascii_lowercase(), path)
+            }
+            None => url.to_string(),
+        }
+    }
+}
+
 /// Everything about one invoice.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InvoiceDetail {
     pub invoice: InvoiceSummary,
     pub fencing_token: i64,
+    /// Bumped by the database whenever a fact the strategy reads lands (evidence, try, CFDI);
+    /// a verdict written on the row records the version it was derived from.
+    pub facts_version: i64,
     pub lease: Option<Lease>,
     pub sale: SaleRecord,
     pub attempts: Vec<AttemptInfo>,

@@ -16,7 +16,7 @@
 //!    PAC, PAC idempotency key, mapping version, reason) + timeline event and settles the key.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration as StdDuration;
 
 use cfdi::csd::Csd;
@@ -34,11 +34,13 @@ use crate::model::{
     AttemptReason, Badge, BodyFormat, Counts, InvoiceDetail, InvoicePage, InvoiceRef, InvoiceState, ListFilter, Note, Recorded,
     TimelineEntry, TimelineSource,
 };
-use crate::settings::{self, EmisorSettings, EmisorSetup, DEFAULT_PAC, SETTING_PRIMARY_PAC};
+use crate::pacs::PacDirectory;
+use crate::settings::{self, DrainSettings, EmisorSettings, EmisorSetup, DEFAULT_PAC, SETTING_PRIMARY_PAC};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{
     ExistingSale, KeyState, NewAttempt, NewEvent, NewInvoice, NewRecord, NewSale, RecordOutcome, Reservation, Store, StoredEmisorSettings,
 };
+use crate::strategy::{self, Policy, Verdict};
 
 /// Largest sale JSON accepted by [`Outbox::record_sale_json`].
 pub const MAX_SALE_JSON_BYTES: usize = 16 * 1024 * 1024;
@@ -56,6 +58,9 @@ pub struct Outbox<S: Store = SqliteStore> {
     /// Prefix of this instance's reservation owners.
     instance: String,
     reservations: AtomicU64,
+    /// The PACs and policy of the drain running in this process, once it started: verdicts
+    /// here then reason about exactly what that drain does (Modo sandbox's simulators too).
+    in_use: RwLock<Option<(PacDirectory, Policy)>>,
 }
 
 impl Outbox<SqliteStore> {
@@ -114,7 +119,75 @@ impl<S: Store> Outbox<S> {
             csd: Mutex::new(None),
             instance: format!("{:x}-{nonce:016x}", std::process::id()),
             reservations: AtomicU64::new(0),
+            in_use: RwLock::new(None),
         }
+    }
+
+    // The strategy ----------------------------------------------------------------------------
+
+    /// Makes verdicts of this process reason about `pacs` and `policy` (a drain calls this as
+    /// it starts).
+    pub fn install_drain_context(&self, pacs: PacDirectory, policy: Policy) {
+        *self.in_use.write().unwrap_or_else(|p| p.into_inner()) = Some((pacs, policy));
+    }
+
+    pub(crate) fn installed_pacs(&self) -> Option<PacDirectory> {
+        self.in_use
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|(d, _)| d.clone())
+    }
+
+    /// The policy verdicts use: the running drain's, or the stored drain settings.
+    pub async fn policy(&self) -> Result<Policy> {
+        if let Some((_, p)) = self.in_use.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            return Ok(p.clone());
+        }
+        let settings = self.drain_settings().await?;
+        Ok(Policy {
+            max_tries: settings.max_tries,
+            backups: self.pac_directory().await?.backups(),
+            ..Policy::default()
+        })
+    }
+
+    /// The verdict on an invoice now: its badge, the reasons and the evidence they rest on,
+    /// the allowed and refused actions, the drain's next step. Needs no running drain.
+    pub async fn verdict(&self, detail: &InvoiceDetail) -> Result<Verdict> {
+        let pacs = self.pac_directory().await?;
+        let policy = self.policy().await?;
+        Ok(self.verdict_with(detail, &pacs, &policy))
+    }
+
+    /// The verdict with the PACs and policy given.
+    pub fn verdict_with(&self, detail: &InvoiceDetail, pacs: &PacDirectory, policy: &Policy) -> Verdict {
+        let facts = crate::facts::from_detail(detail, &|p| pacs.can_lookup(p));
+        strategy::derive(&facts, policy, self.now())
+    }
+
+    /// The drain's settings (concurrency, tries before Atención).
+    pub async fn drain_settings(&self) -> Result<DrainSettings> {
+        match self.store.setting(settings::SETTING_DRAIN).await? {
+            None => Ok(DrainSettings::default()),
+            Some(v) => serde_json::from_str(&v).map_err(|e| OutboxError::Database(format!("{}: {e}", settings::SETTING_DRAIN))),
+        }
+    }
+
+    /// Changes the drain's settings (soporte or contador), after checking them.
+    pub async fn set_drain_settings(&self, s: &DrainSettings, actor: &Actor) -> Result<DrainSettings> {
+        if !DrainSettings::ROLES.contains(&actor.role) {
+            return Err(OutboxError::Forbidden {
+                action: "cambiar los ajustes del drenado",
+                role: actor.role.as_str(),
+            });
+        }
+        s.validate()?;
+        let value = serde_json::to_string(s).map_err(|e| OutboxError::Database(e.to_string()))?;
+        self.store
+            .put_setting(settings::SETTING_DRAIN, &value, actor, self.clock.now().timestamp_millis())
+            .await?;
+        Ok(s.clone())
     }
 
     pub fn store(&self) -> &S {
@@ -233,6 +306,7 @@ impl<S: Store> Outbox<S> {
         let csd = self.csd_for(&emisor)?;
         csd.check_for(&emisor.profile.rfc, fecha.utc)?;
         let pac = self.primary_pac().await?;
+        let pac_identity = self.pac_identity_of(&pac).await?;
 
         // 3. Reserve the key.
         let owner = format!("{}:{}", self.instance, self.reservations.fetch_add(1, Ordering::Relaxed));
@@ -250,7 +324,19 @@ impl<S: Store> Outbox<S> {
 
         // 4. Build and seal; 5. one transaction.
         let result = self
-            .build_and_record(sale, key, &owner, &emisor, &csd, &pac, fecha, body, &body_sha256, now, actor)
+            .build_and_record(
+                sale,
+                key,
+                &owner,
+                &emisor,
+                &csd,
+                (&pac, pac_identity),
+                fecha,
+                body,
+                &body_sha256,
+                now,
+                actor,
+            )
             .await;
         match result {
             Ok(RecordOutcome::Recorded { invoice_id, .. }) => {
@@ -315,7 +401,7 @@ impl<S: Store> Outbox<S> {
         owner: &str,
         emisor: &StoredEmisorSettings,
         csd: &Csd,
-        pac: &str,
+        (pac, pac_identity): (&str, Option<crate::model::PacIdentity>),
         fecha: intake::FechaChoice,
         body: String,
         body_sha256: &str,
@@ -387,6 +473,7 @@ impl<S: Store> Outbox<S> {
                 mapping_version: i64::from(cfdi::mapping::MAPPING_VERSION),
                 emisor_settings_id: Some(emisor.id),
                 no_certificado: Some(csd.certificate().no_certificado().to_string()),
+                pac_identity,
             },
             event,
             idempotency_key: key.to_string(),

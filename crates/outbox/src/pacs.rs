@@ -16,7 +16,10 @@ use serde::{Deserialize, Serialize};
 use crate::actor::Actor;
 use crate::drain::{PacEntry, PacSet};
 use crate::error::{OutboxError, Result};
+use crate::facts::evidence_kind;
+use crate::model::PacIdentity;
 use crate::outbox::Outbox;
+use crate::store::NewEvidence;
 use crate::store::Store;
 
 /// The setting holding the PAC list.
@@ -61,9 +64,31 @@ pub struct PacConfig {
     /// Request timeout in milliseconds (default 60 000); connect timeout is a sixth of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// A simulator of this process (Modo sandbox): its URL changes at every start, so its
+    /// identity is its flavor alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sandbox: bool,
 }
 
 impl PacConfig {
+    /// Who this entry reaches (frozen on every attempt made for it).
+    pub fn identity(&self) -> PacIdentity {
+        if self.sandbox {
+            return PacIdentity::sandbox(self.flavor);
+        }
+        let credential = self
+            .token_env
+            .as_deref()
+            .map(|t| format!("token:{t}"))
+            .or_else(|| self.user.clone())
+            .unwrap_or_default();
+        PacIdentity {
+            flavor: self.flavor,
+            url: PacIdentity::normalize_url(&self.url),
+            account: format!("{credential}|{}", self.taxpayer_id.as_deref().unwrap_or("")),
+        }
+    }
+
     /// Checks the fields that do not need the network.
     pub fn validate(&self) -> Result<()> {
         let bad = |field: &str, msg: String| Err(OutboxError::invalid(field, "pac", msg));
@@ -109,6 +134,55 @@ impl PacConfig {
             },
             None => Timeouts::default(),
         }
+    }
+}
+
+/// What a verdict needs to know about the PACs of this outbox: their names in order (primary
+/// first), flavors and identities — no clients, no secrets. Built from the settings, or from
+/// the live [`PacSet`] a drain of this process runs with (which may be Modo sandbox's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PacDirectory {
+    pub entries: Vec<PacListing>,
+}
+
+/// One PAC of a [`PacDirectory`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacListing {
+    pub name: String,
+    pub kind: PacKind,
+    pub identity: PacIdentity,
+}
+
+impl PacDirectory {
+    /// The configured PACs, primary first, then the backups in their order.
+    pub fn from_configs(configs: &[PacConfig]) -> PacDirectory {
+        let mut ordered: Vec<&PacConfig> = configs.iter().filter(|c| c.role == PacRole::Primary).collect();
+        ordered.extend(configs.iter().filter(|c| c.role == PacRole::Backup));
+        PacDirectory {
+            entries: ordered
+                .into_iter()
+                .map(|c| PacListing {
+                    name: c.name.clone(),
+                    kind: c.flavor,
+                    identity: c.identity(),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&PacListing> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+
+    /// Whether a PAC answers non-creating lookups (Finkok `stamped`, Facturapi by external_id).
+    /// A PAC not listed here is assumed not to.
+    pub fn can_lookup(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|e| e.kind != PacKind::Sw)
+    }
+
+    /// Backup PACs, in order.
+    pub fn backups(&self) -> Vec<String> {
+        self.entries.iter().skip(1).map(|e| e.name.clone()).collect()
     }
 }
 
@@ -190,6 +264,7 @@ pub fn build_pac_set(configs: &[PacConfig], secrets: &dyn SecretSource, clock: A
         entries.push(PacEntry {
             name: c.name.clone(),
             kind: c.flavor,
+            identity: c.identity(),
             client,
         });
     }
@@ -197,6 +272,20 @@ pub fn build_pac_set(configs: &[PacConfig], secrets: &dyn SecretSource, clock: A
 }
 
 impl<S: Store> Outbox<S> {
+    /// The PACs verdicts reason about: those of the drain running in this process when one
+    /// installed its set, otherwise the configured ones.
+    pub async fn pac_directory(&self) -> Result<PacDirectory> {
+        if let Some(d) = self.installed_pacs() {
+            return Ok(d);
+        }
+        Ok(PacDirectory::from_configs(&self.pacs().await?))
+    }
+
+    /// The identity of the PAC named `name`, as a new attempt for it freezes it.
+    pub async fn pac_identity_of(&self, name: &str) -> Result<Option<PacIdentity>> {
+        Ok(self.pac_directory().await?.get(name).map(|l| l.identity.clone()))
+    }
+
     /// The configured PACs (empty when none: sandbox).
     pub async fn pacs(&self) -> Result<Vec<PacConfig>> {
         match self.store().setting(SETTING_PACS).await? {
@@ -207,9 +296,48 @@ impl<S: Store> Outbox<S> {
 
     /// Adds (or replaces, by name) a PAC. A new primary demotes the previous one to backup and
     /// becomes the PAC of every attempt recorded from now on.
-    pub async fn add_pac(&self, config: PacConfig, actor: &Actor) -> Result<Vec<PacConfig>> {
+    ///
+    /// Replacing an entry by one that reaches another service or account (flavor, URL or
+    /// account differ) while attempts at it are unresolved is refused unless `replace_open`:
+    /// then the operator's acceptance is recorded on each of those attempts' timelines, and
+    /// they resume at the new identity. Without it, a resume would silently go elsewhere.
+    pub async fn add_pac(&self, config: PacConfig, replace_open: bool, actor: &Actor) -> Result<Vec<PacConfig>> {
         config.validate()?;
         let mut list = self.pacs().await?;
+        if let Some(old) = list.iter().find(|p| p.name == config.name) {
+            let (before, after) = (old.identity(), config.identity());
+            let changed = before.differences(&after);
+            if !changed.is_empty() {
+                let open = self.store().unresolved_attempts_at(&config.name).await?;
+                if !open.is_empty() && !replace_open {
+                    return Err(OutboxError::PacHasOpenAttempts {
+                        pac: config.name.clone(),
+                        attempts: open.len(),
+                        changed: changed.join(", "),
+                    });
+                }
+                let now = self.now().timestamp_millis();
+                for (invoice_id, attempt_id) in open {
+                    self.store()
+                        .append_evidence(&NewEvidence {
+                            invoice_id,
+                            attempt_id: Some(attempt_id),
+                            try_id: None,
+                            kind: evidence_kind::OPERATOR_ACTION.into(),
+                            outcome: None,
+                            code: Some(evidence_kind::PAC_IDENTITY_ACCEPTED.into()),
+                            message: Some(format!("PAC {} reemplazado: cambió {}", config.name, changed.join(", "))),
+                            uuid: None,
+                            retry_after_ms: None,
+                            detail: serde_json::json!({ "before": before, "after": after, "changed": changed, "channel": actor.channel }),
+                            fencing_token: None,
+                            at_ms: now,
+                            actor: actor.clone(),
+                        })
+                        .await?;
+                }
+            }
+        }
         list.retain(|p| p.name != config.name);
         if config.role == PacRole::Primary {
             for p in &mut list {

@@ -25,6 +25,61 @@ pub const SETTING_PRIMARY_PAC: &str = "pac.primary";
 /// of sandbox mode (DESIGN §1, issue 6).
 pub const DEFAULT_PAC: &str = "sandbox";
 
+/// Setting (JSON) with the drain's [`DrainSettings`].
+pub const SETTING_DRAIN: &str = "drain";
+
+/// How the drain works: how many invoices at once, and how many sends of one attempt (since
+/// the last *Reintentar*) before the invoice needs a person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DrainSettings {
+    pub concurrency: u32,
+    pub max_tries: u32,
+}
+
+impl Default for DrainSettings {
+    fn default() -> DrainSettings {
+        DrainSettings {
+            concurrency: 2,
+            max_tries: crate::strategy::Policy::default().max_tries,
+        }
+    }
+}
+
+impl DrainSettings {
+    pub const MAX_CONCURRENCY: u32 = 16;
+    pub const MAX_TRIES: u32 = 50;
+    /// Who may change them.
+    pub const ROLES: &'static [crate::actor::Role] = &[
+        crate::actor::Role::Soporte,
+        crate::actor::Role::Contador,
+        crate::actor::Role::Sistema,
+    ];
+
+    pub fn validate(&self) -> Result<()> {
+        let mut errors = Vec::new();
+        if !(1..=Self::MAX_CONCURRENCY).contains(&self.concurrency) {
+            errors.push(FieldError::new(
+                "concurrency",
+                "fuera_de_rango",
+                format!("la concurrencia debe estar entre 1 y {}", Self::MAX_CONCURRENCY),
+            ));
+        }
+        if !(1..=Self::MAX_TRIES).contains(&self.max_tries) {
+            errors.push(FieldError::new(
+                "max_tries",
+                "fuera_de_rango",
+                format!("los intentos deben estar entre 1 y {}", Self::MAX_TRIES),
+            ));
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(OutboxError::Invalid(ValidationErrors(errors)))
+        }
+    }
+}
+
 /// What `timbra init` (or the app's settings page) provides.
 #[derive(Debug, Clone)]
 pub struct EmisorSetup {

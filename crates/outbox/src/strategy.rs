@@ -1,5 +1,6 @@
 //! The strategy: an invoice's evidence → its badge, the reasons, the actions a person may take,
-//! and the next step the drain takes by itself (DESIGN §4, reference/strategy-cases.md).
+//! and the next step the drain takes by itself (the evidence → strategy table of
+//! ARCHITECTURE.md and its worked cases, `tests/strategy.rs`).
 //!
 //! Pure: no IO, no clock (time is an argument), no store types. [`Facts`] is a plain description
 //! of an invoice's history that the store builds; [`derive`] is the only decision-maker. The UI
@@ -7,8 +8,12 @@
 //! cannot be forced from outside.
 //!
 //! The rule everything follows: **no new attempt while any attempt's outcome is unknown or
-//! created**, except the contador's forced failover — and after it, the abandoned attempt is only
-//! ever looked up, never sent.
+//! created**, except the contador's two risk-accepting actions (forced failover, reprocess
+//! accepting risk) — and after either, the abandoned attempt is only ever looked up, never sent.
+//! An attempt that had an unknown outcome is settled only by a CFDI, a settled non-creating
+//! lookup, or the contador's recorded verification: **a later rejection proves nothing** (the
+//! PAC may validate before it looks for a previous stamp, and 401/304/402 depend on time and on
+//! SAT's lists). UUIDs compare case-insensitively.
 
 use std::collections::BTreeSet;
 
@@ -25,7 +30,7 @@ pub enum StampResult {
     Stamped { uuid: String },
     /// Created earlier; the UUID is missing when the PAC did not send it (Finkok 307 without XML).
     AlreadyStamped { uuid: Option<String> },
-    /// Not created: the document must change.
+    /// Not created: the document must change (trusted only when no unknown outcome precedes it).
     Rejected { code: String },
     /// Not created: the request never left (refused, DNS, TLS, connect timeout).
     NotSent,
@@ -34,12 +39,15 @@ pub enum StampResult {
     /// May or may not exist: timeout/reset after sending, 5xx, garbage, pending, or a try whose
     /// answer never arrived (the worker died).
     Unknown,
+    /// The PAC answered with a CFDI that is not this attempt's (its TFD's `SelloCFD` is not the
+    /// attempt's Sello): a contradiction a person must look at; never attached to the sale.
+    Mismatch { uuid: Option<String> },
 }
 
 /// What one non-creating lookup of an attempt came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LookupResult {
-    /// The PAC holds these CFDIs for the attempt.
+    /// The PAC holds these CFDIs for the attempt (or the contador found one in its portal).
     Found { uuids: Vec<String> },
     /// The PAC says it holds none now (it may lag: see [`NOT_FOUND_SETTLES`]).
     NotFound,
@@ -49,6 +57,9 @@ pub enum LookupResult {
     NotSupported,
     /// The lookup itself failed; it says nothing about the attempt.
     Failed,
+    /// The PAC's XML for the CFDI it named is not this attempt's document (its `SelloCFD` is
+    /// another Sello): that CFDI is not the sale's.
+    Mismatch { uuid: Option<String> },
 }
 
 /// One thing that happened to an attempt, in order.
@@ -66,6 +77,24 @@ pub enum AttemptEvent {
     },
     /// The contador recorded that the PAC holds no CFDI for this attempt (portal checked).
     VerifiedAbsent { evidence_id: Option<i64>, at: DateTime<Utc> },
+    /// A person asked to try the attempt again (*Reintentar*): a fresh try budget, and at least
+    /// one more send of it.
+    RetryRequested { evidence_id: Option<i64>, at: DateTime<Utc> },
+    /// The drain did not send: the PAC configured under the attempt's PAC name is not the one
+    /// the attempt was frozen for (another URL, flavor or account).
+    PacChanged { evidence_id: Option<i64>, at: DateTime<Utc> },
+}
+
+impl AttemptEvent {
+    pub fn at(&self) -> DateTime<Utc> {
+        match self {
+            AttemptEvent::Stamp { at, .. }
+            | AttemptEvent::Lookup { at, .. }
+            | AttemptEvent::VerifiedAbsent { at, .. }
+            | AttemptEvent::RetryRequested { at, .. }
+            | AttemptEvent::PacChanged { at, .. } => *at,
+        }
+    }
 }
 
 /// What the strategy needs to know about one attempt.
@@ -80,7 +109,8 @@ pub struct AttemptFacts {
     pub json_body: bool,
     /// When the attempt's Fecha leaves SAT's 72-hour window.
     pub fecha_deadline: DateTime<Utc>,
-    /// The contador forced a failover away from it: never send it again.
+    /// The contador accepted the duplicate risk and left it (forced failover, reprocess
+    /// accepting risk): never send it again.
     pub abandoned: bool,
     pub events: Vec<AttemptEvent>,
 }
@@ -96,7 +126,7 @@ pub struct CfdiFacts {
 /// The drain settings the verdict depends on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
-    /// Stamp tries of one attempt before the invoice needs a person.
+    /// Stamp tries of one attempt (since the last *Reintentar*) before the invoice needs a person.
     pub max_tries: u32,
     /// Backup PACs, in order (names).
     pub backups: Vec<String>,
@@ -136,7 +166,7 @@ pub const NOT_FOUND_SETTLES: (usize, i64) = (3, 5 * 60);
 pub enum AttemptStatus {
     /// Never sent.
     Fresh,
-    /// Created; the UUID is known.
+    /// Created; the UUID is known (uppercase).
     Created { uuid: String },
     /// Created, but the PAC did not say which UUID (Finkok 307 without data).
     CreatedUnknownUuid,
@@ -148,14 +178,27 @@ pub enum AttemptStatus {
     ProvenAbsent,
     /// May or may not exist.
     Unknown { pending: bool },
+    /// An unknown outcome, then a rejection: the rejection proves nothing (strategy case 19).
+    RejectedAfterUnknown { code: String },
+    /// The PAC answered with another document's CFDI (strategy case 26).
+    Contradicted,
 }
 
 impl AttemptStatus {
     /// Created or possibly created: no new attempt may exist next to it (but a forced one).
     pub fn blocks_new_attempt(&self) -> bool {
+        self.is_created() || self.is_open_question()
+    }
+
+    pub fn is_created(&self) -> bool {
+        matches!(self, AttemptStatus::Created { .. } | AttemptStatus::CreatedUnknownUuid)
+    }
+
+    /// May or may not have produced a CFDI.
+    pub fn is_open_question(&self) -> bool {
         matches!(
             self,
-            AttemptStatus::Created { .. } | AttemptStatus::CreatedUnknownUuid | AttemptStatus::Unknown { .. }
+            AttemptStatus::Unknown { .. } | AttemptStatus::RejectedAfterUnknown { .. } | AttemptStatus::Contradicted
         )
     }
 
@@ -167,24 +210,101 @@ impl AttemptStatus {
     }
 }
 
-/// Reads an attempt's events in order.
-pub fn attempt_status(a: &AttemptFacts) -> AttemptStatus {
-    read_attempt(a).0
+/// One attempt's events read in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptReading {
+    pub status: AttemptStatus,
+    /// The evidence rows that decide the status (the answer that created it, the unknown
+    /// outcomes that keep it open, the refusals that prove it was not created...).
+    pub decisive: Vec<i64>,
+    /// Stamp requests since the last *Reintentar*.
+    pub stamps_since_retry: u32,
+    /// A *Reintentar* that no send has answered yet.
+    pub retry_pending: bool,
+    /// Lookups since the last stamp request (for their backoff).
+    pub lookups_since_send: u32,
+    /// The drain refused to send because the PAC behind the name changed, and nobody has asked
+    /// to try again since.
+    pub pac_changed: bool,
+    /// Every UUID a PAC (or the contador) named for this attempt and no XML disowned,
+    /// uppercase. More than one means the PAC holds several CFDIs for one attempt.
+    pub uuids: BTreeSet<String>,
 }
 
-/// Reads an attempt's events in order: its status, and the evidence rows that decide it (the
-/// answer that created it, the unknown outcomes that keep it open, the refusals that prove it
-/// was not created...), which reasons and refusals cite.
-pub fn read_attempt(a: &AttemptFacts) -> (AttemptStatus, Vec<i64>) {
+/// Reads an attempt's events in order.
+pub fn attempt_status(a: &AttemptFacts) -> AttemptStatus {
+    read_attempt(a).status
+}
+
+fn upper(u: &str) -> String {
+    u.trim().to_ascii_uppercase()
+}
+
+/// Reads an attempt's events in order: its status and the evidence that decides it.
+pub fn read_attempt(a: &AttemptFacts) -> AttemptReading {
     let mut status = AttemptStatus::Fresh;
     let mut decisive: Vec<i64> = Vec::new();
+    // The unknown outcomes no CFDI, settled lookup or verification has answered yet.
+    let mut open_unknown: Vec<i64> = Vec::new();
+    let mut has_open_unknown = false;
     let mut last_send: Option<DateTime<Utc>> = None;
     let mut not_found: Vec<(DateTime<Utc>, Option<i64>)> = Vec::new();
     let mut pac_side_tries = 0u32;
+    let mut stamps_since_retry = 0u32;
+    let mut retry_pending = false;
+    let mut lookups_since_send = 0u32;
+    let mut pac_changed = false;
+    let mut uuids: BTreeSet<String> = BTreeSet::new();
     for ev in &a.events {
-        // Once created, nothing un-creates it.
-        if matches!(status, AttemptStatus::Created { .. }) {
-            continue;
+        match ev {
+            AttemptEvent::Stamp {
+                result: StampResult::Stamped { uuid } | StampResult::AlreadyStamped { uuid: Some(uuid) },
+                ..
+            } => {
+                uuids.insert(upper(uuid));
+            }
+            AttemptEvent::Lookup {
+                result: LookupResult::Found { uuids: found },
+                ..
+            } => uuids.extend(found.iter().map(|u| upper(u))),
+            AttemptEvent::Lookup {
+                result: LookupResult::Mismatch { uuid: Some(u) },
+                ..
+            } => {
+                uuids.remove(&upper(u));
+            }
+            _ => {}
+        }
+        match ev {
+            AttemptEvent::Stamp { .. } => {
+                stamps_since_retry += 1;
+                retry_pending = false;
+                lookups_since_send = 0;
+                pac_changed = false;
+            }
+            AttemptEvent::Lookup { .. } => lookups_since_send += 1,
+            AttemptEvent::RetryRequested { .. } => {
+                stamps_since_retry = 0;
+                pac_side_tries = 0;
+                retry_pending = true;
+                pac_changed = false;
+                if let AttemptStatus::NotCreatedPacSide { tries, .. } = &mut status {
+                    *tries = 0;
+                }
+            }
+            AttemptEvent::PacChanged { .. } => {
+                pac_changed = true;
+                retry_pending = false;
+            }
+            AttemptEvent::VerifiedAbsent { .. } => {}
+        }
+        // Once created, nothing un-creates it — except the proof that the CFDI the PAC named
+        // is another document's.
+        if let AttemptStatus::Created { uuid } = &status {
+            let disowned = matches!(ev, AttemptEvent::Lookup { result: LookupResult::Mismatch { uuid: Some(u) }, .. } if upper(u) == *uuid);
+            if !disowned {
+                continue;
+            }
         }
         match ev {
             AttemptEvent::Stamp { at, result, evidence_id } => {
@@ -193,7 +313,7 @@ pub fn read_attempt(a: &AttemptFacts) -> (AttemptStatus, Vec<i64>) {
                 let id: Vec<i64> = evidence_id.iter().copied().collect();
                 match result {
                     StampResult::Stamped { uuid } | StampResult::AlreadyStamped { uuid: Some(uuid) } => {
-                        status = AttemptStatus::Created { uuid: uuid.clone() };
+                        status = AttemptStatus::Created { uuid: upper(uuid) };
                         decisive = id;
                     }
                     StampResult::AlreadyStamped { uuid: None } => {
@@ -201,18 +321,28 @@ pub fn read_attempt(a: &AttemptFacts) -> (AttemptStatus, Vec<i64>) {
                         decisive = id;
                     }
                     _ if status == AttemptStatus::CreatedUnknownUuid => {}
-                    // The same bytes re-sent answered with a document error: the PAC checks for a
-                    // previous stamp of the same cadena before it validates (SW: 307 first), so
-                    // the attempt is not created. (strategy case 19)
-                    StampResult::Rejected { code } => {
-                        status = AttemptStatus::RejectedDocument { code: code.clone() };
+                    StampResult::Mismatch { .. } => {
+                        status = AttemptStatus::Contradicted;
                         decisive = id;
+                    }
+                    _ if status == AttemptStatus::Contradicted => {}
+                    StampResult::Rejected { code } => {
+                        if has_open_unknown {
+                            // The earlier unknown outcome stays the question; the rejection is
+                            // cited next to it (case 19).
+                            status = AttemptStatus::RejectedAfterUnknown { code: code.clone() };
+                            decisive = open_unknown.clone();
+                            decisive.extend(id);
+                        } else {
+                            status = AttemptStatus::RejectedDocument { code: code.clone() };
+                            decisive = id;
+                        }
                     }
                     StampResult::NotSent | StampResult::Unavailable { .. } => {
                         pac_side_tries += 1;
                         // A later "not sent" does not settle an earlier unknown (case 10): the
                         // unknown outcomes stay the decisive evidence.
-                        if !matches!(status, AttemptStatus::Unknown { .. }) {
+                        if !status.is_open_question() {
                             let code = match result {
                                 StampResult::Unavailable { code } => code.clone(),
                                 _ => "not_sent".to_string(),
@@ -221,14 +351,20 @@ pub fn read_attempt(a: &AttemptFacts) -> (AttemptStatus, Vec<i64>) {
                                 decisive.clear();
                             }
                             decisive.extend(id);
-                            status = AttemptStatus::NotCreatedPacSide { code, tries: pac_side_tries };
+                            status = AttemptStatus::NotCreatedPacSide {
+                                code,
+                                tries: pac_side_tries,
+                            };
                         }
                     }
                     StampResult::Unknown => {
+                        has_open_unknown = true;
+                        open_unknown.extend(id.iter().copied());
                         if !matches!(status, AttemptStatus::Unknown { .. }) {
-                            decisive.clear();
+                            decisive = open_unknown.clone();
+                        } else {
+                            decisive.extend(id);
                         }
-                        decisive.extend(id);
                         status = AttemptStatus::Unknown { pending: false };
                     }
                 }
@@ -236,65 +372,196 @@ pub fn read_attempt(a: &AttemptFacts) -> (AttemptStatus, Vec<i64>) {
             AttemptEvent::Lookup { at, result, evidence_id } => match result {
                 LookupResult::Found { uuids } => {
                     if let Some(u) = uuids.first() {
-                        status = AttemptStatus::Created { uuid: u.clone() };
+                        status = AttemptStatus::Created { uuid: upper(u) };
                         decisive = evidence_id.iter().copied().collect();
                     }
                 }
                 LookupResult::Pending => {
-                    if matches!(status, AttemptStatus::Unknown { .. } | AttemptStatus::Fresh) {
+                    // The PAC has it in progress: whatever was said before, it may exist.
+                    if !matches!(status, AttemptStatus::CreatedUnknownUuid | AttemptStatus::Contradicted) {
+                        has_open_unknown = true;
+                        open_unknown.extend(evidence_id.iter().copied());
                         status = AttemptStatus::Unknown { pending: true };
                         decisive.extend(evidence_id.iter().copied());
                     }
                 }
                 LookupResult::NotFound => {
                     not_found.push((*at, *evidence_id));
-                    if matches!(status, AttemptStatus::Unknown { .. }) {
+                    if matches!(status, AttemptStatus::Unknown { .. } | AttemptStatus::RejectedAfterUnknown { .. }) {
                         let since = last_send.unwrap_or(*at);
                         let enough = not_found.len() >= NOT_FOUND_SETTLES.0
-                            && not_found.last().is_some_and(|(l, _)| (*l - since).num_seconds() >= NOT_FOUND_SETTLES.1);
+                            && not_found
+                                .last()
+                                .is_some_and(|(l, _)| (*l - since).num_seconds() >= NOT_FOUND_SETTLES.1);
                         if enough {
-                            status = AttemptStatus::ProvenAbsent;
-                            decisive = not_found.iter().filter_map(|(_, id)| *id).collect();
+                            let ids: Vec<i64> = not_found.iter().filter_map(|(_, id)| *id).collect();
+                            status = match &status {
+                                // Settled absent: the rejection can be trusted now (case 20).
+                                AttemptStatus::RejectedAfterUnknown { code } => AttemptStatus::RejectedDocument { code: code.clone() },
+                                _ => AttemptStatus::ProvenAbsent,
+                            };
+                            decisive = ids;
+                            has_open_unknown = false;
+                            open_unknown.clear();
                         }
+                    }
+                }
+                LookupResult::Mismatch { .. } => {
+                    if status != AttemptStatus::CreatedUnknownUuid {
+                        status = AttemptStatus::Contradicted;
+                        decisive = evidence_id.iter().copied().collect();
                     }
                 }
                 LookupResult::NotSupported | LookupResult::Failed => {}
             },
             AttemptEvent::VerifiedAbsent { evidence_id, .. } => {
-                if !matches!(status, AttemptStatus::CreatedUnknownUuid) {
-                    status = AttemptStatus::ProvenAbsent;
+                if status != AttemptStatus::CreatedUnknownUuid {
+                    status = match &status {
+                        AttemptStatus::RejectedAfterUnknown { code } => AttemptStatus::RejectedDocument { code: code.clone() },
+                        _ => AttemptStatus::ProvenAbsent,
+                    };
                     decisive = evidence_id.iter().copied().collect();
+                    has_open_unknown = false;
+                    open_unknown.clear();
                 }
             }
+            AttemptEvent::RetryRequested { .. } | AttemptEvent::PacChanged { .. } => {}
         }
     }
-    (status, decisive)
+    AttemptReading {
+        status,
+        decisive,
+        stamps_since_retry,
+        retry_pending,
+        lookups_since_send,
+        pac_changed,
+        uuids,
+    }
 }
 
-/// The kinds of action a person can ask for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ActionKind {
-    /// Re-send the live attempt's bytes and key to its PAC (or look it up first).
-    Resume,
-    /// A new attempt mapped from the immutable sale with today's settings.
-    Reprocess,
-    /// Fetch the XML of a CFDI known to exist and persist it.
-    Finalize,
-    /// A new attempt with the same sealed bytes at a backup PAC.
-    Failover,
-    /// The contador fails over although the live attempt's outcome is unknown (note required).
-    ForceFailover,
-    /// The contador records that a PAC holds no CFDI for an abandoned attempt.
-    VerifyAbsent,
-    Download,
-    Note,
+/// A closed set of stable codes: serialized as their text, exported to TypeScript (the UI's
+/// texts are typed by them, so a code without Spanish and English words does not compile).
+macro_rules! code_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize, ts_rs::TS)]
+        pub enum $name {
+            $($(#[$vm])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The stable text of the code (as serialized).
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
 }
 
-/// Why the verdict is what it is: a code the UI words, and the evidence rows it rests on.
+code_enum! {
+    /// The kinds of action a person can ask for.
+    ActionKind {
+        /// Re-send the live attempt's bytes and key to its PAC (or look it up first).
+        Resume = "resume",
+        /// A new attempt mapped from the immutable sale with today's settings.
+        Reprocess = "reprocess",
+        /// Fetch the XML of a CFDI known to exist and persist it.
+        Finalize = "finalize",
+        /// A new attempt with the same sealed bytes at a backup PAC.
+        Failover = "failover",
+        /// The contador fails over although the live attempt's outcome is unknown (note required).
+        ForceFailover = "force_failover",
+        /// The contador reprocesses although an attempt's outcome is unknown (note required; new
+        /// Fecha; marks *posible duplicado*).
+        ReprocessAcceptingRisk = "reprocess_accepting_risk",
+        /// The contador records that a PAC holds no CFDI for an attempt with an open question.
+        VerifyAbsent = "verify_absent",
+        /// The contador records a CFDI found in the PAC's portal for an attempt with an open question.
+        RecordFound = "record_found",
+        /// Personal or soporte hand the invoice to the contador with a note.
+        SendToContador = "send_to_contador",
+        Download = "download",
+        Note = "note",
+    }
+}
+
+code_enum! {
+    /// Why the verdict's badge is what it is: a stable code the UI words in Spanish and English.
+    ReasonCode {
+        SinIntentos = "sin_intentos",
+        DosCfdi = "dos_cfdi",
+        Timbrada = "timbrada",
+        CfdiSinXml = "cfdi_sin_xml",
+        CfdiSinDatos = "cfdi_sin_datos",
+        EvidenciaContradictoria = "evidencia_contradictoria",
+        FechaVencida = "fecha_vencida",
+        FechaFueraDeRango = "fecha_fuera_de_rango",
+        FechaPorVencer = "fecha_por_vencer",
+        Pendiente = "pendiente",
+        PendienteEnPac = "pendiente_en_pac",
+        ResultadoDesconocido = "resultado_desconocido",
+        SinRespuestaFechaVencida = "sin_respuesta_fecha_vencida",
+        RechazoTrasResultadoDesconocido = "rechazo_tras_resultado_desconocido",
+        CfdiNoCorresponde = "cfdi_no_corresponde",
+        MaxIntentos = "max_intentos",
+        RechazoDocumento = "rechazo_documento",
+        PacNoDisponible = "pac_no_disponible",
+        PacRechazaTrabajar = "pac_rechaza_trabajar",
+        ComprobadoSinCfdi = "comprobado_sin_cfdi",
+        PosibleDuplicado = "posible_duplicado",
+        /// The PAC configured under the attempt's name is not the one it was frozen for.
+        PacCambio = "pac_cambio",
+    }
+}
+
+code_enum! {
+    /// Why an action is refused now: a stable code the UI words in Spanish and English.
+    RefusalCode {
+        CfdiExiste = "cfdi_existe",
+        CuerpoJson = "cuerpo_json",
+        DocumentoCorrecto = "documento_correcto",
+        DuplicadoDecideContador = "duplicado_decide_contador",
+        ElDocumentoEsElProblema = "el_documento_es_el_problema",
+        EvidenciaContradictoria = "evidencia_contradictoria",
+        FechaVencida = "fecha_vencida",
+        RespaldoInutilFechaVencida = "respaldo_inutil_fecha_vencida",
+        MismoDocumentoFallaria = "mismo_documento_fallaria",
+        NadaHaFallado = "nada_ha_fallado",
+        NoHaceFaltaForzar = "no_hace_falta_forzar",
+        SoloConResultadoDesconocido = "solo_con_resultado_desconocido",
+        PosibleDuplicadoAbierto = "posible_duplicado_abierto",
+        ResultadoDesconocido = "resultado_desconocido",
+        RechazoTrasResultadoDesconocido = "rechazo_tras_resultado_desconocido",
+        SinCfdi = "sin_cfdi",
+        SinConsulta = "sin_consulta",
+        SinPacDeRespaldo = "sin_pac_de_respaldo",
+        SinPreguntaAbierta = "sin_pregunta_abierta",
+        IntentoSinPreguntaAbierta = "intento_sin_pregunta_abierta",
+        IntentoAbandonado = "intento_abandonado",
+        SinXml = "sin_xml",
+        YaFinalizada = "ya_finalizada",
+        YaTimbrada = "ya_timbrada",
+        /// Another process (a worker, another seat) acted on the invoice first.
+        OtroProcesoActuo = "otro_proceso_actuo",
+        /// The PAC an attempt was frozen for is not the one configured under its name now.
+        PacCambio = "pac_cambio",
+        NoAplica = "no_aplica",
+    }
+}
+
+/// Why the verdict is what it is: a code, and the evidence rows it rests on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Reason {
-    pub code: &'static str,
+    pub code: ReasonCode,
     pub attempt_no: Option<i64>,
     pub evidence: Vec<i64>,
 }
@@ -303,7 +570,9 @@ pub struct Reason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Refusal {
     pub action: ActionKind,
-    pub reason: Reason,
+    pub code: RefusalCode,
+    pub attempt_no: Option<i64>,
+    pub evidence: Vec<i64>,
 }
 
 /// What the drain does by itself next.
@@ -338,14 +607,16 @@ pub enum NextStep {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verdict {
     pub badge: Badge,
-    /// A forced failover left an open question about an abandoned attempt.
+    /// A risk-accepting action left an open question about an abandoned attempt.
     pub possible_duplicate: bool,
     pub reasons: Vec<Reason>,
     pub allowed: Vec<ActionKind>,
     pub refused: Vec<Refusal>,
     pub next: NextStep,
-    /// The live attempt's Fecha window closes within the warning time.
+    /// The live attempt's Fecha window closes within the warning time and nothing is created.
     pub fecha_at_risk: bool,
+    /// Attempts whose open question the contador may settle (*verify absent*, *found*).
+    pub open_questions: Vec<i64>,
     pub statuses: Vec<(i64, AttemptStatus)>,
 }
 
@@ -358,82 +629,124 @@ impl Verdict {
     pub fn refusal(&self, action: ActionKind) -> Option<&Refusal> {
         self.refused.iter().find(|r| r.action == action)
     }
+
+    pub fn has_reason(&self, code: ReasonCode) -> bool {
+        self.reasons.iter().any(|r| r.code == code)
+    }
 }
 
-/// The evidence that decides an attempt's status (see [`read_attempt`]).
-fn decisive_evidence(a: &AttemptFacts) -> Vec<i64> {
-    read_attempt(a).1
-}
-
-struct Builder {
+struct Builder<'a> {
+    readings: &'a [AttemptReading],
+    facts: &'a Facts,
     reasons: Vec<Reason>,
     allowed: BTreeSet<ActionKind>,
     refused: Vec<Refusal>,
 }
 
-impl Builder {
-    fn reason(&mut self, code: &'static str, a: Option<&AttemptFacts>) -> Reason {
-        let r = Reason {
+impl Builder<'_> {
+    fn evidence_of(&self, a: Option<&AttemptFacts>) -> Vec<i64> {
+        a.and_then(|a| self.facts.attempts.iter().position(|x| x.attempt_no == a.attempt_no))
+            .map(|i| self.readings[i].decisive.clone())
+            .unwrap_or_default()
+    }
+
+    fn reason(&mut self, code: ReasonCode, a: Option<&AttemptFacts>) {
+        let evidence = self.evidence_of(a);
+        self.reasons.push(Reason {
             code,
             attempt_no: a.map(|a| a.attempt_no),
-            evidence: a.map(decisive_evidence).unwrap_or_default(),
-        };
-        self.reasons.push(r.clone());
-        r
+            evidence,
+        });
     }
 
     fn allow(&mut self, actions: &[ActionKind]) {
         self.allowed.extend(actions.iter().copied());
     }
 
-    fn refuse(&mut self, actions: &[ActionKind], code: &'static str, a: Option<&AttemptFacts>) {
+    fn disallow(&mut self, actions: &[ActionKind]) {
+        for a in actions {
+            self.allowed.remove(a);
+        }
+    }
+
+    fn refuse(&mut self, actions: &[ActionKind], code: RefusalCode, a: Option<&AttemptFacts>) {
         for action in actions {
             if !self.allowed.contains(action) && !self.refused.iter().any(|r| r.action == *action) {
+                let evidence = self.evidence_of(a);
                 self.refused.push(Refusal {
                     action: *action,
-                    reason: Reason {
-                        code,
-                        attempt_no: a.map(|a| a.attempt_no),
-                        evidence: a.map(decisive_evidence).unwrap_or_default(),
-                    },
+                    code,
+                    attempt_no: a.map(|a| a.attempt_no),
+                    evidence,
                 });
             }
         }
     }
+
+    /// Replaces any refusal of `actions` with this one.
+    fn refuse_instead(&mut self, actions: &[ActionKind], code: RefusalCode, a: Option<&AttemptFacts>) {
+        self.disallow(actions);
+        self.refused.retain(|r| !actions.contains(&r.action));
+        self.refuse(actions, code, a);
+    }
 }
 
-const ALL_ACTIONS: [ActionKind; 7] = [
+/// Every action a verdict allows or refuses.
+pub const ALL_ACTIONS: [ActionKind; 10] = [
     ActionKind::Resume,
     ActionKind::Reprocess,
     ActionKind::Finalize,
     ActionKind::Failover,
     ActionKind::ForceFailover,
+    ActionKind::ReprocessAcceptingRisk,
     ActionKind::VerifyAbsent,
+    ActionKind::RecordFound,
+    ActionKind::SendToContador,
     ActionKind::Download,
+];
+
+/// The actions that would open a new attempt.
+const NEW_ATTEMPT: [ActionKind; 4] = [
+    ActionKind::Reprocess,
+    ActionKind::Failover,
+    ActionKind::ForceFailover,
+    ActionKind::ReprocessAcceptingRisk,
 ];
 
 /// The verdict for an invoice at `now`.
 pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
-    let statuses: Vec<(i64, AttemptStatus)> = facts.attempts.iter().map(|a| (a.attempt_no, attempt_status(a))).collect();
+    let readings: Vec<AttemptReading> = facts.attempts.iter().map(read_attempt).collect();
+    let statuses: Vec<(i64, AttemptStatus)> = facts
+        .attempts
+        .iter()
+        .zip(&readings)
+        .map(|(a, r)| (a.attempt_no, r.status.clone()))
+        .collect();
     let mut b = Builder {
+        readings: &readings,
+        facts,
         reasons: Vec::new(),
         allowed: BTreeSet::new(),
         refused: Vec::new(),
     };
     b.allow(&[ActionKind::Note]);
 
-    let Some(live) = facts.attempts.last() else {
-        b.reason("sin_intentos", None);
-        return finish(b, Badge::Atencion, false, NextStep::Hold, false, statuses);
+    let (Some(live), Some(live_reading)) = (facts.attempts.last(), readings.last()) else {
+        b.reason(ReasonCode::SinIntentos, None);
+        return finish(b, Badge::Atencion, false, NextStep::Hold, false, vec![], statuses);
     };
-    let live_status = statuses.last().map(|(_, s)| s.clone()).unwrap_or(AttemptStatus::Fresh);
-    let fecha_at_risk = !live_status.blocks_new_attempt() && live.fecha_deadline - now < policy.fecha_warning;
+    let live_status = live_reading.status.clone();
+    let window_passed = live.fecha_deadline <= now;
+    let fecha_at_risk = !live_status.is_created() && !window_passed && live.fecha_deadline - now < policy.fecha_warning;
 
-    // Every UUID known: from attempts' evidence and from the store's CFDI rows.
-    let mut uuids: BTreeSet<String> = facts.cfdis.iter().map(|c| c.uuid.clone()).collect();
-    for (_, s) in &statuses {
+    // Every UUID known, uppercase: from attempts' evidence and from the store's CFDI rows.
+    let mut uuids: BTreeSet<String> = facts.cfdis.iter().map(|c| upper(&c.uuid)).collect();
+    for (r, (_, s)) in readings.iter().zip(&statuses) {
         if let AttemptStatus::Created { uuid } = s {
             uuids.insert(uuid.clone());
+        }
+        if !matches!(s, AttemptStatus::Contradicted) {
+            uuids.extend(r.uuids.iter().cloned());
         }
     }
     let unknown_uuid_attempt = facts
@@ -448,26 +761,48 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
         .attempts
         .iter()
         .zip(&statuses)
-        .filter(|(a, (_, s))| a.abandoned && matches!(s, AttemptStatus::Unknown { .. }))
+        .filter(|(a, (_, s))| a.abandoned && s.is_open_question())
         .map(|(a, _)| a)
         .collect();
     let possible_duplicate = !open_abandoned.is_empty();
+    // What the contador may settle: abandoned open attempts, and a live attempt whose unknown
+    // outcome a rejection or a foreign CFDI followed.
+    let mut open_questions: Vec<i64> = open_abandoned.iter().map(|a| a.attempt_no).collect();
+    if !live.abandoned
+        && matches!(
+            live_status,
+            AttemptStatus::RejectedAfterUnknown { .. } | AttemptStatus::Contradicted
+        )
+    {
+        open_questions.push(live.attempt_no);
+    }
+    if open_questions.is_empty() {
+        b.refuse(
+            &[ActionKind::VerifyAbsent, ActionKind::RecordFound],
+            RefusalCode::SinPreguntaAbierta,
+            None,
+        );
+    } else {
+        b.allow(&[ActionKind::VerifyAbsent, ActionKind::RecordFound]);
+    }
 
     // Two CFDIs for one sale: the contador decides, nothing automatic.
-    let created_attempts = statuses
-        .iter()
-        .filter(|(_, s)| matches!(s, AttemptStatus::Created { .. } | AttemptStatus::CreatedUnknownUuid))
-        .count();
+    let created_attempts = statuses.iter().filter(|(_, s)| s.is_created()).count();
     if uuids.len() >= 2 || created_attempts >= 2 {
-        b.reason("dos_cfdi", None);
+        b.reason(ReasonCode::DosCfdi, None);
         b.allow(&[ActionKind::Download]);
-        b.refuse(&ALL_ACTIONS, "duplicado_decide_contador", None);
-        return finish(b, Badge::Duplicado, possible_duplicate, NextStep::Hold, false, statuses);
+        b.refuse_instead(
+            &[ActionKind::VerifyAbsent, ActionKind::RecordFound],
+            RefusalCode::DuplicadoDecideContador,
+            None,
+        );
+        b.refuse(&ALL_ACTIONS, RefusalCode::DuplicadoDecideContador, None);
+        return finish(b, Badge::Duplicado, possible_duplicate, NextStep::Hold, false, vec![], statuses);
     }
 
     // One CFDI exists.
     if let Some(uuid) = uuids.iter().next().cloned() {
-        let owner = facts.cfdis.iter().find(|c| c.uuid == uuid);
+        let owner = facts.cfdis.iter().find(|c| upper(&c.uuid) == uuid);
         let persisted = owner.is_some_and(|c| c.xml_persisted);
         let attempt = facts
             .attempts
@@ -480,66 +815,55 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
                     .and_then(|c| c.attempt_no)
                     .and_then(|n| facts.attempts.iter().find(|a| a.attempt_no == n))
             });
-        b.refuse(
-            &[
-                ActionKind::Resume,
-                ActionKind::Reprocess,
-                ActionKind::Failover,
-                ActionKind::ForceFailover,
-            ],
-            "cfdi_existe",
-            attempt,
-        );
+        b.refuse(&[ActionKind::Resume], RefusalCode::CfdiExiste, attempt);
+        b.refuse_instead(&NEW_ATTEMPT, RefusalCode::CfdiExiste, attempt);
         if persisted {
-            b.reason("timbrada", attempt);
+            b.reason(ReasonCode::Timbrada, attempt);
             b.allow(&[ActionKind::Download]);
-            let next = open_question(&mut b, &open_abandoned);
-            b.refuse(&[ActionKind::Finalize], "ya_finalizada", attempt);
-            return finish(b, Badge::Timbrada, possible_duplicate, next, false, statuses);
+            b.refuse(&[ActionKind::SendToContador], RefusalCode::YaTimbrada, attempt);
+            let next = open_question_step(&mut b, &open_abandoned);
+            b.refuse(&[ActionKind::Finalize], RefusalCode::YaFinalizada, attempt);
+            return finish(b, Badge::Timbrada, possible_duplicate, next, false, open_questions, statuses);
         }
-        b.reason("cfdi_sin_xml", attempt);
-        b.allow(&[ActionKind::Finalize]);
+        b.reason(ReasonCode::CfdiSinXml, attempt);
+        b.allow(&[ActionKind::Finalize, ActionKind::SendToContador]);
         let attempt_no = attempt.map(|a| a.attempt_no).unwrap_or(live.attempt_no);
-        b.refuse(&[ActionKind::Download], "sin_xml", attempt);
-        return finish(
-            b,
-            Badge::Finalizar,
-            possible_duplicate,
-            NextStep::Finalize {
-                uuid: Some(uuid),
-                attempt_no,
-            },
-            false,
-            statuses,
-        );
+        b.refuse(&[ActionKind::Download], RefusalCode::SinXml, attempt);
+        let next = NextStep::Finalize {
+            uuid: Some(uuid),
+            attempt_no,
+        };
+        return finish(b, Badge::Finalizar, possible_duplicate, next, false, open_questions, statuses);
     }
     if let Some(a) = unknown_uuid_attempt {
-        // Created, but the PAC did not say which: fetch it with a non-creating lookup.
-        b.reason("cfdi_sin_datos", Some(a));
-        b.allow(&[ActionKind::Finalize]);
-        b.refuse(
-            &[
-                ActionKind::Resume,
-                ActionKind::Reprocess,
-                ActionKind::Failover,
-                ActionKind::ForceFailover,
-            ],
-            "cfdi_existe",
-            Some(a),
-        );
-        b.refuse(&[ActionKind::Download], "sin_xml", Some(a));
+        // Created, but the PAC did not say which: fetch it with a non-creating lookup, or — at a
+        // PAC without one — re-send the same bytes and key, which brings back the 307 with the
+        // CFDI (the PAC holds it already; nothing new can be created).
+        b.reason(ReasonCode::CfdiSinDatos, Some(a));
+        b.refuse(&[ActionKind::Resume], RefusalCode::CfdiExiste, Some(a));
+        b.refuse_instead(&NEW_ATTEMPT, RefusalCode::CfdiExiste, Some(a));
+        b.refuse(&[ActionKind::Download], RefusalCode::SinXml, Some(a));
+        b.allow(&[ActionKind::SendToContador]);
         let next = if a.pac_can_lookup {
             NextStep::Finalize {
                 uuid: None,
                 attempt_no: a.attempt_no,
             }
+        } else if !a.abandoned && a.attempt_no == live.attempt_no {
+            NextStep::Send { attempt_no: a.attempt_no }
         } else {
             NextStep::Hold
         };
-        return finish(b, Badge::Finalizar, possible_duplicate, next, false, statuses);
+        if next == NextStep::Hold {
+            b.refuse(&[ActionKind::Finalize], RefusalCode::SinConsulta, Some(a));
+        } else {
+            b.allow(&[ActionKind::Finalize]);
+        }
+        return finish(b, Badge::Finalizar, possible_duplicate, next, false, open_questions, statuses);
     }
 
-    // No CFDI known. Any earlier (non-live, non-abandoned) attempt still unknown would be a
+    b.allow(&[ActionKind::SendToContador]);
+    // No CFDI known. Any earlier (non-live, non-abandoned) attempt still open would be a
     // contradiction of the rule: a new attempt was opened while it was open.
     if let Some((a, _)) = facts
         .attempts
@@ -547,36 +871,59 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
         .zip(&statuses)
         .rev()
         .skip(1)
-        .find(|(a, (_, s))| !a.abandoned && matches!(s, AttemptStatus::Unknown { .. }))
+        .find(|(a, (_, s))| !a.abandoned && s.is_open_question())
     {
-        b.reason("evidencia_contradictoria", Some(a));
-        b.refuse(&ALL_ACTIONS, "evidencia_contradictoria", Some(a));
-        return finish(b, Badge::Atencion, possible_duplicate, NextStep::Hold, fecha_at_risk, statuses);
+        b.reason(ReasonCode::EvidenciaContradictoria, Some(a));
+        b.refuse(&ALL_ACTIONS, RefusalCode::EvidenciaContradictoria, Some(a));
+        return finish(
+            b,
+            Badge::Atencion,
+            possible_duplicate,
+            NextStep::Hold,
+            fecha_at_risk,
+            open_questions,
+            statuses,
+        );
     }
-    b.refuse(&[ActionKind::Download], "sin_cfdi", Some(live));
-    b.refuse(&[ActionKind::Finalize], "sin_cfdi", Some(live));
-    b.refuse(&[ActionKind::VerifyAbsent], "sin_pregunta_abierta", None);
-    let window_passed = live.fecha_deadline <= now;
+    b.refuse(&[ActionKind::Download], RefusalCode::SinCfdi, Some(live));
+    b.refuse(&[ActionKind::Finalize], RefusalCode::SinCfdi, Some(live));
     let next_backup = policy
         .backups
         .iter()
         .find(|p| !facts.attempts.iter().any(|a| &a.pac == *p) && **p != live.pac)
         .cloned();
     let backup_for_bytes = if live.json_body { None } else { next_backup.clone() };
+    // The probe a person asked for with *Reintentar*, or nothing automatic.
+    let probe_or = |otherwise: NextStep| {
+        if live_reading.retry_pending {
+            NextStep::Send {
+                attempt_no: live.attempt_no,
+            }
+        } else {
+            otherwise
+        }
+    };
+    let lookup_or_hold = if live.pac_can_lookup {
+        NextStep::Lookup {
+            attempt_no: live.attempt_no,
+        }
+    } else {
+        NextStep::Hold
+    };
 
-    let verdict = match &live_status {
+    let (mut badge, mut next) = match &live_status {
         AttemptStatus::Fresh => {
             if window_passed {
-                b.reason("fecha_vencida", Some(live));
+                b.reason(ReasonCode::FechaVencida, Some(live));
                 b.allow(&[ActionKind::Reprocess]);
                 b.refuse(
                     &[ActionKind::Resume, ActionKind::Failover, ActionKind::ForceFailover],
-                    "fecha_vencida",
+                    RefusalCode::FechaVencida,
                     Some(live),
                 );
                 (Badge::Reprocesar, NextStep::Reprocess)
             } else {
-                b.reason("pendiente", Some(live));
+                b.reason(ReasonCode::Pendiente, Some(live));
                 b.refuse(
                     &[
                         ActionKind::Resume,
@@ -584,7 +931,7 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
                         ActionKind::Failover,
                         ActionKind::ForceFailover,
                     ],
-                    "nada_ha_fallado",
+                    RefusalCode::NadaHaFallado,
                     Some(live),
                 );
                 (
@@ -595,11 +942,40 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
                 )
             }
         }
+        AttemptStatus::Unknown { pending } if window_passed && !*pending => {
+            // Case 21: nothing can be stamped with that Fecha any more; re-sending it is a safe
+            // probe (a 307 reveals U1; a rejection leads to case 19). A forced failover would
+            // be answered 401 by the backup.
+            b.reason(ReasonCode::SinRespuestaFechaVencida, Some(live));
+            b.allow(&[ActionKind::Resume, ActionKind::ReprocessAcceptingRisk]);
+            b.refuse(&[ActionKind::ForceFailover], RefusalCode::RespaldoInutilFechaVencida, Some(live));
+            b.refuse(
+                &[ActionKind::Reprocess, ActionKind::Failover],
+                RefusalCode::ResultadoDesconocido,
+                Some(live),
+            );
+            (Badge::Atencion, probe_or(lookup_or_hold.clone()))
+        }
         AttemptStatus::Unknown { pending } => {
-            b.reason(if *pending { "pendiente_en_pac" } else { "resultado_desconocido" }, Some(live));
+            b.reason(
+                if *pending {
+                    ReasonCode::PendienteEnPac
+                } else {
+                    ReasonCode::ResultadoDesconocido
+                },
+                Some(live),
+            );
             b.allow(&[ActionKind::Resume, ActionKind::ForceFailover]);
-            b.refuse(&[ActionKind::Reprocess, ActionKind::Failover], "resultado_desconocido", Some(live));
-            let tries = stamp_tries(live);
+            b.refuse(
+                &[ActionKind::Reprocess, ActionKind::Failover],
+                RefusalCode::ResultadoDesconocido,
+                Some(live),
+            );
+            b.refuse(
+                &[ActionKind::ReprocessAcceptingRisk],
+                RefusalCode::SoloConResultadoDesconocido,
+                Some(live),
+            );
             let last_was_unknown = matches!(
                 live.events.last(),
                 Some(AttemptEvent::Stamp {
@@ -619,61 +995,90 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
                     attempt_no: live.attempt_no,
                 }
             };
-            if tries >= policy.max_tries && !*pending {
-                b.reason("max_intentos", Some(live));
+            if live_reading.stamps_since_retry >= policy.max_tries && !*pending {
+                b.reason(ReasonCode::MaxIntentos, Some(live));
                 (Badge::Atencion, NextStep::Hold)
             } else {
                 (Badge::Reanudar, next)
             }
         }
+        AttemptStatus::RejectedAfterUnknown { .. } => {
+            // Case 19/20: the first CFDI may exist. Only a CFDI, a settled lookup or the
+            // contador's record settles it; the contador may also reprocess accepting the risk.
+            b.reason(ReasonCode::RechazoTrasResultadoDesconocido, Some(live));
+            b.allow(&[ActionKind::Resume, ActionKind::ReprocessAcceptingRisk]);
+            b.refuse(
+                &[ActionKind::Reprocess, ActionKind::Failover, ActionKind::ForceFailover],
+                RefusalCode::RechazoTrasResultadoDesconocido,
+                Some(live),
+            );
+            (Badge::Atencion, probe_or(lookup_or_hold.clone()))
+        }
+        AttemptStatus::Contradicted => {
+            b.reason(ReasonCode::CfdiNoCorresponde, Some(live));
+            b.refuse(
+                &[
+                    ActionKind::Resume,
+                    ActionKind::Reprocess,
+                    ActionKind::Failover,
+                    ActionKind::ForceFailover,
+                    ActionKind::ReprocessAcceptingRisk,
+                ],
+                RefusalCode::EvidenciaContradictoria,
+                Some(live),
+            );
+            (Badge::Atencion, NextStep::Hold)
+        }
         AttemptStatus::RejectedDocument { code } => {
             b.reason(
                 if code == "401" {
-                    "fecha_fuera_de_rango"
+                    ReasonCode::FechaFueraDeRango
                 } else {
-                    "rechazo_documento"
+                    ReasonCode::RechazoDocumento
                 },
                 Some(live),
             );
             b.allow(&[ActionKind::Reprocess]);
-            b.refuse(&[ActionKind::Resume], "mismo_documento_fallaria", Some(live));
+            b.refuse(&[ActionKind::Resume], RefusalCode::MismoDocumentoFallaria, Some(live));
             b.refuse(
                 &[ActionKind::Failover, ActionKind::ForceFailover],
-                "el_documento_es_el_problema",
+                RefusalCode::ElDocumentoEsElProblema,
                 Some(live),
             );
             (Badge::Reprocesar, NextStep::Hold)
         }
         AttemptStatus::NotCreatedPacSide { code, tries } => {
             b.allow(&[ActionKind::Resume]);
-            b.refuse(&[ActionKind::Reprocess], "documento_correcto", Some(live));
-            b.refuse(&[ActionKind::ForceFailover], "no_hace_falta_forzar", Some(live));
+            b.refuse(&[ActionKind::Reprocess], RefusalCode::DocumentoCorrecto, Some(live));
+            b.refuse(&[ActionKind::ForceFailover], RefusalCode::NoHaceFaltaForzar, Some(live));
             match &backup_for_bytes {
                 Some(_) => b.allow(&[ActionKind::Failover]),
                 None => b.refuse(
                     &[ActionKind::Failover],
-                    if live.json_body { "cuerpo_json" } else { "sin_pac_de_respaldo" },
+                    if live.json_body {
+                        RefusalCode::CuerpoJson
+                    } else {
+                        RefusalCode::SinPacDeRespaldo
+                    },
                     Some(live),
                 ),
             }
             let pac_refuses = code != "not_sent";
             if window_passed {
-                b.reason("fecha_vencida", Some(live));
-                b.allowed.remove(&ActionKind::Resume);
-                b.allowed.remove(&ActionKind::Failover);
+                b.reason(ReasonCode::FechaVencida, Some(live));
                 b.refused.retain(|r| r.action != ActionKind::Reprocess);
                 b.allow(&[ActionKind::Reprocess]);
-                b.refuse(&[ActionKind::Resume, ActionKind::Failover], "fecha_vencida", Some(live));
+                b.refuse_instead(&[ActionKind::Resume, ActionKind::Failover], RefusalCode::FechaVencida, Some(live));
                 (Badge::Reprocesar, NextStep::Reprocess)
             } else if policy.auto_failover_after > 0 && *tries >= policy.auto_failover_after && backup_for_bytes.is_some() {
-                b.reason("pac_no_disponible", Some(live));
+                b.reason(ReasonCode::PacNoDisponible, Some(live));
                 let to = backup_for_bytes.clone().unwrap_or_default();
                 (Badge::Respaldo, NextStep::Failover { to })
             } else if *tries >= policy.max_tries {
-                b.reason("max_intentos", Some(live));
+                b.reason(ReasonCode::MaxIntentos, Some(live));
                 (Badge::Atencion, NextStep::Hold)
             } else if pac_refuses && backup_for_bytes.is_some() {
-                b.reason("pac_rechaza_trabajar", Some(live));
+                b.reason(ReasonCode::PacRechazaTrabajar, Some(live));
                 (
                     Badge::Respaldo,
                     NextStep::Send {
@@ -681,7 +1086,7 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
                     },
                 )
             } else {
-                b.reason("pac_no_disponible", Some(live));
+                b.reason(ReasonCode::PacNoDisponible, Some(live));
                 (
                     Badge::Reanudar,
                     NextStep::Send {
@@ -691,7 +1096,7 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
             }
         }
         AttemptStatus::ProvenAbsent => {
-            b.reason("comprobado_sin_cfdi", Some(live));
+            b.reason(ReasonCode::ComprobadoSinCfdi, Some(live));
             b.allow(&[ActionKind::Resume, ActionKind::Reprocess]);
             if backup_for_bytes.is_some() {
                 b.allow(&[ActionKind::Failover]);
@@ -707,19 +1112,22 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
                 )
             }
         }
-        AttemptStatus::Created { .. } | AttemptStatus::CreatedUnknownUuid => unreachable_created(&mut b, live),
+        AttemptStatus::Created { .. } | AttemptStatus::CreatedUnknownUuid => {
+            // Handled above; keep the verdict safe if that ever changes.
+            b.reason(ReasonCode::EvidenciaContradictoria, Some(live));
+            b.refuse(&ALL_ACTIONS, RefusalCode::EvidenciaContradictoria, Some(live));
+            (Badge::Atencion, NextStep::Hold)
+        }
     };
-    let (badge, mut next) = verdict;
-    // An abandoned attempt whose outcome is still open blocks every further new attempt: the
-    // contador settles it first (verification, or a lookup where the PAC has one).
+    // An abandoned attempt whose outcome is still open blocks every further ordinary new
+    // attempt: the contador settles it first (verification, or a lookup where the PAC has one).
     if let Some(a) = open_abandoned.first() {
-        b.allowed.remove(&ActionKind::Reprocess);
-        b.allowed.remove(&ActionKind::Failover);
-        b.refused
-            .retain(|r| r.action != ActionKind::Reprocess && r.action != ActionKind::Failover && r.action != ActionKind::VerifyAbsent);
-        b.refuse(&[ActionKind::Reprocess, ActionKind::Failover], "posible_duplicado_abierto", Some(a));
-        b.allow(&[ActionKind::VerifyAbsent]);
-        b.reason("posible_duplicado", Some(a));
+        b.refuse_instead(
+            &[ActionKind::Reprocess, ActionKind::Failover],
+            RefusalCode::PosibleDuplicadoAbierto,
+            Some(a),
+        );
+        b.reason(ReasonCode::PosibleDuplicado, Some(a));
         if matches!(next, NextStep::Reprocess | NextStep::Failover { .. }) {
             next = if a.pac_can_lookup {
                 NextStep::Lookup { attempt_no: a.attempt_no }
@@ -728,34 +1136,50 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
             };
         }
     }
-    finish(b, badge, possible_duplicate, next, fecha_at_risk, statuses)
-}
-
-/// Created statuses were handled above; keep the verdict safe if that ever changes.
-fn unreachable_created(b: &mut Builder, live: &AttemptFacts) -> (Badge, NextStep) {
-    b.reason("evidencia_contradictoria", Some(live));
-    b.refuse(&ALL_ACTIONS, "evidencia_contradictoria", Some(live));
-    (Badge::Atencion, NextStep::Hold)
+    // The PAC behind the attempt's name changed: nothing is sent until a person looks at it
+    // (the identity is restored, or accepted when the PAC was replaced) and asks again.
+    if live_reading.pac_changed && matches!(next, NextStep::Send { .. }) {
+        b.reasons.insert(
+            0,
+            Reason {
+                code: ReasonCode::PacCambio,
+                attempt_no: Some(live.attempt_no),
+                evidence: vec![],
+            },
+        );
+        next = NextStep::Hold;
+        badge = Badge::Atencion;
+    }
+    // A live attempt the contador left is never sent again.
+    if live.abandoned {
+        b.refuse_instead(&[ActionKind::Resume], RefusalCode::IntentoAbandonado, Some(live));
+        if matches!(next, NextStep::Send { .. }) {
+            next = lookup_or_hold;
+        }
+    }
+    // The fecha warning adds its reason; the badge's own reason stays first.
+    if fecha_at_risk {
+        b.reasons.push(Reason {
+            code: ReasonCode::FechaPorVencer,
+            attempt_no: Some(live.attempt_no),
+            evidence: vec![],
+        });
+    }
+    finish(b, badge, possible_duplicate, next, fecha_at_risk, open_questions, statuses)
 }
 
 /// With an open possible-duplicate question: look the abandoned attempt up where the PAC can;
-/// otherwise the contador's verification settles it.
-fn open_question(b: &mut Builder, open: &[&AttemptFacts]) -> NextStep {
+/// otherwise the contador's record settles it.
+fn open_question_step(b: &mut Builder, open: &[&AttemptFacts]) -> NextStep {
     let Some(a) = open.first() else {
-        b.refuse(&[ActionKind::VerifyAbsent], "sin_pregunta_abierta", None);
         return NextStep::Done;
     };
-    b.reason("posible_duplicado", Some(a));
-    b.allow(&[ActionKind::VerifyAbsent]);
+    b.reason(ReasonCode::PosibleDuplicado, Some(a));
     if a.pac_can_lookup {
         NextStep::Lookup { attempt_no: a.attempt_no }
     } else {
         NextStep::Hold
     }
-}
-
-fn stamp_tries(a: &AttemptFacts) -> u32 {
-    a.events.iter().filter(|e| matches!(e, AttemptEvent::Stamp { .. })).count() as u32
 }
 
 fn finish(
@@ -764,37 +1188,31 @@ fn finish(
     possible_duplicate: bool,
     next: NextStep,
     fecha_at_risk: bool,
+    open_questions: Vec<i64>,
     statuses: Vec<(i64, AttemptStatus)>,
 ) -> Verdict {
-    // Anything neither allowed nor refused yet is refused with the badge as the reason.
+    // Anything neither allowed nor refused yet is refused as not applying.
     for action in ALL_ACTIONS {
         if !b.allowed.contains(&action) && !b.refused.iter().any(|r| r.action == action) {
             b.refused.push(Refusal {
                 action,
-                reason: Reason {
-                    code: "no_aplica",
-                    attempt_no: None,
-                    evidence: vec![],
-                },
+                code: RefusalCode::NoAplica,
+                attempt_no: None,
+                evidence: vec![],
             });
         }
     }
-    b.refused.retain(|r| !b.allowed.contains(&r.action));
-    if fecha_at_risk {
-        b.reasons.push(Reason {
-            code: "fecha_por_vencer",
-            attempt_no: None,
-            evidence: vec![],
-        });
-    }
+    let allowed = b.allowed;
+    b.refused.retain(|r| !allowed.contains(&r.action));
     Verdict {
         badge,
         possible_duplicate,
         reasons: b.reasons,
-        allowed: b.allowed.into_iter().collect(),
+        allowed: allowed.into_iter().collect(),
         refused: b.refused,
         next,
         fecha_at_risk,
+        open_questions,
         statuses,
     }
 }

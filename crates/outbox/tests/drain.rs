@@ -15,7 +15,7 @@ use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::model::{Badge, InvoiceRef, InvoiceState, ListFilter};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::store::{InvoiceUpdate, Store};
-use outbox::strategy::{ActionKind, Policy};
+use outbox::strategy::{ActionKind, Policy, RefusalCode};
 use outbox::{Actor, Outbox, OutboxError, Role, SqliteOptions, SqliteStore, SystemClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
@@ -84,8 +84,9 @@ async fn world_with(pacs: &[(&str, Flavor, &str)], timeout_ms: u64) -> World {
             taxpayer_id: Some("EKU9003173C9".into()),
             role: if i == 0 { PacRole::Primary } else { PacRole::Backup },
             timeout_ms: Some(timeout_ms),
+            sandbox: false,
         };
-        outbox.add_pac(config, &sistema()).await.unwrap();
+        outbox.add_pac(config, false, &sistema()).await.unwrap();
         sims.push((name.to_string(), sim));
     }
     let drain = Arc::new(drain_for(&outbox, "w1", chrono::Duration::seconds(30)).await);
@@ -218,22 +219,26 @@ async fn timeout_after_certify_resumes_to_the_same_uuid() {
     let id = w.record("pedido-t").await;
     w.until_badge(id, Badge::Reanudar).await;
     // Unknown outcome: reprocess and failover are refused, with the evidence named.
-    let verdict = w.drain.verdict(&w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap());
+    let verdict = w
+        .outbox
+        .verdict(&w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap())
+        .await
+        .unwrap();
     assert!(!verdict.allows(ActionKind::Reprocess) && !verdict.allows(ActionKind::Failover));
-    match w.drain.reprocess(&InvoiceRef::Id(id), &soporte()).await {
+    match w.outbox.reprocess(&InvoiceRef::Id(id), &soporte()).await {
         Err(OutboxError::ActionRefused { reason, evidence, .. }) => {
-            assert_eq!(reason, "resultado_desconocido");
+            assert_eq!(reason, RefusalCode::ResultadoDesconocido);
             assert!(!evidence.is_empty(), "the refusal names the evidence it rests on");
         }
         other => panic!("{other:?}"),
     }
-    match w.drain.failover(&InvoiceRef::Id(id), "fk", &soporte()).await {
+    match w.outbox.failover(&InvoiceRef::Id(id), "fk", &soporte()).await {
         Err(e) => assert_eq!(e.code(), "action_refused"),
         Ok(_) => panic!("failover allowed while the outcome is unknown"),
     }
     // The PAC recovers: the resume answers "already stamped" with the original.
     w.faults("sw", "");
-    w.drain.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap();
+    w.outbox.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap();
     w.until_badge(id, Badge::Timbrada).await;
     let ledger = w.sim("sw").engine().ledger();
     assert_eq!(ledger.len(), 1, "the simulator created exactly one CFDI");
@@ -290,14 +295,14 @@ async fn forced_failover_away_from_finkok_reveals_the_duplicate() {
     // Finkok stays unreachable for sends; the contador forces the backup with a note.
     w.faults("fk", "down=1");
     match w
-        .drain
+        .outbox
         .force_failover(&InvoiceRef::Id(id), "sw", "SW urge; riesgo de duplicado aceptado", &soporte())
         .await
     {
         Err(OutboxError::Forbidden { .. }) => {}
         other => panic!("soporte may not force: {other:?}"),
     }
-    w.drain
+    w.outbox
         .force_failover(&InvoiceRef::Id(id), "sw", "SW urge; riesgo de duplicado aceptado", &contador())
         .await
         .unwrap();
@@ -322,7 +327,7 @@ async fn forced_failover_away_from_sw_stays_open_and_is_never_resent() {
     let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
     let abandoned_key = d.attempts[0].pac_idempotency_key.clone();
     w.faults("sw", "");
-    w.drain
+    w.outbox
         .force_failover(&InvoiceRef::Id(id), "fk", "SW caído, se acepta el riesgo", &contador())
         .await
         .unwrap();
@@ -341,10 +346,10 @@ async fn forced_failover_away_from_sw_stays_open_and_is_never_resent() {
     );
     let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
     assert!(d.invoice.possible_duplicate, "SW has no lookup: the question stays open");
-    let verdict = w.drain.verdict(&d);
+    let verdict = w.outbox.verdict(&d).await.unwrap();
     assert!(verdict.allows(ActionKind::VerifyAbsent));
     // The contador verifies SW's portal: the mark clears.
-    w.drain
+    w.outbox
         .verify_absent(&InvoiceRef::Id(id), 1, "Revisé el portal de SW: no hay CFDI", &contador())
         .await
         .unwrap();
@@ -374,6 +379,7 @@ async fn a_zombie_cannot_move_a_row_it_no_longer_owns() {
         uuid: None,
         possible_duplicate: false,
         at_ms: now,
+        facts_version: 0,
     };
     assert!(
         !store.apply_verdict(&update, Some(first[0].fencing_token)).await.unwrap(),
@@ -405,7 +411,7 @@ async fn a_validation_rejection_asks_for_reprocess() {
     assert_eq!(w.badge(id).await.1, InvoiceState::Held);
     // Reintentar does what the badge says: a new attempt from the immutable sale.
     w.sim("sw").clock().set_offset(chrono::Duration::zero());
-    let kind = w.drain.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap();
+    let kind = w.outbox.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap();
     assert_eq!(kind, outbox::actions::RetryKind::Reprocess);
     w.until_badge(id, Badge::Timbrada).await;
     let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
@@ -437,7 +443,7 @@ async fn a_document_identical_to_another_sales_is_reprocessed_not_looped() {
     assert!(d.evidence.iter().any(|e| e.code.as_deref() == Some("cfdi_de_otra_factura")));
     // Reprocessing issues the document now: a different cadena, its own CFDI.
     tokio::time::sleep(StdDuration::from_millis(1100)).await;
-    w.drain.retry(&InvoiceRef::Id(b), &soporte()).await.unwrap();
+    w.outbox.retry(&InvoiceRef::Id(b), &soporte()).await.unwrap();
     w.until_badge(b, Badge::Timbrada).await;
     assert_eq!(w.sim("sw").engine().ledger().len(), 2);
 }
@@ -450,18 +456,18 @@ async fn send_to_contador_records_the_hand_off_and_changes_nothing_else() {
     let inv = InvoiceRef::Id(id);
     let personal = Actor::new("ana", Role::Personal, "test");
     let before = w.outbox.invoice(&inv).await.unwrap();
-    let verdict_before = w.drain.verdict(&before);
+    let verdict_before = w.outbox.verdict(&before).await.unwrap();
 
     // The contador does not send to themself; an empty note is refused; neither writes.
-    match w.drain.send_to_contador(&inv, "revisar", &contador()).await {
+    match w.outbox.send_to_contador(&inv, "revisar", &contador()).await {
         Err(OutboxError::Forbidden { .. }) => {}
         other => panic!("the contador may not send to the contador: {other:?}"),
     }
-    match w.drain.send_to_contador(&inv, "   ", &soporte()).await {
+    match w.outbox.send_to_contador(&inv, "   ", &soporte()).await {
         Err(e @ OutboxError::Invalid(_)) => assert_eq!(e.code(), "validation"),
         other => panic!("a note is required: {other:?}"),
     }
-    match w.drain.send_to_contador(&inv, "con \u{7} campana", &soporte()).await {
+    match w.outbox.send_to_contador(&inv, "con \u{7} campana", &soporte()).await {
         Err(OutboxError::Invalid(_)) => {}
         other => panic!("a bad note is refused before writing: {other:?}"),
     }
@@ -470,7 +476,7 @@ async fn send_to_contador_records_the_hand_off_and_changes_nothing_else() {
     assert_eq!(unchanged.notes.len(), before.notes.len());
 
     let note = "El PAC no responde desde la mañana; ¿lo mandamos al respaldo?";
-    w.drain.send_to_contador(&inv, note, &personal).await.unwrap();
+    w.outbox.send_to_contador(&inv, note, &personal).await.unwrap();
     let after = w.outbox.invoice(&inv).await.unwrap();
     let e = after.evidence.last().unwrap();
     assert_eq!(e.kind, "operator_action");
@@ -488,13 +494,13 @@ async fn send_to_contador_records_the_hand_off_and_changes_nothing_else() {
     assert_eq!(after.invoice.next_try_at, before.invoice.next_try_at);
     assert_eq!(after.attempts, before.attempts);
     assert_eq!(after.tries, before.tries);
-    assert_eq!(w.drain.verdict(&after), verdict_before);
+    assert_eq!(w.outbox.verdict(&after).await.unwrap(), verdict_before);
 
     // Once Timbrada there is nothing to hand over.
     w.faults("sw", "");
     w.until_badge(id, Badge::Timbrada).await;
-    match w.drain.send_to_contador(&inv, "¿está bien?", &soporte()).await {
-        Err(OutboxError::ActionRefused { reason, .. }) => assert_eq!(reason, "ya_timbrada"),
+    match w.outbox.send_to_contador(&inv, "¿está bien?", &soporte()).await {
+        Err(OutboxError::ActionRefused { reason, .. }) => assert_eq!(reason, RefusalCode::YaTimbrada),
         other => panic!("a Timbrada is not sent to the contador: {other:?}"),
     }
 }
@@ -523,7 +529,7 @@ async fn a_late_cfdi_from_a_fenced_out_worker_shows_in_lists_and_counts() {
     let late = tokio::spawn(async move { zombie.step(claim).await });
     // While A1 is in flight its outcome is unknown; the contador forces the backup.
     tokio::time::sleep(StdDuration::from_millis(400)).await;
-    w.drain
+    w.outbox
         .force_failover(
             &InvoiceRef::Id(id),
             "fk",
@@ -539,7 +545,7 @@ async fn a_late_cfdi_from_a_fenced_out_worker_shows_in_lists_and_counts() {
     w.until_idle().await;
     let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
     assert_eq!(d.cfdis.len(), 2, "both CFDIs are known");
-    assert_eq!(w.drain.verdict(&d).badge, Badge::Duplicado);
+    assert_eq!(w.outbox.verdict(&d).await.unwrap().badge, Badge::Duplicado);
     let listed = w
         .outbox
         .list_invoices(&ListFilter {
@@ -580,7 +586,7 @@ async fn a_try_starts_only_under_the_current_token_and_for_the_live_attempt() {
     assert_eq!(tries_of(&w, id).await, 1, "the current token does");
     // The unanswered try is an unknown outcome; the contador forces the backup, which leaves
     // A1 abandoned: it may be looked up, never sent.
-    w.drain
+    w.outbox
         .force_failover(&InvoiceRef::Id(id), "fk", "riesgo aceptado por escrito", &contador())
         .await
         .unwrap();
@@ -598,7 +604,7 @@ async fn reintentar_after_the_maximum_tries_sends_again() {
     let id = w.record("pedido-max").await;
     w.until_badge(id, Badge::Atencion).await;
     let before = tries_of(&w, id).await;
-    w.drain.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap();
+    w.outbox.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap();
     w.faults("sw", "");
     w.until_badge(id, Badge::Timbrada).await;
     assert!(tries_of(&w, id).await > before, "Reintentar opened a fresh try budget");
@@ -613,7 +619,7 @@ async fn verify_absent_is_refused_on_the_live_attempt() {
     .await;
     let id = w.record("pedido-va").await;
     w.until_badge(id, Badge::Reanudar).await;
-    w.drain
+    w.outbox
         .force_failover(&InvoiceRef::Id(id), "fk", "SW no contesta; riesgo aceptado", &contador())
         .await
         .unwrap();
@@ -621,12 +627,16 @@ async fn verify_absent_is_refused_on_the_live_attempt() {
     w.until_badge(id, Badge::Reanudar).await;
     // Nobody abandoned A2 and no rejection followed its unknown outcome: re-sending it is the
     // way to find out; a "verification" would let a second CFDI be made next to it.
-    match w.drain.verify_absent(&InvoiceRef::Id(id), 2, "Revisé el portal", &contador()).await {
+    match w
+        .outbox
+        .verify_absent(&InvoiceRef::Id(id), 2, "Revisé el portal", &contador())
+        .await
+    {
         Err(e) => assert_eq!(e.code(), "action_refused", "{e}"),
         Ok(()) => panic!("verify_absent accepted on the live attempt"),
     }
     // A1 was abandoned by the forced failover: the contador may record its verification.
-    w.drain
+    w.outbox
         .verify_absent(&InvoiceRef::Id(id), 1, "Revisé el portal de SW: sin CFDI", &contador())
         .await
         .unwrap();

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use outbox::model::Badge;
 use outbox::strategy::{
-    derive, ActionKind, AttemptEvent, AttemptFacts, AttemptStatus, CfdiFacts, Facts, LookupResult, NextStep, Policy, StampResult,
+    derive, ActionKind, AttemptEvent, AttemptFacts, AttemptStatus, CfdiFacts, Facts, LookupResult, NextStep, Policy, ReasonCode,
+    RefusalCode, StampResult,
 };
 use proptest::prelude::*;
 
@@ -61,6 +62,11 @@ fn history(spec: &str) -> Facts {
             });
             continue;
         }
+        // `2:S(U2)`: an event for attempt 2 (a late answer about an older attempt).
+        let (target, tok) = match tok.split_once(':') {
+            Some((n, rest)) if n.chars().all(|c| c.is_ascii_digit()) => (Some(n.parse::<i64>().unwrap()), rest),
+            _ => (None, tok),
+        };
         let arg = |p: &str| tok.strip_prefix(p).and_then(|r| r.strip_suffix(')')).map(str::to_string);
         let event = if let Some(u) = arg("S(") {
             AttemptEvent::Stamp {
@@ -87,6 +93,18 @@ fn history(spec: &str) -> Facts {
                 evidence_id: id,
                 at: now,
                 result: StampResult::Unavailable { code: c },
+            }
+        } else if let Some(u) = arg("MM(") {
+            AttemptEvent::Stamp {
+                evidence_id: id,
+                at: now,
+                result: StampResult::Mismatch { uuid: Some(u) },
+            }
+        } else if let Some(u) = arg("LM(") {
+            AttemptEvent::Lookup {
+                evidence_id: id,
+                at: now,
+                result: LookupResult::Mismatch { uuid: Some(u) },
             }
         } else if let Some(u) = arg("L+(") {
             AttemptEvent::Lookup {
@@ -117,16 +135,20 @@ fn history(spec: &str) -> Facts {
                     result: LookupResult::Pending,
                 },
                 "V" => AttemptEvent::VerifiedAbsent { evidence_id: id, at: now },
+                "RT" => AttemptEvent::RetryRequested { evidence_id: id, at: now },
+                "PC" => AttemptEvent::PacChanged { evidence_id: id, at: now },
                 other => panic!("unknown token {other}"),
             }
         };
-        facts.attempts.last_mut().expect("an attempt first").events.push(event);
+        let attempt = match target {
+            Some(n) => facts.attempts.iter_mut().find(|a| a.attempt_no == n).expect("that attempt"),
+            None => facts.attempts.last_mut().expect("an attempt first"),
+        };
+        attempt.events.push(event);
     }
     // As the store reads them: by time, ties in the order they were recorded.
     for a in &mut facts.attempts {
-        a.events.sort_by_key(|e| match e {
-            AttemptEvent::Stamp { at, .. } | AttemptEvent::Lookup { at, .. } | AttemptEvent::VerifiedAbsent { at, .. } => *at,
-        });
+        a.events.sort_by_key(AttemptEvent::at);
     }
     facts
 }
@@ -149,8 +171,7 @@ fn check(spec: &str, now_offset_h: i64, badge: Badge, allowed: &[ActionKind], re
         assert!(v.allows(*a), "{spec}: {a:?} should be allowed; {v:#?}");
     }
     for a in refused {
-        let r = v.refusal(*a).unwrap_or_else(|| panic!("{spec}: {a:?} should be refused; {v:#?}"));
-        assert!(!r.reason.code.is_empty());
+        assert!(v.refusal(*a).is_some(), "{spec}: {a:?} should be refused; {v:#?}");
     }
     let got = match &v.next {
         NextStep::Send { attempt_no } => format!("send A{attempt_no}"),
@@ -167,10 +188,10 @@ fn check(spec: &str, now_offset_h: i64, badge: Badge, allowed: &[ActionKind], re
     if facts.attempts.iter().any(|a| !a.events.is_empty()) {
         for r in &v.refused {
             if matches!(r.action, ActionKind::Reprocess | ActionKind::Failover)
-                && r.reason.code != "no_aplica"
-                && r.reason.code != "nada_ha_fallado"
+                && r.code != RefusalCode::NoAplica
+                && r.code != RefusalCode::NadaHaFallado
             {
-                assert!(!r.reason.evidence.is_empty() || r.reason.attempt_no.is_none(), "{spec}: {r:?}");
+                assert!(!r.evidence.is_empty() || r.attempt_no.is_none(), "{spec}: {r:?}");
             }
         }
     }
@@ -324,9 +345,110 @@ fn worked_cases() {
     );
     // 18: a new attempt after a known-not-created one is fine (the failover's own attempt).
     check("A1@sw NS NS A2@fk", 0, Badge::Pendiente, &[], &[Reprocess], "send A2");
-    // 19: unknown and the Fecha window passed: still resume (the PAC answers 307 or 401).
-    check("A1@sw UK", 71, Badge::Reanudar, &[Resume], &[Reprocess, Failover], "send A1");
-    check("A1@sw UK R(401)", 71, Badge::Reprocesar, &[Reprocess], &[Resume], "hold");
+    // 19: an unknown outcome, then a rejection on resume: the rejection proves nothing.
+    check(
+        "A1@sw UK R(401)",
+        0,
+        Badge::Atencion,
+        &[VerifyAbsent, RecordFound, ReprocessAcceptingRisk],
+        &[Reprocess, Failover, ForceFailover],
+        "hold",
+    );
+    // 20: at Finkok the lookup settles it: found → Finalizar; absent (settled) → Reprocesar.
+    check("A1@fk UK R(301)", 0, Badge::Atencion, &[VerifyAbsent], &[Reprocess], "lookup A1");
+    check(
+        "A1@fk UK R(301) L+(U1)",
+        0,
+        Badge::Finalizar,
+        &[Finalize],
+        &[Reprocess],
+        "finalize A1 U1",
+    );
+    check(
+        "A1@fk UK R(301) +1m L- +2m L- +3m L-",
+        0,
+        Badge::Reprocesar,
+        &[Reprocess],
+        &[Resume, ForceFailover, VerifyAbsent],
+        "hold",
+    );
+    // 21: unknown and the Fecha window passed with no answer: a person decides; a resume is a
+    // safe probe, asked for with Reintentar; a forced failover would be answered 401.
+    check(
+        "A1@sw UK",
+        71,
+        Badge::Atencion,
+        &[Resume, ReprocessAcceptingRisk],
+        &[Reprocess, Failover, ForceFailover, VerifyAbsent],
+        "hold",
+    );
+    check(
+        "A1@sw UK RT",
+        71,
+        Badge::Atencion,
+        &[Resume],
+        &[Reprocess, ForceFailover],
+        "send A1",
+    );
+    check("A1@sw UK RT UK", 71, Badge::Atencion, &[Resume], &[Reprocess], "hold");
+    // 22: a lowercase UUID from the PAC is the same CFDI as the stored uppercase one.
+    check("A1@sw S(u1) X(U1)", 0, Badge::Timbrada, &[Download], &[Resume, Reprocess], "done");
+    // 23: the contador records "found U1" from SW's portal for the abandoned attempt.
+    check(
+        "A1@sw! UK A2@fk S(U2) X(U2) 1:L+(U1)",
+        0,
+        Badge::Duplicado,
+        &[Download],
+        &[Resume, Reprocess, Failover, RecordFound, VerifyAbsent],
+        "hold",
+    );
+    // 24: tries exhausted, then Reintentar: a fresh budget, the drain sends A1 again.
+    let no_backup = Policy {
+        backups: vec![],
+        ..policy()
+    };
+    let v = derive(&history("A1@sw NS NS NS NS NS"), &no_backup, t0());
+    assert_eq!((v.badge, v.next.clone()), (Badge::Atencion, NextStep::Hold));
+    assert!(v.allows(Resume));
+    let v = derive(&history("A1@sw NS NS NS NS NS RT"), &no_backup, t0());
+    assert_eq!(
+        (v.badge, v.next.clone()),
+        (Badge::Reanudar, NextStep::Send { attempt_no: 1 }),
+        "{v:#?}"
+    );
+    let v = derive(&history("A1@sw UK UK UK UK UK RT"), &no_backup, t0());
+    assert_eq!(
+        (v.badge, v.next.clone()),
+        (Badge::Reanudar, NextStep::Send { attempt_no: 1 }),
+        "{v:#?}"
+    );
+    // 25: a zombie's late CFDI on the abandoned attempt: two CFDIs, visible.
+    check(
+        "A1@sw! UK A2@fk S(U2) X(U2) 1:S(U1)",
+        0,
+        Badge::Duplicado,
+        &[Download],
+        &[Resume, Reprocess],
+        "hold",
+    );
+    // 26: a 307 carrying another document's CFDI (its SelloCFD is not A1's Sello).
+    check(
+        "A1@sw MM(U9)",
+        0,
+        Badge::Atencion,
+        &[Note, VerifyAbsent, RecordFound],
+        &[Resume, Reprocess, Failover, ForceFailover, Download],
+        "hold",
+    );
+    // ... and a UUID the PAC named whose XML turns out to be another document's.
+    check(
+        "A1@sw AS(U9) LM(U9)",
+        0,
+        Badge::Atencion,
+        &[RecordFound],
+        &[Download, Reprocess],
+        "hold",
+    );
 }
 
 #[test]
@@ -336,7 +458,7 @@ fn fecha_window() {
     check("A1@sw NS", 71, Badge::Reprocesar, &[Reprocess], &[Resume, Failover], "reprocess");
     // Less than 12 hours left: at risk.
     let v = derive(&history("A1@sw NS"), &policy(), t0() + Duration::hours(60));
-    assert!(v.fecha_at_risk && v.reasons.iter().any(|r| r.code == "fecha_por_vencer"));
+    assert!(v.fecha_at_risk && v.reasons.iter().any(|r| r.code == ReasonCode::FechaPorVencer));
     let v = derive(&history("A1@sw NS"), &policy(), t0() + Duration::hours(10));
     assert!(!v.fecha_at_risk);
 }
@@ -345,7 +467,8 @@ fn fecha_window() {
 fn every_outcome_class_has_a_verdict() {
     check("A1@sw S(U1)", 0, Badge::Finalizar, &[Finalize], &[Resume], "finalize A1 U1");
     check("A1@sw AS(U1)", 0, Badge::Finalizar, &[Finalize], &[Resume], "finalize A1 U1");
-    check("A1@sw AS(-)", 0, Badge::Finalizar, &[Finalize], &[Resume, Failover], "hold");
+    // SW without lookups: re-sending the same bytes brings its 307 with the CFDI.
+    check("A1@sw AS(-)", 0, Badge::Finalizar, &[Finalize], &[Resume, Failover], "send A1");
     check("A1@sw R(302)", 0, Badge::Reprocesar, &[Reprocess], &[Resume], "hold");
     check("A1@sw NS", 0, Badge::Reanudar, &[Resume], &[Reprocess], "send A1");
     check("A1@sw UN(429)", 0, Badge::Respaldo, &[Resume, Failover], &[Reprocess], "send A1");
@@ -434,6 +557,28 @@ proptest! {
         for r in &v.refused {
             prop_assert!(!v.allows(r.action));
         }
+        // The contador's risk-accepting actions exist only for an open question on the live
+        // attempt; everything else goes through the ordinary rules above.
+        let live = facts.attempts.last().unwrap();
+        if v.allows(ActionKind::ForceFailover) || v.allows(ActionKind::ReprocessAcceptingRisk) {
+            prop_assert!(judged_may_hold(live), "{}: risk accepted with nothing at risk", spec);
+            prop_assert!(matches!(v.statuses.last().unwrap().1, AttemptStatus::Unknown { .. } | AttemptStatus::RejectedAfterUnknown { .. }), "{}", spec);
+        }
+        // No allowed action is a silent no-op: Reintentar (resume) makes the drain send the
+        // live attempt; Finalizar makes it fetch or re-send.
+        if v.allows(ActionKind::Resume) {
+            let mut again = facts.clone();
+            let at = again.attempts.last().unwrap().events.iter().map(AttemptEvent::at).max().unwrap_or_else(t0);
+            again.attempts.last_mut().unwrap().events.push(AttemptEvent::RetryRequested { evidence_id: None, at });
+            let after = derive(&again, &policy(), t0() + Duration::hours(hours));
+            prop_assert!(
+                matches!(after.next, NextStep::Send { attempt_no } | NextStep::Lookup { attempt_no } if attempt_no == live.attempt_no),
+                "{}: Reintentar does nothing: {:?}", spec, after.next
+            );
+        }
+        if v.allows(ActionKind::Finalize) {
+            prop_assert!(matches!(v.next, NextStep::Finalize { .. } | NextStep::Send { .. }), "{}: Finalizar does nothing: {:?}", spec, v.next);
+        }
     }
 }
 
@@ -443,11 +588,11 @@ fn reasons_cite_the_evidence_that_decides() {
     // decide Reanudar and refuse reprocess — not the later "not sent" rows.
     let v = derive(&history("A1@sw UK UK NS NS"), &policy(), t0());
     let r = v.refusal(ActionKind::Reprocess).unwrap();
-    assert_eq!(r.reason.evidence, vec![2, 3]);
+    assert_eq!(r.evidence, vec![2, 3]);
     assert_eq!(v.reasons[0].evidence, vec![2, 3]);
     // A rejection cites itself.
     let v = derive(&history("A1@sw NS R(401)"), &policy(), t0());
-    assert_eq!(v.refusal(ActionKind::Resume).unwrap().reason.evidence, vec![3]);
+    assert_eq!(v.refusal(ActionKind::Resume).unwrap().evidence, vec![3]);
     // Not-sent answers in a row are all cited.
     let v = derive(
         &history("A1@sw NS NS"),
@@ -457,7 +602,7 @@ fn reasons_cite_the_evidence_that_decides() {
         },
         t0(),
     );
-    assert_eq!(v.refusal(ActionKind::Reprocess).unwrap().reason.evidence, vec![2, 3]);
+    assert_eq!(v.refusal(ActionKind::Reprocess).unwrap().evidence, vec![2, 3]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -572,6 +717,7 @@ fn judged_may_hold(a: &AttemptFacts) -> bool {
                 _ => {}
             },
             AttemptEvent::VerifiedAbsent { .. } => open = false,
+            AttemptEvent::RetryRequested { .. } | AttemptEvent::PacChanged { .. } => {}
         }
     }
     created || open

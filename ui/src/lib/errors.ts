@@ -47,6 +47,8 @@ export function errorMessage(e: UiError): string {
         reason: tDynamic(`refusal.${e.details.reason}`) ?? e.details.reason,
         evidence: e.details.evidence.length ? e.details.evidence.map((id) => `#${id}`).join(', ') : '—',
       });
+    case 'pac_has_open_attempts':
+      return t('error.pac_has_open_attempts', { pac: e.details.pac, attempts: e.details.attempts, changed: e.details.changed });
     case 'ipc':
       return `${t('error.ipc')} ${e.details.message}`;
     case 'not_configured':

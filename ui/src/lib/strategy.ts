@@ -18,15 +18,24 @@ export const ACTION_ORDER: readonly ActionKindDto[] = [
   'failover',
   'send_to_contador',
   'force_failover',
+  'reprocess_accepting_risk',
   'verify_absent',
+  'record_found',
   'download_xml',
 ];
 
 /**
- * Actions that need a written note (DESIGN §4: the contador's forced failover and verification;
- * what the contador should look at when an invoice is sent to them).
+ * Actions that need a written note: the contador's risk-accepting actions and records (what was
+ * accepted or checked, and where), and what the contador should look at when an invoice is sent
+ * to them.
  */
-const NOTE_REQUIRED: readonly ActionKindDto[] = ['force_failover', 'verify_absent', 'send_to_contador'];
+const NOTE_REQUIRED: readonly ActionKindDto[] = [
+  'force_failover',
+  'reprocess_accepting_risk',
+  'verify_absent',
+  'record_found',
+  'send_to_contador',
+];
 
 export type Tone = 'ok' | 'info' | 'warn' | 'bad';
 

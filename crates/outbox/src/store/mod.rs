@@ -102,6 +102,8 @@ pub struct NewAttempt {
     pub mapping_version: i64,
     pub emisor_settings_id: Option<i64>,
     pub no_certificado: Option<String>,
+    /// The PAC's identity, frozen with the attempt (None when the PAC is not known here).
+    pub pac_identity: Option<crate::model::PacIdentity>,
 }
 
 /// A timeline event (kind code + JSON parameters).
@@ -228,6 +230,8 @@ pub struct InvoiceUpdate {
     pub uuid: Option<String>,
     pub possible_duplicate: bool,
     pub at_ms: i64,
+    /// The facts version the verdict was derived from ([`crate::model::InvoiceDetail::facts_version`]).
+    pub facts_version: i64,
 }
 
 /// A new live attempt for an invoice, with its timeline event.
@@ -307,8 +311,19 @@ pub trait Store: Send + Sync + 'static {
     /// Whether any pending invoice is due before `at_ms` (claimable or still leased).
     fn any_due_before(&self, at_ms: i64) -> impl Future<Output = Result<bool>> + Send;
 
-    /// Appends a try (committed before its request leaves); returns its id.
-    fn begin_try(&self, t: &NewTry) -> impl Future<Output = Result<i64>> + Send;
+    /// Appends a try (committed before its request leaves); returns its id. Fenced: None (and
+    /// nothing written) unless `t.fencing_token` is still the invoice's token and — for a
+    /// stamp — the attempt is the live one and not abandoned. None means: do not send.
+    fn begin_try(&self, t: &NewTry) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// Extends `worker`'s lease on an invoice while a step is in flight, only under its token.
+    /// Returns whether the lease is still the worker's.
+    fn renew_lease(&self, invoice_id: i64, token: i64, worker: &str, until_ms: i64) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Attempts at the PAC named `pac` whose outcome is not settled yet (the live attempt of an
+    /// invoice that is not Timbrada, or an abandoned attempt with an open question), as
+    /// `(invoice_id, attempt_id)`.
+    fn unresolved_attempts_at(&self, pac: &str) -> impl Future<Output = Result<Vec<(i64, i64)>>> + Send;
 
     /// Appends evidence; returns its id. Never fenced.
     fn append_evidence(&self, e: &NewEvidence) -> impl Future<Output = Result<i64>> + Send;
@@ -335,5 +350,12 @@ pub trait Store: Send + Sync + 'static {
     fn cfdi_xml(&self, uuid: &str) -> impl Future<Output = Result<Option<Vec<u8>>>> + Send;
 
     /// Appends a timeline event.
-    fn add_event(&self, invoice_id: i64, attempt_id: Option<i64>, event: &NewEvent, at_ms: i64, actor: &Actor) -> impl Future<Output = Result<()>> + Send;
+    fn add_event(
+        &self,
+        invoice_id: i64,
+        attempt_id: Option<i64>,
+        event: &NewEvent,
+        at_ms: i64,
+        actor: &Actor,
+    ) -> impl Future<Output = Result<()>> + Send;
 }

@@ -27,9 +27,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use sqlx::{Row, Sqlite};
 
 use super::{
-    Claim, ExistingSale, InvoiceUpdate, KeyState, NewAttempt, NewCfdi, NewEmisorSettings, NewEvent, NewEvidence, NewRecord, NewTry, OpenAttempt,
-    RecordOutcome,
-    Reservation, Store, StoredEmisorSettings,
+    Claim, ExistingSale, InvoiceUpdate, KeyState, NewAttempt, NewCfdi, NewEmisorSettings, NewEvent, NewEvidence, NewRecord, NewTry,
+    OpenAttempt, RecordOutcome, Reservation, Store, StoredEmisorSettings,
 };
 use crate::actor::{Actor, Role};
 use crate::error::{OutboxError, Result};
@@ -45,7 +44,14 @@ macro_rules! sql {
 }
 
 /// The migrations of `migrations/sqlite/`, in order: (version, description, SQL).
-pub const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "outbox", include_str!("../../../../migrations/sqlite/0001_outbox.sql"))];
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "outbox", include_str!("../../../../migrations/sqlite/0001_outbox.sql")),
+    (
+        2,
+        "exactly_once",
+        include_str!("../../../../migrations/sqlite/0002_exactly_once.sql"),
+    ),
+];
 
 /// The first 16 bytes of every SQLite 3 database file.
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
@@ -440,7 +446,20 @@ async fn insert_event(
 
 impl SqliteStore {
     /// Inserts a frozen attempt inside a transaction; returns its id.
-    async fn insert_attempt(&self, tx: &mut sqlx::Transaction<'_, Sqlite>, invoice_id: i64, a: &NewAttempt, at_ms: i64, actor: &Actor) -> Result<i64> {
+    async fn insert_attempt(
+        &self,
+        tx: &mut sqlx::Transaction<'_, Sqlite>,
+        invoice_id: i64,
+        a: &NewAttempt,
+        at_ms: i64,
+        actor: &Actor,
+    ) -> Result<i64> {
+        let identity = a
+            .pac_identity
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| OutboxError::Database(format!("attempts.pac_identity: {e}")))?;
         sqlx::query_scalar(sql!("insert_attempt"))
             .bind(invoice_id)
             .bind(a.attempt_no)
@@ -460,6 +479,7 @@ impl SqliteStore {
             .bind(at_ms)
             .bind(&actor.name)
             .bind(actor.role.as_str())
+            .bind(identity)
             .fetch_one(&mut **tx)
             .await
             .map_err(|e| self.err(e))
@@ -569,7 +589,9 @@ impl Store for SqliteStore {
             .map_err(|e| self.err(e))?;
         let a = &r.attempt;
         let attempt_id = self.insert_attempt(&mut tx, invoice_id, a, r.at_ms, &r.actor).await?;
-        insert_event(&mut tx, invoice_id, Some(attempt_id), &r.event, r.at_ms, &r.actor).await.map_err(|e| self.err(e))?;
+        insert_event(&mut tx, invoice_id, Some(attempt_id), &r.event, r.at_ms, &r.actor)
+            .await
+            .map_err(|e| self.err(e))?;
         let settled = sqlx::query(sql!("settle_key"))
             .bind(&r.idempotency_key)
             .bind(&r.reservation_owner)
@@ -640,6 +662,7 @@ impl Store for SqliteStore {
         };
         let invoice = summary(&row)?;
         let fencing_token: i64 = get(&row, "fencing_token")?;
+        let facts_version: i64 = get(&row, "facts_version")?;
         let lease = match (
             get::<Option<String>>(&row, "lease_owner")?,
             get::<Option<i64>>(&row, "lease_until_ms")?,
@@ -695,6 +718,10 @@ impl Store for SqliteStore {
                 pac_idempotency_key: get(r, "pac_idempotency_key")?,
                 mapping_version: get(r, "mapping_version")?,
                 no_certificado: get(r, "no_certificado")?,
+                pac_identity: match get::<Option<String>>(r, "pac_identity")? {
+                    Some(j) => Some(serde_json::from_str(&j).map_err(|e| OutboxError::Database(format!("attempts.pac_identity: {e}")))?),
+                    None => None,
+                },
                 resolution: get(r, "resolution")?,
                 resolved_at: opt_instant(get(r, "resolved_at_ms")?)?,
                 created_at: instant(get(r, "created_at_ms")?)?,
@@ -794,6 +821,7 @@ impl Store for SqliteStore {
         Ok(Some(InvoiceDetail {
             invoice,
             fencing_token,
+            facts_version,
             lease,
             sale,
             attempts,
@@ -967,16 +995,27 @@ impl Store for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(|e| self.err(e))?;
-        rows.iter().map(|r| Ok(Claim { invoice_id: get(r, "id")?, fencing_token: get(r, "fencing_token")? })).collect()
+        rows.iter()
+            .map(|r| {
+                Ok(Claim {
+                    invoice_id: get(r, "id")?,
+                    fencing_token: get(r, "fencing_token")?,
+                })
+            })
+            .collect()
     }
 
     async fn any_due_before(&self, at_ms: i64) -> Result<bool> {
-        sqlx::query_scalar(sql!("any_due_before")).bind(at_ms).fetch_one(&self.pool).await.map_err(|e| self.err(e))
+        sqlx::query_scalar(sql!("any_due_before"))
+            .bind(at_ms)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.err(e))
     }
 
-    async fn begin_try(&self, t: &NewTry) -> Result<i64> {
+    async fn begin_try(&self, t: &NewTry) -> Result<Option<i64>> {
         let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        let id: i64 = sqlx::query_scalar(sql!("insert_try"))
+        let id: Option<i64> = sqlx::query_scalar(sql!("insert_try"))
             .bind(t.invoice_id)
             .bind(t.attempt_id)
             .bind(&t.operation)
@@ -986,12 +1025,41 @@ impl Store for SqliteStore {
             .bind(t.at_ms)
             .bind(&t.actor.name)
             .bind(t.actor.role.as_str())
-            .fetch_one(&mut *tx)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(|e| self.err(e))?;
-        sqlx::query(sql!("count_try")).bind(t.invoice_id).execute(&mut *tx).await.map_err(|e| self.err(e))?;
+        let Some(id) = id else {
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(None);
+        };
+        sqlx::query(sql!("count_try"))
+            .bind(t.invoice_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
         tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(id)
+        Ok(Some(id))
+    }
+
+    async fn renew_lease(&self, invoice_id: i64, token: i64, worker: &str, until_ms: i64) -> Result<bool> {
+        let done = sqlx::query(sql!("renew_lease"))
+            .bind(invoice_id)
+            .bind(token)
+            .bind(until_ms)
+            .bind(worker)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn unresolved_attempts_at(&self, pac: &str) -> Result<Vec<(i64, i64)>> {
+        let rows = sqlx::query(sql!("unresolved_attempts_at"))
+            .bind(pac)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(|r| Ok((get(r, "invoice_id")?, get(r, "id")?))).collect()
     }
 
     async fn append_evidence(&self, e: &NewEvidence) -> Result<i64> {
@@ -1017,7 +1085,10 @@ impl Store for SqliteStore {
 
     async fn record_cfdi(&self, c: &NewCfdi) -> Result<()> {
         use sha2::Digest as _;
-        let sha = c.xml.as_ref().map(|x| sha2::Sha256::digest(x).iter().map(|b| format!("{b:02x}")).collect::<String>());
+        let sha = c
+            .xml
+            .as_ref()
+            .map(|x| sha2::Sha256::digest(x).iter().map(|b| format!("{b:02x}")).collect::<String>());
         let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
         sqlx::query(sql!("upsert_cfdi"))
             .bind(c.invoice_id)
@@ -1033,7 +1104,12 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| self.err(e))?;
         if let Some(attempt_id) = c.attempt_id {
-            sqlx::query(sql!("resolve_attempt_created")).bind(attempt_id).bind(c.at_ms).execute(&mut *tx).await.map_err(|e| self.err(e))?;
+            sqlx::query(sql!("resolve_attempt_created"))
+                .bind(attempt_id)
+                .bind(c.at_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
         }
         tx.commit().await.map_err(|e| self.err(e))?;
         Ok(())
@@ -1050,6 +1126,7 @@ impl Store for SqliteStore {
             .bind(i64::from(u.possible_duplicate))
             .bind(u.at_ms)
             .bind(token)
+            .bind(u.facts_version)
             .execute(&self.pool)
             .await
             .map_err(|e| self.err(e))?;
@@ -1077,9 +1154,16 @@ impl Store for SqliteStore {
         }
         let attempt_id = self.insert_attempt(&mut tx, invoice_id, a, at_ms, actor).await?;
         if let Some(old) = abandon {
-            sqlx::query(sql!("resolve_attempt_abandoned")).bind(old).bind(at_ms).execute(&mut *tx).await.map_err(|e| self.err(e))?;
+            sqlx::query(sql!("resolve_attempt_abandoned"))
+                .bind(old)
+                .bind(at_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
         }
-        insert_event(&mut tx, invoice_id, Some(attempt_id), event, at_ms, actor).await.map_err(|e| self.err(e))?;
+        insert_event(&mut tx, invoice_id, Some(attempt_id), event, at_ms, actor)
+            .await
+            .map_err(|e| self.err(e))?;
         tx.commit().await.map_err(|e| self.err(e))?;
         Ok(Some(attempt_id))
     }
@@ -1091,21 +1175,34 @@ impl Store for SqliteStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| self.err(e))?;
-        token.ok_or(OutboxError::NotFound { what: "la factura", id: invoice_id.to_string() })
+        token.ok_or(OutboxError::NotFound {
+            what: "la factura",
+            id: invoice_id.to_string(),
+        })
     }
 
     async fn cfdi_owner(&self, uuid: &str) -> Result<Option<i64>> {
-        sqlx::query_scalar(sql!("cfdi_owner")).bind(uuid).fetch_optional(&self.pool).await.map_err(|e| self.err(e))
+        sqlx::query_scalar(sql!("cfdi_owner"))
+            .bind(uuid)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))
     }
 
     async fn cfdi_xml(&self, uuid: &str) -> Result<Option<Vec<u8>>> {
-        let xml: Option<Option<Vec<u8>>> = sqlx::query_scalar(sql!("cfdi_xml")).bind(uuid).fetch_optional(&self.pool).await.map_err(|e| self.err(e))?;
+        let xml: Option<Option<Vec<u8>>> = sqlx::query_scalar(sql!("cfdi_xml"))
+            .bind(uuid)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
         Ok(xml.flatten())
     }
 
     async fn add_event(&self, invoice_id: i64, attempt_id: Option<i64>, event: &NewEvent, at_ms: i64, actor: &Actor) -> Result<()> {
         let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        insert_event(&mut tx, invoice_id, attempt_id, event, at_ms, actor).await.map_err(|e| self.err(e))?;
+        insert_event(&mut tx, invoice_id, attempt_id, event, at_ms, actor)
+            .await
+            .map_err(|e| self.err(e))?;
         tx.commit().await.map_err(|e| self.err(e))
     }
 }

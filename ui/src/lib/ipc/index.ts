@@ -13,6 +13,7 @@ import type { DrainProgressDto } from './bindings/DrainProgressDto';
 import type { DrainSettingsDto } from './bindings/DrainSettingsDto';
 import type { EmisorDto } from './bindings/EmisorDto';
 import type { EmisorSetupDto } from './bindings/EmisorSetupDto';
+import type { FoundCfdiDto } from './bindings/FoundCfdiDto';
 import type { InvoiceChangedDto } from './bindings/InvoiceChangedDto';
 import type { InvoiceDetailDto } from './bindings/InvoiceDetailDto';
 import type { InvoicePageDto } from './bindings/InvoicePageDto';
@@ -72,8 +73,8 @@ export const api = {
   recordSale: (saleId: string, draft: SaleDraftDto) => call<RecordedDto>('record_sale', { saleId, draft }),
   addNote: (invoiceId: number, text: string) => call<NoteDto>('add_note', { invoiceId, text }),
   resolveNote: (noteId: number) => call<NoteDto>('resolve_note', { noteId }),
-  invoiceAction: (invoiceId: number, action: ActionKindDto, note: string | null) =>
-    call<InvoiceDetailDto>('invoice_action', { invoiceId, action, note }),
+  invoiceAction: (invoiceId: number, action: ActionKindDto, note: string | null, found: FoundCfdiDto | null = null) =>
+    call<InvoiceDetailDto>('invoice_action', { invoiceId, action, note, found }),
   exportXml: (invoiceId: number, source: XmlSourceDto) => call<SavedFileDto>('export_xml', { invoiceId, source }),
   loadDemoData: () => call<DemoLoadedDto>('load_demo_data'),
   setSandboxFault: (fault: SandboxFaultDto) => call<SandboxFaultDto>('set_sandbox_fault', { fault }),

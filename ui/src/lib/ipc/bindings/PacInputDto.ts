@@ -17,4 +17,9 @@ user: string,
 /**
  * Password or token; empty keeps the stored one.
  */
-secret: string, };
+secret: string, 
+/**
+ * Replace the PAC although attempts at it are unresolved and the new settings reach
+ * another service or account (recorded on each affected attempt's timeline).
+ */
+replace_open: boolean, };

@@ -6,4 +6,12 @@ import type { ReasonDto } from "./ReasonDto";
 /**
  * The strategy's verdict for an invoice: badge, reasons and every action.
  */
-export type StrategyDto = { badge: BadgeDto, reasons: Array<ReasonDto>, actions: Array<ActionDto>, };
+export type StrategyDto = { badge: BadgeDto, reasons: Array<ReasonDto>, actions: Array<ActionDto>, 
+/**
+ * The live attempt's Fecha leaves SAT's 72-hour window soon and nothing is stamped yet.
+ */
+fecha_at_risk: boolean, 
+/**
+ * Attempts whose open question the contador may settle (verify absent, record found).
+ */
+open_questions: Array<number>, };
