@@ -257,7 +257,7 @@ async fn create(State(s): State<AppState>, headers: HeaderMap, ctl: Option<Exten
     let key = text(&v, "idempotency_key");
     let external_id = text(&v, "external_id");
     if let Some(k) = &key {
-        if let Some(r) = s.engine.by_key(k) {
+        if let Some(r) = s.engine.previous_by_key(k) {
             return invoice_response(&s, &r);
         }
         if !s.engine.begin_key(k) {
