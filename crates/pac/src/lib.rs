@@ -19,6 +19,7 @@ pub mod outcome;
 pub mod sat;
 pub mod soap;
 pub mod sw;
+pub mod tfd;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -95,11 +96,8 @@ pub trait PacClient: Send + Sync {
     fn cancellation_status<'a>(&'a self, query: &'a StatusQuery) -> BoxFuture<'a, Reply<StatusOutcome>>;
 }
 
-/// Lowercase hex SHA-256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, bytes);
-    d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
-}
+/// Lowercase hex SHA-256 (the one implementation, shared with the simulator).
+pub use cfdi::digest::sha256_hex;
 
 #[cfg(test)]
 mod tests {

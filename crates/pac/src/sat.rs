@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rust_decimal::Decimal;
 
 use crate::evidence::{Evidence, Redactor};
-use crate::http::{Http, HttpSetupError, Outgoing, OutgoingBody, SendFailure, Timeouts};
+use crate::http::{Http, HttpSetupError, Outgoing, OutgoingBody, Timeouts};
 use crate::outcome::{Reply, SatStatus, StatusOutcome, StatusQuery};
 use crate::soap::{self, SoapBody};
 use crate::{Clock, SystemClock};
@@ -48,8 +48,8 @@ pub fn total_for_expresion(total: Decimal) -> String {
 pub fn expresion_impresa(q: &StatusQuery) -> String {
     let mut s = format!(
         "?re={}&rr={}&tt={}&id={}",
-        soap::escape(&q.rfc_emisor),
-        soap::escape(&q.rfc_receptor),
+        cfdi::escape::xml(&q.rfc_emisor),
+        cfdi::escape::xml(&q.rfc_receptor),
         total_for_expresion(q.total),
         q.uuid.to_uppercase()
     );
@@ -141,8 +141,7 @@ impl SatClient {
         };
         let outcome = match self.http.send(out, &Redactor::new(), &mut evidence).await {
             Ok(d) => classify(d.status, &d.body),
-            Err(SendFailure::NotSent(cause)) => StatusOutcome::NotSent { cause },
-            Err(SendFailure::Unknown(cause)) => StatusOutcome::Unknown { cause },
+            Err(failure) => failure.into(),
         };
         Reply { outcome, evidence }
     }
