@@ -4,7 +4,8 @@
 //! ConsultaCFDIService client ([`sat`]).
 //!
 //! **Architecture invariant:** this crate (with `pac-sim`) is the only one that speaks HTTP.
-//! Base URLs, credentials and timeouts are configuration; nothing here knows a real host name.
+//! Base URLs, credentials and timeouts are configuration; the only real host names are in the
+//! presets data file (`presets.toml`, [`presets`]).
 //!
 //! **The rule this crate exists for:** every answer — and every non-answer — becomes exactly
 //! one outcome. A failure *before the request was written* (connect refused, DNS, TLS, connect
@@ -16,6 +17,7 @@ pub mod facturapi;
 pub mod finkok;
 pub mod http;
 pub mod outcome;
+pub mod presets;
 pub mod sat;
 pub mod soap;
 pub mod sw;
