@@ -14,6 +14,7 @@
 
 pub mod evidence;
 pub mod facturapi;
+pub mod facturapi_body;
 pub mod finkok;
 pub mod http;
 pub mod outcome;

@@ -317,9 +317,12 @@ fn finkok_answer(uuid: &str, incidencias: &[(&str, &str)]) -> Vec<u8> {
     format!("<?xml version='1.0' encoding='UTF-8'?><senv:Envelope xmlns:senv=\"http://schemas.xmlsoap.org/soap/envelope/\" xmlns:tns=\"http://facturacion.finkok.com/stamp\" xmlns:s0=\"apps.services.soap.core.views\"><senv:Body><tns:stampResponse><tns:stampResult><s0:xml></s0:xml>{uuid_el}<s0:Incidencias>{inc}</s0:Incidencias></tns:stampResult></tns:stampResponse></senv:Body></senv:Envelope>").into_bytes()
 }
 
+/// `(CodigoError, MensajeIncidencia)` pairs.
+type Incidences<'a> = &'a [(&'a str, &'a str)];
+
 #[test]
 fn finkok_incidences_decide_together_and_one_unknown_makes_the_answer_unknown() {
-    let cases: &[(&str, &[(&str, &str)], String)] = &[
+    let cases: &[(&str, Incidences, String)] = &[
         // One incidence: as before.
         ("", &[("401", "Fecha fuera de rango")], "rejected:401".into()),
         ("", &[("718", "Sin timbres")], "unavailable:718".into()),
@@ -367,7 +370,7 @@ fn finkok_incidences_decide_together_and_one_unknown_makes_the_answer_unknown() 
         assert_eq!(&stamp_key(&o), expected, "{uuid:?} {incidencias:?}: {o:?}");
     }
     // The lookup (`stamped`): not found only when every incidence says 603.
-    let lookups: &[(&[(&str, &str)], &str)] = &[
+    let lookups: &[(Incidences, &str)] = &[
         (&[("603", "Sin timbre previo")], "not_found"),
         (&[("603", "Sin timbre previo"), ("603", "Sin timbre previo")], "not_found"),
         (&[("603", "Sin timbre previo"), ("709", "¿?")], "unknown"),
