@@ -2,12 +2,17 @@
 //! `external_id` in the body, `GET /v2/invoices?external_id=…|uuid=…`, `GET /v2/invoices/{id}`,
 //! `GET /v2/invoices/{id}/xml`, `DELETE /v2/invoices/{id}?motive=…&substitution=…`.
 //!
-//! Facturapi issues the CFDI itself: the simulator maps the invoice JSON to a sale, builds and
+//! Facturapi issues the CFDI itself: the simulator maps the invoice JSON (`type` I, E with
+//! `related_documents`, or P with the `pago` complement; the body `pac::facturapi_body` makes)
+//! to a sale, builds and
 //! seals it with `cfdi::build` using its own certificate as the organization's CSD (emisor
 //! `TSP260101AA1`), then stamps it like any other CFDI. The `pending` fault answers
 //! `202 Accepted` with `status: "pending"`; the invoice turns `valid` `pending_ms` later.
 //! A used `idempotency_key` answers the original invoice (UNVERIFIED in Facturapi's docs);
-//! one in use by a concurrent request answers `409 idempotency_key_in_use`.
+//! one in use by a concurrent request answers `409 idempotency_key_in_use`. A body that does not
+//! match the input contract answers `400 invalid_request` with the field's `path` and a detail
+//! in `errors[]`, as Facturapi does; a sale the CFDI rules refuse answers
+//! `invoice_stamping_validation_error`.
 
 // Handlers and their helpers return axum responses, errors included.
 #![allow(clippy::result_large_err)]

@@ -3,7 +3,7 @@
 //! XML download, cancellation with motive/substitution. SAT status comes from SAT's
 //! ConsultaCFDIService directly, like SW.
 //!
-//! Wire format (pac-sat-facts §3): the invoice object carries `id`, `status`
+//! Wire format (Facturapi's `openapi_v2.en.yaml` and `errors.mdx`): the invoice object carries `id`, `status`
 //! (`pending|valid|canceled|draft|failed`), `uuid`, `cancellation_status`; errors are
 //! `{ok:false, message, status, code, errors[]{code, message, source}}` and are branched on
 //! `code`, never on `message`. The attempt's frozen body *is* the JSON; it is sent unchanged.

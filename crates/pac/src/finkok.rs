@@ -1,7 +1,7 @@
 //! Finkok (SOAP): `stamp`, `stamped` (the non-creating lookup, polled within a bound because it
 //! lags a few seconds behind `stamp`), `get_xml`, `cancel` and `get_sat_status`.
 //!
-//! Wire format (pac-sat-facts §2): operations in `http://facturacion.finkok.com/{stamp,cancel,
+//! Wire format (phpcfdi/finkok): operations in `http://facturacion.finkok.com/{stamp,cancel,
 //! utilities}` with `username`/`password` children; answers in `apps.services.soap.core.views`
 //! (`xml`, `UUID`, `Fecha`, `CodEstatus`, `SatSeal`, `NoCertificadoSAT`,
 //! `Incidencias/Incidencia/{CodigoError,MensajeIncidencia,Uuid}`). Finkok's own rule: a CFDI can

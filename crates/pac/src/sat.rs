@@ -3,7 +3,7 @@
 //! Request: `POST` with `SOAPAction: http://tempuri.org/IConsultaCFDIService/Consulta`,
 //! operation `Consulta` in namespace `http://tempuri.org/`, parameter `expresionImpresa`
 //! (`?re=…&rr=…&tt=…&id=…[&fe=…]`, in CDATA). Answer: `ConsultaResult` with `CodigoEstatus`,
-//! `Estado`, `EsCancelable`, `EstatusCancelacion`, `ValidacionEFOS` (pac-sat-facts §5c).
+//! `Estado`, `EsCancelable`, `EstatusCancelacion`, `ValidacionEFOS` (as phpcfdi/sat-estado-cfdi and SW's SDKs read it).
 //! `N - 602` (not found) is normal for minutes after stamping; it is a known answer, not a
 //! failure, and the caller decides what it means.
 

@@ -1,14 +1,21 @@
 //! SW Sapién (REST): token auth, stamp V4 with the `customid` header, 307 / CFDI3307
 //! recovery, retrieval by UUID from storage, cancellation with the CSD stored in the account.
 //!
-//! Wire format (pac-sat-facts §1): every answer is the envelope
+//! Wire format (SW's SDKs, lunasoft/sw-sdk-*): every answer is the envelope
 //! `{"status":"success"|"error","message":"<CODE> - text","messageDetail":…,"data":…}` with the
 //! code in the *prefix of `message`*. `307` (same XML again) carries the original CFDI in
 //! `data`; `CFDI3307` (same customId, other XML) carries the original TFD in `data.tfd`.
 //!
+//! Stamping goes to `/v4/cfdi33/stamp/v2` by default (response version 2: `data.tfd` and
+//! `data.cfdi`; on CFDI3307 the original's `data.tfd`), and a CFDI3307 without the XML fetches
+//! it from storage on the **api** host (`SwConfig::api_url`), as SW's .NET SDK does. Empty-body
+//! POSTs (cancel by path) carry `Content-Length: 0` ([`crate::http`]).
+//!
 //! UNVERIFIED and therefore configurable: the HTTP status SW uses for 307/CFDI3307 and for
-//! rejections ([`SwConfig::envelope_statuses`]). A 307/CFDI3307 that carries a TFD is accepted
-//! on any status, since the TFD itself proves the CFDI exists.
+//! rejections. An error envelope is trusted to mean "not created" only on
+//! [`SwConfig::envelope_statuses`] (200, 400, 401 by default: where SW's SDKs parse JSON); a
+//! 307/CFDI3307 that carries a TFD is accepted on any status, since the TFD itself proves the
+//! CFDI exists.
 
 use std::sync::{Arc, Mutex};
 
