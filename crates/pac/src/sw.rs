@@ -62,7 +62,8 @@ pub struct SwConfig {
     /// Path of the stamp endpoint, in the V4 family (the one that honours `customid`).
     /// Default `/v4/cfdi33/stamp/v2`: response version 2 carries `data.tfd` and `data.cfdi`,
     /// and on CFDI3307 the original's `data.tfd`; SW's own .NET SDK stamps there for that
-    /// reason (`BaseStampV4XML.TimbrarV2`). Others in the family (`…/stamp/v4`) work too.
+    /// reason (`BaseStampV4XML.TimbrarV2`). Others in the family (`…/stamp/v4`) work too; not the
+    /// `/b64` variants (the body is sent as XML and the answer is read as XML).
     pub stamp_path: String,
     /// HTTP statuses on which an error envelope is trusted to say "not created". Default 200,
     /// 400 and 401: the statuses on which SW's .NET SDK parses the JSON answer
