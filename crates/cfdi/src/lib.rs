@@ -15,6 +15,8 @@
 pub mod cadena;
 pub mod catalog;
 pub mod csd;
+pub mod digest;
+pub mod escape;
 pub mod mapping;
 pub mod model;
 pub mod read;

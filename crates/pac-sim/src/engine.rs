@@ -21,6 +21,8 @@ use cfdi::secret::Secret;
 use cfdi::xml::{Document, Element, Node};
 use cfdi::{tz, NS_CFDI, NS_PAGO20, NS_TFD, NS_XSI};
 
+use cfdi::digest::sha256_hex;
+
 use crate::clock::SimClock;
 use crate::faults::Faults;
 
@@ -425,7 +427,9 @@ impl Engine {
 
     /// Stamps a sealed CFDI 4.0. Checks in this order: XML (301), an existing TFD (707), dedup
     /// by cadena (307) and by key (CFDI3307), certificate and Sello (302/303/305/306), Fecha
-    /// pattern (CFDI40101) and the 72-hour window (401).
+    /// pattern (CFDI40101) and the 72-hour window (401). With the `validate_before_dedup` fault
+    /// the validation comes before the dedup, so an old attempt resumed answers 401 although
+    /// its CFDI exists. `lowercase_uuid` and `foreign_cfdi` apply here too.
     pub fn stamp(&self, xml: &[u8], key: Option<&str>, external_id: Option<&str>, pending: bool) -> StampDecision {
         *lock(&self.stamp_requests).entry(key.unwrap_or_default().to_string()).or_insert(0) += 1;
         let mut doc = match Document::parse(xml) {
@@ -450,30 +454,42 @@ impl Engine {
         };
         let cadena_sha256 = sha256_hex(cadena.as_bytes());
         let now = self.clock.now();
+        let faults = self.faults();
+        if faults.validate_before_dedup {
+            if let Err(r) = self.check_seal(&doc, &cadena, now) {
+                return StampDecision::Rejected(r);
+            }
+        }
         {
             let st = lock(&self.state);
             if let Some(&i) = st.by_cadena.get(&cadena_sha256) {
-                return StampDecision::Duplicate(st.records[i].clone());
+                return StampDecision::Duplicate(self.previous_as_answered(&st, i));
             }
             if let Some(k) = key {
                 if let Some(&i) = st.by_key.get(k) {
-                    let r = &st.records[i];
                     // SW: a customId is valid for 72 hours from its first use.
-                    if now - r.created_at <= Duration::hours(72) {
-                        return StampDecision::KeyConflict(r.clone());
+                    if now - st.records[i].created_at <= Duration::hours(72) {
+                        return StampDecision::KeyConflict(self.previous_as_answered(&st, i));
                     }
                 }
             }
         }
-        if let Err(r) = self.check_seal(&doc, &cadena, now) {
-            return StampDecision::Rejected(r);
+        if !faults.validate_before_dedup {
+            if let Err(r) = self.check_seal(&doc, &cadena, now) {
+                return StampDecision::Rejected(r);
+            }
         }
         // Certify: under the lock so that two identical requests cannot both create.
         let mut st = lock(&self.state);
         if let Some(&i) = st.by_cadena.get(&cadena_sha256) {
-            return StampDecision::Duplicate(st.records[i].clone());
+            return StampDecision::Duplicate(self.previous_as_answered(&st, i));
         }
-        let uuid = uuid::Uuid::new_v4().to_string().to_uppercase();
+        let uuid = uuid::Uuid::new_v4().to_string();
+        let uuid = if self.chance(faults.lowercase_uuid) {
+            uuid.to_lowercase()
+        } else {
+            uuid.to_uppercase()
+        };
         let fecha_timbrado = tz::local_at(now, PAC_CP).format(cfdi::write::FECHA_FORMAT).to_string();
         if let Err(e) = self.attach_tfd(&mut doc, &uuid, &fecha_timbrado) {
             return StampDecision::Rejected(reject("301", &e));
@@ -615,6 +631,26 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// The record an "already stamped" answer carries for the previous stamp at `i`: that one,
+    /// or with the `foreign_cfdi` fault another CFDI of the ledger.
+    fn previous_as_answered(&self, st: &State, i: usize) -> CfdiRecord {
+        let others = st.records.len().saturating_sub(1);
+        if others > 0 && self.chance(self.faults().foreign_cfdi) {
+            let pick = lock(&self.rng).usize(0..others);
+            let j = if pick >= i { pick + 1 } else { pick };
+            tracing::info!(asked = %st.records[i].uuid, answered = %st.records[j].uuid, "foreign_cfdi: se responde con otro CFDI");
+            return st.records[j].clone();
+        }
+        st.records[i].clone()
+    }
+
+    /// A previous stamp found by idempotency key (Facturapi), as answered (see `foreign_cfdi`).
+    pub fn previous_by_key(&self, key: &str) -> Option<CfdiRecord> {
+        let st = lock(&self.state);
+        let i = *st.by_key.get(key)?;
+        Some(self.previous_as_answered(&st, i))
     }
 
     // ---- idempotency keys in flight (Facturapi) -------------------------------------------
@@ -960,12 +996,6 @@ fn cancellation_deadline(r: &CfdiRecord) -> NaiveDate {
     let year = fecha_timbrado_date(r).year() + 1;
     let (month, day) = if r.rfc_emisor.chars().count() == 12 { (3, 31) } else { (4, 30) };
     NaiveDate::from_ymd_opt(year, month, day).unwrap_or(NaiveDate::MAX)
-}
-
-/// Lowercase hex SHA-256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, bytes);
-    d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

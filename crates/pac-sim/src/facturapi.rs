@@ -2,12 +2,17 @@
 //! `external_id` in the body, `GET /v2/invoices?external_id=…|uuid=…`, `GET /v2/invoices/{id}`,
 //! `GET /v2/invoices/{id}/xml`, `DELETE /v2/invoices/{id}?motive=…&substitution=…`.
 //!
-//! Facturapi issues the CFDI itself: the simulator maps the invoice JSON to a sale, builds and
+//! Facturapi issues the CFDI itself: the simulator maps the invoice JSON (`type` I, E with
+//! `related_documents`, or P with the `pago` complement; the body `pac::facturapi_body` makes)
+//! to a sale, builds and
 //! seals it with `cfdi::build` using its own certificate as the organization's CSD (emisor
 //! `TSP260101AA1`), then stamps it like any other CFDI. The `pending` fault answers
 //! `202 Accepted` with `status: "pending"`; the invoice turns `valid` `pending_ms` later.
 //! A used `idempotency_key` answers the original invoice (UNVERIFIED in Facturapi's docs);
-//! one in use by a concurrent request answers `409 idempotency_key_in_use`.
+//! one in use by a concurrent request answers `409 idempotency_key_in_use`. A body that does not
+//! match the input contract answers `400 invalid_request` with the field's `path` and a detail
+//! in `errors[]`, as Facturapi does; a sale the CFDI rules refuse answers
+//! `invoice_stamping_validation_error`.
 
 // Handlers and their helpers return axum responses, errors included.
 #![allow(clippy::result_large_err)]
@@ -124,12 +129,52 @@ fn invoice_response(s: &AppState, r: &CfdiRecord) -> Response {
     (status, Json(invoice_json(r, now))).into_response()
 }
 
-fn dec(v: Option<&Value>, field: &str, default: Option<Decimal>) -> Result<Decimal, String> {
+/// A request that does not match Facturapi's input contract. Answered as Facturapi does:
+/// `400` with root code `invalid_request`, the field's `path`, and one detail in `errors[]`
+/// with a validation subcode (`required`, `invalid_type`, `invalid_value`, `not_allowed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    pub path: String,
+    pub code: &'static str,
+    pub message: String,
+}
+
+fn input_error(path: impl Into<String>, code: &'static str, message: impl Into<String>) -> InputError {
+    InputError {
+        path: path.into(),
+        code,
+        message: message.into(),
+    }
+}
+
+fn required(path: &str) -> InputError {
+    input_error(path, "required", format!("El campo \"{path}\" es requerido."))
+}
+
+fn invalid_request(e: &InputError) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        Json(json!({
+            "ok": false, "message": e.message, "status": 400, "code": "invalid_request",
+            "location": "body", "path": e.path,
+            "errors": [{"message": e.message, "code": e.code, "source": "facturapi", "location": "body", "path": e.path}],
+        })),
+    )
+        .into_response()
+}
+
+fn dec(v: Option<&Value>, path: &str, default: Option<Decimal>) -> Result<Decimal, InputError> {
     match v {
-        None | Some(Value::Null) => default.ok_or_else(|| format!("{field}: es obligatorio")),
-        Some(Value::Number(n)) => n.to_string().parse().map_err(|_| format!("{field}: número inválido")),
-        Some(Value::String(s)) => s.parse().map_err(|_| format!("{field}: número inválido")),
-        Some(_) => Err(format!("{field}: se esperaba un número")),
+        None | Some(Value::Null) => default.ok_or_else(|| required(path)),
+        Some(Value::Number(n)) => n
+            .to_string()
+            .parse()
+            .map_err(|_| input_error(path, "invalid_value", format!("El campo \"{path}\" no es un número válido."))),
+        Some(_) => Err(input_error(
+            path,
+            "invalid_type",
+            format!("El campo \"{path}\" debe ser un número."),
+        )),
     }
 }
 
@@ -141,108 +186,285 @@ fn text(v: &Value, key: &str) -> Option<String> {
     }
 }
 
-fn tax_code(t: &str) -> Result<&'static str, String> {
+fn req_text(v: &Value, key: &str, path: &str) -> Result<String, InputError> {
+    text(v, key).ok_or_else(|| required(path))
+}
+
+fn tax_code(t: &str, path: &str) -> Result<&'static str, InputError> {
     match t.to_ascii_uppercase().as_str() {
         "IVA" => Ok("002"),
         "ISR" => Ok("001"),
         "IEPS" => Ok("003"),
-        other => Err(format!("taxes.type: impuesto desconocido {other:?}")),
+        other => Err(input_error(path, "invalid_value", format!("Impuesto desconocido {other:?}."))),
     }
 }
 
-/// Maps Facturapi's invoice JSON to the sale JSON `cfdi::sale::Sale` reads.
-pub fn sale_json(body: &Value, occurred_at: &str) -> Result<Value, String> {
-    let kind = text(body, "type").unwrap_or_else(|| "I".into());
-    if kind != "I" {
-        return Err(format!("type: el simulador solo emite facturas de ingreso (I), no {kind:?}"));
+/// `(traslados, retenciones, sum of the traslado rates)` of a Facturapi `taxes` array, as sale
+/// taxes.
+fn taxes(list: &[Value], path: &str) -> Result<(Vec<Value>, Vec<Value>, Decimal), InputError> {
+    let mut traslados = Vec::new();
+    let mut retenciones = Vec::new();
+    let mut rates = Decimal::ZERO;
+    for (j, t) in list.iter().enumerate() {
+        let tp = format!("{path}[{j}]");
+        let code = tax_code(&text(t, "type").unwrap_or_else(|| "IVA".into()), &format!("{tp}.type"))?;
+        let factor = text(t, "factor").unwrap_or_else(|| "Tasa".into());
+        if !matches!(factor.as_str(), "Tasa" | "Cuota" | "Exento") {
+            return Err(input_error(
+                format!("{tp}.factor"),
+                "invalid_value",
+                "factor debe ser Tasa, Cuota o Exento.",
+            ));
+        }
+        let rate = dec(t.get("rate"), &format!("{tp}.rate"), None)?;
+        let mut tax = json!({"impuesto": code, "tipo_factor": factor});
+        if factor != "Exento" {
+            tax["tasa_o_cuota"] = json!(format!("{:.6}", rate));
+        }
+        if t.get("withholding").and_then(Value::as_bool).unwrap_or(false) {
+            retenciones.push(tax);
+        } else {
+            rates += rate;
+            traslados.push(tax);
+        }
     }
-    let customer = body
-        .get("customer")
-        .filter(|c| c.is_object())
-        .ok_or("customer: se esperaba el objeto del cliente")?;
-    let zip = customer
-        .get("address")
-        .and_then(|a| text(a, "zip"))
-        .ok_or("customer.address.zip: es obligatorio")?;
+    Ok((traslados, retenciones, rates))
+}
+
+fn conceptos(body: &Value) -> Result<Vec<Value>, InputError> {
     let items = body
         .get("items")
         .and_then(Value::as_array)
         .filter(|a| !a.is_empty())
-        .ok_or("items: se esperaba al menos un concepto")?;
-    let mut conceptos = Vec::new();
+        .ok_or_else(|| required("items"))?;
+    let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let p = item.get("product").ok_or_else(|| format!("items[{i}].product: es obligatorio"))?;
+        let p = item
+            .get("product")
+            .filter(|p| p.is_object())
+            .ok_or_else(|| required(&format!("items[{i}].product")))?;
         let qty = dec(item.get("quantity"), &format!("items[{i}].quantity"), Some(Decimal::ONE))?;
         let discount = dec(item.get("discount"), &format!("items[{i}].discount"), Some(Decimal::ZERO))?;
         let price = dec(p.get("price"), &format!("items[{i}].product.price"), None)?;
         let tax_included = p.get("tax_included").and_then(Value::as_bool).unwrap_or(true);
-        let default_taxes = json!([{"type": "IVA", "rate": 0.16}]);
-        let taxes = p
-            .get("taxes")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_else(|| default_taxes.as_array().cloned().unwrap_or_default());
-        let mut traslados = Vec::new();
-        let mut retenciones = Vec::new();
-        let mut included_rate = Decimal::ZERO;
-        for (j, t) in taxes.iter().enumerate() {
-            let code = tax_code(&text(t, "type").unwrap_or_else(|| "IVA".into()))?;
-            let factor = text(t, "factor").unwrap_or_else(|| "Tasa".into());
-            let rate = dec(t.get("rate"), &format!("items[{i}].product.taxes[{j}].rate"), Some(Decimal::ZERO))?;
-            let mut tax = json!({"impuesto": code, "tipo_factor": factor});
-            if factor != "Exento" {
-                tax["tasa_o_cuota"] = json!(format!("{:.6}", rate));
+        let default_taxes = vec![json!({"type": "IVA", "rate": 0.16})];
+        let list = match p.get("taxes") {
+            None | Some(Value::Null) => default_taxes,
+            Some(Value::Array(a)) => a.clone(),
+            Some(_) => {
+                return Err(input_error(
+                    format!("items[{i}].product.taxes"),
+                    "invalid_type",
+                    "taxes debe ser una lista.",
+                ))
             }
-            if t.get("withholding").and_then(Value::as_bool).unwrap_or(false) {
-                retenciones.push(tax);
-            } else {
-                included_rate += rate;
-                traslados.push(tax);
-            }
-        }
+        };
+        let (traslados, retenciones, rates) = taxes(&list, &format!("items[{i}].product.taxes"))?;
         let unit = if tax_included {
-            (price / (Decimal::ONE + included_rate)).round_dp(6)
+            (price / (Decimal::ONE + rates)).round_dp(6)
         } else {
             price
         };
-        conceptos.push(json!({
-            "clave_prod_serv": text(p, "product_key").ok_or_else(|| format!("items[{i}].product.product_key: es obligatorio"))?,
+        let mut concepto = json!({
+            "clave_prod_serv": req_text(p, "product_key", &format!("items[{i}].product.product_key"))?,
             "cantidad": qty.to_string(),
             "clave_unidad": text(p, "unit_key").unwrap_or_else(|| "H87".into()),
             "unidad": text(p, "unit_name").unwrap_or_else(|| "Pieza".into()),
-            "descripcion": text(p, "description").ok_or_else(|| format!("items[{i}].product.description: es obligatorio"))?,
+            "descripcion": req_text(p, "description", &format!("items[{i}].product.description"))?,
             "valor_unitario": unit.to_string(),
             "descuento": discount.to_string(),
             "objeto_imp": text(p, "taxability").unwrap_or_else(|| if traslados.is_empty() && retenciones.is_empty() { "01".into() } else { "02".into() }),
             "traslados": traslados,
             "retenciones": retenciones,
-        }));
+        });
+        if let Some(sku) = text(p, "sku") {
+            concepto["no_identificacion"] = json!(sku);
+        }
+        if let Some(keys) = item.get("customs_keys").and_then(Value::as_array) {
+            concepto["informacion_aduanera"] = json!(keys.iter().filter_map(Value::as_str).collect::<Vec<_>>());
+        }
+        out.push(concepto);
+    }
+    Ok(out)
+}
+
+fn relacionados(body: &Value) -> Result<Vec<Value>, InputError> {
+    let Some(list) = body.get("related_documents").and_then(Value::as_array) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for (i, r) in list.iter().enumerate() {
+        let uuids: Vec<&str> = r
+            .get("documents")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if uuids.is_empty() {
+            return Err(required(&format!("related_documents[{i}].documents")));
+        }
+        out.push(json!({"tipo_relacion": req_text(r, "relationship", &format!("related_documents[{i}].relationship"))?, "uuids": uuids}));
+    }
+    Ok(out)
+}
+
+/// The `pago` complement's payments as sale `pagos`; `date` (UTC) becomes FechaPago local time
+/// at `lugar`.
+fn pagos(body: &Value, lugar: &str) -> Result<Vec<Value>, InputError> {
+    let complement = body
+        .get("complements")
+        .and_then(Value::as_array)
+        .and_then(|a| a.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("pago")))
+        .ok_or_else(|| required("complements"))?;
+    let data = complement
+        .get("data")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| required("complements[0].data"))?;
+    let mut out = Vec::new();
+    for (i, pay) in data.iter().enumerate() {
+        let pp = format!("complements[0].data[{i}]");
+        let fecha = match text(pay, "date") {
+            Some(d) => chrono::DateTime::parse_from_rfc3339(&d)
+                .map(|d| cfdi::tz::local_at(d.with_timezone(&chrono::Utc), lugar))
+                .map_err(|_| input_error(format!("{pp}.date"), "invalid_format", "date debe ser ISO 8601."))?,
+            None => return Err(required(&format!("{pp}.date"))),
+        };
+        let docs = pay
+            .get("related_documents")
+            .and_then(Value::as_array)
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| required(&format!("{pp}.related_documents")))?;
+        let mut documentos = Vec::new();
+        for (j, d) in docs.iter().enumerate() {
+            let dp = format!("{pp}.related_documents[{j}]");
+            let list = d
+                .get("taxes")
+                .and_then(Value::as_array)
+                .cloned()
+                .ok_or_else(|| required(&format!("{dp}.taxes")))?;
+            let (traslados, retenciones, _) = taxes(&list, &format!("{dp}.taxes"))?;
+            let installment = d
+                .get("installment")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| required(&format!("{dp}.installment")))?;
+            let mut doc = json!({
+                "id_documento": req_text(d, "uuid", &format!("{dp}.uuid"))?,
+                "moneda": text(d, "currency").unwrap_or_else(|| "MXN".into()),
+                "num_parcialidad": installment,
+                "saldo_anterior": dec(d.get("last_balance"), &format!("{dp}.last_balance"), None)?.to_string(),
+                "importe_pagado": dec(d.get("amount"), &format!("{dp}.amount"), None)?.to_string(),
+                "objeto_imp": text(d, "taxability").unwrap_or_else(|| if list.is_empty() { "01".into() } else { "02".into() }),
+                "traslados": traslados,
+                "retenciones": retenciones,
+            });
+            if let Some(e) = d.get("exchange").filter(|v| !v.is_null()) {
+                doc["equivalencia"] = json!(dec(Some(e), &format!("{dp}.exchange"), None)?.to_string());
+            }
+            if let Some(s) = text(d, "series") {
+                doc["serie"] = json!(s);
+            }
+            if let Some(f) = text(d, "folio_number") {
+                doc["folio"] = json!(f);
+            }
+            documentos.push(doc);
+        }
+        let mut pago = json!({
+            "fecha_pago": fecha.format(cfdi::write::FECHA_FORMAT).to_string(),
+            "forma_pago": req_text(pay, "payment_form", &format!("{pp}.payment_form"))?,
+            "moneda": text(pay, "currency").unwrap_or_else(|| "MXN".into()),
+            "documentos": documentos,
+        });
+        if let Some(e) = pay.get("exchange").filter(|v| !v.is_null()) {
+            pago["tipo_cambio"] = json!(dec(Some(e), &format!("{pp}.exchange"), None)?.to_string());
+        }
+        if let Some(n) = text(pay, "numOperacion") {
+            pago["num_operacion"] = json!(n);
+        }
+        out.push(pago);
+    }
+    Ok(out)
+}
+
+/// Maps Facturapi's invoice JSON (`type` I, E or P) to the sale JSON `cfdi::sale::Sale` reads,
+/// issued by the simulator's organization at `lugar`.
+pub fn sale_json(body: &Value, occurred_at: &str) -> Result<Value, InputError> {
+    let kind = text(body, "type").unwrap_or_else(|| "I".into());
+    let sale_kind = match kind.as_str() {
+        "I" => "ingreso",
+        "E" => "egreso",
+        "P" => "pago",
+        other => {
+            return Err(input_error(
+                "type",
+                "not_allowed",
+                format!("El simulador emite facturas I, E o P, no {other:?}."),
+            ))
+        }
+    };
+    let customer = body.get("customer").filter(|c| c.is_object()).ok_or_else(|| required("customer"))?;
+    let zip = customer
+        .get("address")
+        .and_then(|a| text(a, "zip"))
+        .ok_or_else(|| required("customer.address.zip"))?;
+    let country = customer.get("address").and_then(|a| text(a, "country")).filter(|c| c != "MEX");
+    let tax_id = req_text(customer, "tax_id", "customer.tax_id")?;
+    let mut receptor = json!({
+        "rfc": if country.is_some() { "XEXX010101000".to_string() } else { tax_id.clone() },
+        "nombre": req_text(customer, "legal_name", "customer.legal_name")?,
+        "domicilio_fiscal": zip,
+        "regimen_fiscal": req_text(customer, "tax_system", "customer.tax_system")?,
+        "uso_cfdi": if kind == "P" { "CP01".to_string() } else { text(body, "use").unwrap_or_else(|| "G01".into()) },
+    });
+    if let Some(c) = &country {
+        receptor["residencia_fiscal"] = json!(c);
+        receptor["num_reg_id_trib"] = json!(tax_id);
     }
     let mut sale = json!({
         "sale_id": text(body, "external_id").or_else(|| text(body, "idempotency_key")).unwrap_or_else(|| "facturapi".into()),
-        "kind": "ingreso",
+        "kind": sale_kind,
         "occurred_at": occurred_at,
-        "forma_pago": text(body, "payment_form").ok_or("payment_form: es obligatorio")?,
-        "metodo_pago": text(body, "payment_method").unwrap_or_else(|| "PUE".into()),
-        "moneda": text(body, "currency").unwrap_or_else(|| "MXN".into()),
-        "receptor": {
-            "rfc": text(customer, "tax_id").ok_or("customer.tax_id: es obligatorio")?,
-            "nombre": text(customer, "legal_name").ok_or("customer.legal_name: es obligatorio")?,
-            "domicilio_fiscal": zip,
-            "regimen_fiscal": text(customer, "tax_system").ok_or("customer.tax_system: es obligatorio")?,
-            "uso_cfdi": text(body, "use").unwrap_or_else(|| "G01".into()),
-        },
-        "conceptos": conceptos,
-        "relacionados": [],
+        "receptor": receptor,
+        "relacionados": relacionados(body)?,
     });
+    if kind == "P" {
+        sale["pagos"] = json!(pagos(body, &emisor().lugar_expedicion)?);
+    } else {
+        sale["conceptos"] = json!(conceptos(body)?);
+        sale["forma_pago"] = json!(req_text(body, "payment_form", "payment_form")?);
+        sale["metodo_pago"] = json!(text(body, "payment_method").unwrap_or_else(|| "PUE".into()));
+        sale["moneda"] = json!(text(body, "currency").unwrap_or_else(|| "MXN".into()));
+        if let Some(ex) = body.get("exchange").filter(|v| !v.is_null()) {
+            sale["tipo_cambio"] = json!(dec(Some(ex), "exchange", None)?.to_string());
+        }
+    }
+    if kind == "I" {
+        if let Some(e) = text(body, "export") {
+            sale["exportacion"] = json!(e);
+        }
+        if let Some(c) = text(body, "conditions") {
+            sale["condiciones_de_pago"] = json!(c);
+        }
+        if let Some(g) = body.get("global").filter(|g| g.is_object()) {
+            let periodicidad = match text(g, "periodicity").as_deref() {
+                Some("day") => "01",
+                Some("week") => "02",
+                Some("fortnight") => "03",
+                Some("month") => "04",
+                Some("two_months") => "05",
+                _ => return Err(input_error("global.periodicity", "invalid_value", "Periodicidad inválida.")),
+            };
+            sale["informacion_global"] = json!({
+                "periodicidad": periodicidad,
+                "meses": req_text(g, "months", "global.months")?,
+                "anio": req_text(g, "year", "global.year")?,
+            });
+        }
+    }
     if let Some(serie) = text(body, "series") {
         sale["serie"] = json!(serie);
     }
     if let Some(folio) = text(body, "folio_number") {
         sale["folio"] = json!(folio);
-    }
-    if let Some(ex) = body.get("exchange").filter(|v| !v.is_null()) {
-        sale["tipo_cambio"] = json!(dec(Some(ex), "exchange", None)?.to_string());
     }
     Ok(sale)
 }
@@ -257,7 +479,7 @@ async fn create(State(s): State<AppState>, headers: HeaderMap, ctl: Option<Exten
     let key = text(&v, "idempotency_key");
     let external_id = text(&v, "external_id");
     if let Some(k) = &key {
-        if let Some(r) = s.engine.by_key(k) {
+        if let Some(r) = s.engine.previous_by_key(k) {
             return invoice_response(&s, &r);
         }
         if !s.engine.begin_key(k) {
@@ -290,7 +512,7 @@ fn issue(s: &AppState, v: &Value, key: Option<&str>, external_id: Option<&str>) 
     let now = s.engine.clock.now();
     let fecha = cfdi::tz::local_at(now, &emisor.lugar_expedicion);
     let occurred = fecha.format(cfdi::write::FECHA_FORMAT).to_string();
-    let sale_value = sale_json(v, &occurred).map_err(|m| error(StatusCode::BAD_REQUEST, "validation_error", &m))?;
+    let sale_value = sale_json(v, &occurred).map_err(|e| invalid_request(&e))?;
     let sale = Sale::from_json(sale_value.to_string().as_bytes()).map_err(|e| validation(&e))?;
     let built = cfdi::build(&sale, &emisor, fecha, Some(s.engine.csd())).map_err(|e| match e {
         cfdi::BuildError::Invalid(errs) => validation(&errs),

@@ -19,6 +19,9 @@
 //! | `sat_lag_ms=N` | SAT: N-602 and cancel 205 for N ms after a stamp | `0` |
 //! | `sw_307_status=N` | SW: HTTP status of 307/CFDI3307 answers (UNVERIFIED) | `400` |
 //! | `acceptance_hours=N` | receptor's window before tacit acceptance | `72` |
+//! | `validate_before_dedup=0/1` | validate (Sello, Fecha pattern, the 72-hour window: 302/401…) *before* looking for a previous stamp of the same cadena or key, so resuming an attempt stamped more than 72 h ago answers 401 although the CFDI exists; `0` looks for the previous stamp first (307 / CFDI3307) | `0` |
+//! | `lowercase_uuid=p` | a new CFDI gets its UUID in lowercase: in the TFD (signed as issued) and in every JSON/SOAP field that names it | `0` |
+//! | `foreign_cfdi=p` | an "already stamped" answer (SW 307/CFDI3307, Finkok 307, Facturapi's answer to a used `idempotency_key`) carries *another* CFDI of the ledger, whose TFD `SelloCFD` is not the sent document's Sello (no-op while the ledger holds no other CFDI) | `0` |
 //! | `seed=N` | seed of the random draws | random |
 //!
 //! Lags and windows are measured on the simulator's clock, so advancing it skips them.
@@ -44,6 +47,9 @@ pub struct Faults {
     pub sat_lag_ms: u64,
     pub sw_307_status: u16,
     pub acceptance_hours: u64,
+    pub validate_before_dedup: bool,
+    pub lowercase_uuid: f64,
+    pub foreign_cfdi: f64,
     pub seed: Option<u64>,
 }
 
@@ -66,6 +72,9 @@ impl Default for Faults {
             sat_lag_ms: 0,
             sw_307_status: 400,
             acceptance_hours: 72,
+            validate_before_dedup: false,
+            lowercase_uuid: 0.0,
+            foreign_cfdi: 0.0,
             seed: None,
         }
     }
@@ -94,6 +103,18 @@ fn prob(key: &str, v: &str) -> Result<f64, FaultsError> {
         });
     }
     Ok(p)
+}
+
+fn flag(key: &str, v: &str) -> Result<bool, FaultsError> {
+    match v.trim() {
+        "1" | "true" => Ok(true),
+        "0" | "false" => Ok(false),
+        _ => Err(FaultsError::BadValue {
+            key: key.into(),
+            value: v.into(),
+            reason: "se esperaba 0 o 1",
+        }),
+    }
 }
 
 fn int(key: &str, v: &str) -> Result<u64, FaultsError> {
@@ -150,19 +171,7 @@ impl Faults {
                 "timeout_after_certify" => f.timeout_after_certify = prob(key, value)?,
                 "slow_body" => f.slow_body = prob(key, value)?,
                 "slow_body_ms" => f.slow_body_ms = int(key, value)?,
-                "down" => {
-                    f.down = match value.trim() {
-                        "1" | "true" => true,
-                        "0" | "false" => false,
-                        _ => {
-                            return Err(FaultsError::BadValue {
-                                key: key.into(),
-                                value: value.into(),
-                                reason: "se esperaba 0 o 1",
-                            })
-                        }
-                    }
-                }
+                "down" => f.down = flag(key, value)?,
                 "down_ms" => f.down_ms = Some(int(key, value)?).filter(|n| *n > 0),
                 "pending" => f.pending = prob(key, value)?,
                 "pending_ms" => f.pending_ms = int(key, value)?,
@@ -181,6 +190,9 @@ impl Faults {
                     f.sw_307_status = n as u16
                 }
                 "acceptance_hours" => f.acceptance_hours = int(key, value)?,
+                "validate_before_dedup" => f.validate_before_dedup = flag(key, value)?,
+                "lowercase_uuid" => f.lowercase_uuid = prob(key, value)?,
+                "foreign_cfdi" => f.foreign_cfdi = prob(key, value)?,
                 "seed" => f.seed = Some(int(key, value)?),
                 other => return Err(FaultsError::UnknownKey(other.into())),
             }
@@ -212,6 +224,13 @@ impl fmt::Display for Faults {
             ",pending={},pending_ms={},no_xml_307={},stamped_lag_ms={},sat_lag_ms={},sw_307_status={},acceptance_hours={}",
             self.pending, self.pending_ms, self.no_xml_307, self.stamped_lag_ms, self.sat_lag_ms, self.sw_307_status, self.acceptance_hours
         )?;
+        write!(
+            f,
+            ",validate_before_dedup={},lowercase_uuid={},foreign_cfdi={}",
+            u8::from(self.validate_before_dedup),
+            self.lowercase_uuid,
+            self.foreign_cfdi
+        )?;
         if let Some(s) = self.seed {
             write!(f, ",seed={s}")?;
         }
@@ -231,6 +250,10 @@ mod tests {
         assert_eq!(f.reset, 0.05);
         assert_eq!(f.http500, 0.05);
         assert_eq!(Faults::parse(&f.to_string()).unwrap(), f);
+        let h = Faults::parse("validate_before_dedup=1,lowercase_uuid=0.5,foreign_cfdi=1").unwrap();
+        assert!(h.validate_before_dedup && h.lowercase_uuid == 0.5 && h.foreign_cfdi == 1.0);
+        assert_eq!(Faults::parse(&h.to_string()).unwrap(), h);
+        assert!(!Faults::default().validate_before_dedup, "dedup first by default");
         let g = f.apply("down=1").unwrap();
         assert!(g.down && g.latency_ms == (20, 80));
         assert_eq!(
@@ -248,6 +271,9 @@ mod tests {
             ("reset=2", "reset"),
             ("latency_ms=9..1", "latency_ms"),
             ("down=yes", "down"),
+            ("validate_before_dedup=2", "validate_before_dedup"),
+            ("lowercase_uuid=1.5", "lowercase_uuid"),
+            ("foreign_cfdi=x", "foreign_cfdi"),
             ("wat=1", "wat"),
             ("reset", "reset"),
         ] {

@@ -3,7 +3,7 @@
 //! `get_sat_status` on `/servicios/soap/cancel[.wsdl]`. Answers use the
 //! `apps.services.soap.core.views` namespace for result fields, like Finkok's service.
 //!
-//! Behaviours from pac-sat-facts §2: a repeated `stamp` answers incidence 307 and, with
+//! Behaviours documented by phpcfdi/finkok (`docs/issues/`): a repeated `stamp` answers incidence 307 and, with
 //! probability `no_xml_307`, without XML or UUID; `quick_stamp` never returns the previous
 //! stamp; `stamped` answers 603 for `stamped_lag_ms` after a stamp.
 

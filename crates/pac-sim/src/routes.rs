@@ -151,21 +151,8 @@ async fn cfdi_xml(State(s): State<AppState>, Path(uuid): Path<String>) -> Respon
     }
 }
 
-/// Escapes text for XML.
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes text for XML (the one implementation, shared with `pac`).
+pub use cfdi::escape::xml as esc;
 
 /// The text of the first element named `local` in a SOAP request.
 pub fn soap_param(doc: &Document, local: &str) -> Option<String> {

@@ -4,7 +4,9 @@
 //! original data, CFDI3307 with the original TFD, storage by UUID and cancellation.
 //!
 //! The HTTP status of 307/CFDI3307 answers is UNVERIFIED; it is the `sw_307_status` fault key
-//! (400 by default).
+//! (400 by default). `/v4/cfdi33/stamp/v2` (the client's default) answers `data.tfd` and
+//! `data.cfdi`, and `data.tfd` of the original on CFDI3307. Storage is served on the same
+//! listener; tests point the client's api host at the control listener to tell the hosts apart.
 
 // Handlers and their helpers return axum responses, errors included.
 #![allow(clippy::result_large_err)]

@@ -244,6 +244,86 @@ fn dedup_by_cadena_and_by_key_within_72_hours() {
     assert_eq!(e.ledger().len(), 1);
 }
 
+fn engine_with(faults: &str) -> Engine {
+    Engine::new(Flavor::Sw, Faults::parse(faults).unwrap(), SimClock::system(), None).unwrap()
+}
+
+#[test]
+fn a_resume_after_the_window_is_307_when_dedup_comes_first_and_401_when_validation_does() {
+    for (faults, dedup_first) in [("", true), ("validate_before_dedup=0", true), ("validate_before_dedup=1", false)] {
+        let e = engine_with(faults);
+        let a = sealed("ingreso-pedido-4471.json", e.clock.now(), hour(), |_| {});
+        let b = sealed("ingreso-pedido-4471.json", e.clock.now(), hour() * 2, |_| {});
+        let first = stamped(e.stamp(&a, Some("key-1"), None, false));
+        // Within the window the order does not show: the previous stamp is found either way.
+        assert!(matches!(e.stamp(&a, Some("key-1"), None, false), StampDecision::Duplicate(r) if r.uuid == first.uuid));
+        assert!(matches!(e.stamp(&b, Some("key-1"), None, false), StampDecision::KeyConflict(r) if r.uuid == first.uuid));
+        // Past 72 hours, the same bytes again.
+        e.advance_clock(chrono::Duration::hours(72));
+        match (e.stamp(&a, Some("key-1"), None, false), dedup_first) {
+            (StampDecision::Duplicate(r), true) => assert_eq!(r.uuid, first.uuid),
+            (StampDecision::Rejected(r), false) => assert_eq!(r.code, "401", "{faults}: {r:?}"),
+            (other, _) => panic!("{faults}: {other:?}"),
+        }
+        assert_eq!(e.ledger().len(), 1, "{faults}: the CFDI exists either way");
+    }
+    // Other validation comes first too: a tampered copy of a stamped document is 302, not 307.
+    let e = engine_with("validate_before_dedup=1");
+    let a = sealed("ingreso-pedido-4471.json", e.clock.now(), hour(), |_| {});
+    stamped(e.stamp(&a, None, None, false));
+    let mut doc = Document::parse(&a).unwrap();
+    doc.root.set_attr("Sello", "AAAA");
+    match e.stamp(doc.to_xml().as_bytes(), None, None, false) {
+        StampDecision::Rejected(r) => assert_eq!(r.code, "302"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn lowercase_uuids_are_issued_in_a_tfd_signed_as_issued_and_found_in_any_case() {
+    let e = engine_with("lowercase_uuid=1");
+    let a = sealed("ingreso-pedido-4471.json", e.clock.now(), hour(), |_| {});
+    let r = stamped(e.stamp(&a, Some("k"), None, false));
+    assert_eq!(r.uuid, r.uuid.to_lowercase());
+    assert_ne!(r.uuid, r.uuid.to_uppercase());
+    let doc = Document::parse(r.xml.as_bytes()).unwrap();
+    let tfd = cfdi::read::tfd(&doc).unwrap().unwrap();
+    assert_eq!(tfd.uuid, r.uuid, "the TFD carries the lowercase UUID");
+    let cadena = cfdi::cadena::cadena_tfd(&doc).unwrap();
+    assert!(cadena.contains(&r.uuid));
+    let cert = Certificate::from_der(pac_sim::engine::CERT_DER).unwrap();
+    assert!(
+        cert.verify(cadena.as_bytes(), &tfd.sello_sat).is_ok(),
+        "SelloSAT signs the lowercase UUID"
+    );
+    assert_eq!(e.by_uuid(&r.uuid.to_uppercase()).map(|x| x.uuid), Some(r.uuid.clone()));
+    assert!(matches!(e.stamp(&a, Some("k"), None, false), StampDecision::Duplicate(d) if d.uuid == r.uuid));
+}
+
+#[test]
+fn foreign_cfdi_answers_a_duplicate_with_another_cfdi_of_the_ledger() {
+    let e = engine_with("foreign_cfdi=1");
+    let a = sealed("ingreso-pedido-4471.json", e.clock.now(), hour(), |_| {});
+    let b = sealed("ingreso-pedido-4471.json", e.clock.now(), hour(), |v| v["folio"] = "4472".into());
+    let first = stamped(e.stamp(&a, Some("ka"), None, false));
+    // Alone in the ledger: nothing else to answer with.
+    assert!(matches!(e.stamp(&a, Some("ka"), None, false), StampDecision::Duplicate(r) if r.uuid == first.uuid));
+    let second = stamped(e.stamp(&b, Some("kb"), None, false));
+    let sello_a = Document::parse(&a).unwrap().root.attr("Sello").unwrap().to_string();
+    match e.stamp(&a, Some("ka"), None, false) {
+        StampDecision::Duplicate(r) => {
+            assert_eq!(r.uuid, second.uuid, "another CFDI");
+            let doc = Document::parse(r.xml.as_bytes()).unwrap();
+            assert_ne!(cfdi::read::tfd(&doc).unwrap().unwrap().sello_cfd, sello_a);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(e.previous_by_key("kb").map(|r| r.uuid), Some(first.uuid.clone()));
+    assert_eq!(e.ledger().len(), 2, "nothing new was created");
+    e.set_faults(Faults::default());
+    assert!(matches!(e.stamp(&a, Some("ka"), None, false), StampDecision::Duplicate(r) if r.uuid == first.uuid));
+}
+
 fn status(e: &Engine, r: &pac_sim::CfdiRecord) -> pac_sim::engine::SatAnswer {
     e.sat_status(&format!("?re={}&rr={}&tt={}&id={}", r.rfc_emisor, r.rfc_receptor, r.total, r.uuid))
 }

@@ -3,7 +3,7 @@
 //! XML download, cancellation with motive/substitution. SAT status comes from SAT's
 //! ConsultaCFDIService directly, like SW.
 //!
-//! Wire format (pac-sat-facts §3): the invoice object carries `id`, `status`
+//! Wire format (Facturapi's `openapi_v2.en.yaml` and `errors.mdx`): the invoice object carries `id`, `status`
 //! (`pending|valid|canceled|draft|failed`), `uuid`, `cancellation_status`; errors are
 //! `{ok:false, message, status, code, errors[]{code, message, source}}` and are branched on
 //! `code`, never on `message`. The attempt's frozen body *is* the JSON; it is sent unchanged.
@@ -111,14 +111,18 @@ pub fn classify_create(status: u16, body: &[u8], retry_after_s: Option<u64>) -> 
             ("valid", Some(uuid)) => StampOutcome::Stamped {
                 uuid,
                 xml: None,
+                tfd_xml: None,
                 pac_id: Some(inv.id),
-            },
+            }
+            .normalized(),
             ("canceled", uuid) => StampOutcome::AlreadyStamped {
                 code: "canceled".into(),
                 uuid,
                 xml: None,
+                tfd_xml: None,
                 pac_id: Some(inv.id),
-            },
+            }
+            .normalized(),
             ("failed", _) => StampOutcome::Unavailable {
                 code: "invoice_failed".into(),
                 message: format!("Facturapi marcó la factura {} como failed", inv.id),
@@ -150,6 +154,7 @@ pub fn classify_create(status: u16, body: &[u8], retry_after_s: Option<u64>) -> 
             code: err.code,
             uuid: None,
             xml: None,
+            tfd_xml: None,
             pac_id: None,
         },
         "rate_limit_exceeded" | "invoice_stamping_service_unavailable" => StampOutcome::Unavailable {
@@ -216,12 +221,13 @@ pub fn classify_list(status: u16, body: &[u8]) -> LookupOutcome {
         .map(|i| FoundCfdi {
             uuid: i.uuid.clone().unwrap_or_default(),
             xml: None,
+            tfd_xml: None,
             pac_id: Some(i.id.clone()),
             status: Some(i.status.clone()),
         })
         .collect();
     if !found.is_empty() {
-        return LookupOutcome::Found { cfdis: found };
+        return LookupOutcome::Found { cfdis: found }.normalized();
     }
     if let Some(p) = invoices.iter().find(|i| i.status == "pending" || i.status == "draft") {
         return LookupOutcome::Pending {
@@ -396,34 +402,54 @@ impl FacturapiClient {
             idempotency_key: Some(attempt.idempotency_key.clone()),
         };
         let outcome = match self.http.send(out, &self.redactor, &mut evidence).await {
-            Err(SendFailure::NotSent(cause)) => StampOutcome::NotSent { cause },
-            Err(SendFailure::Unknown(cause)) => StampOutcome::Unknown { cause },
+            Err(failure) => failure.into(),
             Ok(d) => classify_create(d.status, &d.body, d.retry_after_s()),
         };
+        // The answer names the invoice; its XML is one more request (and may not be ready).
         let outcome = match outcome {
             StampOutcome::Stamped {
                 uuid,
                 xml: None,
+                tfd_xml,
                 pac_id: Some(id),
             } => {
                 let xml = self.xml_of(&id, &mut evidence).await;
                 StampOutcome::Stamped {
                     uuid,
                     xml,
+                    tfd_xml,
+                    pac_id: Some(id),
+                }
+            }
+            StampOutcome::AlreadyStamped {
+                code,
+                uuid,
+                xml: None,
+                tfd_xml,
+                pac_id: Some(id),
+            } => {
+                let xml = self.xml_of(&id, &mut evidence).await;
+                StampOutcome::AlreadyStamped {
+                    code,
+                    uuid,
+                    xml,
+                    tfd_xml,
                     pac_id: Some(id),
                 }
             }
             other => other,
         };
-        Reply { outcome, evidence }
+        Reply {
+            outcome: outcome.normalized(),
+            evidence,
+        }
     }
 
     async fn list(&self, query: String) -> Reply<LookupOutcome> {
         let mut evidence = Evidence::default();
         let outcome = match self.get("list_invoices", format!("/v2/invoices?{query}"), &mut evidence).await {
             Ok(d) => classify_list(d.status, &d.body),
-            Err(SendFailure::NotSent(cause)) => LookupOutcome::NotSent { cause },
-            Err(SendFailure::Unknown(cause)) => LookupOutcome::Unknown { cause },
+            Err(failure) => failure.into(),
         };
         Reply { outcome, evidence }
     }
@@ -449,6 +475,7 @@ impl FacturapiClient {
                 }
             }
         }
+        reply.outcome = reply.outcome.normalized();
         reply
     }
 
@@ -519,8 +546,7 @@ impl FacturapiClient {
         };
         let outcome = match self.http.send(out, &self.redactor, &mut evidence).await {
             Ok(d) => classify_cancel(d.status, &d.body, d.retry_after_s()),
-            Err(SendFailure::NotSent(cause)) => CancelOutcome::NotSent { cause },
-            Err(SendFailure::Unknown(cause)) => CancelOutcome::Unknown { cause },
+            Err(failure) => failure.into(),
         };
         Reply { outcome, evidence }
     }

@@ -1,7 +1,7 @@
 //! Finkok (SOAP): `stamp`, `stamped` (the non-creating lookup, polled within a bound because it
 //! lags a few seconds behind `stamp`), `get_xml`, `cancel` and `get_sat_status`.
 //!
-//! Wire format (pac-sat-facts §2): operations in `http://facturacion.finkok.com/{stamp,cancel,
+//! Wire format (phpcfdi/finkok): operations in `http://facturacion.finkok.com/{stamp,cancel,
 //! utilities}` with `username`/`password` children; answers in `apps.services.soap.core.views`
 //! (`xml`, `UUID`, `Fecha`, `CodEstatus`, `SatSeal`, `NoCertificadoSAT`,
 //! `Incidencias/Incidencia/{CodigoError,MensajeIncidencia,Uuid}`). Finkok's own rule: a CFDI can
@@ -20,8 +20,9 @@ use crate::evidence::{Evidence, Redactor};
 use crate::http::{Http, HttpSetupError, Outgoing, OutgoingBody, SendFailure, Timeouts};
 use crate::outcome::*;
 use crate::sat::total_for_expresion;
-use crate::soap::{self, escape, SoapBody};
+use crate::soap::{self, SoapBody};
 use crate::{BoxFuture, Clock, PacClient, PacKind, SystemClock};
+use cfdi::escape::xml as escape;
 
 pub const NS_STAMP: &str = "http://facturacion.finkok.com/stamp";
 pub const NS_CANCEL: &str = "http://facturacion.finkok.com/cancel";
@@ -145,22 +146,69 @@ pub fn read_stamp_answer(status: u16, body: &[u8]) -> StampAnswer {
     }
 }
 
-/// Account problems: not created, PAC side.
-fn is_account_problem(code: &str) -> bool {
+/// Account and PAC-side problems: not created, the same bytes may go elsewhere.
+pub fn is_account_problem(code: &str) -> bool {
     matches!(code, "300" | "701" | "702" | "703" | "718" | "719" | "720" | "740")
 }
 
 /// Document problems: not created, the document must change.
-fn is_document_problem(code: &str) -> bool {
+pub fn is_document_problem(code: &str) -> bool {
     matches!(
         code,
         "301" | "302" | "303" | "304" | "305" | "306" | "308" | "401" | "402" | "403" | "705" | "712" | "738"
-    ) || (code.starts_with("CFDI4") && code.len() > 5)
+    ) || (code.starts_with("CFDI4") && code.len() > 5 && code[4..].bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Classifies a `stamp` answer. Pure. A 307 without data comes back as
+/// What a set of incidences (without a UUID) proves, before any "already stamped" code.
+enum IncidenceVerdict<'a> {
+    /// Every incidence is a known document rejection.
+    Document(&'a Incidencia),
+    /// Every incidence is a known account / PAC-side problem.
+    Account(&'a Incidencia),
+    /// Anything else: an unknown code (709 included), or known codes of both classes.
+    Unknown(String),
+}
+
+fn list(incidencias: &[Incidencia]) -> String {
+    incidencias
+        .iter()
+        .map(|i| format!("{}: {}", i.codigo, i.mensaje))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Several incidences decide together: one of unknown class makes the whole answer unknown (it
+/// may exist), and "not created" needs every incidence to agree on the same known class.
+fn incidence_verdict(incidencias: &[Incidencia]) -> IncidenceVerdict<'_> {
+    let Some(first) = incidencias.first() else {
+        return IncidenceVerdict::Unknown("respuesta sin UUID ni incidencias".into());
+    };
+    if incidencias.iter().all(|i| is_document_problem(&i.codigo)) {
+        return IncidenceVerdict::Document(first);
+    }
+    if incidencias.iter().all(|i| is_account_problem(&i.codigo)) {
+        return IncidenceVerdict::Account(first);
+    }
+    let unknown: Vec<&Incidencia> = incidencias
+        .iter()
+        .filter(|i| !is_document_problem(&i.codigo) && !is_account_problem(&i.codigo))
+        .collect();
+    IncidenceVerdict::Unknown(if unknown.is_empty() {
+        format!("incidencias de documento y de cuenta a la vez: {}", list(incidencias))
+    } else {
+        format!("incidencias {}", list(incidencias))
+    })
+}
+
+/// Classifies a `stamp` answer. Pure. A UUID in the answer wins (a CFDI can be stamped and still
+/// carry incidences); 307 / 707 mean it existed before. Without a UUID, the incidences decide
+/// together ([`incidence_verdict`]). A 307 without data comes back as
 /// `AlreadyStamped { uuid: None, .. }`; the client then polls `stamped`.
 pub fn classify_stamp(status: u16, body: &[u8]) -> StampOutcome {
+    classify_stamp_wire(status, body).normalized()
+}
+
+fn classify_stamp_wire(status: u16, body: &[u8]) -> StampOutcome {
     let r = match read_stamp_answer(status, body) {
         StampAnswer::Result(r) => r,
         StampAnswer::Fault { code, message } => {
@@ -171,63 +219,69 @@ pub fn classify_stamp(status: u16, body: &[u8]) -> StampOutcome {
         StampAnswer::Garbage(cause) => return StampOutcome::Unknown { cause },
     };
     let has = |c: &str| r.incidencias.iter().any(|i| i.codigo == c);
+    let previous = if has("307") {
+        Some("307")
+    } else if has("707") {
+        Some("707")
+    } else {
+        None
+    };
     if let Some(uuid) = r.uuid.clone() {
-        if has("307") || has("707") {
-            let code = if has("307") { "307" } else { "707" };
-            return StampOutcome::AlreadyStamped {
+        return match previous {
+            Some(code) => StampOutcome::AlreadyStamped {
                 code: code.into(),
                 uuid: Some(uuid),
                 xml: r.xml,
+                tfd_xml: None,
+                pac_id: None,
+            },
+            None => StampOutcome::Stamped {
+                uuid,
+                xml: r.xml,
+                tfd_xml: None,
+                pac_id: None,
+            },
+        };
+    }
+    match previous {
+        Some("307") => {
+            return StampOutcome::AlreadyStamped {
+                code: "307".into(),
+                uuid: None,
+                xml: r.xml,
+                tfd_xml: None,
+                pac_id: None,
+            }
+        }
+        Some(_) => {
+            let uuid = r.incidencias.iter().find(|i| i.codigo == "707").and_then(|i| i.uuid.clone());
+            return StampOutcome::AlreadyStamped {
+                code: "707".into(),
+                uuid,
+                xml: None,
+                tfd_xml: None,
                 pac_id: None,
             };
         }
-        return StampOutcome::Stamped {
-            uuid,
-            xml: r.xml,
-            pac_id: None,
-        };
+        None => {}
     }
-    let Some(first) = r.incidencias.first() else {
-        return StampOutcome::Unknown {
-            cause: format!("HTTP {status}: respuesta sin UUID ni incidencias"),
-        };
-    };
-    if has("307") {
-        return StampOutcome::AlreadyStamped {
-            code: "307".into(),
-            uuid: None,
-            xml: r.xml,
-            pac_id: None,
-        };
-    }
-    if let Some(i) = r.incidencias.iter().find(|i| i.codigo == "707") {
-        return StampOutcome::AlreadyStamped {
-            code: "707".into(),
-            uuid: i.uuid.clone(),
-            xml: None,
-            pac_id: None,
-        };
-    }
-    if let Some(i) = r.incidencias.iter().find(|i| is_account_problem(&i.codigo)) {
-        return StampOutcome::Unavailable {
+    match incidence_verdict(&r.incidencias) {
+        IncidenceVerdict::Document(i) => StampOutcome::Rejected {
             code: i.codigo.clone(),
-            message: i.mensaje.clone(),
+            message: list(&r.incidencias),
+        },
+        IncidenceVerdict::Account(i) => StampOutcome::Unavailable {
+            code: i.codigo.clone(),
+            message: list(&r.incidencias),
             retry_after_s: None,
-        };
-    }
-    if let Some(i) = r.incidencias.iter().find(|i| is_document_problem(&i.codigo)) {
-        return StampOutcome::Rejected {
-            code: i.codigo.clone(),
-            message: i.mensaje.clone(),
-        };
-    }
-    // 709 (SelloSAT could not be created) and anything unknown: it may exist.
-    StampOutcome::Unknown {
-        cause: format!("incidencia {}: {}", first.codigo, first.mensaje),
+        },
+        IncidenceVerdict::Unknown(cause) => StampOutcome::Unknown {
+            cause: format!("HTTP {status}: {cause}"),
+        },
     }
 }
 
-/// Classifies a `stamped` answer (a lookup). Pure.
+/// Classifies a `stamped` answer (a lookup). Pure. NotFound only when every incidence is 603.
 pub fn classify_stamped(status: u16, body: &[u8]) -> LookupOutcome {
     let r = match read_stamp_answer(status, body) {
         StampAnswer::Result(r) => r,
@@ -243,25 +297,26 @@ pub fn classify_stamped(status: u16, body: &[u8]) -> LookupOutcome {
             cfdis: vec![FoundCfdi {
                 uuid,
                 xml: r.xml,
+                tfd_xml: None,
                 pac_id: None,
                 status: None,
             }],
+        }
+        .normalized();
+    }
+    if !r.incidencias.is_empty() && r.incidencias.iter().all(|i| i.codigo == "603") {
+        return LookupOutcome::NotFound {
+            detail: format!("603 {}", r.incidencias[0].mensaje),
         };
     }
-    match r.incidencias.first() {
-        Some(i) if i.codigo == "603" => LookupOutcome::NotFound {
-            detail: format!("603 {}", i.mensaje),
-        },
-        Some(i) if is_account_problem(&i.codigo) => LookupOutcome::Unavailable {
+    match incidence_verdict(&r.incidencias) {
+        IncidenceVerdict::Account(i) => LookupOutcome::Unavailable {
             code: i.codigo.clone(),
-            message: i.mensaje.clone(),
+            message: list(&r.incidencias),
             retry_after_s: None,
         },
-        Some(i) => LookupOutcome::Unknown {
-            cause: format!("incidencia {}: {}", i.codigo, i.mensaje),
-        },
-        None => LookupOutcome::Unknown {
-            cause: format!("HTTP {status}: respuesta sin UUID ni incidencias"),
+        IncidenceVerdict::Document(_) | IncidenceVerdict::Unknown(_) => LookupOutcome::Unknown {
+            cause: format!("HTTP {status}: incidencias {}", list(&r.incidencias)),
         },
     }
 }
@@ -281,10 +336,12 @@ pub fn classify_get_xml(status: u16, body: &[u8], uuid: &str) -> LookupOutcome {
                     cfdis: vec![FoundCfdi {
                         uuid: uuid.to_string(),
                         xml: Some(xml),
+                        tfd_xml: None,
                         pac_id: None,
                         status: None,
                     }],
-                },
+                }
+                .normalized(),
                 (Some(other), _) => LookupOutcome::Pending {
                     detail: format!("get_xml no devolvió XML: {other}"),
                     pac_id: None,
@@ -473,8 +530,7 @@ impl FinkokClient {
         let env = soap::envelope(NS_STAMP, "stamped", &[], &[("xml", B64.encode(xml)), u, p]);
         match self.call("stamped", &self.config.stamp_path.clone(), env, evidence).await {
             Ok(d) => classify_stamped(d.status, &d.body),
-            Err(SendFailure::NotSent(cause)) => LookupOutcome::NotSent { cause },
-            Err(SendFailure::Unknown(cause)) => LookupOutcome::Unknown { cause },
+            Err(failure) => failure.into(),
         }
     }
 
@@ -506,8 +562,7 @@ impl FinkokClient {
         let [u, p] = self.auth();
         let env = soap::envelope(NS_STAMP, "stamp", &[], &[("xml", B64.encode(&attempt.body)), u, p]);
         let outcome = match self.call("stamp", &self.config.stamp_path.clone(), env, &mut evidence).await {
-            Err(SendFailure::NotSent(cause)) => StampOutcome::NotSent { cause },
-            Err(SendFailure::Unknown(cause)) => StampOutcome::Unknown { cause },
+            Err(failure) => failure.into(),
             Ok(d) => classify_stamp(d.status, &d.body),
         };
         // 307 without the previous stamp: recover it with the non-creating `stamped`.
@@ -516,6 +571,7 @@ impl FinkokClient {
                 code,
                 uuid: None,
                 xml: _,
+                tfd_xml: _,
                 pac_id,
             } => match self.stamped_polled(&attempt.body, &mut evidence).await {
                 LookupOutcome::Found { mut cfdis } if !cfdis.is_empty() => {
@@ -524,6 +580,7 @@ impl FinkokClient {
                         code,
                         uuid: Some(c.uuid),
                         xml: c.xml,
+                        tfd_xml: c.tfd_xml,
                         pac_id,
                     }
                 }
@@ -532,12 +589,16 @@ impl FinkokClient {
                     code,
                     uuid: None,
                     xml: None,
+                    tfd_xml: None,
                     pac_id,
                 },
             },
             other => other,
         };
-        Reply { outcome, evidence }
+        Reply {
+            outcome: outcome.normalized(),
+            evidence,
+        }
     }
 
     async fn do_lookup(&self, attempt: &Attempt) -> Reply<LookupOutcome> {
@@ -563,8 +624,7 @@ impl FinkokClient {
         );
         let outcome = match self.call("get_xml", &self.config.utilities_path.clone(), env, &mut evidence).await {
             Ok(d) => classify_get_xml(d.status, &d.body, uuid),
-            Err(SendFailure::NotSent(cause)) => LookupOutcome::NotSent { cause },
-            Err(SendFailure::Unknown(cause)) => LookupOutcome::Unknown { cause },
+            Err(failure) => failure.into(),
         };
         Reply { outcome, evidence }
     }
@@ -602,8 +662,7 @@ impl FinkokClient {
         );
         let outcome = match self.call("cancel", &self.config.cancel_path.clone(), env, &mut evidence).await {
             Ok(d) => classify_cancel(d.status, &d.body, &req.uuid),
-            Err(SendFailure::NotSent(cause)) => CancelOutcome::NotSent { cause },
-            Err(SendFailure::Unknown(cause)) => CancelOutcome::Unknown { cause },
+            Err(failure) => failure.into(),
         };
         Reply { outcome, evidence }
     }
@@ -629,8 +688,7 @@ impl FinkokClient {
             .await
         {
             Ok(d) => classify_sat_status(d.status, &d.body),
-            Err(SendFailure::NotSent(cause)) => StatusOutcome::NotSent { cause },
-            Err(SendFailure::Unknown(cause)) => StatusOutcome::Unknown { cause },
+            Err(failure) => failure.into(),
         };
         Reply { outcome, evidence }
     }

@@ -65,6 +65,22 @@ pub enum SendFailure {
     Unknown(String),
 }
 
+/// The one translation of a transport failure into each outcome class: never written is
+/// `NotSent`, anything after that is `Unknown`. Every adapter goes through these.
+macro_rules! from_send_failure {
+    ($($outcome:ident),+) => {$(
+        impl From<SendFailure> for crate::outcome::$outcome {
+            fn from(f: SendFailure) -> crate::outcome::$outcome {
+                match f {
+                    SendFailure::NotSent(cause) => crate::outcome::$outcome::NotSent { cause },
+                    SendFailure::Unknown(cause) => crate::outcome::$outcome::Unknown { cause },
+                }
+            }
+        }
+    )+};
+}
+from_send_failure!(StampOutcome, LookupOutcome, CancelOutcome, StatusOutcome);
+
 /// Sorts a reqwest error into [`SendFailure`]. Only connect-phase and build errors are
 /// "not sent"; a timeout is "not sent" only when it is the connect timeout.
 pub fn classify_error(e: &reqwest::Error) -> SendFailure {
@@ -202,11 +218,15 @@ impl Http {
 
     #[allow(clippy::type_complexity)]
     async fn send_inner(&self, out: Outgoing) -> Result<Delivered, (SendFailure, Option<(u16, HeaderMap)>)> {
+        let method_has_body = matches!(out.method, reqwest::Method::POST | reqwest::Method::PUT | reqwest::Method::PATCH);
         let mut rb = self.client.request(out.method, &out.url);
         for (k, v) in &out.headers {
             rb = rb.header(k.as_str(), v.as_str());
         }
         rb = match out.body {
+            // hyper writes no Content-Length for an empty body, and IIS-style front ends answer
+            // such a POST with 411 Length Required; SW's SDKs all send `Content-Length: 0`.
+            OutgoingBody::Empty if method_has_body => rb.header(reqwest::header::CONTENT_LENGTH, "0"),
             OutgoingBody::Empty => rb,
             OutgoingBody::Bytes { content_type, bytes } => rb.header(reqwest::header::CONTENT_TYPE, content_type).body(bytes),
             OutgoingBody::MultipartFile {
@@ -303,6 +323,48 @@ mod tests {
         let r = http.send(out, &Redactor::new(), &mut ev).await;
         assert!(matches!(r, Err(SendFailure::Unknown(_))), "{r:?}");
         server.abort();
+    }
+
+    /// Accepts one connection, reads the request head, answers 200 and returns the head.
+    async fn record_one_request_head(listener: tokio::net::TcpListener) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = s.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        let _ = s
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
+            .await;
+        String::from_utf8_lossy(&head).to_ascii_lowercase()
+    }
+
+    #[tokio::test]
+    async fn an_empty_post_says_content_length_zero_and_a_get_says_nothing() {
+        for (method, expected) in [(reqwest::Method::POST, true), (reqwest::Method::GET, false)] {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let server = tokio::spawn(record_one_request_head(listener));
+            let http = Http::new(Timeouts::default()).unwrap();
+            let mut ev = Evidence::default();
+            let out = Outgoing {
+                operation: "cancel",
+                method: method.clone(),
+                url: format!("http://127.0.0.1:{port}/cfdi33/cancel/EKU9003173C9/U/02"),
+                headers: vec![],
+                body: OutgoingBody::Empty,
+                idempotency_key: None,
+            };
+            let r = http.send(out, &Redactor::new(), &mut ev).await;
+            assert!(r.is_ok(), "{r:?}");
+            let head = server.await.unwrap();
+            assert_eq!(head.contains("\r\ncontent-length: 0\r\n"), expected, "{method}: {head}");
+        }
     }
 
     #[tokio::test]

@@ -4,7 +4,8 @@
 //! ConsultaCFDIService client ([`sat`]).
 //!
 //! **Architecture invariant:** this crate (with `pac-sim`) is the only one that speaks HTTP.
-//! Base URLs, credentials and timeouts are configuration; nothing here knows a real host name.
+//! Base URLs, credentials and timeouts are configuration; the only real host names are in the
+//! presets data file (`presets.toml`, [`presets`]).
 //!
 //! **The rule this crate exists for:** every answer — and every non-answer — becomes exactly
 //! one outcome. A failure *before the request was written* (connect refused, DNS, TLS, connect
@@ -13,12 +14,15 @@
 
 pub mod evidence;
 pub mod facturapi;
+pub mod facturapi_body;
 pub mod finkok;
 pub mod http;
 pub mod outcome;
+pub mod presets;
 pub mod sat;
 pub mod soap;
 pub mod sw;
+pub mod tfd;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -95,11 +99,8 @@ pub trait PacClient: Send + Sync {
     fn cancellation_status<'a>(&'a self, query: &'a StatusQuery) -> BoxFuture<'a, Reply<StatusOutcome>>;
 }
 
-/// Lowercase hex SHA-256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, bytes);
-    d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
-}
+/// Lowercase hex SHA-256 (the one implementation, shared with the simulator).
+pub use cfdi::digest::sha256_hex;
 
 #[cfg(test)]
 mod tests {

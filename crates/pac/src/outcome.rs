@@ -9,6 +9,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::Evidence;
+use crate::tfd::{normalize_uuid, tfd_uuid, StampIdentity, TfdError};
 
 /// One frozen attempt, as the PAC layer needs it. The outbox owns the attempt; this is a view.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,9 +26,14 @@ pub struct Attempt {
 /// A CFDI that a PAC holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FoundCfdi {
+    /// Uppercase 8-4-4-4-12 ([`crate::tfd::normalize_uuid`]).
     pub uuid: String,
     /// The stamped XML, when the answer carried it.
     pub xml: Option<String>,
+    /// The TimbreFiscalDigital alone, when the answer carried it apart from the XML (SW's
+    /// `data.tfd`): enough to check its `SelloCFD` ([`crate::tfd::identity`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tfd_xml: Option<String>,
     /// The PAC's own id (Facturapi invoice id).
     pub pac_id: Option<String>,
     /// The PAC's status word for it (Facturapi `valid`/`canceled`…), when it has one.
@@ -38,10 +44,13 @@ pub struct FoundCfdi {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "class", rename_all = "snake_case")]
 pub enum StampOutcome {
-    /// Created by this request.
+    /// Created by this request. `uuid` is uppercase 8-4-4-4-12; `xml` is the stamped CFDI and
+    /// `tfd_xml` the TFD alone, each when the PAC answered it.
     Stamped {
         uuid: String,
         xml: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tfd_xml: Option<String>,
         pac_id: Option<String>,
     },
     /// Created earlier (SW 307 / CFDI3307, Finkok 307 / 707, Facturapi `invoice_already_stamped`):
@@ -50,6 +59,8 @@ pub enum StampOutcome {
         code: String,
         uuid: Option<String>,
         xml: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tfd_xml: Option<String>,
         pac_id: Option<String>,
     },
     /// Not created; the document must change (301–306, 308, 401–403, CFDI40xxx…).
@@ -67,6 +78,18 @@ pub enum StampOutcome {
 }
 
 impl StampOutcome {
+    /// The identity (`UUID`, `SelloCFD`) of the CFDI this outcome carries, read from its XML or,
+    /// without one, from its bare TFD; `None` when it carries neither. The outbox compares
+    /// `sello_cfd` with the attempt's Sello before attaching anything
+    /// ([`crate::tfd::attempt_sello`]).
+    pub fn stamp_identity(&self) -> Option<Result<StampIdentity, TfdError>> {
+        let (xml, tfd_xml) = match self {
+            StampOutcome::Stamped { xml, tfd_xml, .. } | StampOutcome::AlreadyStamped { xml, tfd_xml, .. } => (xml, tfd_xml),
+            _ => return None,
+        };
+        xml.as_deref().or(tfd_xml.as_deref()).map(crate::tfd::identity)
+    }
+
     /// The class name, as stored.
     pub fn class(&self) -> &'static str {
         match self {
@@ -85,6 +108,87 @@ impl StampOutcome {
             self,
             StampOutcome::Rejected { .. } | StampOutcome::NotSent { .. } | StampOutcome::Unavailable { .. }
         )
+    }
+}
+
+/// Checks one CFDI an answer carries: the UUID normalized; the UUID of the XML's (or the bare
+/// TFD's) TimbreFiscalDigital, when present, is the same one. `uuid` may be absent and is then
+/// taken from the TFD. `Err` is the cause for an `Unknown`.
+fn checked_uuid(uuid: Option<&str>, xml: Option<&str>, tfd_xml: Option<&str>) -> Result<Option<String>, String> {
+    let declared = match uuid {
+        Some(u) => Some(normalize_uuid(u).map_err(|e| format!("respuesta del PAC con {e}"))?),
+        None => None,
+    };
+    let mut found = declared.clone();
+    for (what, text) in [("XML", xml), ("TFD", tfd_xml)] {
+        let Some(text) = text else { continue };
+        let in_tfd = tfd_uuid(text).map_err(|e| format!("el {what} de la respuesta del PAC no es legible: {e}"))?;
+        match &found {
+            Some(u) if *u != in_tfd => {
+                return Err(format!("la respuesta del PAC dice UUID {u} pero su {what} trae {in_tfd}"));
+            }
+            Some(_) => {}
+            None => found = Some(in_tfd),
+        }
+    }
+    Ok(found)
+}
+
+impl StampOutcome {
+    /// The one form a stamp outcome leaves this crate in: every UUID uppercase and 8-4-4-4-12,
+    /// consistent with the TFD the answer carries (a missing `AlreadyStamped` UUID is taken
+    /// from it). A malformed or contradictory UUID is never a CFDI: it becomes `Unknown`.
+    pub fn normalized(self) -> StampOutcome {
+        match self {
+            StampOutcome::Stamped {
+                uuid,
+                xml,
+                tfd_xml,
+                pac_id,
+            } => match checked_uuid(Some(&uuid), xml.as_deref(), tfd_xml.as_deref()) {
+                Ok(Some(uuid)) => StampOutcome::Stamped {
+                    uuid,
+                    xml,
+                    tfd_xml,
+                    pac_id,
+                },
+                Ok(None) => StampOutcome::Unknown {
+                    cause: "respuesta exitosa sin UUID".into(),
+                },
+                Err(cause) => StampOutcome::Unknown { cause },
+            },
+            StampOutcome::AlreadyStamped {
+                code,
+                uuid,
+                xml,
+                tfd_xml,
+                pac_id,
+            } => match checked_uuid(uuid.as_deref(), xml.as_deref(), tfd_xml.as_deref()) {
+                Ok(uuid) => StampOutcome::AlreadyStamped {
+                    code,
+                    uuid,
+                    xml,
+                    tfd_xml,
+                    pac_id,
+                },
+                Err(cause) => StampOutcome::Unknown {
+                    cause: format!("{code}: {cause}"),
+                },
+            },
+            other => other,
+        }
+    }
+}
+
+impl FoundCfdi {
+    /// Like [`StampOutcome::stamp_identity`].
+    pub fn stamp_identity(&self) -> Option<Result<StampIdentity, TfdError>> {
+        self.xml.as_deref().or(self.tfd_xml.as_deref()).map(crate::tfd::identity)
+    }
+
+    fn normalized(self) -> Result<FoundCfdi, String> {
+        let uuid = checked_uuid(Some(&self.uuid), self.xml.as_deref(), self.tfd_xml.as_deref())?.unwrap_or_default();
+        Ok(FoundCfdi { uuid, ..self })
     }
 }
 
@@ -120,6 +224,20 @@ pub enum LookupOutcome {
     Unknown {
         cause: String,
     },
+}
+
+impl LookupOutcome {
+    /// Like [`StampOutcome::normalized`]: every found UUID uppercase, 8-4-4-4-12 and
+    /// consistent with its XML; one bad CFDI makes the whole answer `Unknown`.
+    pub fn normalized(self) -> LookupOutcome {
+        match self {
+            LookupOutcome::Found { cfdis } => match cfdis.into_iter().map(FoundCfdi::normalized).collect::<Result<Vec<_>, _>>() {
+                Ok(cfdis) => LookupOutcome::Found { cfdis },
+                Err(cause) => LookupOutcome::Unknown { cause },
+            },
+            other => other,
+        }
+    }
 }
 
 /// SAT's cancellation reasons.

@@ -3,7 +3,7 @@
 //! Request: `POST` with `SOAPAction: http://tempuri.org/IConsultaCFDIService/Consulta`,
 //! operation `Consulta` in namespace `http://tempuri.org/`, parameter `expresionImpresa`
 //! (`?re=…&rr=…&tt=…&id=…[&fe=…]`, in CDATA). Answer: `ConsultaResult` with `CodigoEstatus`,
-//! `Estado`, `EsCancelable`, `EstatusCancelacion`, `ValidacionEFOS` (pac-sat-facts §5c).
+//! `Estado`, `EsCancelable`, `EstatusCancelacion`, `ValidacionEFOS` (as phpcfdi/sat-estado-cfdi and SW's SDKs read it).
 //! `N - 602` (not found) is normal for minutes after stamping; it is a known answer, not a
 //! failure, and the caller decides what it means.
 
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rust_decimal::Decimal;
 
 use crate::evidence::{Evidence, Redactor};
-use crate::http::{Http, HttpSetupError, Outgoing, OutgoingBody, SendFailure, Timeouts};
+use crate::http::{Http, HttpSetupError, Outgoing, OutgoingBody, Timeouts};
 use crate::outcome::{Reply, SatStatus, StatusOutcome, StatusQuery};
 use crate::soap::{self, SoapBody};
 use crate::{Clock, SystemClock};
@@ -48,8 +48,8 @@ pub fn total_for_expresion(total: Decimal) -> String {
 pub fn expresion_impresa(q: &StatusQuery) -> String {
     let mut s = format!(
         "?re={}&rr={}&tt={}&id={}",
-        soap::escape(&q.rfc_emisor),
-        soap::escape(&q.rfc_receptor),
+        cfdi::escape::xml(&q.rfc_emisor),
+        cfdi::escape::xml(&q.rfc_receptor),
         total_for_expresion(q.total),
         q.uuid.to_uppercase()
     );
@@ -141,8 +141,7 @@ impl SatClient {
         };
         let outcome = match self.http.send(out, &Redactor::new(), &mut evidence).await {
             Ok(d) => classify(d.status, &d.body),
-            Err(SendFailure::NotSent(cause)) => StatusOutcome::NotSent { cause },
-            Err(SendFailure::Unknown(cause)) => StatusOutcome::Unknown { cause },
+            Err(failure) => failure.into(),
         };
         Reply { outcome, evidence }
     }

@@ -6,22 +6,6 @@ use cfdi::xml::{Document, Element, Node};
 
 pub const NS_SOAP_ENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
 
-/// Escapes text for an XML element or attribute value.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// An envelope with one operation in namespace `ns` (prefix `op`) whose children are given
 /// as already-escaped `(name, xml)` pairs.
 pub fn envelope(ns: &str, operation: &str, extra_ns: &[(&str, &str)], children: &[(&str, String)]) -> String {
@@ -141,7 +125,7 @@ mod tests {
             "urn:x",
             "stamp",
             &[],
-            &[("xml", escape("<a b=\"1\">&</a>")), ("username", "u".into())],
+            &[("xml", cfdi::escape::xml("<a b=\"1\">&</a>")), ("username", "u".into())],
         );
         let SoapBody::Payload(p) = parse(env.as_bytes()).unwrap() else {
             panic!("payload")

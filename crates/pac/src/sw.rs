@@ -1,14 +1,21 @@
 //! SW Sapién (REST): token auth, stamp V4 with the `customid` header, 307 / CFDI3307
 //! recovery, retrieval by UUID from storage, cancellation with the CSD stored in the account.
 //!
-//! Wire format (pac-sat-facts §1): every answer is the envelope
+//! Wire format (SW's SDKs, lunasoft/sw-sdk-*): every answer is the envelope
 //! `{"status":"success"|"error","message":"<CODE> - text","messageDetail":…,"data":…}` with the
 //! code in the *prefix of `message`*. `307` (same XML again) carries the original CFDI in
 //! `data`; `CFDI3307` (same customId, other XML) carries the original TFD in `data.tfd`.
 //!
+//! Stamping goes to `/v4/cfdi33/stamp/v2` by default (response version 2: `data.tfd` and
+//! `data.cfdi`; on CFDI3307 the original's `data.tfd`), and a CFDI3307 without the XML fetches
+//! it from storage on the **api** host (`SwConfig::api_url`), as SW's .NET SDK does. Empty-body
+//! POSTs (cancel by path) carry `Content-Length: 0` ([`crate::http`]).
+//!
 //! UNVERIFIED and therefore configurable: the HTTP status SW uses for 307/CFDI3307 and for
-//! rejections ([`SwConfig::envelope_statuses`]). A 307/CFDI3307 that carries a TFD is accepted
-//! on any status, since the TFD itself proves the CFDI exists.
+//! rejections. An error envelope is trusted to mean "not created" only on
+//! [`SwConfig::envelope_statuses`] (200, 400, 401 by default: where SW's SDKs parse JSON); a
+//! 307/CFDI3307 that carries a TFD is accepted on any status, since the TFD itself proves the
+//! CFDI exists.
 
 use std::sync::{Arc, Mutex};
 
@@ -16,7 +23,6 @@ use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use serde_json::Value;
 
 use cfdi::secret::Secret;
-use cfdi::xml::Document;
 
 use crate::evidence::{Evidence, Redactor};
 use crate::http::{Delivered, Http, HttpSetupError, Outgoing, OutgoingBody, SendFailure, Timeouts};
@@ -34,21 +40,35 @@ pub enum SwAuth {
     UserPassword { user: String, password: Secret },
 }
 
-/// Configuration of the SW adapter. Hosts are configuration, never code.
+/// The default stamp endpoint ([`SwConfig::stamp_path`]).
+pub const DEFAULT_STAMP_PATH: &str = "/v4/cfdi33/stamp/v2";
+
+/// The default [`SwConfig::envelope_statuses`].
+pub const DEFAULT_ENVELOPE_STATUSES: &[u16] = &[200, 400, 401];
+
+/// Configuration of the SW adapter. Hosts are configuration, never code (see
+/// [`crate::presets`]).
 #[derive(Debug, Clone)]
 pub struct SwConfig {
-    /// The services host (stamp, cancel, auth), e.g. the sandbox's `https://services.test…`.
+    /// The services host (stamp, cancel, auth).
     pub services_url: String,
-    /// The api host (storage: `/datawarehouse/v1/live/{uuid}`).
+    /// The api host (storage: `/datawarehouse/v1/live/{uuid}`): SW keeps storage there, not on
+    /// the services host.
     pub api_url: String,
     /// SAT's ConsultaCFDIService URL (SW has no status endpoint of its own).
     pub sat_url: String,
     pub auth: SwAuth,
     pub timeouts: Timeouts,
-    /// Path of the stamp endpoint; V4 family (the one that honours `customid`).
+    /// Path of the stamp endpoint, in the V4 family (the one that honours `customid`).
+    /// Default `/v4/cfdi33/stamp/v2`: response version 2 carries `data.tfd` and `data.cfdi`,
+    /// and on CFDI3307 the original's `data.tfd`; SW's own .NET SDK stamps there for that
+    /// reason (`BaseStampV4XML.TimbrarV2`). Others in the family (`…/stamp/v4`) work too; not the
+    /// `/b64` variants (the body is sent as XML and the answer is read as XML).
     pub stamp_path: String,
-    /// HTTP statuses on which an error envelope is trusted to say "not created".
-    /// The .NET SDK reads JSON on 200, 400 and 401; others are treated as unknown.
+    /// HTTP statuses on which an error envelope is trusted to say "not created". Default 200,
+    /// 400 and 401: the statuses on which SW's .NET SDK parses the JSON answer
+    /// (`ResponseHandler.TryGetResponse`); an error envelope on any other status is `Unknown`.
+    /// A TFD in the answer is a fact on any status.
     pub envelope_statuses: Vec<u16>,
 }
 
@@ -61,8 +81,8 @@ impl SwConfig {
             sat_url: sat_url.into(),
             auth,
             timeouts: Timeouts::default(),
-            stamp_path: "/v4/cfdi33/stamp/v4".into(),
-            envelope_statuses: vec![200, 400, 401, 403, 404, 409, 422],
+            stamp_path: DEFAULT_STAMP_PATH.into(),
+            envelope_statuses: DEFAULT_ENVELOPE_STATUSES.to_vec(),
         }
     }
 }
@@ -115,27 +135,27 @@ pub fn message_code(message: &str) -> String {
     message.trim_start().chars().take_while(|c| c.is_ascii_alphanumeric()).collect()
 }
 
-/// The UUID of a TFD element or of a CFDI that contains one.
-fn uuid_from_xml(xml: &str) -> Option<String> {
-    let doc = Document::parse(xml.as_bytes()).ok()?;
-    if doc.root.is(cfdi::NS_TFD, "TimbreFiscalDigital") {
-        return doc.root.attr("UUID").map(str::to_string);
-    }
-    cfdi::cadena::find_tfd(&doc).ok()?.attr("UUID").map(str::to_string)
-}
-
 fn data_str<'a>(data: &'a Value, key: &str) -> Option<&'a str> {
     data.get(key).and_then(Value::as_str).filter(|s| !s.trim().is_empty())
 }
 
-/// (uuid, cfdi xml) carried by a stamp answer's `data`, any response version.
-fn stamp_data(data: &Value) -> (Option<String>, Option<String>) {
-    let xml = data_str(data, "cfdi").map(str::to_string);
+/// What a stamp answer's `data` carries, any response version (V1 `tfd`, V2 `tfd` + `cfdi`,
+/// V3 `cfdi`, V4 `cfdi` + `uuid` + …). The UUID is the declared one (V4) or the TFD's; the
+/// consistency of the two is checked by [`StampOutcome::normalized`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct StampData {
+    uuid: Option<String>,
+    cfdi: Option<String>,
+    tfd: Option<String>,
+}
+
+fn stamp_data(data: &Value) -> StampData {
+    let cfdi = data_str(data, "cfdi").map(str::to_string);
+    let tfd = data_str(data, "tfd").map(str::to_string);
     let uuid = data_str(data, "uuid")
         .map(str::to_string)
-        .or_else(|| data_str(data, "tfd").and_then(uuid_from_xml))
-        .or_else(|| xml.as_deref().and_then(uuid_from_xml));
-    (uuid, xml)
+        .or_else(|| tfd.as_deref().or(cfdi.as_deref()).and_then(|x| crate::tfd::tfd_uuid(x).ok()));
+    StampData { uuid, cfdi, tfd }
 }
 
 /// Codes that mean "the document is wrong": SAT's 301–306, 308, 401–403, the CFDI 4.0 matrix,
@@ -148,24 +168,38 @@ pub fn is_document_rejection(code: &str) -> bool {
 }
 
 /// Classifies one stamp answer. Pure, so recorded fixtures and garbage can be fed to it.
+///
+/// A success or a 307 / CFDI3307 that carries data is a fact on any HTTP status. An error
+/// envelope is trusted to mean "not created" only on `envelope_statuses`
+/// ([`SwConfig::envelope_statuses`]); on any other status it is `Unknown`.
 pub fn classify_stamp(status: u16, body: &[u8], retry_after_s: Option<u64>, envelope_statuses: &[u16]) -> StampOutcome {
+    classify_stamp_wire(status, body, retry_after_s, envelope_statuses).normalized()
+}
+
+fn classify_stamp_wire(status: u16, body: &[u8], retry_after_s: Option<u64>, envelope_statuses: &[u16]) -> StampOutcome {
     let env = parse_envelope(body);
     if let Some(env) = &env {
         if env.success {
-            let (uuid, xml) = stamp_data(&env.data);
-            return match uuid {
-                Some(uuid) => StampOutcome::Stamped { uuid, xml, pac_id: None },
+            let d = stamp_data(&env.data);
+            return match d.uuid {
+                Some(uuid) => StampOutcome::Stamped {
+                    uuid,
+                    xml: d.cfdi,
+                    tfd_xml: d.tfd,
+                    pac_id: None,
+                },
                 None => StampOutcome::Unknown {
                     cause: format!("HTTP {status}: respuesta exitosa sin UUID"),
                 },
             };
         }
         if env.code == "307" || env.code == "CFDI3307" {
-            let (uuid, xml) = stamp_data(&env.data);
+            let d = stamp_data(&env.data);
             return StampOutcome::AlreadyStamped {
                 code: env.code.clone(),
-                uuid,
-                xml,
+                uuid: d.uuid,
+                xml: d.cfdi,
+                tfd_xml: d.tfd,
                 pac_id: None,
             };
         }
@@ -214,11 +248,30 @@ fn classify_error_code(code: &str, message: &str, retry_after_s: Option<u64>) ->
     }
 }
 
-/// Why a token could not be had; the stamp request was then never sent.
+/// Why a token could not be had; the request it was for was then never sent.
 enum AuthFailure {
     NotSent(String),
     Unavailable { code: String, message: String },
 }
+
+/// The one translation of an authentication failure into each outcome class.
+macro_rules! from_auth_failure {
+    ($($outcome:ident),+) => {$(
+        impl From<AuthFailure> for $outcome {
+            fn from(f: AuthFailure) -> $outcome {
+                match f {
+                    AuthFailure::NotSent(cause) => $outcome::NotSent { cause },
+                    AuthFailure::Unavailable { code, message } => $outcome::Unavailable {
+                        code,
+                        message,
+                        retry_after_s: None,
+                    },
+                }
+            }
+        }
+    )+};
+}
+from_auth_failure!(StampOutcome, LookupOutcome, CancelOutcome);
 
 impl SwClient {
     pub fn new(config: SwConfig) -> Result<SwClient, HttpSetupError> {
@@ -380,17 +433,40 @@ impl SwClient {
             idempotency_key: Some(attempt.idempotency_key.clone()),
         };
         let outcome = match self.send_authed(make, &mut evidence).await {
-            Err(AuthFailure::NotSent(cause)) => StampOutcome::NotSent { cause },
-            Err(AuthFailure::Unavailable { code, message }) => StampOutcome::Unavailable {
-                code,
-                message,
-                retry_after_s: None,
-            },
-            Ok(Err(SendFailure::NotSent(cause))) => StampOutcome::NotSent { cause },
-            Ok(Err(SendFailure::Unknown(cause))) => StampOutcome::Unknown { cause },
+            Err(auth) => auth.into(),
+            Ok(Err(failure)) => failure.into(),
             Ok(Ok(d)) => classify_stamp(d.status, &d.body, d.retry_after_s(), &self.config.envelope_statuses),
         };
-        Reply { outcome, evidence }
+        // CFDI3307 carries the original's TFD, not its XML: fetch the XML from storage (on the
+        // api host), as SW's SDK does. Storage lags and fails; the TFD alone stays the fact.
+        let outcome = match outcome {
+            StampOutcome::AlreadyStamped {
+                code,
+                uuid: Some(uuid),
+                xml: None,
+                tfd_xml,
+                pac_id,
+            } => {
+                let stored = self.do_retrieve(&uuid).await;
+                evidence.extend(stored.evidence);
+                let xml = match stored.outcome {
+                    LookupOutcome::Found { mut cfdis } if !cfdis.is_empty() => cfdis.remove(0).xml,
+                    _ => None,
+                };
+                StampOutcome::AlreadyStamped {
+                    code,
+                    uuid: Some(uuid),
+                    xml,
+                    tfd_xml,
+                    pac_id,
+                }
+            }
+            other => other,
+        };
+        Reply {
+            outcome: outcome.normalized(),
+            evidence,
+        }
     }
 
     async fn do_retrieve(&self, uuid: &str) -> Reply<LookupOutcome> {
@@ -405,31 +481,15 @@ impl SwClient {
             idempotency_key: None,
         };
         let d = match self.send_authed(make, &mut evidence).await {
-            Err(AuthFailure::NotSent(cause)) => {
+            Err(auth) => {
                 return Reply {
-                    outcome: LookupOutcome::NotSent { cause },
+                    outcome: auth.into(),
                     evidence,
                 }
             }
-            Err(AuthFailure::Unavailable { code, message }) => {
+            Ok(Err(failure)) => {
                 return Reply {
-                    outcome: LookupOutcome::Unavailable {
-                        code,
-                        message,
-                        retry_after_s: None,
-                    },
-                    evidence,
-                }
-            }
-            Ok(Err(SendFailure::NotSent(cause))) => {
-                return Reply {
-                    outcome: LookupOutcome::NotSent { cause },
-                    evidence,
-                }
-            }
-            Ok(Err(SendFailure::Unknown(cause))) => {
-                return Reply {
-                    outcome: LookupOutcome::Unknown { cause },
+                    outcome: failure.into(),
                     evidence,
                 }
             }
@@ -446,22 +506,22 @@ impl SwClient {
                     idempotency_key: None,
                 };
                 match self.http.send(out, &self.redactor(), &mut evidence).await {
-                    Ok(x) if x.status == 200 && uuid_from_xml(&x.text()).as_deref().is_some_and(|u| u.eq_ignore_ascii_case(uuid)) => {
-                        LookupOutcome::Found {
-                            cfdis: vec![FoundCfdi {
-                                uuid: uuid.to_string(),
-                                xml: Some(x.text()),
-                                pac_id: None,
-                                status: None,
-                            }],
-                        }
+                    // Normalization checks that the XML's TFD is the UUID asked for.
+                    Ok(x) if x.status == 200 => LookupOutcome::Found {
+                        cfdis: vec![FoundCfdi {
+                            uuid: uuid.to_string(),
+                            xml: Some(x.text()),
+                            tfd_xml: None,
+                            pac_id: None,
+                            status: None,
+                        }],
                     }
+                    .normalized(),
                     Ok(x) => LookupOutcome::Pending {
                         detail: format!("el XML de storage no se pudo leer (HTTP {})", x.status),
                         pac_id: None,
                     },
-                    Err(SendFailure::NotSent(cause)) => LookupOutcome::NotSent { cause },
-                    Err(SendFailure::Unknown(cause)) => LookupOutcome::Unknown { cause },
+                    Err(failure) => failure.into(),
                 }
             }
             StorageAnswer::Outcome(o) => o,
@@ -486,14 +546,8 @@ impl SwClient {
             idempotency_key: None,
         };
         let outcome = match self.send_authed(make, &mut evidence).await {
-            Err(AuthFailure::NotSent(cause)) => CancelOutcome::NotSent { cause },
-            Err(AuthFailure::Unavailable { code, message }) => CancelOutcome::Unavailable {
-                code,
-                message,
-                retry_after_s: None,
-            },
-            Ok(Err(SendFailure::NotSent(cause))) => CancelOutcome::NotSent { cause },
-            Ok(Err(SendFailure::Unknown(cause))) => CancelOutcome::Unknown { cause },
+            Err(auth) => auth.into(),
+            Ok(Err(failure)) => failure.into(),
             Ok(Ok(d)) => classify_cancel(d.status, &d.body, &req.uuid, d.retry_after_s()),
         };
         Reply { outcome, evidence }

@@ -199,33 +199,75 @@ async fn sw_stamps_then_a_resume_gets_307_with_the_original_cfdi() {
     sim.shutdown().await;
 }
 
+/// An SW client whose storage host (api) is the simulator's *control* listener: same routes,
+/// another port, so the evidence shows which host each request went to.
+fn sw_with_separate_api_host(sim: &SimHandle) -> SwClient {
+    let mut c = SwConfig::new(
+        &sim.base_url,
+        &sim.control_url,
+        format!("{}/ConsultaCFDIService.svc", sim.base_url),
+        sw_token(),
+    );
+    c.timeouts = quick();
+    SwClient::new(c).unwrap()
+}
+
 #[tokio::test]
-async fn sw_same_customid_with_other_bytes_is_cfdi3307_with_the_original_tfd_then_storage_has_the_xml() {
+async fn sw_same_customid_with_other_bytes_is_cfdi3307_with_the_original_tfd_and_the_xml_from_storage_on_the_api_host() {
     let sim = sim(Flavor::Sw, "sw_307_status=409").await;
-    let client = sw(&sim, sw_token(), quick());
+    let client = sw_with_separate_api_host(&sim);
     let now = sim.clock().now();
-    let original = client.stamp(&attempt(sealed(now, hour(), |_| {}), "pedido-4471")).await;
-    let StampOutcome::Stamped { uuid, .. } = original.outcome else {
-        panic!("{:?}", original.outcome)
+    let first_body = sealed(now, hour(), |_| {});
+    let original = client.stamp(&attempt(first_body.clone(), "pedido-4471")).await;
+    let StampOutcome::Stamped {
+        uuid,
+        xml: Some(_),
+        tfd_xml: Some(_),
+        ..
+    } = original.outcome
+    else {
+        panic!("the default stamp path answers version 2 (tfd + cfdi): {:?}", original.outcome)
     };
+    assert!(original.evidence.exchanges[0].url.ends_with("/v4/cfdi33/stamp/v2"));
     // Regenerated with another Fecha and sello, same customId.
-    let regenerated = client.stamp(&attempt(sealed(now, hour() * 2, |_| {}), "pedido-4471")).await;
+    let regenerated_body = sealed(now, hour() * 2, |_| {});
+    let regenerated = client.stamp(&attempt(regenerated_body.clone(), "pedido-4471")).await;
     match &regenerated.outcome {
         StampOutcome::AlreadyStamped {
             code,
             uuid: Some(u),
-            xml: None,
+            xml: Some(xml),
+            tfd_xml: Some(tfd),
             ..
         } => {
             assert_eq!(code, "CFDI3307");
-            assert_eq!(u, &uuid);
+            assert_eq!(u, &uuid, "the original UUID, from data.tfd");
+            let id = pac::tfd::identity(tfd).unwrap();
+            assert_eq!(id.uuid, uuid);
+            assert!(
+                id.is_for_sello(&pac::tfd::attempt_sello(&first_body).unwrap()),
+                "the TFD is the first attempt's"
+            );
+            assert!(!id.is_for_sello(&pac::tfd::attempt_sello(&regenerated_body).unwrap()));
+            assert_eq!(pac::tfd::identity(xml).unwrap(), id, "the XML from storage is the same CFDI");
         }
         other => panic!("{other:?}"),
     }
+    let ex = &regenerated.evidence.exchanges;
     assert_eq!(
-        regenerated.evidence.exchanges[0].status,
+        ex.iter().map(|e| e.operation.as_str()).collect::<Vec<_>>(),
+        ["stamp", "storage", "storage_xml"]
+    );
+    assert_eq!(
+        ex[0].status,
         Some(409),
         "the status is configurable; classification does not depend on it"
+    );
+    assert!(ex[0].url.starts_with(&sim.base_url), "stamping on the services host");
+    assert!(
+        ex[1].url.starts_with(&format!("{}/datawarehouse/v1/live/", sim.control_url)),
+        "storage on the api host: {}",
+        ex[1].url
     );
     let found = client.retrieve(&uuid).await;
     match found.outcome {
@@ -235,11 +277,39 @@ async fn sw_same_customid_with_other_bytes_is_cfdi3307_with_the_original_tfd_the
         }
         other => panic!("{other:?}"),
     }
+    assert!(found.evidence.exchanges[0].url.starts_with(&sim.control_url));
     assert!(matches!(
         client.retrieve("00000000-0000-4000-8000-000000000000").await.outcome,
         LookupOutcome::NotFound { .. }
     ));
     assert_eq!(ledger_len(&sim), 1);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn sw_cfdi3307_keeps_the_tfd_as_the_fact_when_storage_cannot_give_the_xml() {
+    let sim = sim(Flavor::Sw, "").await;
+    // Storage on a host where nothing listens.
+    let mut c = SwConfig::new(&sim.base_url, closed_port_url(), closed_port_url(), sw_token());
+    c.timeouts = quick();
+    let client = SwClient::new(c).unwrap();
+    let now = sim.clock().now();
+    let StampOutcome::Stamped { uuid, .. } = client.stamp(&attempt(sealed(now, hour(), |_| {}), "k")).await.outcome else {
+        panic!()
+    };
+    match client.stamp(&attempt(sealed(now, hour() * 2, |_| {}), "k")).await.outcome {
+        StampOutcome::AlreadyStamped {
+            code,
+            uuid: Some(u),
+            xml: None,
+            tfd_xml: Some(tfd),
+            ..
+        } => {
+            assert_eq!((code.as_str(), u.as_str()), ("CFDI3307", uuid.as_str()));
+            assert_eq!(pac::tfd::identity(&tfd).unwrap().uuid, uuid);
+        }
+        other => panic!("{other:?}"),
+    }
     sim.shutdown().await;
 }
 
@@ -660,6 +730,7 @@ async fn facturapi_creates_a_valid_invoice_and_a_retry_with_the_same_key_returns
         uuid,
         xml: Some(xml),
         pac_id: Some(id),
+        ..
     } = &first.outcome
     else {
         panic!("{:?}", first.outcome)
@@ -853,4 +924,207 @@ async fn finkok_and_facturapi_outages_are_not_sent_and_create_nothing() {
     ));
     assert_eq!(ledger_len(&fa), 0);
     fa.shutdown().await;
+}
+
+// ---- UUIDs, foreign CFDIs and the order of validation ------------------------------------------
+
+/// Checks that a stamped XML's TFD is signed by the simulator over the UUID as issued.
+fn assert_tfd_signed_as_issued(xml: &str) -> String {
+    let doc = cfdi::xml::Document::parse(xml.as_bytes()).unwrap();
+    let tfd = cfdi::read::tfd(&doc).unwrap().unwrap();
+    let cadena = cfdi::cadena::cadena_tfd(&doc).unwrap();
+    let cert = cfdi::csd::Certificate::from_der(pac_sim::engine::CERT_DER).unwrap();
+    assert!(cert.verify(cadena.as_bytes(), &tfd.sello_sat).is_ok());
+    tfd.uuid
+}
+
+fn is_canonical_uuid(u: &str) -> bool {
+    pac::tfd::normalize_uuid(u).as_deref() == Ok(u)
+}
+
+#[tokio::test]
+async fn lowercase_uuids_leave_every_adapter_uppercase_over_http() {
+    // SW: stamp, then the 307 resume.
+    let s = sim(Flavor::Sw, "lowercase_uuid=1").await;
+    let client = sw(&s, sw_token(), quick());
+    let a = attempt(sealed(s.clock().now(), hour(), |_| {}), "k-lower");
+    let issued = s.engine();
+    let StampOutcome::Stamped { uuid, xml: Some(xml), .. } = client.stamp(&a).await.outcome else {
+        panic!()
+    };
+    let ledger_uuid = issued.ledger()[0].uuid.clone();
+    assert_eq!(ledger_uuid, ledger_uuid.to_lowercase(), "the simulator issued it lowercase");
+    assert_eq!(uuid, ledger_uuid.to_uppercase());
+    assert!(is_canonical_uuid(&uuid));
+    assert_eq!(
+        assert_tfd_signed_as_issued(&xml),
+        ledger_uuid,
+        "the XML is kept as the PAC signed it"
+    );
+    match client.stamp(&a).await.outcome {
+        StampOutcome::AlreadyStamped { uuid: Some(u), .. } => assert_eq!(u, uuid),
+        other => panic!("{other:?}"),
+    }
+    match client.retrieve(&ledger_uuid).await.outcome {
+        LookupOutcome::Found { cfdis } => assert_eq!(cfdis[0].uuid, uuid),
+        other => panic!("{other:?}"),
+    }
+    s.shutdown().await;
+
+    // Finkok: stamp, the 307 resume (with and without XML), stamped, get_xml.
+    let s = sim(Flavor::Finkok, "lowercase_uuid=1,no_xml_307=1,stamped_lag_ms=0").await;
+    let client = finkok(&s, quick());
+    let a = attempt(sealed(s.clock().now(), hour(), |_| {}), "unused");
+    let StampOutcome::Stamped { uuid, xml: Some(xml), .. } = client.stamp(&a).await.outcome else {
+        panic!()
+    };
+    let ledger_uuid = s.engine().ledger()[0].uuid.clone();
+    assert_eq!(uuid, ledger_uuid.to_uppercase());
+    assert!(is_canonical_uuid(&uuid) && uuid != ledger_uuid);
+    assert_eq!(assert_tfd_signed_as_issued(&xml), ledger_uuid);
+    match client.stamp(&a).await.outcome {
+        StampOutcome::AlreadyStamped { uuid: Some(u), .. } => assert_eq!(u, uuid),
+        other => panic!("{other:?}"),
+    }
+    match client.lookup(&a).await.outcome {
+        LookupOutcome::Found { cfdis } => assert_eq!(cfdis[0].uuid, uuid),
+        other => panic!("{other:?}"),
+    }
+    match client.retrieve(&ledger_uuid).await.outcome {
+        LookupOutcome::Found { cfdis } => assert_eq!(cfdis[0].uuid, uuid),
+        other => panic!("{other:?}"),
+    }
+    s.shutdown().await;
+
+    // Facturapi: create, the retry with the same key, list by external_id.
+    let s = sim(Flavor::Facturapi, "lowercase_uuid=1").await;
+    let client = facturapi(&s, quick());
+    let a = attempt(facturapi_body("k-lower", "pedido-lower", "URE180429TM6"), "k-lower");
+    let StampOutcome::Stamped { uuid, xml: Some(xml), .. } = client.stamp(&a).await.outcome else {
+        panic!()
+    };
+    let ledger_uuid = s.engine().ledger()[0].uuid.clone();
+    assert_eq!(uuid, ledger_uuid.to_uppercase());
+    assert!(is_canonical_uuid(&uuid) && uuid != ledger_uuid);
+    assert_eq!(assert_tfd_signed_as_issued(&xml), ledger_uuid);
+    match client.stamp(&a).await.outcome {
+        StampOutcome::Stamped { uuid: u, .. } => assert_eq!(u, uuid),
+        other => panic!("{other:?}"),
+    }
+    match client.lookup(&a).await.outcome {
+        LookupOutcome::Found { cfdis } => assert_eq!(cfdis[0].uuid, uuid),
+        other => panic!("{other:?}"),
+    }
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_lowercase_uuid_lost_to_a_timeout_is_recovered_uppercase() {
+    let s = sim(Flavor::Sw, "lowercase_uuid=1,timeout_after_certify=1").await;
+    let slow = sw(
+        &s,
+        sw_token(),
+        Timeouts {
+            connect: Duration::from_secs(2),
+            total: Duration::from_millis(700),
+        },
+    );
+    let a = attempt(sealed(s.clock().now(), hour(), |_| {}), "k");
+    assert!(matches!(slow.stamp(&a).await.outcome, StampOutcome::Unknown { .. }));
+    s.set_faults(Faults::default());
+    match slow.stamp(&a).await.outcome {
+        StampOutcome::AlreadyStamped { uuid: Some(u), .. } => assert_eq!(u, s.engine().ledger()[0].uuid.to_uppercase()),
+        other => panic!("{other:?}"),
+    }
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_foreign_cfdi_in_an_already_stamped_answer_is_carried_with_its_tfd_so_its_sello_tells() {
+    // SW 307 and Finkok 307: the answer carries the other CFDI whole; its SelloCFD is not ours.
+    for flavor in [Flavor::Sw, Flavor::Finkok] {
+        let s = sim(flavor, "no_xml_307=0").await;
+        let client: Box<dyn PacClient> = match flavor {
+            Flavor::Sw => Box::new(sw(&s, sw_token(), quick())),
+            _ => Box::new(finkok(&s, quick())),
+        };
+        let now = s.clock().now();
+        let ours = sealed(now, hour(), |_| {});
+        let other = sealed(now, hour(), |v| v["folio"] = "4472".into());
+        let StampOutcome::Stamped { uuid: our_uuid, .. } = client.stamp(&attempt(ours.clone(), "k-ours")).await.outcome else {
+            panic!()
+        };
+        let StampOutcome::Stamped { uuid: other_uuid, .. } = client.stamp(&attempt(other, "k-other")).await.outcome else {
+            panic!()
+        };
+        s.set_faults(Faults::parse("foreign_cfdi=1,no_xml_307=0").unwrap());
+        match client.stamp(&attempt(ours.clone(), "k-ours")).await.outcome {
+            o @ StampOutcome::AlreadyStamped { .. } => {
+                let StampOutcome::AlreadyStamped {
+                    uuid: Some(u),
+                    xml: Some(xml),
+                    ..
+                } = &o
+                else {
+                    panic!("{o:?}")
+                };
+                assert_eq!(u, &other_uuid, "{flavor:?}: the simulator answered with the other CFDI");
+                assert_ne!(u, &our_uuid);
+                let id = pac::tfd::identity(xml).unwrap();
+                let our_sello = pac::tfd::attempt_sello(&ours).unwrap();
+                assert!(!id.is_for_sello(&our_sello), "{flavor:?}: SelloCFD ≠ the attempt's Sello");
+                assert_eq!(o.stamp_identity().unwrap().unwrap(), id);
+            }
+            other => panic!("{flavor:?}: {other:?}"),
+        }
+        assert_eq!(ledger_len(&s), 2, "nothing new was created");
+        s.shutdown().await;
+    }
+    // Facturapi: a used idempotency_key answered with another invoice.
+    let s = sim(Flavor::Facturapi, "").await;
+    let client = facturapi(&s, quick());
+    let ours = attempt(facturapi_body("k-ours", "pedido-ours", "URE180429TM6"), "k-ours");
+    let StampOutcome::Stamped { uuid: our_uuid, .. } = client.stamp(&ours).await.outcome else {
+        panic!()
+    };
+    let mut other_body: Value = serde_json::from_slice(&facturapi_body("k-other", "pedido-other", "URE180429TM6")).unwrap();
+    other_body["folio_number"] = json!(4472);
+    let StampOutcome::Stamped { uuid: other_uuid, .. } =
+        client.stamp(&attempt(other_body.to_string().into_bytes(), "k-other")).await.outcome
+    else {
+        panic!()
+    };
+    assert_ne!(other_uuid, our_uuid);
+    s.set_faults(Faults::parse("foreign_cfdi=1").unwrap());
+    match client.stamp(&ours).await.outcome {
+        StampOutcome::Stamped { uuid, xml: Some(xml), .. } => {
+            assert_eq!(uuid, other_uuid);
+            assert_ne!(uuid, our_uuid);
+            assert_eq!(pac::tfd::identity(&xml).unwrap().uuid, other_uuid, "the XML is the other invoice's");
+        }
+        other => panic!("{other:?}"),
+    }
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn validate_before_dedup_turns_an_old_resume_into_401_although_the_cfdi_exists() {
+    for (faults, expect_401) in [("validate_before_dedup=0", false), ("validate_before_dedup=1", true)] {
+        let s = sim(Flavor::Sw, faults).await;
+        let client = sw(&s, sw_token(), quick());
+        let a = attempt(sealed(s.clock().now(), hour(), |_| {}), "pedido-4471");
+        let StampOutcome::Stamped { uuid, .. } = client.stamp(&a).await.outcome else {
+            panic!()
+        };
+        s.engine().advance_clock(chrono::Duration::hours(72));
+        let r = client.stamp(&a).await.outcome;
+        match (&r, expect_401) {
+            (StampOutcome::AlreadyStamped { uuid: Some(u), .. }, false) => assert_eq!(u, &uuid),
+            // The PAC's word: a rejection. Only the attempt's history says the CFDI exists.
+            (StampOutcome::Rejected { code, .. }, true) => assert_eq!(code, "401"),
+            _ => panic!("{faults}: {r:?}"),
+        }
+        assert_eq!(ledger_len(&s), 1);
+        s.shutdown().await;
+    }
 }

@@ -14,7 +14,8 @@ fn fixture(rel: &str) -> Vec<u8> {
     std::fs::read(format!("{FIX}/{rel}")).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
-const SW_STATUSES: &[u16] = &[200, 400, 401, 403, 404, 409, 422];
+/// The default of `SwConfig::envelope_statuses`: where SW's SDKs read the JSON answer.
+const SW_STATUSES: &[u16] = pac::sw::DEFAULT_ENVELOPE_STATUSES;
 
 /// `class:code` of a stamp outcome, for compact tables.
 fn stamp_key(o: &StampOutcome) -> String {
@@ -40,6 +41,7 @@ fn sw_fixtures_classify() {
         ("sw/stamp-307-with-data.json", 200, format!("already_stamped:307:{UUID}:true")),
         ("sw/stamp-307-with-data.json", 500, format!("already_stamped:307:{UUID}:true")),
         ("sw/stamp-cfdi3307.json", 400, format!("already_stamped:CFDI3307:{UUID}:false")),
+        ("sw/stamp-cfdi3307.json", 503, format!("already_stamped:CFDI3307:{UUID}:false")),
         ("sw/error-au2000.json", 401, "unavailable:AU2000".into()),
         ("sw/error-au2001.json", 400, "unavailable:AU2001".into()),
         ("sw/error-302.json", 400, "rejected:302".into()),
@@ -297,4 +299,220 @@ proptest! {
             }
         }
     }
+}
+
+// ---- Finkok: several incidences decide together -------------------------------------------
+
+/// A Finkok `stampResult` with `uuid` (empty for none) and incidences `(code, message)`.
+fn finkok_answer(uuid: &str, incidencias: &[(&str, &str)]) -> Vec<u8> {
+    let inc: String = incidencias
+        .iter()
+        .map(|(c, m)| format!("<s0:Incidencia><s0:IdIncidencia>x</s0:IdIncidencia><s0:Uuid></s0:Uuid><s0:CodigoError>{c}</s0:CodigoError><s0:MensajeIncidencia>{m}</s0:MensajeIncidencia></s0:Incidencia>"))
+        .collect();
+    let uuid_el = if uuid.is_empty() {
+        String::new()
+    } else {
+        format!("<s0:UUID>{uuid}</s0:UUID>")
+    };
+    format!("<?xml version='1.0' encoding='UTF-8'?><senv:Envelope xmlns:senv=\"http://schemas.xmlsoap.org/soap/envelope/\" xmlns:tns=\"http://facturacion.finkok.com/stamp\" xmlns:s0=\"apps.services.soap.core.views\"><senv:Body><tns:stampResponse><tns:stampResult><s0:xml></s0:xml>{uuid_el}<s0:Incidencias>{inc}</s0:Incidencias></tns:stampResult></tns:stampResponse></senv:Body></senv:Envelope>").into_bytes()
+}
+
+/// `(CodigoError, MensajeIncidencia)` pairs.
+type Incidences<'a> = &'a [(&'a str, &'a str)];
+
+#[test]
+fn finkok_incidences_decide_together_and_one_unknown_makes_the_answer_unknown() {
+    let cases: &[(&str, Incidences, String)] = &[
+        // One incidence: as before.
+        ("", &[("401", "Fecha fuera de rango")], "rejected:401".into()),
+        ("", &[("718", "Sin timbres")], "unavailable:718".into()),
+        ("", &[("709", "SelloSAT no pudo ser creado")], "unknown".into()),
+        ("", &[("999", "¿?")], "unknown".into()),
+        // Every incidence a known document rejection: rejected (the first code).
+        ("", &[("302", "Sello"), ("CFDI40101", "Fecha")], "rejected:302".into()),
+        // Every incidence a known account problem: unavailable.
+        (
+            "",
+            &[("702", "Cuenta suspendida"), ("718", "Sin timbres")],
+            "unavailable:702".into(),
+        ),
+        // An account problem next to an unknown code is no longer unavailable (no failover).
+        ("", &[("718", "Sin timbres"), ("709", "SelloSAT")], "unknown".into()),
+        ("", &[("709", "SelloSAT"), ("718", "Sin timbres")], "unknown".into()),
+        ("", &[("300", "Credenciales"), ("X1", "¿?")], "unknown".into()),
+        // A document rejection next to an unknown code: unknown.
+        ("", &[("401", "Fecha"), ("709", "SelloSAT")], "unknown".into()),
+        // Known, but of both classes: neither proves one story.
+        ("", &[("401", "Fecha"), ("718", "Sin timbres")], "unknown".into()),
+        // "Already stamped" wins over whatever else came with it.
+        (
+            "",
+            &[("718", "Sin timbres"), ("307", "Timbre previo")],
+            "already_stamped:307:-:false".into(),
+        ),
+        // A UUID present wins: stamped with incidences is still stamped.
+        (
+            UUID,
+            &[("709", "SelloSAT"), ("718", "Sin timbres")],
+            format!("stamped:{UUID}:false"),
+        ),
+        (UUID, &[("401", "Fecha")], format!("stamped:{UUID}:false")),
+        (
+            UUID,
+            &[("307", "Timbre previo"), ("999", "¿?")],
+            format!("already_stamped:307:{UUID}:false"),
+        ),
+        // No UUID and no incidence says nothing.
+        ("", &[], "unknown".into()),
+    ];
+    for (uuid, incidencias, expected) in cases {
+        let o = finkok::classify_stamp(200, &finkok_answer(uuid, incidencias));
+        assert_eq!(&stamp_key(&o), expected, "{uuid:?} {incidencias:?}: {o:?}");
+    }
+    // The lookup (`stamped`): not found only when every incidence says 603.
+    let lookups: &[(Incidences, &str)] = &[
+        (&[("603", "Sin timbre previo")], "not_found"),
+        (&[("603", "Sin timbre previo"), ("603", "Sin timbre previo")], "not_found"),
+        (&[("603", "Sin timbre previo"), ("709", "¿?")], "unknown"),
+        (&[("300", "Credenciales")], "unavailable"),
+        (&[("300", "Credenciales"), ("709", "¿?")], "unknown"),
+    ];
+    for (incidencias, expected) in lookups {
+        let o = finkok::classify_stamped(200, &finkok_stamped_answer(incidencias));
+        let key = match &o {
+            LookupOutcome::NotFound { .. } => "not_found",
+            LookupOutcome::Unavailable { .. } => "unavailable",
+            LookupOutcome::Unknown { .. } => "unknown",
+            _ => "other",
+        };
+        assert_eq!(key, *expected, "{incidencias:?}: {o:?}");
+    }
+}
+
+/// The same answer as `stamped` (the lookup) gives it.
+fn finkok_stamped_answer(incidencias: &[(&str, &str)]) -> Vec<u8> {
+    String::from_utf8(finkok_answer("", incidencias))
+        .unwrap()
+        .replace("stampResult", "stampedResult")
+        .replace("stampResponse", "stampedResponse")
+        .into_bytes()
+}
+
+// ---- SW: error envelopes are trusted only where SW's SDKs read them ---------------------------
+
+#[test]
+fn sw_error_envelopes_mean_not_created_only_on_the_statuses_the_sdks_parse() {
+    assert_eq!(SW_STATUSES, &[200, 400, 401], "SwConfig's default");
+    let config = pac::sw::SwConfig::new(
+        "https://s",
+        "https://a",
+        "https://sat",
+        pac::sw::SwAuth::Token(cfdi::secret::Secret::new("t")),
+    );
+    assert_eq!(config.envelope_statuses, SW_STATUSES);
+    assert_eq!(config.stamp_path, "/v4/cfdi33/stamp/v2");
+    for (file, trusted) in [
+        ("sw/error-302.json", "rejected:302"),
+        ("sw/error-401-fecha.json", "rejected:401"),
+        ("sw/error-au2001.json", "unavailable:AU2001"),
+    ] {
+        for status in [200u16, 400, 401] {
+            assert_eq!(
+                stamp_key(&sw::classify_stamp(status, &fixture(file), None, SW_STATUSES)),
+                trusted,
+                "{file} {status}"
+            );
+        }
+        for status in [201u16, 403, 404, 409, 422, 500, 502, 503] {
+            let o = sw::classify_stamp(status, &fixture(file), None, SW_STATUSES);
+            assert_eq!(stamp_key(&o), "unknown", "{file} HTTP {status}: {o:?}");
+            assert!(!o.proves_not_created());
+        }
+        // Configurable: a deployment that learns SW answers 422 can trust it.
+        assert_eq!(
+            stamp_key(&sw::classify_stamp(422, &fixture(file), None, &[200, 400, 401, 422])),
+            trusted
+        );
+    }
+    // A TFD is a fact on any status.
+    for status in [200u16, 409, 500] {
+        assert_eq!(
+            stamp_key(&sw::classify_stamp(
+                status,
+                &fixture("sw/stamp-307-with-data.json"),
+                None,
+                SW_STATUSES
+            )),
+            format!("already_stamped:307:{UUID}:true")
+        );
+    }
+}
+
+// ---- UUIDs leave every classifier uppercase and well-formed ----------------------------------
+
+#[test]
+fn every_classifier_uppercases_uuids_and_refuses_malformed_ones() {
+    let lower = UUID.to_lowercase();
+    let lowered = |file: &str| String::from_utf8(fixture(file)).unwrap().replace(UUID, &lower).into_bytes();
+    let bad = |file: &str| {
+        String::from_utf8(fixture(file))
+            .unwrap()
+            .replace(UUID, "6F7C2B1A-3D4E-4F50-8A6B-7C8D9E0F1A2")
+            .into_bytes()
+    };
+    // SW: success V4 and V1, 307 with data, CFDI3307.
+    for (file, status) in [
+        ("sw/stamp-v4-success.json", 200),
+        ("sw/stamp-v1-success.json", 200),
+        ("sw/stamp-307-with-data.json", 400),
+        ("sw/stamp-cfdi3307.json", 400),
+    ] {
+        let o = sw::classify_stamp(status, &lowered(file), None, SW_STATUSES);
+        assert!(stamp_key(&o).contains(UUID), "{file}: {o:?}");
+        let o = sw::classify_stamp(status, &bad(file), None, SW_STATUSES);
+        assert_eq!(stamp_key(&o), "unknown", "{file}: a malformed UUID is never a CFDI: {o:?}");
+    }
+    // Finkok: stamp, 307 with XML, stamped, get_xml.
+    for file in ["finkok/stamp-success.xml", "finkok/stamp-307-with-xml.xml", "finkok/stamp-707.xml"] {
+        assert!(stamp_key(&finkok::classify_stamp(200, &lowered(file))).contains(UUID), "{file}");
+        assert_eq!(stamp_key(&finkok::classify_stamp(200, &bad(file))), "unknown", "{file}");
+    }
+    match finkok::classify_stamped(200, &lowered("finkok/stamped-found.xml")) {
+        LookupOutcome::Found { cfdis } => assert_eq!(cfdis[0].uuid, UUID),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        finkok::classify_stamped(200, &bad("finkok/stamped-found.xml")),
+        LookupOutcome::Unknown { .. }
+    ));
+    match finkok::classify_get_xml(200, &lowered("finkok/get-xml-found.xml"), &lower) {
+        LookupOutcome::Found { cfdis } => assert_eq!(cfdis[0].uuid, UUID),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        finkok::classify_get_xml(200, &fixture("finkok/get-xml-found.xml"), "not-a-uuid"),
+        LookupOutcome::Unknown { .. }
+    ));
+    // Facturapi: invoice and list.
+    match facturapi::classify_create(200, &lowered("facturapi/invoice-valid.json"), None) {
+        StampOutcome::Stamped { uuid, .. } => assert_eq!(uuid, UUID),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        facturapi::classify_create(200, &bad("facturapi/invoice-valid.json"), None),
+        StampOutcome::Unknown { .. }
+    ));
+    match facturapi::classify_list(200, &lowered("facturapi/list-two.json")) {
+        LookupOutcome::Found { cfdis } => assert!(cfdis
+            .iter()
+            .all(|c| pac::tfd::normalize_uuid(&c.uuid).as_deref() == Ok(c.uuid.as_str()))),
+        other => panic!("{other:?}"),
+    }
+    // An answer whose UUID field and TFD disagree is not a CFDI either.
+    let other = "11111111-2222-4333-8444-555555555555";
+    let contradictory = String::from_utf8(fixture("sw/stamp-v4-success.json"))
+        .unwrap()
+        .replacen(&format!("\"uuid\":\"{UUID}\""), &format!("\"uuid\":\"{other}\""), 1)
+        .into_bytes();
+    assert_eq!(stamp_key(&sw::classify_stamp(200, &contradictory, None, SW_STATUSES)), "unknown");
 }
