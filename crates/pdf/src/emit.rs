@@ -3,7 +3,7 @@
 //! Owns the translation of [`Op`]s into PDF content: text as embedded, subsetted DejaVu
 //! (krilla writes a CID font with a ToUnicode map, so the text can be searched, copied and
 //! extracted), rectangles and QR modules as filled vector paths, the sandbox mark as rotated
-//! translucent text. Document metadata (title, language `es-MX`, creator) is set; no clock is
+//! translucent outlines. Document metadata (title, language `es-MX`, creator) is set; no clock is
 //! read, so the same XML always gives the same bytes.
 
 use krilla::color::rgb;
@@ -128,6 +128,8 @@ fn watermark(surface: &mut Surface<'_>, fonts: &Fonts, text: &str) {
     surface.set_fill(Some(fill(WATERMARK_COLOR, WATERMARK_OPACITY)));
     surface.set_stroke(None);
     let start = Point::from_xy(cx - unit * size / 2.0, cy + size * 0.35);
-    surface.draw_glyphs(start, &face.glyphs(text), face.pdf.clone(), text, size, false);
+    // Outlined: drawn as shapes, so the mark does not scatter letters through the extracted
+    // text; the footer carries it as text.
+    surface.draw_glyphs(start, &face.glyphs(text), face.pdf.clone(), text, size, true);
     surface.pop();
 }

@@ -22,6 +22,8 @@ const SHADE: Rgb = Rgb(0xea, 0xee, 0xf3);
 const ZEBRA: Rgb = Rgb(0xf6, 0xf7, 0xf9);
 const RULE: Rgb = Rgb(0xc4, 0xcb, 0xd4);
 const WHITE: Rgb = Rgb(0xff, 0xff, 0xff);
+/// The sandbox mark's red (the same as the diagonal's, see `emit`).
+const MARK: Rgb = Rgb(0xc0, 0x1c, 0x28);
 
 const BODY: Style = Style::new(FontKind::Regular, 7.5, INK);
 const LABEL: Style = Style::new(FontKind::Bold, 7.5, INK);
@@ -68,17 +70,23 @@ pub fn build(fonts: &Fonts, inv: &Invoice, qr: Arc<QrMatrix>) -> (Vec<Flow>, Vec
     (flows, b.running_header())
 }
 
-/// Adds the footer (legend, page number) and, in sandbox, the mark to every page.
+/// Adds the footer (legend, page number) and, in sandbox, the mark to every page: a large
+/// diagonal across the page and "SIN VALIDEZ FISCAL" as text in the footer.
 pub fn frame(fonts: &Fonts, pages: &mut [Vec<Op>], sandbox: bool) {
     let total = pages.len();
     let top = layout::content_bottom() + 6.0;
     for (i, page) in pages.iter_mut().enumerate() {
-        let left = text::wrap(fonts, &[Span::new(format!("{LEYENDA}."), SMALL)], 380.0);
+        let left = text::wrap(fonts, &[Span::new(format!("{LEYENDA}."), SMALL)], 250.0);
         let right = text::wrap(fonts, &[Span::new(format!("Página {} de {total}", i + 1), SMALL_LABEL)], 130.0);
-        let mut pieces = zip(&[
-            Col { x: 0.0, width: 390.0, pad: 0.0, align: Align::Left, lines: left },
+        let mut cols = vec![
+            Col { x: 0.0, width: 250.0, pad: 0.0, align: Align::Left, lines: left },
             Col { x: CONTENT_WIDTH - 130.0, width: 130.0, pad: 0.0, align: Align::Right, lines: right },
-        ]);
+        ];
+        if sandbox {
+            let mark = text::wrap(fonts, &[Span::new(SIN_VALIDEZ, Style::new(FontKind::Bold, 7.5, MARK))], 130.0);
+            cols.push(Col { x: 260.0, width: 130.0, pad: 0.0, align: Align::Center, lines: mark });
+        }
+        let mut pieces = zip(&cols);
         let mut y = top;
         page.push(Op::Rect { x: MARGIN, y: y - 3.0, width: CONTENT_WIDTH, height: 0.5, fill: RULE });
         for p in pieces.drain(..) {

@@ -172,6 +172,16 @@ pub fn pages(pdf: &[u8], dir: &Path) -> usize {
         .expect("Pages: in pdfinfo")
 }
 
+/// Whitespace runs (line breaks included) as one space.
+pub fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `text` contains `phrase`, however lines were broken.
+pub fn has(text: &str, phrase: &str) -> bool {
+    collapse(text).contains(&collapse(phrase))
+}
+
 pub fn squeeze(s: &str) -> String {
     s.chars().filter(|c| !c.is_whitespace()).collect()
 }
