@@ -66,10 +66,25 @@ fn draw(surface: &mut Surface<'_>, fonts: &Fonts, op: &Op) {
             let face = fonts.face(style.font);
             surface.set_fill(Some(fill(style.color, 1.0)));
             surface.set_stroke(None);
-            surface.draw_glyphs(Point::from_xy(*x, *y), &face.glyphs(text), face.pdf.clone(), text, style.size, false);
+            surface.draw_glyphs(
+                Point::from_xy(*x, *y),
+                &face.glyphs(text),
+                face.pdf.clone(),
+                text,
+                style.size,
+                false,
+            );
         }
-        Op::Rect { x, y, width, height, fill: color } => {
-            let Some(rect) = Rect::from_xywh(*x, *y, *width, *height) else { return };
+        Op::Rect {
+            x,
+            y,
+            width,
+            height,
+            fill: color,
+        } => {
+            let Some(rect) = Rect::from_xywh(*x, *y, *width, *height) else {
+                return;
+            };
             let mut pb = PathBuilder::new();
             pb.push_rect(rect);
             if let Some(path) = pb.finish() {

@@ -75,7 +75,9 @@ pub fn tasa(tipo_factor: Option<&str>, tasa_o_cuota: Option<&str>) -> String {
 
 /// `ISR`, `IVA`, `IEPS`, or the code as written.
 pub fn impuesto(code: &str) -> String {
-    catalog::impuesto(code).map(|i| i.nombre.to_string()).unwrap_or_else(|| code.to_string())
+    catalog::impuesto(code)
+        .map(|i| i.nombre.to_string())
+        .unwrap_or_else(|| code.to_string())
 }
 
 /// `601 - General de Ley Personas Morales`, or the code alone when the catalog lacks it.
@@ -165,7 +167,10 @@ mod tests {
         assert_eq!(tasa(Some("Tasa"), Some("0.000000")), "0%");
         assert_eq!(tasa(Some("Exento"), None), "Exento");
         assert_eq!(tasa(Some("Cuota"), Some("0.5000")), "cuota 0.5000");
-        assert_eq!(tasa(Some("Tasa"), Some("79228162514264337593543950335")), "79228162514264337593543950335");
+        assert_eq!(
+            tasa(Some("Tasa"), Some("79228162514264337593543950335")),
+            "79228162514264337593543950335"
+        );
     }
 
     #[test]

@@ -170,8 +170,15 @@ impl Invoice {
         if tfd.version != "1.1" {
             return Err(PdfError::TfdVersion(tfd.version));
         }
-        let sello = summary.sello.clone().filter(|s| !s.is_empty()).ok_or(PdfError::Missing("Comprobante@Sello"))?;
-        let no_certificado = summary.no_certificado.clone().ok_or(PdfError::Missing("Comprobante@NoCertificado"))?;
+        let sello = summary
+            .sello
+            .clone()
+            .filter(|s| !s.is_empty())
+            .ok_or(PdfError::Missing("Comprobante@Sello"))?;
+        let no_certificado = summary
+            .no_certificado
+            .clone()
+            .ok_or(PdfError::Missing("Comprobante@NoCertificado"))?;
         let cadena_tfd = cfdi::cadena::cadena_tfd(doc).map_err(PdfError::CadenaTfd)?;
         let expresion_impresa = cfdi::read::expresion_impresa(&summary).ok_or(PdfError::NotStamped)?;
         let c = &doc.root;
@@ -299,7 +306,12 @@ fn pagos(c: &Element) -> Option<Pagos> {
     Some(Pagos {
         monto_total_pagos: totales.and_then(|t| opt(t, "MontoTotalPagos")),
         totales: totales
-            .map(|t| TOTALES.iter().filter_map(|(attr, label)| t.attr(attr).map(|v| (*label, v.to_string()))).collect())
+            .map(|t| {
+                TOTALES
+                    .iter()
+                    .filter_map(|(attr, label)| t.attr(attr).map(|v| (*label, v.to_string())))
+                    .collect()
+            })
             .unwrap_or_default(),
         pagos: p
             .children_named(NS_PAGO20, "Pago")

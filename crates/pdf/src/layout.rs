@@ -42,7 +42,13 @@ pub enum Op {
     /// Text whose baseline starts at (`x`, `y`).
     Text { x: f32, y: f32, style: Style, text: String },
     /// A filled rectangle.
-    Rect { x: f32, y: f32, width: f32, height: f32, fill: Rgb },
+    Rect {
+        x: f32,
+        y: f32,
+        width: f32,
+        height: f32,
+        fill: Rgb,
+    },
     /// A QR code, `size` points square, top-left at (`x`, `y`).
     Qr { x: f32, y: f32, size: f32, code: Arc<QrMatrix> },
     /// The sandbox mark across the whole page.
@@ -78,7 +84,16 @@ impl Piece {
 
     /// Paints a band behind everything already in the piece.
     pub fn paint(&mut self, x: f32, width: f32, fill: Rgb) {
-        self.ops.insert(0, Op::Rect { x, y: 0.0, width, height: self.height, fill });
+        self.ops.insert(
+            0,
+            Op::Rect {
+                x,
+                y: 0.0,
+                width,
+                height: self.height,
+                fill,
+            },
+        );
     }
 }
 
@@ -121,11 +136,7 @@ pub fn zip(cols: &[Col]) -> Vec<Piece> {
     let n = cols.iter().map(|c| c.lines.len()).max().unwrap_or(0);
     let mut pieces = Vec::with_capacity(n);
     for i in 0..n {
-        let height = cols
-            .iter()
-            .filter_map(|c| c.lines.get(i))
-            .map(Line::height)
-            .fold(0.0, f32::max);
+        let height = cols.iter().filter_map(|c| c.lines.get(i)).map(Line::height).fold(0.0, f32::max);
         let mut piece = Piece { height, ops: Vec::new() };
         for col in cols {
             if let Some(line) = col.lines.get(i) {
@@ -149,7 +160,12 @@ fn line_ops(piece: &mut Piece, col: &Col, line: &Line) {
         };
     let baseline = piece.height - tallest.baseline_from_bottom();
     for run in &line.runs {
-        piece.ops.push(Op::Text { x: start + run.dx, y: baseline, style: run.style, text: run.text.clone() });
+        piece.ops.push(Op::Text {
+            x: start + run.dx,
+            y: baseline,
+            style: run.style,
+            text: run.text.clone(),
+        });
     }
 }
 
@@ -159,7 +175,11 @@ pub enum Flow {
     /// Pieces kept on one page when they fit on one.
     Group(Vec<Piece>),
     /// A table: `intro` once, `header` on every page it is on, rows kept together.
-    Table { intro: Vec<Piece>, header: Vec<Piece>, rows: Vec<Vec<Piece>> },
+    Table {
+        intro: Vec<Piece>,
+        header: Vec<Piece>,
+        rows: Vec<Vec<Piece>>,
+    },
     /// Vertical space (dropped at the top of a page).
     Gap(f32),
 }
@@ -171,7 +191,12 @@ fn height(pieces: &[Piece]) -> f32 {
 /// Lays the flows out on pages. `running` is printed at the top of every page but the first.
 /// Returns each page's operations in absolute page coordinates.
 pub fn paginate(flows: &[Flow], running: &[Piece]) -> Vec<Vec<Op>> {
-    let mut p = Paginator { pages: vec![Vec::new()], y: CONTENT_TOP, fresh_y: CONTENT_TOP, running };
+    let mut p = Paginator {
+        pages: vec![Vec::new()],
+        y: CONTENT_TOP,
+        fresh_y: CONTENT_TOP,
+        running,
+    };
     for flow in flows {
         match flow {
             Flow::Gap(h) => {
@@ -285,7 +310,12 @@ mod tests {
     fn line_piece(h: f32, tag: &str) -> Piece {
         Piece {
             height: h,
-            ops: vec![Op::Text { x: 0.0, y: h, style: Style::new(FontKind::Regular, 8.0, Rgb(0, 0, 0)), text: tag.into() }],
+            ops: vec![Op::Text {
+                x: 0.0,
+                y: h,
+                style: Style::new(FontKind::Regular, 8.0, Rgb(0, 0, 0)),
+                text: tag.into(),
+            }],
         }
     }
 
@@ -300,10 +330,16 @@ mod tests {
 
     #[test]
     fn table_rows_never_cross_the_bottom_and_the_header_repeats() {
-        let rows: Vec<Vec<Piece>> = (0..300).map(|i| vec![line_piece(9.0, &format!("r{i}a")), line_piece(9.0, &format!("r{i}b"))]).collect();
+        let rows: Vec<Vec<Piece>> = (0..300)
+            .map(|i| vec![line_piece(9.0, &format!("r{i}a")), line_piece(9.0, &format!("r{i}b"))])
+            .collect();
         let flows = [
             Flow::Group(vec![line_piece(100.0, "cabecera")]),
-            Flow::Table { intro: vec![line_piece(12.0, "CONCEPTOS")], header: vec![line_piece(14.0, "encabezado")], rows },
+            Flow::Table {
+                intro: vec![line_piece(12.0, "CONCEPTOS")],
+                header: vec![line_piece(14.0, "encabezado")],
+                rows,
+            },
         ];
         let pages = paginate(&flows, &[line_piece(10.0, "corrido")]);
         assert!(pages.len() > 5);
@@ -330,7 +366,11 @@ mod tests {
     #[test]
     fn a_row_taller_than_a_page_flows_line_by_line_without_looping() {
         let tall: Vec<Piece> = (0..500).map(|i| line_piece(9.0, &format!("l{i}"))).collect();
-        let flows = [Flow::Table { intro: vec![], header: vec![line_piece(14.0, "h")], rows: vec![tall, vec![line_piece(500.0, "enorme")]] }];
+        let flows = [Flow::Table {
+            intro: vec![],
+            header: vec![line_piece(14.0, "h")],
+            rows: vec![tall, vec![line_piece(500.0, "enorme")]],
+        }];
         let pages = paginate(&flows, &[]);
         let all: Vec<String> = pages.iter().flat_map(|p| texts(p)).collect();
         assert_eq!(all.iter().filter(|s| s.starts_with('l')).count(), 500);
@@ -341,8 +381,21 @@ mod tests {
     #[test]
     fn zip_aligns_right_columns_to_their_edge() {
         let style = Style::new(FontKind::Regular, 8.0, Rgb(0, 0, 0));
-        let line = Line { runs: vec![Run { dx: 0.0, text: "1,160.00".into(), style }], width: 30.0 };
-        let pieces = zip(&[Col { x: 100.0, width: 60.0, pad: 3.0, align: Align::Right, lines: vec![line] }]);
+        let line = Line {
+            runs: vec![Run {
+                dx: 0.0,
+                text: "1,160.00".into(),
+                style,
+            }],
+            width: 30.0,
+        };
+        let pieces = zip(&[Col {
+            x: 100.0,
+            width: 60.0,
+            pad: 3.0,
+            align: Align::Right,
+            lines: vec![line],
+        }]);
         match &pieces[0].ops[0] {
             Op::Text { x, .. } => assert!((x - (100.0 + 3.0 + 24.0)).abs() < 0.01, "{x}"),
             other => panic!("{other:?}"),

@@ -79,31 +79,73 @@ pub fn frame(fonts: &Fonts, pages: &mut [Vec<Op>], sandbox: bool) {
         let left = text::wrap(fonts, &[Span::new(format!("{LEYENDA}."), SMALL)], 250.0);
         let right = text::wrap(fonts, &[Span::new(format!("Página {} de {total}", i + 1), SMALL_LABEL)], 130.0);
         let mut cols = vec![
-            Col { x: 0.0, width: 250.0, pad: 0.0, align: Align::Left, lines: left },
-            Col { x: CONTENT_WIDTH - 130.0, width: 130.0, pad: 0.0, align: Align::Right, lines: right },
+            Col {
+                x: 0.0,
+                width: 250.0,
+                pad: 0.0,
+                align: Align::Left,
+                lines: left,
+            },
+            Col {
+                x: CONTENT_WIDTH - 130.0,
+                width: 130.0,
+                pad: 0.0,
+                align: Align::Right,
+                lines: right,
+            },
         ];
         if sandbox {
             let mark = text::wrap(fonts, &[Span::new(SIN_VALIDEZ, Style::new(FontKind::Bold, 7.5, MARK))], 130.0);
-            cols.push(Col { x: 260.0, width: 130.0, pad: 0.0, align: Align::Center, lines: mark });
+            cols.push(Col {
+                x: 260.0,
+                width: 130.0,
+                pad: 0.0,
+                align: Align::Center,
+                lines: mark,
+            });
         }
         let mut pieces = zip(&cols);
         let mut y = top;
-        page.push(Op::Rect { x: MARGIN, y: y - 3.0, width: CONTENT_WIDTH, height: 0.5, fill: RULE });
+        page.push(Op::Rect {
+            x: MARGIN,
+            y: y - 3.0,
+            width: CONTENT_WIDTH,
+            height: 0.5,
+            fill: RULE,
+        });
         for p in pieces.drain(..) {
             page.extend(p.ops.into_iter().map(|op| shift(op, MARGIN, y)));
             y += p.height;
         }
         if sandbox {
-            page.push(Op::Watermark { text: SIN_VALIDEZ.to_string() });
+            page.push(Op::Watermark {
+                text: SIN_VALIDEZ.to_string(),
+            });
         }
     }
 }
 
 fn shift(op: Op, dx: f32, dy: f32) -> Op {
     match op {
-        Op::Text { x, y, style, text } => Op::Text { x: x + dx, y: y + dy, style, text },
-        Op::Rect { x, y, width, height, fill } => Op::Rect { x: x + dx, y: y + dy, width, height, fill },
-        Op::Qr { x, y, size, code } => Op::Qr { x: x + dx, y: y + dy, size, code },
+        Op::Text { x, y, style, text } => Op::Text {
+            x: x + dx,
+            y: y + dy,
+            style,
+            text,
+        },
+        Op::Rect { x, y, width, height, fill } => Op::Rect {
+            x: x + dx,
+            y: y + dy,
+            width,
+            height,
+            fill,
+        },
+        Op::Qr { x, y, size, code } => Op::Qr {
+            x: x + dx,
+            y: y + dy,
+            size,
+            code,
+        },
         w @ Op::Watermark { .. } => w,
     }
 }
@@ -133,7 +175,13 @@ impl Builder<'_> {
     }
 
     fn col(&self, x: f32, width: f32, pad: f32, align: Align, lines: Vec<Line>) -> Col {
-        Col { x, width, pad, align, lines }
+        Col {
+            x,
+            width,
+            pad,
+            align,
+            lines,
+        }
     }
 
     /// A section title: white on the accent colour, the full width.
@@ -152,7 +200,11 @@ impl Builder<'_> {
         let lw = 300.0;
         let (rx, rw, pad) = (312.0, CONTENT_WIDTH - 312.0, 7.0);
         let rin = Col::inner(rw, pad);
-        let name = if s.nombre_emisor.is_empty() { &s.rfc_emisor } else { &s.nombre_emisor };
+        let name = if s.nombre_emisor.is_empty() {
+            &s.rfc_emisor
+        } else {
+            &s.nombre_emisor
+        };
         let mut left = self.wrap(&[Span::new(name, Style::new(FontKind::Bold, 12.0, ACCENT))], lw);
         left.extend(self.field("RFC", &s.rfc_emisor, lw));
         if let Some(r) = &inv.regimen_fiscal_emisor {
@@ -160,7 +212,10 @@ impl Builder<'_> {
         }
         left.extend(self.field("Lugar de expedición (C.P.)", &s.lugar_expedicion, lw));
 
-        let mut right = self.wrap(&[Span::new(inv.title().to_uppercase(), Style::new(FontKind::Bold, 13.0, ACCENT))], rin);
+        let mut right = self.wrap(
+            &[Span::new(inv.title().to_uppercase(), Style::new(FontKind::Bold, 13.0, ACCENT))],
+            rin,
+        );
         if let Some(sf) = inv.serie_folio() {
             right.extend(self.field("Serie y folio", &sf, rin));
         }
@@ -172,7 +227,10 @@ impl Builder<'_> {
             right.extend(self.field("Exportación", &format::exportacion(e), rin));
         }
         let mut pieces = vec![Piece::space(6.0)];
-        pieces.extend(zip(&[self.col(0.0, lw, 0.0, Align::Left, left), self.col(rx, rw, pad, Align::Left, right)]));
+        pieces.extend(zip(&[
+            self.col(0.0, lw, 0.0, Align::Left, left),
+            self.col(rx, rw, pad, Align::Left, right),
+        ]));
         pieces.push(Piece::space(6.0));
         paint_all(&mut pieces, rx, rw, SHADE);
         pieces
@@ -204,7 +262,10 @@ impl Builder<'_> {
         }
         let mut pieces = self.band("RECEPTOR");
         pieces.push(Piece::space(3.0));
-        pieces.extend(zip(&[self.col(0.0, lw, 5.0, Align::Left, left), self.col(rx, rw, 5.0, Align::Left, right)]));
+        pieces.extend(zip(&[
+            self.col(0.0, lw, 5.0, Align::Left, left),
+            self.col(rx, rw, 5.0, Align::Left, right),
+        ]));
         pieces
     }
 
@@ -262,7 +323,13 @@ impl Builder<'_> {
         pieces.push(Piece::space(3.0));
         for r in &self.inv.relacionados {
             let mut lines = self.field("Tipo de relación", &format::tipo_relacion(&r.tipo_relacion), inner);
-            lines.extend(self.wrap(&[Span::new("UUID relacionados: ", LABEL), Span::new(r.uuids.join(" "), Style::new(FontKind::Mono, 7.0, INK))], inner));
+            lines.extend(self.wrap(
+                &[
+                    Span::new("UUID relacionados: ", LABEL),
+                    Span::new(r.uuids.join(" "), Style::new(FontKind::Mono, 7.0, INK)),
+                ],
+                inner,
+            ));
             pieces.extend(zip(&[self.col(0.0, CONTENT_WIDTH, 5.0, Align::Left, lines)]));
         }
         Some(pieces)
@@ -295,7 +362,13 @@ impl Builder<'_> {
             paint_all(&mut pieces, 0.0, CONTENT_WIDTH, ZEBRA);
         }
         if let Some(last) = pieces.last_mut() {
-            last.ops.push(Op::Rect { x: 0.0, y: last.height - 0.4, width: CONTENT_WIDTH, height: 0.4, fill: RULE });
+            last.ops.push(Op::Rect {
+                x: 0.0,
+                y: last.height - 0.4,
+                width: CONTENT_WIDTH,
+                height: 0.4,
+                fill: RULE,
+            });
         }
         pieces
     }
@@ -333,7 +406,11 @@ impl Builder<'_> {
                     vec![Span::new(c.descuento.as_deref().map(amount).unwrap_or_default(), CELL)],
                     vec![Span::new(amount(&c.importe), CELL)],
                 ];
-                let cells = COLS.iter().zip(values.iter()).map(|(&(x, w, align, _), spans)| self.cell(x, w, align, spans)).collect();
+                let cells = COLS
+                    .iter()
+                    .zip(values.iter())
+                    .map(|(&(x, w, align, _), spans)| self.cell(x, w, align, spans))
+                    .collect();
                 let mut detail = Vec::new();
                 let mut push = |label: &str, value: String| {
                     if !detail.is_empty() {
@@ -361,7 +438,11 @@ impl Builder<'_> {
                 self.table_row(cells, detail, COLS[3].0, i % 2 == 1)
             })
             .collect();
-        Flow::Table { intro: self.band("CONCEPTOS"), header, rows }
+        Flow::Table {
+            intro: self.band("CONCEPTOS"),
+            header,
+            rows,
+        }
     }
 
     /// Label/amount pairs right-aligned in the totals box.
@@ -390,8 +471,16 @@ impl Builder<'_> {
             pairs.push(("Descuento".to_string(), money(d, moneda), false));
         }
         for t in &inv.traslados {
-            let label = format!("Traslado {} {}", format::impuesto(&t.impuesto), format::tasa(t.tipo_factor.as_deref(), t.tasa_o_cuota.as_deref()));
-            let value = t.importe.as_deref().map(|i| money(i, moneda)).unwrap_or_else(|| "Exento".to_string());
+            let label = format!(
+                "Traslado {} {}",
+                format::impuesto(&t.impuesto),
+                format::tasa(t.tipo_factor.as_deref(), t.tasa_o_cuota.as_deref())
+            );
+            let value = t
+                .importe
+                .as_deref()
+                .map(|i| money(i, moneda))
+                .unwrap_or_else(|| "Exento".to_string());
             pairs.push((label, value, false));
         }
         for t in &inv.retenciones {
@@ -408,7 +497,9 @@ impl Builder<'_> {
         let lw = rx - 12.0;
         let mut left_lines = Vec::new();
         if inv.summary.tipo_de_comprobante != "P" {
-            let words = format::decimal(&inv.total).map(|d| importe_con_letra(d, moneda)).unwrap_or_else(|| inv.total.clone());
+            let words = format::decimal(&inv.total)
+                .map(|d| importe_con_letra(d, moneda))
+                .unwrap_or_else(|| inv.total.clone());
             left_lines.extend(self.wrap(&[Span::new("Importe con letra:", LABEL)], lw));
             left_lines.extend(self.wrap(&[Span::new(words, BODY)], lw));
         }
@@ -451,7 +542,10 @@ impl Builder<'_> {
         ];
         let count = p.pagos.len();
         for (n, pago) in p.pagos.iter().enumerate() {
-            let mut spans = vec![Span::new(format!("Pago {} de {count}", n + 1), Style::new(FontKind::Bold, 7.5, ACCENT))];
+            let mut spans = vec![Span::new(
+                format!("Pago {} de {count}", n + 1),
+                Style::new(FontKind::Bold, 7.5, ACCENT),
+            )];
             let mut add = |label: &str, value: String| {
                 spans.push(Span::new(format!("   {label}: "), LABEL));
                 spans.push(Span::new(value, BODY));
@@ -482,14 +576,21 @@ impl Builder<'_> {
                     };
                     let values: [Vec<Span>; 7] = [
                         vec![Span::new(&d.id_documento, CELL_MONO)],
-                        vec![Span::new(serie_folio(d.serie.as_deref(), d.folio.as_deref()).unwrap_or_default(), CELL)],
+                        vec![Span::new(
+                            serie_folio(d.serie.as_deref(), d.folio.as_deref()).unwrap_or_default(),
+                            CELL,
+                        )],
                         vec![Span::new(moneda, CELL)],
                         vec![Span::new(d.num_parcialidad.clone().unwrap_or_default(), CELL)],
                         vec![Span::new(d.imp_saldo_ant.as_deref().map(amount).unwrap_or_default(), CELL)],
                         vec![Span::new(d.imp_pagado.as_deref().map(amount).unwrap_or_default(), CELL)],
                         vec![Span::new(d.imp_saldo_insoluto.as_deref().map(amount).unwrap_or_default(), CELL)],
                     ];
-                    let cells = COLS.iter().zip(values.iter()).map(|(&(x, w, align, _), spans)| self.cell(x, w, align, spans)).collect();
+                    let cells = COLS
+                        .iter()
+                        .zip(values.iter())
+                        .map(|(&(x, w, align, _), spans)| self.cell(x, w, align, spans))
+                        .collect();
                     let mut detail = Vec::new();
                     if let Some(o) = &d.objeto_imp {
                         detail.push(Span::new("Objeto de impuesto: ", SMALL_LABEL));
@@ -506,7 +607,11 @@ impl Builder<'_> {
                     self.table_row(cells, detail, COLS[1].0, i % 2 == 1)
                 })
                 .collect();
-            flows.push(Flow::Table { intro, header: self.table_header(&COLS), rows });
+            flows.push(Flow::Table {
+                intro,
+                header: self.table_header(&COLS),
+                rows,
+            });
         }
         flows
     }
@@ -520,7 +625,11 @@ impl Builder<'_> {
         let mut lines = self.field("Folio fiscal (UUID)", &tfd.uuid, inner);
         lines.extend(self.field("No. de certificado del emisor", &inv.no_certificado, inner));
         lines.extend(self.field("No. de certificado del SAT", &tfd.no_certificado_sat, inner));
-        lines.extend(self.field("Fecha y hora de certificación", &tfd.fecha_timbrado.format("%Y-%m-%dT%H:%M:%S").to_string(), inner));
+        lines.extend(self.field(
+            "Fecha y hora de certificación",
+            &tfd.fecha_timbrado.format("%Y-%m-%dT%H:%M:%S").to_string(),
+            inner,
+        ));
         lines.extend(self.field("RFC del proveedor de certificación", &tfd.rfc_prov_certif, inner));
         if let Some(l) = &tfd.leyenda {
             lines.extend(self.field("Leyenda", l, inner));
@@ -559,7 +668,11 @@ impl Builder<'_> {
     fn running_header(&self) -> Vec<Piece> {
         let inv = self.inv;
         let s = &inv.summary;
-        let name = if s.nombre_emisor.is_empty() { &s.rfc_emisor } else { &s.nombre_emisor };
+        let name = if s.nombre_emisor.is_empty() {
+            &s.rfc_emisor
+        } else {
+            &s.nombre_emisor
+        };
         let mut ident = inv.title().to_string();
         if let Some(sf) = inv.serie_folio() {
             ident.push(' ');
@@ -572,7 +685,16 @@ impl Builder<'_> {
             self.col(0.0, half, 0.0, Align::Left, self.wrap(&[Span::new(name, SMALL_LABEL)], half - 6.0)),
             self.col(half, half, 0.0, Align::Right, self.wrap(&[Span::new(ident, SMALL)], half)),
         ]);
-        pieces.push(Piece { height: 8.0, ops: vec![Op::Rect { x: 0.0, y: 2.0, width: CONTENT_WIDTH, height: 0.5, fill: RULE }] });
+        pieces.push(Piece {
+            height: 8.0,
+            ops: vec![Op::Rect {
+                x: 0.0,
+                y: 2.0,
+                width: CONTENT_WIDTH,
+                height: 0.5,
+                fill: RULE,
+            }],
+        });
         pieces
     }
 }
@@ -580,7 +702,11 @@ impl Builder<'_> {
 /// `Traslado IVA 16%: base 100.00, importe 16.00`.
 fn tax_detail(t: &Tax) -> (&'static str, String) {
     let label = if t.retencion { "Retención" } else { "Traslado" };
-    let mut value = format!("{} {}", format::impuesto(&t.impuesto), format::tasa(t.tipo_factor.as_deref(), t.tasa_o_cuota.as_deref()));
+    let mut value = format!(
+        "{} {}",
+        format::impuesto(&t.impuesto),
+        format::tasa(t.tipo_factor.as_deref(), t.tasa_o_cuota.as_deref())
+    );
     if let Some(b) = &t.base {
         value.push_str(&format!(", base {}", amount(b)));
     }
@@ -593,7 +719,15 @@ fn tax_detail(t: &Tax) -> (&'static str, String) {
 /// The QR code at the left of the first pieces of `right`: the first piece is as tall as
 /// the code and holds as many of `right`'s pieces as fit beside it; the rest follow.
 fn with_qr(qr: Arc<QrMatrix>, right: Vec<Piece>) -> Vec<Piece> {
-    let mut first = Piece { height: QR_SIZE, ops: vec![Op::Qr { x: 0.0, y: 0.0, size: QR_SIZE, code: qr }] };
+    let mut first = Piece {
+        height: QR_SIZE,
+        ops: vec![Op::Qr {
+            x: 0.0,
+            y: 0.0,
+            size: QR_SIZE,
+            code: qr,
+        }],
+    };
     let mut y = 0.0;
     let mut rest = right.into_iter().peekable();
     while let Some(p) = rest.next_if(|p| y + p.height <= QR_SIZE) {

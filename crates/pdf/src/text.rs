@@ -169,10 +169,7 @@ pub struct Line {
 impl Line {
     /// The tallest style in the line (sets its height and baseline).
     pub fn tallest(&self) -> Option<Style> {
-        self.runs
-            .iter()
-            .map(|r| r.style)
-            .reduce(|a, b| if b.size > a.size { b } else { a })
+        self.runs.iter().map(|r| r.style).reduce(|a, b| if b.size > a.size { b } else { a })
     }
 
     pub fn height(&self) -> f32 {
@@ -183,7 +180,11 @@ impl Line {
         let w = fonts.width(&style, text);
         match self.runs.last_mut() {
             Some(last) if last.style == style => last.text.push_str(text),
-            _ => self.runs.push(Run { dx: self.width, text: text.to_string(), style }),
+            _ => self.runs.push(Run {
+                dx: self.width,
+                text: text.to_string(),
+                style,
+            }),
         }
         self.width += w;
     }
@@ -265,7 +266,11 @@ mod tests {
             let lines = wrap(&fonts, &[Span::new(input.clone(), S)], width);
             for l in &lines {
                 // Only a line of one character may be wider than the width.
-                assert!(l.width <= width + 0.01 || text(l).chars().count() == 1, "{width}: {} > {width}", l.width);
+                assert!(
+                    l.width <= width + 0.01 || text(l).chars().count() == 1,
+                    "{width}: {} > {width}",
+                    l.width
+                );
                 assert!((l.width - fonts.width(&S, &text(l))).abs() < 0.01);
             }
             let joined: String = lines.iter().map(text).collect::<Vec<_>>().join("");

@@ -30,13 +30,48 @@ struct CurrencyName {
 /// Masculine names only: the numbers before them agree in the masculine (`UN`, `VEINTIÚN`,
 /// `DOSCIENTOS`). Feminine currencies (libra, rupia, corona) are written by code instead.
 static CURRENCY_NAMES: &[CurrencyName] = &[
-    CurrencyName { code: "MXN", singular: "PESO", plural: "PESOS", suffix: "M.N." },
-    CurrencyName { code: "USD", singular: "DÓLAR", plural: "DÓLARES", suffix: "USD" },
-    CurrencyName { code: "EUR", singular: "EURO", plural: "EUROS", suffix: "EUR" },
-    CurrencyName { code: "CAD", singular: "DÓLAR CANADIENSE", plural: "DÓLARES CANADIENSES", suffix: "CAD" },
-    CurrencyName { code: "JPY", singular: "YEN", plural: "YENES", suffix: "JPY" },
-    CurrencyName { code: "CHF", singular: "FRANCO SUIZO", plural: "FRANCOS SUIZOS", suffix: "CHF" },
-    CurrencyName { code: "CNY", singular: "YUAN", plural: "YUANES", suffix: "CNY" },
+    CurrencyName {
+        code: "MXN",
+        singular: "PESO",
+        plural: "PESOS",
+        suffix: "M.N.",
+    },
+    CurrencyName {
+        code: "USD",
+        singular: "DÓLAR",
+        plural: "DÓLARES",
+        suffix: "USD",
+    },
+    CurrencyName {
+        code: "EUR",
+        singular: "EURO",
+        plural: "EUROS",
+        suffix: "EUR",
+    },
+    CurrencyName {
+        code: "CAD",
+        singular: "DÓLAR CANADIENSE",
+        plural: "DÓLARES CANADIENSES",
+        suffix: "CAD",
+    },
+    CurrencyName {
+        code: "JPY",
+        singular: "YEN",
+        plural: "YENES",
+        suffix: "JPY",
+    },
+    CurrencyName {
+        code: "CHF",
+        singular: "FRANCO SUIZO",
+        plural: "FRANCOS SUIZOS",
+        suffix: "CHF",
+    },
+    CurrencyName {
+        code: "CNY",
+        singular: "YUAN",
+        plural: "YUANES",
+        suffix: "CNY",
+    },
 ];
 
 /// The amount in words for a currency code of c_Moneda.
@@ -64,7 +99,7 @@ pub fn importe_con_letra(importe: Decimal, moneda: &str) -> String {
         Some(c) => {
             out.push_str(&number_in_words(n, true));
             out.push(' ');
-            if n >= MILLION && n % MILLION == 0 {
+            if n >= MILLION && n.is_multiple_of(MILLION) {
                 out.push_str("DE ");
             }
             out.push_str(if n == 1 { c.singular } else { c.plural });
@@ -197,7 +232,16 @@ fn below_hundred(n: u32, before_noun: bool) -> String {
         "VEINTINUEVE",
     ];
     const TENS: [&str; 10] = [
-        "", "", "", "TREINTA", "CUARENTA", "CINCUENTA", "SESENTA", "SETENTA", "OCHENTA", "NOVENTA",
+        "",
+        "",
+        "",
+        "TREINTA",
+        "CUARENTA",
+        "CINCUENTA",
+        "SESENTA",
+        "SETENTA",
+        "OCHENTA",
+        "NOVENTA",
     ];
     let words = if n < 30 {
         UNITS.get(n as usize).copied().unwrap_or_default().to_string()
@@ -258,7 +302,10 @@ mod tests {
             ("21000", "VEINTIÚN MIL PESOS 00/100 M.N."),
             ("100000", "CIEN MIL PESOS 00/100 M.N."),
             ("101000", "CIENTO UN MIL PESOS 00/100 M.N."),
-            ("999999", "NOVECIENTOS NOVENTA Y NUEVE MIL NOVECIENTOS NOVENTA Y NUEVE PESOS 00/100 M.N."),
+            (
+                "999999",
+                "NOVECIENTOS NOVENTA Y NUEVE MIL NOVECIENTOS NOVENTA Y NUEVE PESOS 00/100 M.N.",
+            ),
             ("1000000", "UN MILLÓN DE PESOS 00/100 M.N."),
             ("1000001", "UN MILLÓN UN PESOS 00/100 M.N."),
             ("1001000", "UN MILLÓN UN MIL PESOS 00/100 M.N."),
@@ -298,7 +345,7 @@ mod tests {
 
     #[test]
     fn extremes_never_panic() {
-        assert_eq!(importe_con_letra(Decimal::MAX, "MXN").ends_with("PESOS 00/100 M.N."), true);
+        assert!(importe_con_letra(Decimal::MAX, "MXN").ends_with("PESOS 00/100 M.N."));
         assert!(importe_con_letra(Decimal::MIN, "MXN").starts_with("MENOS SETENTA Y NUEVE MIL"));
         assert_eq!(mxn("-1"), "MENOS UN PESO 00/100 M.N.");
         assert_eq!(mxn("-0.001"), "CERO PESOS 00/100 M.N.");

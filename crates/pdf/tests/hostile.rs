@@ -95,7 +95,9 @@ fn an_rfc_too_long_for_a_qr_code_is_named() {
 
 fn expresion_len(xml: &str) -> usize {
     let doc = Document::parse(xml.as_bytes()).expect("parses");
-    cfdi::read::expresion_impresa(&cfdi::read::summary(&doc).expect("summary")).expect("stamped").len()
+    cfdi::read::expresion_impresa(&cfdi::read::summary(&doc).expect("summary"))
+        .expect("stamped")
+        .len()
 }
 
 /// Every element of the tree, for picking one at random.

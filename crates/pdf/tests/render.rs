@@ -27,7 +27,10 @@ fn check_common(xml: &str, text: &str, dir: &std::path::Path, pdf: &[u8]) {
     let cadena = cfdi::cadena::cadena_tfd(&doc).expect("TFD cadena");
     assert!(flat.contains(&squeeze(&cadena)), "TFD cadena missing:\n{cadena}");
     assert!(flat.contains(&squeeze(&tfd.sello_sat)), "Sello del SAT missing");
-    assert!(flat.contains(&squeeze(summary.sello.as_deref().expect("Sello"))), "Sello del CFDI missing");
+    assert!(
+        flat.contains(&squeeze(summary.sello.as_deref().expect("Sello"))),
+        "Sello del CFDI missing"
+    );
 
     // Total as printed (thousands separators), and in words for invoices that are not pagos.
     let total = pdf::format::amount(&summary.total.to_string());
@@ -52,7 +55,10 @@ fn assert_no_overlaps(pdf: &[u8], dir: &std::path::Path) {
     let boxes = word_boxes(pdf, dir);
     assert!(!boxes.is_empty());
     for (i, a) in boxes.iter().enumerate() {
-        assert!(a.1 >= 42.5 - 0.1 && a.3 <= 612.0 - 42.5 + 0.1 && a.2 >= 42.5 - 0.1 && a.4 <= 792.0 - 42.5 + 0.1, "word inside the 1.5 cm margins: {a:?}");
+        assert!(
+            a.1 >= 42.5 - 0.1 && a.3 <= 612.0 - 42.5 + 0.1 && a.2 >= 42.5 - 0.1 && a.4 <= 792.0 - 42.5 + 0.1,
+            "word inside the 1.5 cm margins: {a:?}"
+        );
         for b in boxes[i + 1..].iter().take_while(|b| b.0 == a.0) {
             let ox = a.3.min(b.3) - a.1.max(b.1);
             let oy = a.4.min(b.4) - a.2.max(b.2);
@@ -120,13 +126,19 @@ fn pago_shows_every_docto_relacionado() {
         .flat_map(|c| c.children_named(NS_PAGO20, "Pagos"))
         .next()
         .expect("Pagos 2.0");
-    let monto_total = pagos.child(NS_PAGO20, "Totales").and_then(|t| t.attr("MontoTotalPagos")).expect("MontoTotalPagos");
+    let monto_total = pagos
+        .child(NS_PAGO20, "Totales")
+        .and_then(|t| t.attr("MontoTotalPagos"))
+        .expect("MontoTotalPagos");
     let words = pdf::importe_con_letra(monto_total.parse().expect("decimal"), "MXN");
     assert!(squeeze(&text).contains(&squeeze(&words)), "{words}");
     let mut rows = 0;
     for pago in pagos.children_named(NS_PAGO20, "Pago") {
         assert!(text.contains(pago.attr("FechaPago").expect("FechaPago")));
-        assert!(has(&text, &pdf::format::forma_pago(pago.attr("FormaDePagoP").expect("FormaDePagoP"))));
+        assert!(has(
+            &text,
+            &pdf::format::forma_pago(pago.attr("FormaDePagoP").expect("FormaDePagoP"))
+        ));
         assert!(text.contains(&pdf::format::amount(pago.attr("Monto").expect("Monto"))));
         for d in pago.children_named(NS_PAGO20, "DoctoRelacionado") {
             rows += 1;
@@ -170,12 +182,18 @@ fn three_hundred_conceptos_paginate_with_the_header_on_every_page() {
         let sku = format!("SKU-{i:04}");
         assert_eq!(text.matches(&sku).count(), 1, "{sku} printed exactly once");
     }
-    let uuid = cfdi::read::tfd(&Document::parse(xml.as_bytes()).expect("parses")).expect("tfd").expect("stamped").uuid;
+    let uuid = cfdi::read::tfd(&Document::parse(xml.as_bytes()).expect("parses"))
+        .expect("tfd")
+        .expect("stamped")
+        .uuid;
     for p in 1..=n {
         let t = page_text(&pdf, dir.path(), p);
         assert!(t.contains(&format!("Página {p} de {n}")), "page {p}");
         if t.contains("SKU-") {
-            assert!(t.contains("Descripción") && has(&t, "Valor unitario") && t.contains("Clave"), "table header on page {p}");
+            assert!(
+                t.contains("Descripción") && has(&t, "Valor unitario") && t.contains("Clave"),
+                "table header on page {p}"
+            );
         }
         if p > 1 {
             assert!(t.contains(&uuid), "running header with the folio fiscal on page {p}");

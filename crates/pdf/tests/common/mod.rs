@@ -23,7 +23,12 @@ pub fn read(rel: &str) -> Vec<u8> {
 }
 
 fn eku() -> Csd {
-    Csd::load(&read("cfdi/certs/EKU9003173C9.cer"), &read("cfdi/certs/EKU9003173C9.key"), &Secret::new("12345678a")).expect("SAT's test CSD")
+    Csd::load(
+        &read("cfdi/certs/EKU9003173C9.cer"),
+        &read("cfdi/certs/EKU9003173C9.key"),
+        &Secret::new("12345678a"),
+    )
+    .expect("SAT's test CSD")
 }
 
 /// The simulator's "now": fixed, so the tests do not depend on the wall clock (the test CSD
@@ -100,7 +105,9 @@ pub fn render(xml: &str, sandbox: bool) -> Vec<u8> {
 }
 
 fn run(cmd: &mut Command) -> Vec<u8> {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/install-deps test installs poppler-utils and zbar-tools)"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/install-deps test installs poppler-utils and zbar-tools)"));
     assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout
 }
@@ -118,7 +125,11 @@ pub fn page_text(pdf: &[u8], dir: &Path, page: usize) -> String {
     let file = dir.join("page.pdf");
     std::fs::write(&file, pdf).expect("write pdf");
     let n = page.to_string();
-    String::from_utf8(run(Command::new("pdftotext").args(["-enc", "UTF-8", "-f", &n, "-l", &n]).arg(&file).arg("-"))).expect("utf-8 text")
+    String::from_utf8(run(Command::new("pdftotext")
+        .args(["-enc", "UTF-8", "-f", &n, "-l", &n])
+        .arg(&file)
+        .arg("-")))
+    .expect("utf-8 text")
 }
 
 /// Word boxes per page from `pdftotext -bbox`: (page, xmin, ymin, xmax, ymax, word).
@@ -139,7 +150,11 @@ pub fn word_boxes(pdf: &[u8], dir: &Path) -> Vec<(usize, f64, f64, f64, f64, Str
                 let end = rest[start..].find('"').expect("closing quote") + start;
                 rest[start..end].parse().expect("number")
             };
-            let word = rest.split_once('>').and_then(|(_, w)| w.strip_suffix("</word>")).unwrap_or_default().to_string();
+            let word = rest
+                .split_once('>')
+                .and_then(|(_, w)| w.strip_suffix("</word>"))
+                .unwrap_or_default()
+                .to_string();
             out.push((page, attr("xMin"), attr("yMin"), attr("xMax"), attr("yMax"), word));
         }
     }
@@ -151,14 +166,25 @@ pub fn png(pdf: &[u8], dir: &Path, page: usize, dpi: u32, stem: &str) -> std::pa
     let file = dir.join(format!("{stem}.pdf"));
     std::fs::write(&file, pdf).expect("write pdf");
     let n = page.to_string();
-    run(Command::new("pdftoppm").args(["-r", &dpi.to_string(), "-png", "-f", &n, "-l", &n, "-singlefile"]).arg(&file).arg(dir.join(stem)));
+    run(Command::new("pdftoppm")
+        .args(["-r", &dpi.to_string(), "-png", "-f", &n, "-l", &n, "-singlefile"])
+        .arg(&file)
+        .arg(dir.join(stem)));
     dir.join(format!("{stem}.png"))
 }
 
 /// Every QR code zbarimg finds on the page image.
 pub fn qr_codes(png: &Path) -> Vec<String> {
-    let out = Command::new("zbarimg").args(["--raw", "-q", "-Sdisable", "-Sqrcode.enable"]).arg(png).output().expect("zbarimg");
-    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).filter(|l| !l.is_empty()).collect()
+    let out = Command::new("zbarimg")
+        .args(["--raw", "-q", "-Sdisable", "-Sqrcode.enable"])
+        .arg(png)
+        .output()
+        .expect("zbarimg");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 /// Number of pages, from `pdfinfo`.
