@@ -215,6 +215,19 @@ fn sandbox_marks_every_page() {
 }
 
 #[test]
+fn the_sandbox_mark_leaves_the_invoice_readable() {
+    let dir = tmp();
+    let xml = common::ingreso();
+    let pdf = render(&xml, true);
+    let text = pdftotext(&pdf, dir.path());
+    // Everything is still there (the QR is decoded through the translucent mark).
+    check_common(&xml, &text, dir.path(), &pdf);
+    assert!(has(&text, "SIN VALIDEZ FISCAL"));
+    // The diagonal is drawn as shapes: no scattered letters in the extracted text.
+    assert_eq!(text.matches("VALIDEZ").count(), 1, "{text}");
+}
+
+#[test]
 fn stamped_samples_from_other_pacs_render() {
     let dir = tmp();
     for sample in ["timbrado-ingreso-descuentos-eku.xml", "timbrado-ingreso-eku-pac-pruebas.xml"] {
