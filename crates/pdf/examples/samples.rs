@@ -5,6 +5,10 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+fn sample(name: &str) -> String {
+    String::from_utf8(common::read(&format!("cfdi/samples/{name}"))).unwrap_or_default()
+}
+
 fn main() {
     let dir = std::path::PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "/tmp/timbra-pdf".into()));
     if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -17,7 +21,9 @@ fn main() {
         ("egreso", common::egreso(), false),
         ("pago", common::pago(), false),
         ("usd", common::usd(), false),
+        ("retenciones", common::retenciones(), false),
         ("300-conceptos", common::many(300), true),
+        ("descuentos-otro-pac", sample("timbrado-ingreso-descuentos-eku.xml"), false),
     ];
     for (name, xml, sandbox) in samples {
         let started = std::time::Instant::now();

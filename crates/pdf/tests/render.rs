@@ -170,6 +170,33 @@ fn usd_invoice_writes_dollars_and_the_exchange_rate() {
 }
 
 #[test]
+fn withheld_taxes_and_discounts_show_per_concepto_and_in_the_totals() {
+    let dir = tmp();
+    let xml = common::retenciones();
+    let pdf = render(&xml, false);
+    let text = pdftotext(&pdf, dir.path());
+    check_common(&xml, &text, dir.path(), &pdf);
+    let doc = Document::parse(xml.as_bytes()).expect("parses");
+    let c = &doc.root;
+    let money = |v: &str| format!("${}", pdf::format::amount(v));
+    for attr in ["SubTotal", "Descuento", "Total"] {
+        let v = money(c.attr(attr).expect(attr));
+        assert!(text.contains(&v), "{attr} {v}");
+    }
+    let impuestos = c.child(NS_CFDI, "Impuestos").expect("Impuestos");
+    let retenciones = impuestos.child(NS_CFDI, "Retenciones").expect("Retenciones");
+    for r in retenciones.children_named(NS_CFDI, "Retencion") {
+        let name = pdf::format::impuesto(r.attr("Impuesto").expect("Impuesto"));
+        assert!(has(&text, &format!("Retención {name}")), "{name}");
+        assert!(text.contains(&money(r.attr("Importe").expect("Importe"))));
+    }
+    // The concepto's own line names each withheld tax with its rate.
+    assert!(has(&text, "Retención: ISR 10%") && has(&text, "Retención: IVA 10.6667%"), "{text}");
+    assert!(has(&text, "Asesoría fiscal y contable, noviembre") && text.contains("E48"));
+    assert_no_overlaps(&pdf, dir.path());
+}
+
+#[test]
 fn three_hundred_conceptos_paginate_with_the_header_on_every_page() {
     let dir = tmp();
     let xml = common::many(300);

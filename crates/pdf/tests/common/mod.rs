@@ -80,6 +80,25 @@ pub fn usd() -> String {
     stamp(&v)
 }
 
+/// An invoice with ISR and IVA withheld (honorarios) and a discount.
+pub fn retenciones() -> String {
+    let mut v = sale_json("ingreso-pedido-4471.json");
+    v["sale_id"] = "honorarios-1".into();
+    v["folio"] = "4472".into();
+    v["conceptos"][0]["clave_prod_serv"] = "80111600".into();
+    v["conceptos"][0]["clave_unidad"] = "E48".into();
+    v["conceptos"][0]["unidad"] = "Servicio".into();
+    v["conceptos"][0]["cantidad"] = "1".into();
+    v["conceptos"][0]["valor_unitario"] = "12500.00".into();
+    v["conceptos"][0]["descuento"] = "500.00".into();
+    v["conceptos"][0]["descripcion"] = "Asesoría fiscal y contable, noviembre".into();
+    v["conceptos"][0]["retenciones"] = serde_json::json!([
+        {"impuesto": "001", "tipo_factor": "Tasa", "tasa_o_cuota": "0.100000"},
+        {"impuesto": "002", "tipo_factor": "Tasa", "tasa_o_cuota": "0.106667"}
+    ]);
+    stamp(&v)
+}
+
 /// An invoice with `n` conceptos, descriptions of varied length (some wrap over lines).
 pub fn many(n: usize) -> String {
     let mut v = sale_json("ingreso-pedido-4471.json");
