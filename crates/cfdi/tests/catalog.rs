@@ -17,12 +17,22 @@ enum Expect<'a> {
 fn check(catalogo: Catalogo, query: &str, limit: usize, expect: Expect) -> Vec<Entry> {
     let found = catalog::search(catalogo, query, limit);
     let codes: Vec<&str> = found.iter().map(|e| e.code).collect();
-    assert!(found.len() <= limit, "{catalogo} {query:?}: {} results over limit {limit}", found.len());
+    assert!(
+        found.len() <= limit,
+        "{catalogo} {query:?}: {} results over limit {limit}",
+        found.len()
+    );
     assert!(found.iter().all(|e| e.catalogo == catalogo));
     let mut seen = std::collections::BTreeSet::new();
-    assert!(codes.iter().all(|c| seen.insert(*c)), "{catalogo} {query:?}: duplicates in {codes:?}");
+    assert!(
+        codes.iter().all(|c| seen.insert(*c)),
+        "{catalogo} {query:?}: duplicates in {codes:?}"
+    );
     match expect {
-        Expect::First(first) => assert!(codes.starts_with(first), "{catalogo} {query:?}: expected {first:?} first, got {codes:?}"),
+        Expect::First(first) => assert!(
+            codes.starts_with(first),
+            "{catalogo} {query:?}: expected {first:?} first, got {codes:?}"
+        ),
         Expect::Contains(some) => {
             for c in some {
                 assert!(codes.contains(c), "{catalogo} {query:?}: {c} missing from {codes:?}")
@@ -54,7 +64,8 @@ fn search_by_words_and_codes() {
     check(ClaveProdServ, "50221300", 5, First(&["50221300"]));
     check(ClaveProdServ, " 01010101 ", 5, First(&["01010101"]));
     // Shorter descriptions first among equal matches.
-    check(ClaveProdServ, "servicios", 3, First(&["78111804"])); // "Servicios de taxi"
+    // "Servicios de taxi".
+    check(ClaveProdServ, "servicios", 3, First(&["78111804"]));
     // Units, case-insensitive codes.
     check(ClaveUnidad, "pieza", 10, First(&["H87"]));
     check(ClaveUnidad, "h87", 10, First(&["H87"]));
@@ -82,11 +93,25 @@ fn accents_and_case_do_not_matter() {
     let base: Vec<Entry> = catalog::search(Catalogo::ClaveProdServ, "tortilla", 50);
     assert!(!base.is_empty());
     // Precomposed accent, capitals, a decomposed accent (i + U+0301), punctuation around.
-    for q in ["tortílla", "TORTILLA", "TORTÍLLA", "Tortilla", "torti\u{301}lla", "«tortilla»,", "  tortilla  "] {
+    for q in [
+        "tortílla",
+        "TORTILLA",
+        "TORTÍLLA",
+        "Tortilla",
+        "torti\u{301}lla",
+        "«tortilla»,",
+        "  tortilla  ",
+    ] {
         assert_eq!(catalog::search(Catalogo::ClaveProdServ, q, 50), base, "{q:?}");
     }
-    assert_eq!(catalog::search(Catalogo::ClaveProdServ, "cafe", 50), catalog::search(Catalogo::ClaveProdServ, "CAFÉ", 50));
-    assert_eq!(catalog::search(Catalogo::ClaveProdServ, "pina", 50), catalog::search(Catalogo::ClaveProdServ, "piña", 50));
+    assert_eq!(
+        catalog::search(Catalogo::ClaveProdServ, "cafe", 50),
+        catalog::search(Catalogo::ClaveProdServ, "CAFÉ", 50)
+    );
+    assert_eq!(
+        catalog::search(Catalogo::ClaveProdServ, "pina", 50),
+        catalog::search(Catalogo::ClaveProdServ, "piña", 50)
+    );
     assert_eq!(catalog::normalize("  TORTÍLLA, de Maíz (azul)…"), "tortilla de maiz azul");
     assert_eq!(catalog::normalize("Ñandú ÇÅ"), "nandu ca");
 }
@@ -94,8 +119,13 @@ fn accents_and_case_do_not_matter() {
 #[test]
 fn postal_code_results_carry_the_place() {
     let found = check(Catalogo::CodigoPostal, "4200", 3, Expect::First(&["42000"]));
-    let Detalle::CodigoPostal(d) = found[0].detalle else { panic!("{:?}", found[0]) };
-    assert_eq!((d.estado, d.estado_nombre, d.municipio_nombre), ("HID", "Hidalgo", Some("Pachuca de Soto")));
+    let Detalle::CodigoPostal(d) = found[0].detalle else {
+        panic!("{:?}", found[0])
+    };
+    assert_eq!(
+        (d.estado, d.estado_nombre, d.municipio_nombre),
+        ("HID", "Hidalgo", Some("Pachuca de Soto"))
+    );
     assert_eq!(found[0].descripcion, "Pachuca de Soto, Hidalgo");
 }
 
@@ -107,19 +137,38 @@ fn lookups() {
     assert!(d.palabras_similares.contains("Tortillas de maíz"));
     assert_eq!(d.fin_vigencia, None);
     // The "Incluir IVA trasladado: Sí" flag, and a code SAT retired.
-    let Detalle::ClaveProdServ(d) = catalog::clave_prod_serv("80111701").unwrap().detalle else { panic!() };
+    let Detalle::ClaveProdServ(d) = catalog::clave_prod_serv("80111701").unwrap().detalle else {
+        panic!()
+    };
     assert!(d.iva_trasladado && !d.ieps_trasladado);
-    let Detalle::ClaveProdServ(d) = catalog::clave_prod_serv("15101506").unwrap().detalle else { panic!() };
+    let Detalle::ClaveProdServ(d) = catalog::clave_prod_serv("15101506").unwrap().detalle else {
+        panic!()
+    };
     assert_eq!(d.fin_vigencia, Some("2020-01-15"));
     assert_eq!(catalog::clave_prod_serv("99999999"), None);
     assert_eq!(catalog::clave_unidad("H87").map(|e| e.descripcion), Some("Pieza"));
     assert_eq!(catalog::clave_unidad("ZZZ"), None);
     assert_eq!(catalog::pais("USA").map(|e| e.descripcion), Some("Estados Unidos (los)"));
     assert_eq!(catalog::tipo_de_comprobante("P").map(|e| e.descripcion), Some("Pago"));
-    assert_eq!(catalog::entry(Catalogo::Moneda, "JPY").map(|e| e.detalle), Some(Detalle::Moneda { decimales: 0 }));
-    let Some(Detalle::UsoCfdi { fisica, moral, regimenes_receptor }) = catalog::entry(Catalogo::UsoCfdi, "D01").map(|e| e.detalle) else { panic!() };
+    assert_eq!(
+        catalog::entry(Catalogo::Moneda, "JPY").map(|e| e.detalle),
+        Some(Detalle::Moneda { decimales: 0 })
+    );
+    let Some(Detalle::UsoCfdi {
+        fisica,
+        moral,
+        regimenes_receptor,
+    }) = catalog::entry(Catalogo::UsoCfdi, "D01").map(|e| e.detalle)
+    else {
+        panic!()
+    };
     assert!(fisica && !moral && regimenes_receptor.contains(&"605"));
-    for (c, n) in [(Catalogo::ClaveProdServ, 52_514), (Catalogo::ClaveUnidad, 2_418), (Catalogo::CodigoPostal, 95_749), (Catalogo::Pais, 250)] {
+    for (c, n) in [
+        (Catalogo::ClaveProdServ, 52_514),
+        (Catalogo::ClaveUnidad, 2_418),
+        (Catalogo::CodigoPostal, 95_749),
+        (Catalogo::Pais, 250),
+    ] {
         assert_eq!(catalog::len(c), n, "{c}");
     }
 }

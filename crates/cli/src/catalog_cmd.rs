@@ -92,7 +92,12 @@ impl CatalogArg {
 
 pub fn run(cmd: CatalogCommand) -> Result<u8, Failure> {
     match cmd {
-        CatalogCommand::Search { catalogo, texto, limit, json } => {
+        CatalogCommand::Search {
+            catalogo,
+            texto,
+            limit,
+            json,
+        } => {
             let found = catalog::search(catalogo.catalogo(), &texto.join(" "), limit);
             if json {
                 let text = serde_json::to_string_pretty(&found).map_err(|e| Failure::invalid(format!("JSON: {e}")))?;

@@ -22,11 +22,26 @@ fn check(args: &[&str], first: &[&str]) {
 
 #[test]
 fn search_prints_code_and_description() {
-    check(&["prodserv", "tortilla"], &["52151909  Cacerolas para hacer tortillas para uso doméstico", "50221300  Harina y productos de molinos"]);
-    check(&["prodserv", "TORTÍLLA"], &["52151909  Cacerolas para hacer tortillas para uso doméstico"]);
+    check(
+        &["prodserv", "tortilla"],
+        &[
+            "52151909  Cacerolas para hacer tortillas para uso doméstico",
+            "50221300  Harina y productos de molinos",
+        ],
+    );
+    check(
+        &["prodserv", "TORTÍLLA"],
+        &["52151909  Cacerolas para hacer tortillas para uso doméstico"],
+    );
     // Several words without quotes; all must match.
-    check(&["prodserv", "tortillas", "de", "maíz"], &["50221300  Harina y productos de molinos"]);
-    check(&["prodserv", "5019", "--limit", "2"], &["50191500  Sopas y estofados", "50191505  Sopas o sudados preparados fresco"]);
+    check(
+        &["prodserv", "tortillas", "de", "maíz"],
+        &["50221300  Harina y productos de molinos"],
+    );
+    check(
+        &["prodserv", "5019", "--limit", "2"],
+        &["50191500  Sopas y estofados", "50191505  Sopas o sudados preparados fresco"],
+    );
     check(&["unidad", "pieza"], &["H87  Pieza"]);
     check(&["cp", "42000"], &["42000  Pachuca de Soto, Hidalgo"]);
     check(&["regimen", "626"], &["626  Régimen Simplificado de Confianza"]);

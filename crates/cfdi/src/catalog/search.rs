@@ -105,6 +105,9 @@ impl Bits {
     }
 }
 
+/// The entries whose description has a word, and those whose similar words (only) have it.
+type Postings = (Vec<u32>, Vec<u32>);
+
 struct Index {
     /// Entries ordered by their code in uppercase (codes are ASCII; a few c_ClaveUnidad codes
     /// are mixed-case, and codes are unique ignoring case).
@@ -122,7 +125,7 @@ struct Index {
 impl Index {
     fn build(c: Catalogo) -> Index {
         let n = data::len(c);
-        let mut postings: HashMap<String, (Vec<u32>, Vec<u32>)> = HashMap::new();
+        let mut postings: HashMap<String, Postings> = HashMap::new();
         let mut desc_len = Vec::with_capacity(n);
         for i in 0..n {
             let id = i as u32;
@@ -141,7 +144,7 @@ impl Index {
                 }
             });
         }
-        let mut sorted: Vec<(String, (Vec<u32>, Vec<u32>))> = postings.into_iter().collect();
+        let mut sorted: Vec<(String, Postings)> = postings.into_iter().collect();
         sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut by_code: Vec<u32> = (0..n as u32).collect();
         by_code.sort_by(|&a, &b| upper(data::code_at(c, a as usize)).cmp(upper(data::code_at(c, b as usize))));
@@ -208,11 +211,11 @@ fn upper(code: &str) -> impl Iterator<Item = u8> + '_ {
 
 /// `HashMap::entry` without allocating a key for words already present.
 trait EntryRef {
-    fn entry_ref(&mut self, w: &str) -> &mut (Vec<u32>, Vec<u32>);
+    fn entry_ref(&mut self, w: &str) -> &mut Postings;
 }
 
-impl EntryRef for HashMap<String, (Vec<u32>, Vec<u32>)> {
-    fn entry_ref(&mut self, w: &str) -> &mut (Vec<u32>, Vec<u32>) {
+impl EntryRef for HashMap<String, Postings> {
+    fn entry_ref(&mut self, w: &str) -> &mut Postings {
         if !self.contains_key(w) {
             self.insert(w.to_string(), Default::default());
         }
