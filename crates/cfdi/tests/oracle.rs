@@ -224,32 +224,57 @@ fn tax_set() -> impl Strategy<Value = (String, String)> {
     ]
 }
 
+/// Codes from SAT's complete catalogs as embedded: every c_ClaveProdServ still vigente on the
+/// corpus' Fecha (2026), every c_ClaveUnidad.
+fn catalog_codes(c: cfdi::catalog::Catalogo) -> Vec<&'static str> {
+    use cfdi::catalog::Detalle;
+    cfdi::catalog::entries(c)
+        .filter(|e| !matches!(e.detalle, Detalle::ClaveProdServ(d) if d.fin_vigencia.is_some()))
+        .map(|e| e.code)
+        .collect()
+}
+
 fn concepto() -> impl Strategy<Value = String> {
-    (tricky_text(12), decimal(1, 50, 3), decimal(10, 20000, 2), prop::option::of(decimal(0, 5, 0)), tax_set(), any::<bool>(), prop::option::of(tricky_text(3)))
-        .prop_map(|(desc, cantidad, vu, descuento, (objeto, taxes), pedimento, unidad)| {
-            let mut fields = vec![
-                r#""clave_prod_serv":"01010101""#.to_string(),
-                format!(r#""cantidad":"{cantidad}""#),
-                r#""clave_unidad":"H87""#.to_string(),
-                format!(r#""descripcion":{}"#, serde_json::to_string(&desc).unwrap()),
-                format!(r#""valor_unitario":"{vu}""#),
-                format!(r#""objeto_imp":"{objeto}""#),
-            ];
-            if let Some(d) = descuento {
-                fields.push(format!(r#""descuento":"{d}""#));
-            }
-            if let Some(u) = unidad {
-                let u: String = u.chars().filter(|c| !c.is_whitespace()).take(20).collect();
-                fields.push(format!(r#""unidad":{}"#, serde_json::to_string(&u).unwrap()));
-            }
-            if pedimento {
-                fields.push(r#""informacion_aduanera":["21  47  3807  8003832"]"#.to_string());
-            }
-            if !taxes.is_empty() {
-                fields.push(taxes);
-            }
-            format!("{{{}}}", fields.join(","))
-        })
+    let claves = (
+        prop::sample::select(catalog_codes(cfdi::catalog::Catalogo::ClaveProdServ)),
+        prop::sample::select(catalog_codes(cfdi::catalog::Catalogo::ClaveUnidad)),
+    );
+    (
+        tricky_text(12),
+        decimal(1, 50, 3),
+        decimal(10, 20000, 2),
+        prop::option::of(decimal(0, 5, 0)),
+        tax_set(),
+        any::<bool>(),
+        prop::option::of(tricky_text(3)),
+        claves,
+    )
+        .prop_map(
+            |(desc, cantidad, vu, descuento, (objeto, taxes), pedimento, unidad, (prod_serv, clave_unidad))| {
+                let mut fields = vec![
+                    format!(r#""clave_prod_serv":"{prod_serv}""#),
+                    format!(r#""cantidad":"{cantidad}""#),
+                    format!(r#""clave_unidad":"{clave_unidad}""#),
+                    format!(r#""descripcion":{}"#, serde_json::to_string(&desc).unwrap()),
+                    format!(r#""valor_unitario":"{vu}""#),
+                    format!(r#""objeto_imp":"{objeto}""#),
+                ];
+                if let Some(d) = descuento {
+                    fields.push(format!(r#""descuento":"{d}""#));
+                }
+                if let Some(u) = unidad {
+                    let u: String = u.chars().filter(|c| !c.is_whitespace()).take(20).collect();
+                    fields.push(format!(r#""unidad":{}"#, serde_json::to_string(&u).unwrap()));
+                }
+                if pedimento {
+                    fields.push(r#""informacion_aduanera":["21  47  3807  8003832"]"#.to_string());
+                }
+                if !taxes.is_empty() {
+                    fields.push(taxes);
+                }
+                format!("{{{}}}", fields.join(","))
+            },
+        )
 }
 
 fn ingreso_or_egreso() -> impl Strategy<Value = String> {

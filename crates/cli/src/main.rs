@@ -6,6 +6,7 @@
 //! libraries, and turns every error into one clear line on stderr and a documented exit code.
 //! No business logic lives here.
 
+mod catalog_cmd;
 mod cfdi_cmd;
 mod drain_cmd;
 mod input;
@@ -61,6 +62,9 @@ enum Command {
     /// Herramientas de CFDI 4.0: cadena original, construir, sellar, verificar.
     #[command(subcommand, after_help = EXIT_CODES)]
     Cfdi(cfdi_cmd::CfdiCommand),
+    /// Catálogos del SAT incluidos: buscar por clave o por palabras, versión.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Catalog(catalog_cmd::CatalogCommand),
     /// Crea (o actualiza) la base de datos con el perfil del emisor y su CSD.
     #[command(after_help = EXIT_CODES)]
     Init(outbox_cmd::InitArgs),
@@ -109,6 +113,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Cfdi(cmd) => cfdi_cmd::run(cmd),
+        Command::Catalog(cmd) => catalog_cmd::run(cmd),
         Command::PacSim(args) => pac_sim_cmd::run(args),
         Command::Init(args) => outbox_cmd::init(cli.db.as_deref(), args),
         Command::Sale(cmd) => outbox_cmd::sale(cli.db.as_deref(), cmd),

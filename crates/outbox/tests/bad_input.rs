@@ -170,3 +170,46 @@ async fn an_oversized_request_is_refused_before_parsing() {
     let big = vec![b' '; outbox::outbox::MAX_SALE_JSON_BYTES + 1];
     check(&e, "17 MB", &big, None, "(json)", "el máximo").await;
 }
+
+#[tokio::test]
+async fn codes_outside_sats_catalogs_write_nothing() {
+    let e = env().await;
+    let cases: Vec<(&str, String, &str, &str)> = vec![
+        (
+            "postal code not in c_CodigoPostal",
+            sale().replace("\"86991\"", "\"00001\""),
+            "receptor.domicilio_fiscal",
+            "el código postal 00001 no existe en el catálogo c_CodigoPostal del SAT",
+        ),
+        (
+            "clave not in c_ClaveProdServ",
+            sale().replace("\"01010101\"", "\"99999999\""),
+            "conceptos[0].clave_prod_serv",
+            "la clave 99999999 no existe en el catálogo c_ClaveProdServ",
+        ),
+        (
+            "unit not in c_ClaveUnidad",
+            sale().replace("\"H87\"", "\"ZZZ\""),
+            "conceptos[0].clave_unidad",
+            "ZZZ no existe en el catálogo c_ClaveUnidad",
+        ),
+        (
+            "régimen of a persona física for a persona moral",
+            sale().replace("\"regimen_fiscal\":\"601\"", "\"regimen_fiscal\":\"605\""),
+            "receptor.regimen_fiscal",
+            "no aplica a personas morales",
+        ),
+        (
+            "uso not allowed with the receptor's régimen",
+            sale()
+                .replace("URE180429TM6", "CACX7605101P8")
+                .replace("\"regimen_fiscal\":\"601\"", "\"regimen_fiscal\":\"605\"")
+                .replace("\"G01\"", "\"G03\""),
+            "receptor.uso_cfdi",
+            "el uso G03 no se permite con el régimen del receptor 605",
+        ),
+    ];
+    for (case, json, field, needle) in cases {
+        check(&e, case, json.as_bytes(), None, field, needle).await;
+    }
+}
