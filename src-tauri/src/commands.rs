@@ -436,12 +436,10 @@ pub async fn set_sandbox_fault(state: State<'_, AppState>, fault: SandboxFaultDt
 
 // Ajustes --------------------------------------------------------------------------------------
 
-const SETTINGS_ROLES: &[RoleDto] = &[RoleDto::Soporte, RoleDto::Contador];
-
 #[tauri::command]
 pub async fn save_emisor(state: State<'_, AppState>, setup: EmisorSetupDto) -> Res<EmisorDto> {
     let ready = state.ready()?;
-    require_role(ready, "save_emisor", SETTINGS_ROLES)?;
+    outbox::settings::may_change_settings(&ready.actor(), "configurar el emisor y el CSD")?;
     let password = Secret::new(setup.password.clone());
     let domain = EmisorSetup {
         profile: cfdi::sale::EmisorProfile {
@@ -469,7 +467,7 @@ pub async fn save_emisor(state: State<'_, AppState>, setup: EmisorSetupDto) -> R
 #[tauri::command]
 pub async fn save_pacs(app: AppHandle, state: State<'_, AppState>, primary: PacInputDto, backup: Option<PacInputDto>) -> Res<PacsDto> {
     let ready = state.ready()?;
-    require_role(ready, "save_pacs", SETTINGS_ROLES)?;
+    outbox::settings::may_change_settings(&ready.actor(), "configurar los PAC")?;
     let view = crate::pac_settings::save(&ready.outbox, &primary, backup.as_ref(), &ready.actor()).await?;
     restart_drain(&app, ready).await;
     Ok(view)
@@ -478,7 +476,7 @@ pub async fn save_pacs(app: AppHandle, state: State<'_, AppState>, primary: PacI
 #[tauri::command]
 pub async fn save_drain(app: AppHandle, state: State<'_, AppState>, drain: DrainSettingsDto) -> Res<DrainSettingsDto> {
     let ready = state.ready()?;
-    require_role(ready, "save_drain", SETTINGS_ROLES)?;
+    outbox::settings::may_change_settings(&ready.actor(), "cambiar los ajustes del drenado")?;
     let current = ready.outbox.drain_settings().await?;
     let wanted = outbox::settings::DrainSettings {
         concurrency: drain.concurrency,

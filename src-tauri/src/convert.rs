@@ -436,6 +436,14 @@ pub fn sale_json(sale_id: &str, d: &SaleDraftDto) -> Vec<u8> {
     serde_json::to_vec(&sale).unwrap_or_default()
 }
 
+/// The outbox's drain settings as Ajustes shows them.
+pub fn drain_settings(s: &outbox::settings::DrainSettings) -> DrainSettingsDto {
+    DrainSettingsDto {
+        concurrency: s.concurrency,
+        max_tries: Some(s.max_tries),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -507,13 +515,5 @@ mod tests {
         let f = list_filter(&q).unwrap();
         assert_eq!(f.search, None);
         assert_eq!(f.after.map(|c| c.id), Some(4));
-    }
-}
-
-/// The outbox's drain settings as Ajustes shows them.
-pub fn drain_settings(s: &outbox::settings::DrainSettings) -> DrainSettingsDto {
-    DrainSettingsDto {
-        concurrency: s.concurrency,
-        max_tries: Some(s.max_tries),
     }
 }

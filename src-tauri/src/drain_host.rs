@@ -61,6 +61,7 @@ pub fn sandbox_configs(sims: &SandboxPacs) -> Vec<PacConfig> {
         let finkok = flavor == pac_sim::Flavor::Finkok;
         PacConfig {
             name: name.into(),
+            preset: None,
             flavor: if finkok { PacKind::Finkok } else { PacKind::Sw },
             url: url.to_string(),
             api_url: None,

@@ -564,6 +564,10 @@ pub enum SandboxFaultDto {
     /// stamped" without the XML (Finkok 307), and its `stamped` lookup lags 10 minutes: the
     /// CFDI exists but its XML must still be fetched (*Finalizar*). Finkok-flavoured PAC only.
     StampedWithoutXml,
+    /// The PAC validates before it looks for a previous stamp, and its clock runs 73 h ahead: a
+    /// resume of a document it already stamped is answered 401 although the CFDI exists (a
+    /// rejection after an unknown outcome proves nothing: *Atención*).
+    ValidatesFirstExpired,
 }
 
 /// What "Cargar datos de demostración" did.

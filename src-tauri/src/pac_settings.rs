@@ -41,6 +41,19 @@ pub fn config_name(p: &PacInputDto) -> String {
     format!("{}-{}", p.pac.as_str(), env_str(p.environment))
 }
 
+/// The preset (`pac::presets`) of a form entry: its PAC and environment decide it, so nobody
+/// types a URL.
+pub fn preset_of(p: &PacInputDto) -> Option<&'static str> {
+    match (p.pac, p.environment) {
+        (PacNameDto::Sw, PacEnvironmentDto::Pruebas) => Some("sw-pruebas"),
+        (PacNameDto::Sw, PacEnvironmentDto::Produccion) => Some("sw-produccion"),
+        (PacNameDto::Finkok, PacEnvironmentDto::Pruebas) => Some("finkok-demo"),
+        (PacNameDto::Finkok, PacEnvironmentDto::Produccion) => Some("finkok-produccion"),
+        (PacNameDto::Facturapi, PacEnvironmentDto::Pruebas | PacEnvironmentDto::Produccion) => Some("facturapi"),
+        _ => None,
+    }
+}
+
 /// The credential-store name of a PAC's secret.
 pub fn secret_name(config_name: &str) -> String {
     format!("{config_name}-secret")
@@ -99,9 +112,14 @@ pub fn check(primary: &PacInputDto, backup: Option<&PacInputDto>) -> Result<(), 
             );
             continue;
         }
+        // Empty: the preset's URL. Typed: it must be one.
         let url = p.url.trim();
-        if !(url.starts_with("https://") || url.starts_with("http://")) || url.len() < 10 {
-            err(format!("{f}.url"), "formato", "escriba la URL de servicios del PAC (https://…)");
+        if !url.is_empty() && (!(url.starts_with("https://") || url.starts_with("http://")) || url.len() < 10) {
+            err(
+                format!("{f}.url"),
+                "formato",
+                "escriba la URL de servicios del PAC (https://…) o déjela vacía",
+            );
         }
         if p.pac == PacNameDto::Finkok && p.user.trim().is_empty() {
             err(format!("{f}.user"), "requerido", "Finkok necesita el usuario de la cuenta");
@@ -131,6 +149,7 @@ fn config(p: &PacInputDto, role: PacRole, rfc: &str) -> Result<PacConfig, AppErr
     };
     Ok(PacConfig {
         name,
+        preset: preset_of(p).map(str::to_string),
         flavor,
         url: p.url.trim().trim_end_matches('/').to_string(),
         api_url: None,
@@ -156,7 +175,7 @@ pub async fn save(outbox: &Outbox, primary: &PacInputDto, backup: Option<&PacInp
         .ok_or(AppError::NotConfigured)?;
     let configs = [Some((primary, PacRole::Primary)), backup.map(|b| (b, PacRole::Backup))];
     for (p, role) in configs.iter().flatten() {
-        let c = config(p, *role, &rfc)?;
+        let c = config(p, *role, &rfc)?.with_preset_defaults()?;
         c.validate()?;
         let slot = CredentialSlot::Named {
             name: secret_name(&c.name),

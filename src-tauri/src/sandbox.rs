@@ -108,7 +108,7 @@ impl SandboxPacs {
 /// How far ahead of real time the simulator's clock runs for a fault.
 pub fn clock_offset_for(fault: SandboxFaultDto) -> chrono::Duration {
     match fault {
-        SandboxFaultDto::FechaExpired => chrono::Duration::hours(73),
+        SandboxFaultDto::FechaExpired | SandboxFaultDto::ValidatesFirstExpired => chrono::Duration::hours(73),
         _ => chrono::Duration::zero(),
     }
 }
@@ -125,6 +125,7 @@ pub fn faults_for(fault: SandboxFaultDto) -> Faults {
         SandboxFaultDto::Mixed => "timeout_after_certify=0.1,http500=0.1,refuse=0.15,latency_ms=50..400",
         SandboxFaultDto::FechaExpired => "",
         SandboxFaultDto::StampedWithoutXml => "timeout_after_certify=1,no_xml_307=1,stamped_lag_ms=600000",
+        SandboxFaultDto::ValidatesFirstExpired => "validate_before_dedup=1",
     };
     // The texts above are constants known to parse; fall back to the defaults regardless.
     Faults::parse(&format!("stamped_lag_ms=1000,no_xml_307=0,{text}")).unwrap_or_default()
@@ -160,6 +161,8 @@ mod tests {
         assert_eq!(without_xml.timeout_after_certify, 1.0);
         assert_eq!(without_xml.no_xml_307, 1.0);
         assert_eq!(without_xml.stamped_lag_ms, 600_000);
+        assert!(faults_for(ValidatesFirstExpired).validate_before_dedup);
+        assert_eq!(clock_offset_for(ValidatesFirstExpired), chrono::Duration::hours(73));
     }
 
     #[test]

@@ -170,10 +170,10 @@ pub async fn demo_ajustes_idioma(app: &App) -> Res {
     app.wait_contains("[data-testid=pac-form]", "simulador").await?;
     app.wait_contains("[data-testid=sandbox-faults]", "Mezcla de fallas").await?;
     app.screenshot("ajustes").await?;
-    // A PAC without its URL is refused field by field, and nothing changes: still sandbox.
+    // The URL comes from the PAC's preset; a PAC without its credential is refused field by
+    // field, and nothing changes: still sandbox.
     app.click("[data-testid=pac-form] button[type=submit]").await?;
-    app.wait_contains("[data-testid=pac-form] .field-error", "Formato incorrecto")
-        .await?;
+    app.wait_contains("[data-testid=pac-form] .field-error", "Es obligatorio").await?;
     app.wait_contains("[data-testid=mode-chip]", "Modo sandbox").await?;
 
     app.go("#/tablero").await?;
@@ -317,7 +317,7 @@ pub async fn timeout_tras_certificar(app: &App) -> Res {
     // The contador sees the forced failover (it needs a note); nothing to verify yet.
     app.select("[data-testid=operator]", "Contador").await?;
     expect_button(app, "force_failover", true, "").await?;
-    expect_button(app, "verify_absent", false, "No hay un intento abandonado").await?;
+    expect_button(app, "verify_absent", false, "No hay un intento en duda").await?;
     app.click("button[data-action=force_failover]").await?;
     app.find("[data-testid=note-required] textarea").await?;
     app.click("[data-testid=note-required] button:not(.danger)").await?;
@@ -575,5 +575,53 @@ pub async fn caida_hasta_atencion(app: &App) -> Res {
     app.wait_badge("timbrada").await?;
     app.wait_contains("[data-testid=reasons]", "Timbrada por sandbox-respaldo").await?;
     app.wait_contains("[data-testid=timeline]", "código: failover").await?;
+    Ok(())
+}
+
+/// Strategy case 19 in the console: the PAC stamped and the answer was lost; by the resume it
+/// validates first with its clock past the window and answers 401 although the CFDI exists.
+/// Atención — never one-click Reprocesar; the contador reprocesses accepting the risk, with a
+/// note, and the invoice shows the open question as *posible duplicado*.
+pub async fn rechazo_tras_desconocido(app: &App) -> Res {
+    set_fault(app, "timeout_after_certify", "Timbra y no contesta").await?;
+    let factura = emit_and_open(app, "4478").await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "unknown")
+        .await?;
+    set_fault(app, "validates_first_expired", "Valida antes de buscar").await?;
+    app.go(&factura).await?;
+    app.wait_badge("atencion").await?;
+    app.wait_contains("[data-testid=reasons]", "el rechazo no prueba que no exista el primer CFDI")
+        .await?;
+    // Soporte: Reintentar only re-sends the same bytes (a safe probe); no reprocess.
+    expect_button(app, "retry", true, "No reprocesa: Un rechazo después de un resultado desconocido").await?;
+    check(
+        app.all("button[data-action=reprocess_accepting_risk]").await?.is_empty(),
+        "soporte no ve reprocesar aceptando el riesgo",
+    )?;
+    // The contador sees the risk-accepting path and the records that settle the question.
+    app.select("[data-testid=operator]", "Contador").await?;
+    expect_button(app, "reprocess_accepting_risk", true, "").await?;
+    expect_button(app, "verify_absent", true, "").await?;
+    expect_button(app, "record_found", true, "").await?;
+    expect_button(app, "force_failover", false, "Un rechazo después de un resultado desconocido").await?;
+    app.screenshot("factura-rechazo-tras-desconocido").await?;
+
+    set_fault(app, "none", "Sin fallas").await?;
+    app.go(&factura).await?;
+    app.click("[data-testid=actions] button[data-action=reprocess_accepting_risk]")
+        .await?;
+    app.type_into(
+        "[data-testid=note-required] textarea",
+        "El cliente necesita la factura hoy; revisaré el portal del PAC por el primer CFDI.",
+    )
+    .await?;
+    app.click("[data-testid=note-required] button.danger").await?;
+    app.wait_badge("timbrada").await?;
+    app.wait_contains("[data-testid=strategy]", "posible duplicado").await?;
+    let attempts = app.all("[data-testid=attempts] tbody tr").await?;
+    check(attempts.len() == 2, format!("dos intentos; hay {}", attempts.len()))?;
+    app.wait_contains("[data-testid=timeline]", "reprocess_accepting_risk").await?;
+    app.screenshot("factura-riesgo-aceptado").await?;
+    app.select("[data-testid=operator]", "Soporte").await?;
     Ok(())
 }

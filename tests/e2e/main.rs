@@ -39,6 +39,9 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
         Box::pin(flows::finkok_duplicado(app))
     }),
     ("caida_hasta_atencion", nothing, |app| Box::pin(flows::caida_hasta_atencion(app))),
+    ("rechazo_tras_desconocido", nothing, |app| {
+        Box::pin(flows::rechazo_tras_desconocido(app))
+    }),
 ];
 
 fn main() -> ExitCode {

@@ -27,6 +27,11 @@ pub enum PacCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Lista los ambientes conocidos (presets) con sus URL.
+    Presets {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -46,15 +51,21 @@ pub enum RoleArg {
 pub struct PacAddArgs {
     /// Nombre del PAC (letras, dígitos, '-' o '_').
     name: String,
-    #[arg(long, value_enum)]
-    flavor: Flavor,
-    /// URL base de los servicios del PAC.
+    /// Un ambiente conocido (sw-pruebas, sw-produccion, finkok-demo, finkok-produccion,
+    /// facturapi): llena las URL de timbrado, almacenamiento y consulta del SAT. `timbra pac
+    /// presets` los lista.
     #[arg(long)]
-    url: String,
+    preset: Option<String>,
+    /// Tipo de PAC (por omisión, el del preset).
+    #[arg(long, value_enum)]
+    flavor: Option<Flavor>,
+    /// URL base de los servicios del PAC (por omisión, la del preset).
+    #[arg(long)]
+    url: Option<String>,
     /// SW: URL del host "api" (almacenamiento); por omisión la de --url.
     #[arg(long)]
     api_url: Option<String>,
-    /// URL del servicio de consulta de SAT; por omisión <url>/ConsultaCFDIService.svc.
+    /// URL del servicio de consulta del SAT; por omisión la del preset (el host del SAT).
     #[arg(long)]
     sat_url: Option<String>,
     /// Variable de entorno con el token fijo (SW "token infinito").
@@ -191,14 +202,28 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
         match cmd {
             PacCommand::Add(a) => {
                 let a = *a;
+                let preset = match &a.preset {
+                    Some(n) => Some(pac::presets::get(n).ok_or_else(|| {
+                        let known: Vec<&str> = pac::presets::all().iter().map(|p| p.name.as_str()).collect();
+                        Failure::invalid(format!("--preset {n}: no existe; los presets son: {}", known.join(", ")))
+                    })?),
+                    None => None,
+                };
+                let flavor = match (a.flavor, preset) {
+                    (Some(Flavor::Sw), _) => PacKind::Sw,
+                    (Some(Flavor::Finkok), _) => PacKind::Finkok,
+                    (Some(Flavor::Facturapi), _) => PacKind::Facturapi,
+                    (None, Some(p)) => p.flavor,
+                    (None, None) => return Err(Failure::invalid("indique --preset (p. ej. sw-pruebas) o --flavor y --url")),
+                };
+                if a.url.is_none() && preset.is_none() {
+                    return Err(Failure::invalid("indique --preset (p. ej. sw-pruebas) o --url"));
+                }
                 let config = PacConfig {
                     name: a.name,
-                    flavor: match a.flavor {
-                        Flavor::Sw => PacKind::Sw,
-                        Flavor::Finkok => PacKind::Finkok,
-                        Flavor::Facturapi => PacKind::Facturapi,
-                    },
-                    url: a.url,
+                    flavor,
+                    preset: a.preset.clone(),
+                    url: a.url.unwrap_or_default(),
                     api_url: a.api_url,
                     sat_url: a.sat_url,
                     token_env: a.token_env,
@@ -217,6 +242,25 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
                     .await
                     .map_err(|e| failure(e, "pac: "))?;
                 print_json(&list)?;
+            }
+            PacCommand::Presets { json } => {
+                let all = pac::presets::all();
+                if json {
+                    let rows: Vec<serde_json::Value> = all
+                        .iter()
+                        .map(|p| {
+                            serde_json::json!({
+                                "name": p.name, "flavor": p.flavor, "label": p.label_es, "environment": p.environment,
+                                "url": p.services_url, "api_url": p.api_url, "sat_status_url": p.sat_status_url,
+                            })
+                        })
+                        .collect();
+                    print_json(&rows)?;
+                } else {
+                    for p in all {
+                        print_out(&format!("{}\t{}\t{}\t{}", p.name, p.flavor.as_str(), p.services_url, p.label_es))?;
+                    }
+                }
             }
             PacCommand::List { json } => {
                 let list = outbox.pacs().await.map_err(|e| failure(e, ""))?;
@@ -299,7 +343,7 @@ pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
         let config = DrainConfig {
             worker_id: a.worker_id.clone(),
             concurrency: a.concurrency.max(1),
-            lease: chrono::Duration::seconds(a.lease_secs.max(5)),
+            lease: chrono::Duration::seconds(a.lease_secs.max(1)),
             poll: Duration::from_millis(200),
             grace: Duration::from_secs(5),
             backoff: Backoff {

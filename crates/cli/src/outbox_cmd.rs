@@ -34,8 +34,13 @@ pub struct ActorArgs {
 }
 
 impl ActorArgs {
-    /// The actor, acting through `channel`.
+    /// The actor, acting through `channel` (role personal unless given).
     pub fn actor(&self, channel: &str) -> Result<Actor, Failure> {
+        self.actor_or(channel, "personal")
+    }
+
+    /// The actor, with `default_role` when neither `--role` nor TIMBRA_ROLE says one.
+    pub fn actor_or(&self, channel: &str, default_role: &str) -> Result<Actor, Failure> {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let name = self
             .actor
@@ -48,7 +53,7 @@ impl ActorArgs {
             .role
             .clone()
             .or_else(|| env("TIMBRA_ROLE"))
-            .unwrap_or_else(|| "personal".into());
+            .unwrap_or_else(|| default_role.into());
         let role = match Role::parse(role_text.trim()) {
             Some(Role::Sistema) | None => {
                 return Err(Failure::invalid(format!(
@@ -308,7 +313,8 @@ pub fn init(db: Option<&str>, a: InitArgs) -> Result<u8, Failure> {
         key: read_file(&a.key, "la llave privada")?,
         password_env: a.password_env,
     };
-    let actor = a.who.actor("cli")?;
+    // Setting up the emisor is the contador's (or soporte's) job.
+    let actor = a.who.actor_or("cli", "contador")?;
     runtime()?.block_on(async {
         let o = open(db, true).await?;
         let s = o.configure_emisor(&setup, &password, &actor).await.map_err(|e| failure(e, ""))?;

@@ -5,10 +5,12 @@
 //!   written, after the response was read, before commit, after commit; a clean drain then
 //!   finishes. Every sale ends with exactly one CFDI in the simulator's ledger, the same UUID
 //!   as in the database.
-//! - Chaos: many sales, a simulator with latency, timeouts after certifying, resets, HTTP 500
-//!   and an outage of the primary (a backup takes over what is known not created); the drain is
-//!   killed with SIGKILL at random moments 20+ times and restarted. Zero lost sales, zero
-//!   duplicate CFDIs, checked against both simulators' ledgers.
+//! - Chaos: many sales, a simulator with latency, timeouts after certifying, resets, HTTP 500,
+//!   lowercase UUIDs and an outage of the primary (a backup takes over what is known not
+//!   created), then a stretch where the primary validates before it looks for a previous stamp
+//!   and its clock is past every Fecha window (resumes of stamped attempts answer 401); the
+//!   drain is killed with SIGKILL at random moments 20+ times and restarted. Zero lost sales,
+//!   zero duplicate CFDIs, checked against both simulators' ledgers.
 #![cfg(feature = "failpoints")]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,6 +50,14 @@ impl Sim {
 
     fn faults(&self, text: &str) {
         http_post(&format!("{}/_sim/faults", self.control), text);
+    }
+
+    /// Moves the simulator's clock (`4d`), or back to real time (`None`).
+    fn clock(&self, advance: Option<&str>) {
+        match advance {
+            Some(by) => http_post(&format!("{}/_sim/clock/advance", self.control), by),
+            None => http_post(&format!("{}/_sim/clock/reset", self.control), ""),
+        }
     }
 
     /// Ledger rows: uuid → idempotency key.
@@ -112,6 +122,11 @@ impl Db {
 
     /// A database with the EKU emisor, `pacs` configured (first primary), and `n` sales.
     fn new(pacs: &[(&str, &str, &Sim)], n: usize) -> Db {
+        Db::with_timeout(pacs, n, "1500")
+    }
+
+    /// As [`Db::new`], with the PAC clients' request timeout in milliseconds.
+    fn with_timeout(pacs: &[(&str, &str, &Sim)], n: usize, timeout_ms: &str) -> Db {
         let dir = tempfile::tempdir().unwrap();
         let db = Db {
             path: dir.path().join("timbra.db"),
@@ -142,7 +157,7 @@ impl Db {
                 "--role",
                 role,
                 "--timeout-ms",
-                "1500",
+                timeout_ms,
             ];
             if *flavor == "sw" {
                 args.extend(["--token-env", "SIM_TOKEN"]);
@@ -276,7 +291,10 @@ fn kill9(child: &mut Child) {
 fn chaos_kill9_faults_and_an_outage_lose_nothing_and_duplicate_nothing() {
     let n: usize = std::env::var("TIMBRA_CHAOS_SALES").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
     let kills: usize = std::env::var("TIMBRA_CHAOS_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(24);
-    let primary = Sim::start("sw", "latency_ms=5..40,timeout_after_certify=0.1,reset=0.05,http500=0.05");
+    let primary = Sim::start(
+        "sw",
+        "latency_ms=5..40,timeout_after_certify=0.1,reset=0.05,http500=0.05,lowercase_uuid=0.3",
+    );
     let backup = Sim::start("finkok", "latency_ms=5..40,stamped_lag_ms=300,no_xml_307=0.5");
     let db = Db::new(&[("sw", "sw", &primary), ("fk", "finkok", &backup)], n);
     let started = Instant::now();
@@ -288,6 +306,16 @@ fn chaos_kill9_faults_and_an_outage_lose_nothing_and_duplicate_nothing() {
         }
         if k == kills / 3 + 3 {
             primary.faults("down=0");
+        }
+        // Then the primary validates first with its clock past every window: a rejection after
+        // an unknown outcome must never turn into a second CFDI.
+        if k == 2 * kills / 3 {
+            primary.faults("validate_before_dedup=1");
+            primary.clock(Some("4d"));
+        }
+        if k == 2 * kills / 3 + 3 {
+            primary.clock(None);
+            primary.faults("validate_before_dedup=0");
         }
         let mut args = Db::drain_args();
         args.retain(|a| *a != "--until-idle");
@@ -311,4 +339,38 @@ fn chaos_kill9_faults_and_an_outage_lose_nothing_and_duplicate_nothing() {
     db.run(&Db::drain_args());
     check_exactly_once(&db, &[&primary, &backup], n);
     eprintln!("chaos: {n} ventas, {kills} kill -9, {:.1} s", started.elapsed().as_secs_f64());
+}
+
+#[test]
+fn two_drain_processes_with_a_slow_pac_send_each_attempt_once() {
+    // The desktop app and a headless `timbra drain` run the same engine; here two drain
+    // processes share one SQLite file. The PAC answers after 2.5 s, a lease lasts 1 s: without a
+    // heartbeat the second process would claim every row mid-request and send it again.
+    let sim = Sim::start("sw", "latency_ms=2500");
+    let n = 4;
+    let db = Db::with_timeout(&[("sw", "sw", &sim)], n, "20000");
+    let args = ["drain", "--until-idle", "--quiet", "--lease-secs", "1", "--concurrency", "4"];
+    let mut one = db
+        .timbra(&args)
+        .arg("--worker-id")
+        .arg("uno")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let mut two = db
+        .timbra(&args)
+        .arg("--worker-id")
+        .arg("dos")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(one.wait().unwrap().success() && two.wait().unwrap().success());
+    check_exactly_once(&db, &[&sim], n);
+    for sale in db.invoices().keys() {
+        let out = db.run(&["invoice", "show", sale, "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let stamps = v["tries"].as_array().unwrap().iter().filter(|t| t["operation"] == "stamp").count();
+        assert_eq!(stamps, 1, "{sale}: sent once while its step was in flight");
+    }
 }

@@ -409,3 +409,45 @@ fn database_problems_exit_5_with_a_clear_message() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("TEST_CSD_PASSWORD"), "{}", stderr(&out));
 }
+
+#[test]
+fn pac_add_with_a_preset_needs_no_url() {
+    let db = Db::new();
+    let out = db.run(&["pac", "presets"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for name in ["sw-pruebas", "sw-produccion", "finkok-demo", "finkok-produccion", "facturapi"] {
+        assert!(stdout(&out).contains(name), "{name}: {}", stdout(&out));
+    }
+    let out = db.run(&["pac", "add", "sw", "--preset", "sw-pruebas", "--token-env", "SW_TOKEN"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let list: serde_json::Value = serde_json::from_slice(&db.run(&["pac", "list", "--json"]).stdout).unwrap();
+    let sw = &list[0];
+    assert_eq!(sw["preset"], "sw-pruebas");
+    assert_eq!(sw["flavor"], "sw");
+    assert!(sw["url"].as_str().unwrap().starts_with("https://"), "{sw}");
+    // A preset that does not exist, or of another flavor, is refused naming the field.
+    let out = db.run(&["pac", "add", "x", "--preset", "sw-marte", "--token-env", "T"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("sw-marte"), "{}", stderr(&out));
+    let out = db.run(&[
+        "pac",
+        "add",
+        "x",
+        "--preset",
+        "sw-pruebas",
+        "--flavor",
+        "finkok",
+        "--user",
+        "u",
+        "--password-env",
+        "P",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("preset"), "{}", stderr(&out));
+    // Neither a preset nor a URL: a clear error, nothing written.
+    let out = db.run(&["pac", "add", "y", "--flavor", "sw", "--token-env", "T"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--preset"), "{}", stderr(&out));
+    let list: serde_json::Value = serde_json::from_slice(&db.run(&["pac", "list", "--json"]).stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+}

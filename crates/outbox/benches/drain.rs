@@ -59,6 +59,7 @@ async fn point(sim_url: &str, latency_ms: u64, concurrency: usize, sales: usize)
     outbox.provide_csd_password(Secret::new("12345678a"));
     let config = PacConfig {
         name: "sw".into(),
+        preset: None,
         flavor: PacKind::Sw,
         url: sim_url.into(),
         api_url: None,
@@ -69,8 +70,9 @@ async fn point(sim_url: &str, latency_ms: u64, concurrency: usize, sales: usize)
         taxpayer_id: None,
         role: PacRole::Primary,
         timeout_ms: Some(10_000),
+        sandbox: false,
     };
-    outbox.add_pac(config, &actor).await.unwrap();
+    outbox.add_pac(config, false, &actor).await.unwrap();
     let sale: serde_json::Value = serde_json::from_slice(&fixture("sales/ingreso-pedido-4471.json")).unwrap();
     for i in 0..sales {
         let mut s = sale.clone();

@@ -31,7 +31,7 @@ fn read(rel: &str) -> Vec<u8> {
 }
 
 fn actor() -> Actor {
-    Actor::new("bench", Role::Personal, "bench")
+    Actor::new("bench", Role::Soporte, "bench")
 }
 
 fn statements(sql: &str) -> Vec<&str> {
@@ -167,6 +167,7 @@ fn template_record(detail: &outbox::model::InvoiceDetail, body: &[u8]) -> outbox
             mapping_version: a.mapping_version,
             emisor_settings_id: None,
             no_certificado: a.no_certificado.clone(),
+            pac_identity: None,
         },
         event: NewEvent {
             kind: "sale_recorded".into(),

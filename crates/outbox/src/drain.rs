@@ -562,15 +562,22 @@ impl<S: Store> Drain<S> {
         token: i64,
         reply: Reply<StampOutcome>,
     ) -> Result<()> {
-        let (uuid, xml, code, message) = match &reply.outcome {
-            StampOutcome::Stamped { uuid, xml, .. } => (Some(normalize_uuid(uuid)), xml.clone(), None, None),
-            StampOutcome::AlreadyStamped { code, uuid, xml, .. } => {
-                (uuid.as_deref().map(normalize_uuid), xml.clone(), Some(code.clone()), None)
-            }
-            StampOutcome::Rejected { code, message } => (None, None, Some(code.clone()), Some(message.clone())),
-            StampOutcome::NotSent { cause } => (None, None, None, Some(cause.clone())),
-            StampOutcome::Unavailable { code, message, .. } => (None, None, Some(code.clone()), Some(message.clone())),
-            StampOutcome::Unknown { cause } => (None, None, None, Some(cause.clone())),
+        // The whole CFDI when the PAC sent it; else the timbre alone (checked, not stored).
+        let (uuid, xml, tfd, code, message) = match &reply.outcome {
+            StampOutcome::Stamped { uuid, xml, tfd_xml, .. } => (Some(normalize_uuid(uuid)), xml.clone(), tfd_xml.clone(), None, None),
+            StampOutcome::AlreadyStamped {
+                code, uuid, xml, tfd_xml, ..
+            } => (
+                uuid.as_deref().map(normalize_uuid),
+                xml.clone(),
+                tfd_xml.clone(),
+                Some(code.clone()),
+                None,
+            ),
+            StampOutcome::Rejected { code, message } => (None, None, None, Some(code.clone()), Some(message.clone())),
+            StampOutcome::NotSent { cause } => (None, None, None, None, Some(cause.clone())),
+            StampOutcome::Unavailable { code, message, .. } => (None, None, None, Some(code.clone()), Some(message.clone())),
+            StampOutcome::Unknown { cause } => (None, None, None, None, Some(cause.clone())),
         };
         let retry_after_ms = match &reply.outcome {
             StampOutcome::Unavailable {
@@ -579,7 +586,7 @@ impl<S: Store> Drain<S> {
             _ => None,
         };
         let foreign = self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
-        let matched = match (&uuid, &xml) {
+        let matched = match (&uuid, xml.as_ref().or(tfd.as_ref())) {
             (Some(u), Some(x)) if !foreign => Some(match_cfdi_to_attempt(x.as_bytes(), body, u)),
             _ => None,
         };
@@ -741,7 +748,7 @@ impl<S: Store> Drain<S> {
         for f in rows {
             let uuid = f.map(|f| normalize_uuid(&f.uuid));
             let foreign = self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
-            let matched = match (f.and_then(|f| f.xml.as_deref()), &uuid) {
+            let matched = match (f.and_then(|f| f.xml.as_deref().or(f.tfd_xml.as_deref())), &uuid) {
                 (Some(x), Some(u)) if !foreign => Some(match_cfdi_to_attempt(x.as_bytes(), body, u)),
                 _ => None,
             };
@@ -773,7 +780,7 @@ impl<S: Store> Drain<S> {
                 (Some(_), _) if foreign => {}
                 (Some(_), Some(Err(_))) => {}
                 (Some(u), Some(Ok(fecha))) => {
-                    let xml = f.and_then(|f| f.xml.clone()).map(String::into_bytes);
+                    let xml = fecha.as_ref().and(f.and_then(|f| f.xml.clone())).map(String::into_bytes);
                     self.persist_cfdi(invoice_id, attempt, evidence_id, &u, xml, fecha).await?
                 }
                 (Some(u), None) => self.persist_cfdi(invoice_id, attempt, evidence_id, &u, None, None).await?,
@@ -920,37 +927,34 @@ pub fn schedule(
     }
 }
 
-/// Whether a PAC's XML is this attempt's CFDI: it parses, carries a TFD with `uuid`, the TFD's
-/// `SelloCFD` is the attempt's Sello and — when the XML is the whole comprobante — so is its
-/// Sello. An attempt whose body is not sealed XML (Facturapi's JSON) has no Sello to compare;
-/// then only the UUID is checked. Returns the FechaTimbrado, or why the XML is not the
-/// attempt's.
+/// Whether what a PAC answered is this attempt's CFDI: the stamped XML (or, when the PAC sent
+/// only the timbre — SW's `data.tfd` — the TFD alone) parses, names `uuid`, and the TFD's
+/// `SelloCFD` is the attempt's Sello; when the XML is the whole comprobante, its own Sello is
+/// the attempt's too. An attempt whose body is not sealed XML (Facturapi's JSON) has no Sello to
+/// compare; then only the UUID is checked. Returns the FechaTimbrado when the whole CFDI came,
+/// or why it is not the attempt's.
 pub fn match_cfdi_to_attempt(xml: &[u8], attempt_body: &[u8], uuid: &str) -> std::result::Result<Option<String>, String> {
-    let doc = cfdi::xml::Document::parse(xml).map_err(|e| format!("el XML del PAC no se pudo leer: {e}"))?;
+    let text = std::str::from_utf8(xml).map_err(|_| "el XML del PAC no es UTF-8".to_string())?;
+    let stamp = pac::tfd::identity(text).map_err(|e| format!("el timbre del PAC no se pudo leer: {e}"))?;
+    if !stamp.uuid.eq_ignore_ascii_case(uuid.trim()) {
+        return Err(format!("el timbre trae el UUID {}, no {uuid}", stamp.uuid));
+    }
+    let doc = cfdi::xml::Document::parse(text.trim_start_matches('\u{feff}').as_bytes())
+        .map_err(|e| format!("el XML del PAC no se pudo leer: {e}"))?;
+    let whole = doc.root.is(cfdi::NS_CFDI, "Comprobante");
+    if let Some(sello) = pac::tfd::attempt_sello(attempt_body) {
+        if !stamp.is_for_sello(&sello) {
+            return Err("el SelloCFD del timbre no es el Sello del intento: es el CFDI de otro documento".into());
+        }
+        if whole && doc.root.attr("Sello").unwrap_or("") != sello {
+            return Err("el Sello del comprobante devuelto no es el del intento".into());
+        }
+    }
+    if !whole {
+        return Ok(None);
+    }
     let tfd = cfdi::read::tfd(&doc)
         .map_err(|e| format!("el TimbreFiscalDigital no se pudo leer: {e}"))?
         .ok_or("el XML no trae TimbreFiscalDigital")?;
-    if !tfd.uuid.trim().eq_ignore_ascii_case(uuid.trim()) {
-        return Err(format!("el TFD trae el UUID {}, no {uuid}", tfd.uuid));
-    }
-    if let Some(sello) = attempt_sello(attempt_body) {
-        if tfd.sello_cfd.trim() != sello {
-            return Err("el SelloCFD del timbre no es el Sello del intento: es el CFDI de otro documento".into());
-        }
-        let root = &doc.root;
-        if root.is(cfdi::NS_CFDI, "Comprobante") {
-            let theirs = root.attr("Sello").unwrap_or("").trim();
-            if theirs != sello {
-                return Err("el Sello del comprobante devuelto no es el del intento".into());
-            }
-        }
-    }
     Ok(Some(tfd.fecha_timbrado.format(cfdi::write::FECHA_FORMAT).to_string()))
-}
-
-/// The Sello of an attempt's sealed XML body (None for a JSON body or an unsealed one).
-fn attempt_sello(body: &[u8]) -> Option<String> {
-    let doc = cfdi::xml::Document::parse(body).ok()?;
-    let sello = doc.root.attr("Sello")?.trim().to_string();
-    (!sello.is_empty()).then_some(sello)
 }

@@ -176,12 +176,7 @@ impl<S: Store> Outbox<S> {
 
     /// Changes the drain's settings (soporte or contador), after checking them.
     pub async fn set_drain_settings(&self, s: &DrainSettings, actor: &Actor) -> Result<DrainSettings> {
-        if !DrainSettings::ROLES.contains(&actor.role) {
-            return Err(OutboxError::Forbidden {
-                action: "cambiar los ajustes del drenado",
-                role: actor.role.as_str(),
-            });
-        }
+        settings::may_change_settings(actor, "cambiar los ajustes del drenado")?;
         s.validate()?;
         let value = serde_json::to_string(s).map_err(|e| OutboxError::Database(e.to_string()))?;
         self.store
@@ -211,6 +206,7 @@ impl<S: Store> Outbox<S> {
     /// Stores a new emisor profile and CSD after checking them (see [`settings`]); it applies
     /// to sales recorded from now on.
     pub async fn configure_emisor(&self, setup: &EmisorSetup, password: &Secret, actor: &Actor) -> Result<EmisorSettings> {
+        settings::may_change_settings(actor, "configurar el emisor y el CSD")?;
         let now = self.clock.now();
         let (row, csd) = settings::check_setup(setup, password, now)?;
         let id = self.store.insert_emisor_settings(&row, actor, now.timestamp_millis()).await?;

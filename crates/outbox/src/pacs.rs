@@ -40,12 +40,16 @@ pub struct PacConfig {
     /// A name of the operator's choosing (`sw-produccion`, `finkok-demo`).
     pub name: String,
     pub flavor: PacKind,
+    /// A named preset (`sw-pruebas`, `finkok-produccion`, … from `pac::presets`): it fills the
+    /// stamping, storage and SAT status URLs and the stamp path a field here leaves out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
     /// Base URL of the PAC's services.
     pub url: String,
-    /// SW: the api host (storage); the services URL when absent.
+    /// SW: the api host (storage); the preset's, else the services URL, when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_url: Option<String>,
-    /// SAT's ConsultaCFDIService URL; `<url>/ConsultaCFDIService.svc` when absent.
+    /// SAT's ConsultaCFDIService URL (SAT's own host); the preset's when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sat_url: Option<String>,
     /// Environment variable holding a fixed token (SW "token infinito", Facturapi key).
@@ -87,6 +91,56 @@ impl PacConfig {
             url: PacIdentity::normalize_url(&self.url),
             account: format!("{credential}|{}", self.taxpayer_id.as_deref().unwrap_or("")),
         }
+    }
+
+    /// The preset this entry names, if any.
+    pub fn preset(&self) -> Option<&'static pac::presets::Preset> {
+        self.preset.as_deref().and_then(pac::presets::get)
+    }
+
+    /// Fills what a preset knows (the services URL when none was given) and checks that the
+    /// preset exists and is of this flavor.
+    pub fn with_preset_defaults(mut self) -> Result<PacConfig> {
+        let Some(name) = self.preset.clone() else {
+            return Ok(self);
+        };
+        let Some(p) = pac::presets::get(&name) else {
+            let known: Vec<&str> = pac::presets::all().iter().map(|p| p.name.as_str()).collect();
+            return Err(OutboxError::invalid(
+                "preset",
+                "pac",
+                format!("no hay un preset {name:?}; los presets son: {}", known.join(", ")),
+            ));
+        };
+        if p.flavor != self.flavor {
+            return Err(OutboxError::invalid(
+                "preset",
+                "pac",
+                format!("el preset {name} es de {}, no de {}", p.flavor.as_str(), self.flavor.as_str()),
+            ));
+        }
+        if self.url.trim().is_empty() {
+            self.url = p.services_url.clone();
+        }
+        Ok(self)
+    }
+
+    /// SAT's status service for this entry: its own setting, its preset's, else SAT's host as
+    /// the presets name it (never `<pac url>/…`: SAT's service is not on a PAC's host).
+    pub fn sat_status_url(&self) -> String {
+        self.sat_url
+            .clone()
+            .or_else(|| self.preset().map(|p| p.sat_status_url.clone()))
+            .or_else(|| pac::presets::all().first().map(|p| p.sat_status_url.clone()))
+            .unwrap_or_default()
+    }
+
+    /// SW's api host (storage): its own setting, its preset's, else the services URL.
+    pub fn storage_url(&self) -> String {
+        self.api_url
+            .clone()
+            .or_else(|| self.preset().and_then(|p| p.api_url.clone()))
+            .unwrap_or_else(|| self.url.clone())
     }
 
     /// Checks the fields that do not need the network.
@@ -223,10 +277,7 @@ pub fn build_pac_set(configs: &[PacConfig], secrets: &dyn SecretSource, clock: A
     ordered.extend(configs.iter().filter(|c| c.role == PacRole::Backup));
     let mut entries = Vec::new();
     for c in ordered {
-        let sat_url = c
-            .sat_url
-            .clone()
-            .unwrap_or_else(|| format!("{}/ConsultaCFDIService.svc", c.url.trim_end_matches('/')));
+        let sat_url = c.sat_status_url();
         let setup = |e: pac::http::HttpSetupError| OutboxError::invalid(format!("pacs.{}", c.name), "pac", e.to_string());
         let client: Arc<dyn pac::PacClient> = match c.flavor {
             PacKind::Sw => {
@@ -237,7 +288,10 @@ pub fn build_pac_set(configs: &[PacConfig], secrets: &dyn SecretSource, clock: A
                         password: secret(secrets, &c.password_env, &c.name)?,
                     },
                 };
-                let mut cfg = SwConfig::new(&c.url, c.api_url.clone().unwrap_or_else(|| c.url.clone()), sat_url, auth);
+                let mut cfg = SwConfig::new(&c.url, c.storage_url(), sat_url, auth);
+                if let Some(p) = c.preset() {
+                    cfg.stamp_path = p.stamp_path.clone();
+                }
                 cfg.timeouts = c.timeouts();
                 Arc::new(SwClient::with_clock(cfg, clock.clone()).map_err(setup)?)
             }
@@ -248,6 +302,15 @@ pub fn build_pac_set(configs: &[PacConfig], secrets: &dyn SecretSource, clock: A
                     secret(secrets, &c.password_env, &c.name)?,
                     c.taxpayer_id.clone().unwrap_or_default(),
                 );
+                if let Some(p) = c.preset() {
+                    cfg.stamp_path = p.stamp_path.clone();
+                    if let Some(path) = &p.cancel_path {
+                        cfg.cancel_path = path.clone();
+                    }
+                    if let Some(path) = &p.utilities_path {
+                        cfg.utilities_path = path.clone();
+                    }
+                }
                 cfg.timeouts = c.timeouts();
                 Arc::new(FinkokClient::with_clock(cfg, clock.clone()).map_err(setup)?)
             }
@@ -302,6 +365,8 @@ impl<S: Store> Outbox<S> {
     /// then the operator's acceptance is recorded on each of those attempts' timelines, and
     /// they resume at the new identity. Without it, a resume would silently go elsewhere.
     pub async fn add_pac(&self, config: PacConfig, replace_open: bool, actor: &Actor) -> Result<Vec<PacConfig>> {
+        crate::settings::may_change_settings(actor, "configurar los PAC")?;
+        let config = config.with_preset_defaults()?;
         config.validate()?;
         let mut list = self.pacs().await?;
         if let Some(old) = list.iter().find(|p| p.name == config.name) {

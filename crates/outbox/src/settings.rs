@@ -25,6 +25,26 @@ pub const SETTING_PRIMARY_PAC: &str = "pac.primary";
 /// of sandbox mode (DESIGN §1, issue 6).
 pub const DEFAULT_PAC: &str = "sandbox";
 
+/// Who may change the outbox's settings (emisor and CSD, PACs, drain): soporte and the
+/// contador (and the system itself, e.g. Modo sandbox's first start). Personal may not.
+pub const SETTINGS_ROLES: &[crate::actor::Role] = &[
+    crate::actor::Role::Soporte,
+    crate::actor::Role::Contador,
+    crate::actor::Role::Sistema,
+];
+
+/// Refuses `actor` unless their role may change settings (`what` names the setting).
+pub fn may_change_settings(actor: &crate::actor::Actor, what: &'static str) -> Result<()> {
+    if SETTINGS_ROLES.contains(&actor.role) {
+        Ok(())
+    } else {
+        Err(OutboxError::Forbidden {
+            action: what,
+            role: actor.role.as_str(),
+        })
+    }
+}
+
 /// Setting (JSON) with the drain's [`DrainSettings`].
 pub const SETTING_DRAIN: &str = "drain";
 
@@ -49,12 +69,6 @@ impl Default for DrainSettings {
 impl DrainSettings {
     pub const MAX_CONCURRENCY: u32 = 16;
     pub const MAX_TRIES: u32 = 50;
-    /// Who may change them.
-    pub const ROLES: &'static [crate::actor::Role] = &[
-        crate::actor::Role::Soporte,
-        crate::actor::Role::Contador,
-        crate::actor::Role::Sistema,
-    ];
 
     pub fn validate(&self) -> Result<()> {
         let mut errors = Vec::new();

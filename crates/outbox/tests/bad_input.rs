@@ -145,7 +145,7 @@ async fn a_missing_or_wrong_csd_writes_nothing() {
     assert_eq!(err.code(), "not_configured", "{err}");
     assert_eq!(e.counts().await, [0, 0, 0, 0, 0]);
 
-    e.outbox.configure_emisor(&setup(), &password(), &staff()).await.unwrap();
+    e.outbox.configure_emisor(&setup(), &password(), &admin()).await.unwrap();
     e.outbox.provide_csd_password(cfdi::secret::Secret::new("incorrecta"));
     let err = e.outbox.record_sale_json(sale().as_bytes(), None, &staff()).await.unwrap_err();
     assert!(err.to_string().contains("contraseña"), "{err}");

@@ -21,7 +21,7 @@ async fn open(path: &Path, create: bool) -> Result<Outbox, OutboxError> {
 async fn populated(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("t.db");
     let o = open(&path, true).await.expect("create");
-    o.configure_emisor(&setup(), &password(), &staff()).await.unwrap();
+    o.configure_emisor(&setup(), &password(), &admin()).await.unwrap();
     o.record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
         .await
         .unwrap();

@@ -11,11 +11,12 @@ use std::time::Duration as StdDuration;
 
 use cfdi::secret::Secret;
 use common::{ingreso, password, setup};
+use outbox::actions::RetryKind;
 use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::model::{Badge, InvoiceRef, InvoiceState, ListFilter};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::store::{InvoiceUpdate, Store};
-use outbox::strategy::{ActionKind, Policy, RefusalCode};
+use outbox::strategy::{ActionKind, Policy, ReasonCode, RefusalCode};
 use outbox::{Actor, Outbox, OutboxError, Role, SqliteOptions, SqliteStore, SystemClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
@@ -74,6 +75,7 @@ async fn world_with(pacs: &[(&str, Flavor, &str)], timeout_ms: u64) -> World {
         let kind = if *flavor == Flavor::Sw { PacKind::Sw } else { PacKind::Finkok };
         let config = PacConfig {
             name: name.to_string(),
+            preset: None,
             flavor: kind,
             url: sim.base_url.clone(),
             api_url: None,
@@ -671,4 +673,241 @@ async fn a_step_longer_than_the_lease_is_not_sent_twice() {
             "sent once while its step was in flight"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejection_on_resume_after_a_timeout_is_never_a_silent_second_cfdi() {
+    // Case 19, both orders. The PAC stamped A1 and the answer was lost; by the resume, the
+    // Fecha window has passed at the PAC.
+    for validate_first in [false, true] {
+        let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1")]).await;
+        let id = w.record(&format!("pedido-vbd-{validate_first}")).await;
+        w.until_badge(id, Badge::Reanudar).await;
+        w.sim("sw").clock().advance(chrono::Duration::days(4));
+        w.faults("sw", &format!("validate_before_dedup={}", u8::from(validate_first)));
+        if !validate_first {
+            // Dedup first: the resume answers 307 with the original.
+            w.until_badge(id, Badge::Timbrada).await;
+            assert_eq!(w.sim("sw").engine().ledger().len(), 1);
+            continue;
+        }
+        // Validation first: 401 although U1 exists. Atención, never one-click Reprocesar.
+        w.until_badge(id, Badge::Atencion).await;
+        let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+        let v = w.outbox.verdict(&d).await.unwrap();
+        assert!(v.has_reason(ReasonCode::RechazoTrasResultadoDesconocido), "{v:#?}");
+        assert!(!v.allows(ActionKind::Reprocess) && !v.allows(ActionKind::Failover));
+        match w.outbox.reprocess(&InvoiceRef::Id(id), &soporte()).await {
+            Err(OutboxError::ActionRefused { reason, .. }) => assert_eq!(reason, RefusalCode::RechazoTrasResultadoDesconocido),
+            other => panic!("one-click reprocess after an unknown outcome: {other:?}"),
+        }
+        // Reintentar is a safe probe (the same bytes and key), never a new attempt.
+        assert_eq!(w.outbox.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap(), RetryKind::Resume);
+        w.until_idle().await;
+        assert_eq!(w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap().attempts.len(), 1);
+        assert_eq!(w.sim("sw").engine().ledger().len(), 1, "no second CFDI");
+        // The contador may reprocess accepting the risk: a visible possible duplicate.
+        match w.outbox.reprocess_accepting_risk(&InvoiceRef::Id(id), "  ", &contador()).await {
+            Err(OutboxError::Invalid(_)) => {}
+            other => panic!("a note is required: {other:?}"),
+        }
+        w.sim("sw").clock().set_offset(chrono::Duration::zero());
+        w.faults("sw", "");
+        w.outbox
+            .reprocess_accepting_risk(
+                &InvoiceRef::Id(id),
+                "El cliente necesita la factura hoy; revisaré el portal de SW",
+                &contador(),
+            )
+            .await
+            .unwrap();
+        w.until_badge(id, Badge::Timbrada).await;
+        let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+        assert!(d.invoice.possible_duplicate, "the second CFDI is visible as a possible duplicate");
+        assert_eq!(w.sim("sw").engine().ledger().len(), 2);
+        // The contador finds U1 in SW's portal, with its XML: now it is a Duplicado.
+        let first = w
+            .sim("sw")
+            .engine()
+            .ledger()
+            .into_iter()
+            .find(|r| d.cfdis.iter().all(|c| !c.uuid.eq_ignore_ascii_case(&r.uuid)))
+            .unwrap();
+        let xml = first.xml.clone();
+        w.outbox
+            .record_found(
+                &InvoiceRef::Id(id),
+                1,
+                &first.uuid,
+                Some(xml.as_bytes()),
+                "Portal de SW: búsqueda por RFC",
+                &contador(),
+            )
+            .await
+            .unwrap();
+        w.until_idle().await;
+        assert_eq!(w.badge(id).await.0, Badge::Duplicado);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lowercase_uuid_from_the_pac_is_one_cfdi_not_a_duplicate() {
+    // Case 22, directly and through a resume after a lost answer.
+    let w = world(&[("sw", Flavor::Sw, "lowercase_uuid=1")]).await;
+    let a = w.record("pedido-lc-a").await;
+    w.until_badge(a, Badge::Timbrada).await;
+    w.faults("sw", "lowercase_uuid=1,timeout_after_certify=1");
+    let b = w.record("pedido-lc-b").await;
+    w.until_badge(b, Badge::Reanudar).await;
+    w.faults("sw", "lowercase_uuid=1");
+    w.until_badge(b, Badge::Timbrada).await;
+    for id in [a, b] {
+        let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+        assert_eq!(d.cfdis.len(), 1);
+        assert_eq!(d.cfdis[0].uuid, d.cfdis[0].uuid.to_uppercase(), "stored uppercase");
+        assert_eq!(w.outbox.verdict(&d).await.unwrap().badge, Badge::Timbrada);
+    }
+    let counts = w.outbox.counts().await.unwrap();
+    assert_eq!(counts.by_badge.get("duplicado"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_documents_cfdi_in_a_307_is_never_attached() {
+    // Case 26: the PAC answers "already stamped" with a CFDI whose SelloCFD is not A1's Sello.
+    let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1")]).await;
+    // Another document stamped at the same PAC, outside this outbox.
+    let other = cfdi::build(
+        &cfdi::sale::Sale::from_json(
+            common::ingreso("pedido-ajeno")
+                .replace("\"folio\":\"4471\"", "\"folio\":\"9999\"")
+                .as_bytes(),
+        )
+        .unwrap(),
+        &common::emisor(),
+        chrono::NaiveDateTime::parse_from_str(
+            &cfdi::tz::local_at(chrono::Utc::now(), "42501")
+                .format(cfdi::write::FECHA_FORMAT)
+                .to_string(),
+            cfdi::write::FECHA_FORMAT,
+        )
+        .unwrap(),
+        Some(&cfdi::csd::Csd::load(&common::setup().cer, &common::setup().key, &password()).unwrap()),
+    )
+    .unwrap();
+    w.faults("sw", "");
+    assert!(matches!(
+        w.sim("sw").engine().stamp(other.to_xml().as_bytes(), Some("ajeno"), None, false),
+        pac_sim::engine::StampDecision::Stamped(_)
+    ));
+    w.faults("sw", "timeout_after_certify=1");
+    let id = w.record("pedido-mm").await;
+    w.until_badge(id, Badge::Reanudar).await;
+    w.faults("sw", "foreign_cfdi=1");
+    w.until_badge(id, Badge::Atencion).await;
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert!(d.cfdis.is_empty(), "another document's CFDI is not the sale's: {:?}", d.cfdis);
+    assert!(d.evidence.iter().any(|e| e.code.as_deref() == Some("cfdi_no_corresponde")));
+    let v = w.outbox.verdict(&d).await.unwrap();
+    assert!(v.has_reason(ReasonCode::CfdiNoCorresponde), "{v:#?}");
+    assert!(!v.allows(ActionKind::Download) && !v.allows(ActionKind::Reprocess));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_never_goes_to_another_pac_behind_the_same_name() {
+    let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1")]).await;
+    let id = w.record("pedido-id").await;
+    w.until_badge(id, Badge::Reanudar).await;
+    // Someone points "sw" at another service while A1's outcome is unknown.
+    let mut changed = w.outbox.pacs().await.unwrap()[0].clone();
+    let other = pac_sim::start(SimConfig::new(Flavor::Sw)).await.unwrap();
+    changed.url = other.base_url.clone();
+    match w.outbox.add_pac(changed.clone(), false, &contador()).await {
+        Err(e @ OutboxError::PacHasOpenAttempts { .. }) => {
+            assert_eq!(e.code(), "pac_has_open_attempts");
+            assert!(e.to_string().contains("url"), "{e}");
+        }
+        other => panic!("replacing a PAC with unresolved attempts needs the flag: {other:?}"),
+    }
+    // A drain that was built with the other URL anyway (e.g. another process) refuses to send.
+    let mut moved = changed.clone();
+    moved.name = "sw".into();
+    let set = build_pac_set(&[moved], &SimSecrets, Arc::new(pac::SystemClock)).unwrap();
+    let stray = Arc::new(Drain::new(
+        w.outbox.clone(),
+        set,
+        DrainConfig {
+            worker_id: "stray".into(),
+            ..DrainConfig::default()
+        },
+        Arc::new(NoSink),
+    ));
+    w.faults("sw", "");
+    let now = chrono::Utc::now().timestamp_millis();
+    let claim = w
+        .outbox
+        .store()
+        .claim_due("stray", now + 60_000, now + 120_000, 10)
+        .await
+        .unwrap()
+        .remove(0);
+    stray.step(claim).await.unwrap();
+    assert_eq!(
+        other
+            .engine()
+            .stamp_requests(&w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap().attempts[0].pac_idempotency_key),
+        0
+    );
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert!(
+        d.evidence.iter().any(|e| e.code.as_deref() == Some("pac_cambio")),
+        "the refusal is evidence"
+    );
+    assert_eq!(w.outbox.verdict(&d).await.unwrap().badge, Badge::Atencion);
+    // With the explicit flag the acceptance lands on the attempt's timeline, and it resumes there.
+    w.outbox.add_pac(changed, true, &contador()).await.unwrap();
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert!(
+        d.timeline.iter().any(|t| t.detail["code"] == "pac_identity_accepted"),
+        "recorded on the timeline"
+    );
+    w.outbox.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap();
+    stray
+        .run(tokio::time::sleep(StdDuration::from_millis(800)), RunMode::Forever)
+        .await
+        .unwrap();
+    assert!(
+        other.engine().stamp_requests(&d.attempts[0].pac_idempotency_key) >= 1,
+        "resumed at the accepted PAC"
+    );
+}
+
+#[test]
+fn lookups_of_an_attempt_back_off_with_every_lookup() {
+    use outbox::drain::{schedule, Pace};
+    use outbox::strategy::{NextStep, Verdict};
+    let verdict = Verdict {
+        badge: Badge::Timbrada,
+        possible_duplicate: true,
+        reasons: vec![],
+        allowed: vec![],
+        refused: vec![],
+        next: NextStep::Lookup { attempt_no: 1 },
+        fecha_at_risk: false,
+        open_questions: vec![1],
+        statuses: vec![],
+    };
+    let backoff = Backoff {
+        base: chrono::Duration::seconds(2),
+        cap: chrono::Duration::minutes(10),
+    };
+    let now = chrono::Utc::now();
+    let wait = |lookups: u32| {
+        let (state, at) = schedule(&verdict, now, Pace { sends: 0, lookups }, None, false, &backoff);
+        assert_eq!(state, InvoiceState::Pending, "a lookup keeps the row claimable");
+        (at.unwrap() - now).num_milliseconds()
+    };
+    // Full jitter in [d/2, d] with d = 2 s · 2^(n−1), capped at 10 min: never a tight loop.
+    assert!((1000..=2000).contains(&wait(1)));
+    assert!((8000..=16_000).contains(&wait(4)));
+    assert!((300_000..=600_000).contains(&wait(20)));
 }

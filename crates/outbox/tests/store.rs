@@ -591,19 +591,19 @@ async fn a_bad_csd_setup_is_refused_and_nothing_is_stored() {
     let e = bare().await;
     let wrong = e
         .outbox
-        .configure_emisor(&setup(), &cfdi::secret::Secret::new("otra"), &staff())
+        .configure_emisor(&setup(), &cfdi::secret::Secret::new("otra"), &admin())
         .await
         .unwrap_err();
     assert!(matches!(wrong, OutboxError::Csd(cfdi::csd::CsdError::WrongPassword)), "{wrong}");
 
     let mut other_rfc = setup();
     other_rfc.profile.rfc = "AAA010101AAA".into();
-    let err = e.outbox.configure_emisor(&other_rfc, &password(), &staff()).await.unwrap_err();
+    let err = e.outbox.configure_emisor(&other_rfc, &password(), &admin()).await.unwrap_err();
     assert!(matches!(err, OutboxError::Csd(cfdi::csd::CsdError::RfcMismatch { .. })), "{err}");
 
     let mut swapped = setup();
     swapped.key = fixture("cfdi/certs/EKU9003173C9.cer");
-    let err = e.outbox.configure_emisor(&swapped, &password(), &staff()).await.unwrap_err();
+    let err = e.outbox.configure_emisor(&swapped, &password(), &admin()).await.unwrap_err();
     assert!(matches!(&err, OutboxError::Invalid(v) if v.0[0].field == "key"), "{err}");
 
     let plain = pkcs8::EncryptedPrivateKeyInfo::try_from(fixture("cfdi/certs/EKU9003173C9.key").as_slice())
@@ -611,7 +611,7 @@ async fn a_bad_csd_setup_is_refused_and_nothing_is_stored() {
         .expect("decrypt the fixture key");
     let mut unencrypted = setup();
     unencrypted.key = plain.as_bytes().to_vec();
-    let err = e.outbox.configure_emisor(&unencrypted, &password(), &staff()).await.unwrap_err();
+    let err = e.outbox.configure_emisor(&unencrypted, &password(), &admin()).await.unwrap_err();
     assert!(
         matches!(&err, OutboxError::Invalid(v) if v.0[0].code == "llave_sin_cifrar"),
         "{err}"
@@ -619,12 +619,12 @@ async fn a_bad_csd_setup_is_refused_and_nothing_is_stored() {
 
     let mut bad_env = setup();
     bad_env.password_env = "MI CLAVE".into();
-    let err = e.outbox.configure_emisor(&bad_env, &password(), &staff()).await.unwrap_err();
+    let err = e.outbox.configure_emisor(&bad_env, &password(), &admin()).await.unwrap_err();
     assert!(matches!(&err, OutboxError::Invalid(v) if v.0[0].field == "password_env"), "{err}");
 
     let mut bad_profile = setup();
     bad_profile.profile.lugar_expedicion = "4250".into();
-    let err = e.outbox.configure_emisor(&bad_profile, &password(), &staff()).await.unwrap_err();
+    let err = e.outbox.configure_emisor(&bad_profile, &password(), &admin()).await.unwrap_err();
     assert!(
         matches!(&err, OutboxError::Invalid(v) if v.0.iter().any(|f| f.field.contains("lugar_expedicion"))),
         "{err}"
@@ -633,7 +633,7 @@ async fn a_bad_csd_setup_is_refused_and_nothing_is_stored() {
     // The CSD expired before `now`.
     e.clock
         .set(DateTime::parse_from_rfc3339("2027-06-01T00:00:00Z").unwrap().with_timezone(&Utc));
-    let err = e.outbox.configure_emisor(&setup(), &password(), &staff()).await.unwrap_err();
+    let err = e.outbox.configure_emisor(&setup(), &password(), &admin()).await.unwrap_err();
     assert!(
         matches!(err, OutboxError::Csd(cfdi::csd::CsdError::OutsideValidity { .. })),
         "{err}"
@@ -652,7 +652,7 @@ async fn recording_needs_an_emisor_and_the_csd_password() {
         .unwrap_err();
     assert!(matches!(err, OutboxError::NotConfigured), "{err}");
 
-    e.outbox.configure_emisor(&setup(), &password(), &staff()).await.unwrap();
+    e.outbox.configure_emisor(&setup(), &password(), &admin()).await.unwrap();
     // Another process on the same database, without the password.
     let other = Outbox::open_sqlite(&SqliteOptions::new(e.db()), e.clock.clone()).await.unwrap();
     let err = other
@@ -756,4 +756,37 @@ async fn list_queries_use_their_indexes() {
     assert!(p.contains("COVERING INDEX invoices_by_state_badge"), "{p}");
     let p = plan(&e, include_str!("../sql/sqlite/notes_by_invoice.sql"), &[Some("1")]).await;
     assert!(p.contains("notes_by_invoice"), "{p}");
+}
+
+#[tokio::test]
+async fn only_soporte_and_the_contador_change_settings() {
+    // Who may change which settings is the outbox's rule, for every shell alike.
+    let e = bare().await;
+    match e.outbox.configure_emisor(&setup(), &password(), &staff()).await {
+        Err(err @ OutboxError::Forbidden { .. }) => assert_eq!(err.code(), "forbidden"),
+        other => panic!("personal may not configure the emisor: {other:?}"),
+    }
+    assert!(e.outbox.emisor_settings().await.unwrap().is_none(), "nothing written");
+    let drain = outbox::settings::DrainSettings {
+        concurrency: 4,
+        max_tries: 5,
+    };
+    assert!(matches!(
+        e.outbox.set_drain_settings(&drain, &staff()).await,
+        Err(OutboxError::Forbidden { .. })
+    ));
+    assert_eq!(e.outbox.set_drain_settings(&drain, &admin()).await.unwrap(), drain);
+    assert_eq!(e.outbox.drain_settings().await.unwrap(), drain);
+    let bad = outbox::settings::DrainSettings {
+        concurrency: 0,
+        max_tries: 51,
+    };
+    match e.outbox.set_drain_settings(&bad, &admin()).await {
+        Err(OutboxError::Invalid(v)) => {
+            let fields: Vec<&str> = v.0.iter().map(|f| f.field.as_str()).collect();
+            assert_eq!(fields, ["concurrency", "max_tries"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(e.outbox.drain_settings().await.unwrap(), drain, "a refused change writes nothing");
 }

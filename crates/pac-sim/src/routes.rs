@@ -6,7 +6,8 @@
 //! - `GET /_sim/certificate`: the stamping certificate (DER).
 //! - `GET /_sim/ledger[?xml=1]`: every CFDI ever created (JSON).
 //! - `GET|POST /_sim/faults`: read or change the fault schedule (same text as `--faults`).
-//! - `GET /_sim/clock`, `POST /_sim/clock/advance` (body `90`, `15m`, `72h`, `3d`).
+//! - `GET /_sim/clock`, `POST /_sim/clock/advance` (body `90`, `15m`, `72h`, `3d`),
+//!   `POST /_sim/clock/reset` (back to real time).
 //! - `POST /_sim/cancellations/{uuid}/accept|reject`: the receptor's answer.
 //! - `GET /_sim/cfdi/{uuid}`: the stamped XML.
 
@@ -41,6 +42,7 @@ pub fn router(state: AppState) -> Router {
         .route("/_sim/faults", get(get_faults).post(post_faults))
         .route("/_sim/clock", get(clock))
         .route("/_sim/clock/advance", post(advance_clock))
+        .route("/_sim/clock/reset", post(reset_clock))
         .route("/_sim/cancellations/{uuid}/{answer}", post(respond_cancellation))
         .route("/_sim/cfdi/{uuid}", get(cfdi_xml))
         .route("/ConsultaCFDIService.svc", post(sat_consulta))
@@ -130,6 +132,11 @@ async fn advance_clock(State(s): State<AppState>, body: Bytes) -> Response {
         )
             .into_response(),
     }
+}
+
+async fn reset_clock(State(s): State<AppState>) -> Response {
+    s.engine.clock.set_offset(chrono::Duration::zero());
+    axum::Json(clock_json(&s)).into_response()
 }
 
 async fn respond_cancellation(State(s): State<AppState>, Path((uuid, answer)): Path<(String, String)>) -> Response {

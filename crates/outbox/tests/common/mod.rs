@@ -51,6 +51,11 @@ pub fn staff() -> Actor {
     Actor::new("ana", Role::Personal, "test")
 }
 
+/// Who configures the outbox (settings are soporte's and the contador's).
+pub fn admin() -> Actor {
+    Actor::new("sofia", Role::Soporte, "test")
+}
+
 pub struct Env {
     pub dir: tempfile::TempDir,
     pub clock: Arc<TestClock>,
@@ -99,7 +104,7 @@ pub async fn bare() -> Env {
 pub async fn env() -> Env {
     let e = bare().await;
     e.outbox
-        .configure_emisor(&setup(), &password(), &staff())
+        .configure_emisor(&setup(), &password(), &admin())
         .await
         .expect("configure emisor");
     e
