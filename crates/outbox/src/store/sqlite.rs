@@ -45,11 +45,11 @@ macro_rules! sql {
 
 /// The migrations of `migrations/sqlite/`, in order: (version, description, SQL).
 pub const MIGRATIONS: &[(i64, &str, &str)] = &[
-    (1, "outbox", include_str!("../../../../migrations/sqlite/0001_outbox.sql")),
+    (1, "outbox", include_str!("../../migrations/sqlite/0001_outbox.sql")),
     (
         2,
         "exactly_once",
-        include_str!("../../../../migrations/sqlite/0002_exactly_once.sql"),
+        include_str!("../../migrations/sqlite/0002_exactly_once.sql"),
     ),
 ];
 
@@ -1213,7 +1213,7 @@ mod tests {
 
     #[test]
     fn every_migration_file_is_embedded_in_order() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/sqlite");
         let mut files: Vec<String> = std::fs::read_dir(&dir)
             .expect("migrations/sqlite exists")
             .filter_map(|e| e.ok())
