@@ -35,7 +35,7 @@ fn bench(c: &mut Criterion) {
     let csd = csd();
     let docs = samples();
     // Compile SAT's stylesheets outside the measurement (once per process in real use).
-    cfdi::cadena::cfdi40_stylesheet().unwrap();
+    cfdi::cadena::cfdi40_stylesheet();
 
     let mut g = c.benchmark_group("cfdi");
     g.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2)).sample_size(30);

@@ -633,3 +633,49 @@ fn parser_agrees_with_xmllint_on_well_formedness() {
         assert_eq!(ours.is_ok(), theirs, "{case:?}: ours {ours:?}, xmllint {verdict}");
     }
 }
+
+/// A document at the depth limit (an unknown complement nested to it, text at every level):
+/// the cadena equals xsltproc's, computed on a small stack (the interpreter recurses once per
+/// level, never more).
+#[test]
+fn deepest_document_agrees_with_xsltproc_on_a_small_stack() {
+    let sample = std::fs::read_to_string(root().join("tests/fixtures/cfdi/samples/ingreso-usd-eku.xml")).unwrap();
+    // Comprobante and Complemento are levels 1 and 2.
+    let levels = cfdi::xml::MAX_DEPTH - 2;
+    let mut deep = String::from("<cfdi:Complemento>");
+    for i in 0..levels {
+        deep.push_str(&format!("<x:D xmlns:x=\"urn:timbra:profundo\" n=\"{i}\"> t{i} "));
+    }
+    for i in 0..levels {
+        deep.push_str(&format!("</x:D> u{i}"));
+    }
+    deep.push_str("</cfdi:Complemento></cfdi:Comprobante>");
+    let xml = sample.replace("</cfdi:Comprobante>", &deep);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deep.xml");
+    std::fs::write(&path, &xml).unwrap();
+    let bytes = xml.clone().into_bytes();
+    let ours = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let view = cfdi::cadena::cadena_original_xml(&bytes).unwrap();
+            let owned = cfdi::cadena::cadena_original(&Document::parse(&bytes).unwrap()).unwrap();
+            assert_eq!(view, owned);
+            view
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(ours, xsltproc_cadena(&path, false, dir.path()));
+    // Text inside the deepest levels is there (the last `u` is Complemento's own text, which
+    // SAT's Complemento template does not copy).
+    assert!(ours.contains(&format!(" t{} ", levels - 1)) && ours.contains(&format!("u{}||", levels - 2)), "{ours}");
+    // One level more is refused, not overflowed.
+    let deeper = xml.replacen("<cfdi:Complemento>", "<cfdi:Complemento><x:E xmlns:x=\"urn:e\">", 1).replacen(
+        "</cfdi:Complemento></cfdi:Comprobante>",
+        "</x:E></cfdi:Complemento></cfdi:Comprobante>",
+        1,
+    );
+    let err = cfdi::cadena::cadena_original_xml(deeper.as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("256 niveles"), "{err}");
+}
