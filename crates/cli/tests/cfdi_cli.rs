@@ -145,6 +145,16 @@ fn bad_input_is_one_clear_error_and_exit_2() {
     check_invalid(&["cfdi", "cadena", &write("bad.xml", b"<cfdi:Comprobante")], &["XML mal formado"]);
     check_invalid(&["cfdi", "cadena", &write("other.xml", b"<factura/>")], &["no es cfdi:Comprobante"]);
     check_invalid(&["cfdi", "cadena", "--tfd", &fx("cfdi/samples/pago20-eku.xml")], &["TimbreFiscalDigital"]);
+    // Hostile documents: one clear error naming the limit, never a crash.
+    let deep = format!("{}{}", "<a>".repeat(200_000), "</a>".repeat(200_000));
+    let deep = write("deep.xml", deep.as_bytes());
+    check_invalid(&["cfdi", "cadena", &deep], &["256 niveles"]);
+    check_invalid(&["cfdi", "cadena", "--tfd", &deep], &["256 niveles"]);
+    check_invalid(&["cfdi", "verify", &deep], &["256 niveles"]);
+    let xxe = b"<!DOCTYPE c [<!ENTITY x SYSTEM \"file:///etc/passwd\">]><cfdi:Comprobante xmlns:cfdi=\"http://www.sat.gob.mx/cfd/4\" Serie=\"&x;\"/>";
+    check_invalid(&["cfdi", "cadena", &write("xxe.xml", xxe)], &["DOCTYPE"]);
+    let big = format!("<cfdi:Comprobante xmlns:cfdi=\"http://www.sat.gob.mx/cfd/4\" Serie=\"{}\"/>", "x".repeat(10 << 20));
+    check_invalid(&["cfdi", "cadena", &write("big.xml", big.as_bytes())], &["Serie", "1048576"]);
     check_invalid(&["cfdi", "build", &write("s1.json", good.replace("\"50.00\"", "\"50.0000001\"").as_bytes()), "--emisor", &emisor], &["valor_unitario", "decimales"]);
     check_invalid(&["cfdi", "build", &write("s2.json", good.replace("\"G01\"", "\"G99\"").as_bytes()), "--emisor", &emisor], &["receptor.uso_cfdi", "G99"]);
     check_invalid(&["cfdi", "build", &write("s3.json", good.replace("\"serie\":\"F\",", "\"serie\":\"F\",\"x\":1,").as_bytes()), "--emisor", &emisor], &["campo desconocido"]);
