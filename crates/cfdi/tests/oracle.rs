@@ -669,13 +669,13 @@ fn deepest_document_agrees_with_xsltproc_on_a_small_stack() {
     assert_eq!(ours, xsltproc_cadena(&path, false, dir.path()));
     // Text inside the deepest levels is there (the last `u` is Complemento's own text, which
     // SAT's Complemento template does not copy).
-    assert!(ours.contains(&format!(" t{} ", levels - 1)) && ours.contains(&format!("u{}||", levels - 2)), "{ours}");
+    let (deepest, last) = (format!(" t{} ", levels - 1), format!("u{}||", levels - 2));
+    assert!(ours.contains(&deepest) && ours.contains(&last), "{ours}");
     // One level more is refused, not overflowed.
-    let deeper = xml.replacen("<cfdi:Complemento>", "<cfdi:Complemento><x:E xmlns:x=\"urn:e\">", 1).replacen(
-        "</cfdi:Complemento></cfdi:Comprobante>",
-        "</x:E></cfdi:Complemento></cfdi:Comprobante>",
-        1,
-    );
+    let (open, close) = ("<cfdi:Complemento>", "</cfdi:Complemento></cfdi:Comprobante>");
+    let deeper = xml
+        .replacen(open, &format!("{open}<x:E xmlns:x=\"urn:e\">"), 1)
+        .replacen(close, &format!("</x:E>{close}"), 1);
     let err = cfdi::cadena::cadena_original_xml(deeper.as_bytes()).unwrap_err();
     assert!(err.to_string().contains("256 niveles"), "{err}");
 }

@@ -153,7 +153,8 @@ fn bad_input_is_one_clear_error_and_exit_2() {
     check_invalid(&["cfdi", "verify", &deep], &["256 niveles"]);
     let xxe = b"<!DOCTYPE c [<!ENTITY x SYSTEM \"file:///etc/passwd\">]><cfdi:Comprobante xmlns:cfdi=\"http://www.sat.gob.mx/cfd/4\" Serie=\"&x;\"/>";
     check_invalid(&["cfdi", "cadena", &write("xxe.xml", xxe)], &["DOCTYPE"]);
-    let big = format!("<cfdi:Comprobante xmlns:cfdi=\"http://www.sat.gob.mx/cfd/4\" Serie=\"{}\"/>", "x".repeat(10 << 20));
+    let serie = "x".repeat(10 << 20);
+    let big = format!("<cfdi:Comprobante xmlns:cfdi=\"http://www.sat.gob.mx/cfd/4\" Serie=\"{serie}\"/>");
     check_invalid(&["cfdi", "cadena", &write("big.xml", big.as_bytes())], &["Serie", "1048576"]);
     check_invalid(&["cfdi", "build", &write("s1.json", good.replace("\"50.00\"", "\"50.0000001\"").as_bytes()), "--emisor", &emisor], &["valor_unitario", "decimales"]);
     check_invalid(&["cfdi", "build", &write("s2.json", good.replace("\"G01\"", "\"G99\"").as_bytes()), "--emisor", &emisor], &["receptor.uso_cfdi", "G99"]);
