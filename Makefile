@@ -38,7 +38,8 @@ check-fixtures:
 	cd crates/pdf/fonts && sha256sum -c --quiet SHA256SUMS
 	cd crates/cfdi/catalogs && sha256sum -c --quiet SHA256SUMS
 
-## make bench: every benchmark, then one table (with the CFDI core against xsltproc + openssl).
+## make bench: every benchmark, then one table (with the CFDI core against xsltproc + openssl per
+## process and in batch, and python-satcfdi, installed into a virtualenv under the target folder).
 bench: deps-bench
 	$(CARGO) bench --workspace --exclude timbra-app --locked
 	./scripts/bench-table

@@ -1,14 +1,18 @@
 //! The cadena original: of a CFDI 4.0 comprobante (with every complement SAT publishes an XSLT
 //! for) and of the TimbreFiscalDigital 1.1.
 //!
-//! Both are computed by running SAT's own stylesheets, embedded in the binary and compiled once
-//! by [`crate::xslt`], over the parsed document. The result is byte-identical to `xsltproc`
-//! with the same files (the oracle tests check it), without an XSLT engine at run time.
+//! Both are computed by running SAT's own stylesheets (`sat/`, pinned by `SHA256SUMS`), which
+//! the build script compiles with [`crate::xslt::program`] into two flat programs embedded as
+//! statics: nothing is parsed or compiled at run time, so a one-document process pays only for
+//! its document. The result is byte-identical to `xsltproc` with the same files (the oracle
+//! tests check it), without an XSLT engine at run time.
+//!
+//! There is one implementation: [`cadena_original`] runs the program over a view of a built or
+//! parsed [`Document`], [`cadena_original_xml`] over the same view parsed straight from the bytes
+//! (no owned tree: what `timbra cfdi cadena` and bulk checks use).
 
-use std::sync::OnceLock;
-
-use crate::xml::{Document, Element};
-use crate::xslt::{Sources, Stylesheet, XsltError};
+use crate::xml::{Document, Element, Tree, XmlError};
+use crate::xslt::Stylesheet;
 use crate::{NS_CFDI, NS_TFD};
 
 /// Why a cadena could not be computed.
@@ -20,82 +24,54 @@ pub enum CadenaError {
     NoTfd,
     #[error("el comprobante trae {0} TimbreFiscalDigital; se esperaba uno")]
     ManyTfd(usize),
-    #[error("no se pudo compilar la hoja de SAT: {0}")]
-    Stylesheet(#[from] XsltError),
+    #[error(transparent)]
+    Xml(#[from] XmlError),
 }
 
-/// SAT's stylesheets, by their path below `http://www.sat.gob.mx/`.
-pub static SAT_XSLT: &[(&str, &str)] = &[
-    ("sitio_internet/cfd/2/cadenaoriginal_2_0/utilerias.xslt", include_str!("../sat/sitio_internet/cfd/2/cadenaoriginal_2_0/utilerias.xslt")),
-    ("sitio_internet/cfd/4/cadenaoriginal_4_0/cadenaoriginal_4_0.xslt", include_str!("../sat/sitio_internet/cfd/4/cadenaoriginal_4_0/cadenaoriginal_4_0.xslt")),
-    ("sitio_internet/cfd/CartaPorte/CartaPorte20.xslt", include_str!("../sat/sitio_internet/cfd/CartaPorte/CartaPorte20.xslt")),
-    ("sitio_internet/cfd/CartaPorte/CartaPorte30.xslt", include_str!("../sat/sitio_internet/cfd/CartaPorte/CartaPorte30.xslt")),
-    ("sitio_internet/cfd/CartaPorte/CartaPorte31.xslt", include_str!("../sat/sitio_internet/cfd/CartaPorte/CartaPorte31.xslt")),
-    ("sitio_internet/cfd/ComercioExterior11/ComercioExterior11.xslt", include_str!("../sat/sitio_internet/cfd/ComercioExterior11/ComercioExterior11.xslt")),
-    ("sitio_internet/cfd/ComercioExterior20/ComercioExterior20.xslt", include_str!("../sat/sitio_internet/cfd/ComercioExterior20/ComercioExterior20.xslt")),
-    ("sitio_internet/cfd/EstadoDeCuentaCombustible/ecc12.xslt", include_str!("../sat/sitio_internet/cfd/EstadoDeCuentaCombustible/ecc12.xslt")),
-    ("sitio_internet/cfd/GastosHidrocarburos10/GastosHidrocarburos10.xslt", include_str!("../sat/sitio_internet/cfd/GastosHidrocarburos10/GastosHidrocarburos10.xslt")),
-    ("sitio_internet/cfd/HidrocarburosPetro/hidrocarburospetroliferos.xslt", include_str!("../sat/sitio_internet/cfd/HidrocarburosPetro/hidrocarburospetroliferos.xslt")),
-    ("sitio_internet/cfd/IngresosHidrocarburos10/IngresosHidrocarburos.xslt", include_str!("../sat/sitio_internet/cfd/IngresosHidrocarburos10/IngresosHidrocarburos.xslt")),
-    ("sitio_internet/cfd/Pagos/Pagos20.xslt", include_str!("../sat/sitio_internet/cfd/Pagos/Pagos20.xslt")),
-    ("sitio_internet/cfd/TimbreFiscalDigital/cadenaoriginal_TFD_1_1.xslt", include_str!("../sat/sitio_internet/cfd/TimbreFiscalDigital/cadenaoriginal_TFD_1_1.xslt")),
-    ("sitio_internet/cfd/TuristaPasajeroExtranjero/TuristaPasajeroExtranjero.xslt", include_str!("../sat/sitio_internet/cfd/TuristaPasajeroExtranjero/TuristaPasajeroExtranjero.xslt")),
-    ("sitio_internet/cfd/aerolineas/aerolineas.xslt", include_str!("../sat/sitio_internet/cfd/aerolineas/aerolineas.xslt")),
-    ("sitio_internet/cfd/arteantiguedades/obrasarteantiguedades.xslt", include_str!("../sat/sitio_internet/cfd/arteantiguedades/obrasarteantiguedades.xslt")),
-    ("sitio_internet/cfd/certificadodestruccion/certificadodedestruccion.xslt", include_str!("../sat/sitio_internet/cfd/certificadodestruccion/certificadodedestruccion.xslt")),
-    ("sitio_internet/cfd/cfdiregistrofiscal/cfdiregistrofiscal.xslt", include_str!("../sat/sitio_internet/cfd/cfdiregistrofiscal/cfdiregistrofiscal.xslt")),
-    ("sitio_internet/cfd/consumodecombustibles/consumodeCombustibles11.xslt", include_str!("../sat/sitio_internet/cfd/consumodecombustibles/consumodeCombustibles11.xslt")),
-    ("sitio_internet/cfd/detallista/detallista.xslt", include_str!("../sat/sitio_internet/cfd/detallista/detallista.xslt")),
-    ("sitio_internet/cfd/divisas/divisas.xslt", include_str!("../sat/sitio_internet/cfd/divisas/divisas.xslt")),
-    ("sitio_internet/cfd/donat/donat11.xslt", include_str!("../sat/sitio_internet/cfd/donat/donat11.xslt")),
-    ("sitio_internet/cfd/iedu/iedu.xslt", include_str!("../sat/sitio_internet/cfd/iedu/iedu.xslt")),
-    ("sitio_internet/cfd/implocal/implocal.xslt", include_str!("../sat/sitio_internet/cfd/implocal/implocal.xslt")),
-    ("sitio_internet/cfd/ine/ine11.xslt", include_str!("../sat/sitio_internet/cfd/ine/ine11.xslt")),
-    ("sitio_internet/cfd/leyendasFiscales/leyendasFisc.xslt", include_str!("../sat/sitio_internet/cfd/leyendasFiscales/leyendasFisc.xslt")),
-    ("sitio_internet/cfd/nomina/nomina12.xslt", include_str!("../sat/sitio_internet/cfd/nomina/nomina12.xslt")),
-    ("sitio_internet/cfd/notariospublicos/notariospublicos.xslt", include_str!("../sat/sitio_internet/cfd/notariospublicos/notariospublicos.xslt")),
-    ("sitio_internet/cfd/pagoenespecie/pagoenespecie.xslt", include_str!("../sat/sitio_internet/cfd/pagoenespecie/pagoenespecie.xslt")),
-    ("sitio_internet/cfd/pfic/pfic.xslt", include_str!("../sat/sitio_internet/cfd/pfic/pfic.xslt")),
-    ("sitio_internet/cfd/renovacionysustitucionvehiculos/renovacionysustitucionvehiculos.xslt", include_str!("../sat/sitio_internet/cfd/renovacionysustitucionvehiculos/renovacionysustitucionvehiculos.xslt")),
-    ("sitio_internet/cfd/servicioparcialconstruccion/servicioparcialconstruccion.xslt", include_str!("../sat/sitio_internet/cfd/servicioparcialconstruccion/servicioparcialconstruccion.xslt")),
-    ("sitio_internet/cfd/valesdedespensa/valesdedespensa.xslt", include_str!("../sat/sitio_internet/cfd/valesdedespensa/valesdedespensa.xslt")),
-    ("sitio_internet/cfd/vehiculousado/vehiculousado.xslt", include_str!("../sat/sitio_internet/cfd/vehiculousado/vehiculousado.xslt")),
-    ("sitio_internet/cfd/ventavehiculos/ventavehiculos11.xslt", include_str!("../sat/sitio_internet/cfd/ventavehiculos/ventavehiculos11.xslt")),
-];
+/// SAT's programs, generated by `build.rs` from `sat/`.
+mod sat {
+    use std::borrow::Cow;
 
-const CFDI40_XSLT: &str = "sitio_internet/cfd/4/cadenaoriginal_4_0/cadenaoriginal_4_0.xslt";
-const TFD11_XSLT: &str = "sitio_internet/cfd/TimbreFiscalDigital/cadenaoriginal_TFD_1_1.xslt";
+    use crate::xslt::program::{NameDef, Op, PathDef, Step, Stylesheet};
 
-struct Embedded;
+    include!(concat!(env!("OUT_DIR"), "/sat_programs.rs"));
+}
 
-impl Sources for Embedded {
-    fn get(&self, path: &str) -> Option<&str> {
-        SAT_XSLT.iter().find(|(p, _)| *p == path).map(|(_, t)| *t)
+/// The entry stylesheets below `sat/` (SAT's paths below `http://www.sat.gob.mx/`).
+pub const CFDI40_XSLT: &str = "sitio_internet/cfd/4/cadenaoriginal_4_0/cadenaoriginal_4_0.xslt";
+pub const TFD11_XSLT: &str = "sitio_internet/cfd/TimbreFiscalDigital/cadenaoriginal_TFD_1_1.xslt";
+
+/// SAT's CFDI 4.0 stylesheet with all its complements, compiled at build time.
+pub fn cfdi40_stylesheet() -> &'static Stylesheet {
+    &sat::CFDI40
+}
+
+/// SAT's TFD 1.1 stylesheet, compiled at build time.
+pub fn tfd11_stylesheet() -> &'static Stylesheet {
+    &sat::TFD11
+}
+
+fn check_cfdi40(ns: Option<&str>, local: &str) -> Result<(), CadenaError> {
+    if ns == Some(NS_CFDI) && local == "Comprobante" {
+        Ok(())
+    } else {
+        Err(CadenaError::NotCfdi40(format!("{{{}}}{}", ns.unwrap_or(""), local)))
     }
-}
-
-fn compiled(cell: &'static OnceLock<Result<Stylesheet, XsltError>>, entry: &str) -> Result<&'static Stylesheet, CadenaError> {
-    cell.get_or_init(|| Stylesheet::compile(&Embedded, entry)).as_ref().map_err(|e| CadenaError::Stylesheet(e.clone()))
-}
-
-/// The CFDI 4.0 stylesheet with all its complements, compiled on first use.
-pub fn cfdi40_stylesheet() -> Result<&'static Stylesheet, CadenaError> {
-    static CELL: OnceLock<Result<Stylesheet, XsltError>> = OnceLock::new();
-    compiled(&CELL, CFDI40_XSLT)
-}
-
-fn tfd11_stylesheet() -> Result<&'static Stylesheet, CadenaError> {
-    static CELL: OnceLock<Result<Stylesheet, XsltError>> = OnceLock::new();
-    compiled(&CELL, TFD11_XSLT)
 }
 
 /// The cadena original of a CFDI 4.0 comprobante.
 pub fn cadena_original(doc: &Document) -> Result<String, CadenaError> {
-    let root = &doc.root;
-    if !root.is(NS_CFDI, "Comprobante") {
-        return Err(CadenaError::NotCfdi40(format!("{{{}}}{}", root.ns.as_deref().unwrap_or(""), root.local)));
-    }
-    Ok(cfdi40_stylesheet()?.transform(doc))
+    check_cfdi40(doc.root.ns.as_deref(), &doc.root.local)?;
+    Ok(sat::CFDI40.transform_tree(&Tree::from_element(&doc.root)?))
+}
+
+/// The cadena original of the CFDI 4.0 comprobante in `xml`, parsed for the cadena only
+/// (same parser, limits and result as [`Document::parse`] + [`cadena_original`]).
+pub fn cadena_original_xml(xml: &[u8]) -> Result<String, CadenaError> {
+    let tree = Tree::parse(xml)?;
+    let root = tree.element(0).expect("a parsed tree has a root element");
+    check_cfdi40(tree.namespace(root.ns), root.local)?;
+    Ok(sat::CFDI40.transform_tree(&tree))
 }
 
 /// The TimbreFiscalDigital element of a stamped comprobante.
@@ -114,26 +90,59 @@ pub fn find_tfd(doc: &Document) -> Result<&Element, CadenaError> {
 
 /// The cadena original of the TFD 1.1 inside a stamped comprobante.
 ///
-/// SAT's stylesheet expects the TFD as the document element; the TFD template is applied to the
-/// node in place, which is what `xsltproc` computes on the extracted node.
+/// SAT's stylesheet expects the TFD as the document element: it runs over a view of the TFD
+/// alone, which is what `xsltproc` computes on the extracted node.
 pub fn cadena_tfd(doc: &Document) -> Result<String, CadenaError> {
     let tfd = find_tfd(doc)?;
-    let mut out = String::with_capacity(512);
-    out.push('|');
-    tfd11_stylesheet()?.apply_to(doc, tfd, &mut out);
-    out.push_str("||");
-    Ok(out)
+    Ok(sat::TFD11.transform_tree(&Tree::from_element(tfd)?))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+    use std::path::Path;
+
     use super::*;
+    use crate::xslt::Sources;
+
+    /// SAT's files as they are in `sat/`.
+    struct OnDisk(HashMap<String, String>);
+
+    impl OnDisk {
+        fn load() -> OnDisk {
+            let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("sat");
+            let mut files = HashMap::new();
+            let mut dirs = vec![base.join("sitio_internet")];
+            while let Some(dir) = dirs.pop() {
+                for entry in std::fs::read_dir(&dir).unwrap() {
+                    let path = entry.unwrap().path();
+                    if path.is_dir() {
+                        dirs.push(path);
+                    } else if path.extension().is_some_and(|e| e == "xslt") {
+                        let rel = path.strip_prefix(&base).unwrap().to_string_lossy().replace('\\', "/");
+                        files.insert(rel, std::fs::read_to_string(&path).unwrap());
+                    }
+                }
+            }
+            OnDisk(files)
+        }
+    }
+
+    impl Sources for OnDisk {
+        fn get(&self, path: &str) -> Option<&str> {
+            self.0.get(path).map(String::as_str)
+        }
+    }
 
     #[test]
-    fn sat_stylesheets_compile_within_the_subset() {
-        let sheet = cfdi40_stylesheet().expect("SAT's CFDI 4.0 stylesheet compiles");
+    fn embedded_programs_are_sats_stylesheets_compiled() {
+        let files = OnDisk::load();
+        assert_eq!(files.0.len(), 35, "SAT's 35 stylesheets");
+        let cfdi40 = Stylesheet::compile(&files, CFDI40_XSLT).expect("SAT's CFDI 4.0 stylesheet compiles");
+        assert_eq!(&cfdi40, cfdi40_stylesheet(), "the generated program is stale or lossy");
         // cfdi + 33 complements: well over a hundred element templates.
-        assert!(sheet.template_count() > 150, "{}", sheet.template_count());
-        tfd11_stylesheet().expect("SAT's TFD 1.1 stylesheet compiles");
+        assert!(cfdi40.template_count() > 150, "{}", cfdi40.template_count());
+        let tfd = Stylesheet::compile(&files, TFD11_XSLT).expect("SAT's TFD 1.1 stylesheet compiles");
+        assert_eq!(&tfd, tfd11_stylesheet());
     }
 }

@@ -225,9 +225,19 @@ pub struct EmisorProfile {
     pub lugar_expedicion: String,
 }
 
+/// Largest sale JSON accepted, in bytes (a sale with ten thousand conceptos is a few megabytes;
+/// above the 10 MB text the mapping refuses field by field, so that one still names its field).
+pub const MAX_SALE_JSON_BYTES: usize = 16 * 1024 * 1024;
+
 impl Sale {
-    /// Parses a sale from JSON; errors name the field path.
+    /// Parses a sale from JSON; errors name the field path. Bounded: at most
+    /// [`MAX_SALE_JSON_BYTES`], and serde_json's nesting limit (128) stops deep input before
+    /// it costs stack.
     pub fn from_json(bytes: &[u8]) -> Result<Sale, ValidationErrors> {
+        if bytes.len() > MAX_SALE_JSON_BYTES {
+            let message = format!("la venta pesa {} bytes; el máximo es {MAX_SALE_JSON_BYTES} bytes", bytes.len());
+            return Err(ValidationErrors::one(FieldError::new("(json)", "json", message)));
+        }
         let mut de = serde_json::Deserializer::from_slice(bytes);
         let sale: Sale = serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(&e))?;
         de.end().map_err(|e| ValidationErrors::one(FieldError::new("(json)", "json", format!("contenido después del objeto: {e}"))))?;
@@ -277,6 +287,9 @@ fn translate_serde(m: &str) -> String {
     if m.starts_with("EOF") {
         return "el JSON está incompleto".to_string();
     }
+    if m.starts_with("recursion limit exceeded") {
+        return "el JSON anida más de 128 niveles (límite de profundidad)".to_string();
+    }
     m.to_string()
 }
 
@@ -315,6 +328,32 @@ mod tests {
         let e = &err.0[0];
         assert_eq!(e.field, field, "{json}: {err}");
         assert!(e.message.contains(needle), "{json}: {}", e.message);
+    }
+
+    #[test]
+    fn hostile_json_is_refused_without_crashing() {
+        let deep = |open: &str, n: usize| open.repeat(n);
+        // Deep nesting where the schema expects a value, and where a value may be anything.
+        for json in [
+            deep("[", 200_000),
+            format!("{{\"sale_id\":{}", deep("[", 200_000)),
+            format!("{{\"conceptos\":[{{\"traslados\":{}", deep("[", 200_000)),
+            format!("{}1{}", deep("{\"a\":", 200_000), deep("}", 200_000)),
+        ] {
+            let err = Sale::from_json(json.as_bytes()).expect_err("refused");
+            assert_eq!(err.0.len(), 1, "{err}");
+        }
+        // serde_json's nesting limit is on (no `unbounded_depth`): it is what stops a deep value
+        // wherever the schema would consume one.
+        let nested = deep("[", 1000);
+        let mut de = serde_json::Deserializer::from_str(&nested);
+        let e = <serde_json::Value as serde::Deserialize>::deserialize(&mut de).unwrap_err();
+        assert!(translate_serde(&e.to_string()).contains("128 niveles"), "{e}");
+
+        let big = format!("{{\"sale_id\":\"{}\"}}", "x".repeat(MAX_SALE_JSON_BYTES));
+        let err = Sale::from_json(big.as_bytes()).unwrap_err();
+        assert_eq!(err.0[0].field, "(json)");
+        assert!(err.0[0].message.contains(&MAX_SALE_JSON_BYTES.to_string()), "{err}");
     }
 
     #[test]

@@ -577,3 +577,130 @@ fn mutated_documents_agree_with_xsltproc() {
         })
         .unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// The XML parser: well-formedness as libxml2 (`xmllint`) judges it.
+
+/// Documents that are namespace-well-formed or not XML at all: the parser accepts exactly what
+/// `xmllint` accepts. (Deliberate differences, tested in `xml.rs`: a DOCTYPE and any encoding
+/// other than UTF-8 are refused; so are namespace errors, which libxml2 only warns about.)
+#[test]
+fn parser_agrees_with_xmllint_on_well_formedness() {
+    let cases: &[&str] = &[
+        "<a/>",
+        "<a></a>",
+        "<a b = \"1\" />",
+        "<a b='1\"'/>",
+        "<a></a >",
+        "<a>\r\n<b/>\r</a>",
+        "<a b=\"1\"c=\"2\"/>",
+        "<a b=\"1\" b=\"2\"/>",
+        "<a b=\"<\"/>",
+        "<a b=\"&amp;&#60;&#x3E;&quot;&apos;&lt;&gt;\"/>",
+        "<a b=\"x\ty\nz\"/>",
+        "<a>&amp</a>",
+        "<a>&#0;</a>",
+        "<a>&#xFFFE;</a>",
+        "<a>&#x1F600;</a>",
+        "<a>\u{1}</a>",
+        "<a>\u{FFFF}</a>",
+        "<a>]]></a>",
+        "<a>]]</a>",
+        "<a>] ]></a>",
+        "<a><![CDATA[x]]>]]></a>",
+        "<a><![CDATA[<&]]]]></a>",
+        "<![CDATA[x]]><a/>",
+        "<a><!-- x --></a>",
+        "<a><!-- x -- y --></a>",
+        "<a><!-- x ---></a>",
+        "<a><!----></a>",
+        "<!-- c --><a/><!-- d -->",
+        "<a/><?pi x?>",
+        "<?xml-stylesheet href=\"x\"?><a/>",
+        "<?xml version=\"1.0\" encoding=\"utf-8\" standalone=\"yes\"?><a/>",
+        "<?xml version=\"1.0\"?>\n<a/>\n",
+        " <?xml version=\"1.0\"?><a/>",
+        "<?XML version=\"1.0\"?><a/>",
+        "<a><?xml version=\"1.0\"?></a>",
+        "<a><?pi?></a>",
+        "<1a/>",
+        "<a 1b=\"x\"/>",
+        "<a></ a>",
+        "<a>x</b>",
+        "<a><b></a></b>",
+        "<a/>x",
+        "x<a/>",
+        "<a/><b/>",
+        "",
+        "   ",
+        "<a",
+        "<a b=\"1",
+        "<a>",
+        "</a>",
+        "<a/></a>",
+        "<ñ:a xmlns:ñ=\"u\" ñ:b=\"1\"/>",
+        "<a·b/>",
+        "<a\u{300}/>",
+        "<\u{300}a/>",
+        "<a b:c=\"1\" xmlns:b=\"u\"/>",
+        "<a xml:lang=\"es\"/>",
+        "<a>&lt;&gt;&amp;&quot;&apos;</a>",
+        "<a>&nbsp;</a>",
+        "<a b=\"&nbsp;\"/>",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("case.xml");
+    for case in cases {
+        std::fs::write(&path, case).unwrap();
+        let theirs = tool("xmllint").arg("--noout").arg(&path).output().unwrap().status.success();
+        let ours = Document::parse(case.as_bytes());
+        let verdict = if theirs { "accepts" } else { "refuses" };
+        assert_eq!(ours.is_ok(), theirs, "{case:?}: ours {ours:?}, xmllint {verdict}");
+    }
+}
+
+/// A document at the depth limit (an unknown complement nested to it, text at every level):
+/// the cadena equals xsltproc's, computed on a small stack (the interpreter recurses once per
+/// level, never more).
+#[test]
+fn deepest_document_agrees_with_xsltproc_on_a_small_stack() {
+    let sample = std::fs::read_to_string(root().join("tests/fixtures/cfdi/samples/ingreso-usd-eku.xml")).unwrap();
+    // Comprobante and Complemento are levels 1 and 2.
+    let levels = cfdi::xml::MAX_DEPTH - 2;
+    let mut deep = String::from("<cfdi:Complemento>");
+    for i in 0..levels {
+        deep.push_str(&format!("<x:D xmlns:x=\"urn:timbra:profundo\" n=\"{i}\"> t{i} "));
+    }
+    for i in 0..levels {
+        deep.push_str(&format!("</x:D> u{i}"));
+    }
+    deep.push_str("</cfdi:Complemento></cfdi:Comprobante>");
+    let xml = sample.replace("</cfdi:Comprobante>", &deep);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deep.xml");
+    std::fs::write(&path, &xml).unwrap();
+    let bytes = xml.clone().into_bytes();
+    let ours = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let view = cfdi::cadena::cadena_original_xml(&bytes).unwrap();
+            let owned = cfdi::cadena::cadena_original(&Document::parse(&bytes).unwrap()).unwrap();
+            assert_eq!(view, owned);
+            view
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(ours, xsltproc_cadena(&path, false, dir.path()));
+    // Text inside the deepest levels is there (the last `u` is Complemento's own text, which
+    // SAT's Complemento template does not copy).
+    let (deepest, last) = (format!(" t{} ", levels - 1), format!("u{}||", levels - 2));
+    assert!(ours.contains(&deepest) && ours.contains(&last), "{ours}");
+    // One level more is refused, not overflowed.
+    let (open, close) = ("<cfdi:Complemento>", "</cfdi:Complemento></cfdi:Comprobante>");
+    let deeper = xml
+        .replacen(open, &format!("{open}<x:E xmlns:x=\"urn:e\">"), 1)
+        .replacen(close, &format!("</x:E>{close}"), 1);
+    let err = cfdi::cadena::cadena_original_xml(deeper.as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("256 niveles"), "{err}");
+}

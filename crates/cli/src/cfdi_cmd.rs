@@ -84,11 +84,11 @@ pub struct OptionalCsdArgs {
 pub fn run(cmd: CfdiCommand) -> Result<u8, Failure> {
     match cmd {
         CfdiCommand::Cadena { file, tfd } => {
-            let doc = parse_xml(&file)?;
             let cadena = if tfd {
-                cfdi::cadena::cadena_tfd(&doc)
+                cfdi::cadena::cadena_tfd(&parse_xml(&file)?)
             } else {
-                cfdi::cadena::cadena_original(&doc)
+                // Parsed for the cadena only: no owned tree.
+                cfdi::cadena::cadena_original_xml(&read_file(&file, "el XML")?)
             };
             let cadena = cadena.map_err(|e| Failure::invalid(format!("{}: {e}", file.display())))?;
             print_out(cadena.as_bytes())?;
