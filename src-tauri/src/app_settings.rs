@@ -42,7 +42,7 @@ pub fn sandbox_pacs() -> PacsDto {
     };
     PacsDto {
         primary: sim(outbox::settings::DEFAULT_PAC),
-        backup: Some(sim(crate::drain_host::SANDBOX_BACKUP)),
+        backup: Some(sim(crate::sandbox::SANDBOX_BACKUP)),
     }
 }
 

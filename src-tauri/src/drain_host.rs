@@ -8,11 +8,12 @@
 use std::sync::{Arc, Mutex};
 
 use cfdi::secret::Secret;
-use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainSink, PacSet, RunMode};
-use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
+use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainSink, PacEntry, PacSet, RunMode};
+use outbox::pacs::{build_pac_set, SecretSource};
+use pac::connect::PacConnector;
+use pac_clients::HttpConnector;
 use outbox::settings::DEFAULT_PAC;
 use outbox::{Outbox, SqliteStore};
-use pac::PacKind;
 use tauri::{AppHandle, Emitter};
 use tokio::sync::watch;
 
@@ -21,25 +22,6 @@ use crate::credentials::CredentialSlot;
 use crate::dto::{events, DrainProgressDto, InvoiceChangedDto};
 use crate::error::AppError;
 use crate::sandbox::SandboxPacs;
-
-/// The backup simulator's PAC name in Modo sandbox.
-pub const SANDBOX_BACKUP: &str = "sandbox-respaldo";
-
-/// Credentials of the sandbox simulators (test values; the simulators guard nothing).
-struct SandboxSecrets(pac_sim::Credentials);
-
-const SANDBOX_TOKEN: &str = "sandbox-token";
-const SANDBOX_PASSWORD: &str = "sandbox-password";
-
-impl SecretSource for SandboxSecrets {
-    fn get(&self, name: &str) -> Option<Secret> {
-        match name {
-            SANDBOX_TOKEN => Some(Secret::new(self.0.sw_token.clone())),
-            SANDBOX_PASSWORD => Some(Secret::new(self.0.password.clone())),
-            _ => None,
-        }
-    }
-}
 
 /// A configured PAC's credential: the name in its settings is looked up in the OS credential
 /// store first, then as an environment variable (the CLI's convention).
@@ -54,45 +36,40 @@ impl SecretSource for StoredSecrets {
     }
 }
 
-/// The PAC configurations of Modo sandbox, pointing at the running simulators. Attempts are
-/// frozen for the PAC named `sandbox` (the outbox's default), so the primary carries that name.
-pub fn sandbox_configs(sims: &SandboxPacs) -> Vec<PacConfig> {
-    let config = |name: &str, flavor: pac_sim::Flavor, url: &str, role: PacRole| {
-        let finkok = flavor == pac_sim::Flavor::Finkok;
-        PacConfig {
-            name: name.into(),
-            preset: None,
-            flavor: if finkok { PacKind::Finkok } else { PacKind::Sw },
-            url: url.to_string(),
-            api_url: None,
-            sat_url: None,
-            token_env: (!finkok).then(|| SANDBOX_TOKEN.into()),
-            user: finkok.then(|| pac_sim::Credentials::default().user),
-            password_env: finkok.then(|| SANDBOX_PASSWORD.into()),
-            taxpayer_id: finkok.then(|| crate::sandbox::test_profile().rfc),
-            role,
-            // A "timeout after certify" shows up after 4 s, not after a minute.
-            timeout_ms: Some(4_000),
-            // The simulators listen on a new port at every start: their identity is the flavor.
-            sandbox: true,
-        }
+/// The live PAC clients of Modo sandbox: the running simulators, the primary under the name
+/// attempts are frozen for (`sandbox`, the outbox's default) and the backup as
+/// [`crate::sandbox::SANDBOX_BACKUP`]. Their URLs change at every start, so their identity is
+/// their flavor alone.
+pub fn sandbox_set(sims: &SandboxPacs) -> Result<PacSet, AppError> {
+    // A "timeout after certify" shows up after 4 s, not after a minute.
+    let timeouts = pac::connect::Timeouts {
+        connect: std::time::Duration::from_millis(700),
+        total: std::time::Duration::from_secs(4),
     };
-    vec![
-        config(DEFAULT_PAC, sims.primary_flavor, &sims.primary.base_url, PacRole::Primary),
-        config(SANDBOX_BACKUP, sims.backup_flavor, &sims.backup.base_url, PacRole::Backup),
-    ]
+    let entry = |name: &str, sim: &pac_sim::SimHandle| -> Result<PacEntry, AppError> {
+        let spec = sim.spec(timeouts, Some(crate::sandbox::test_profile().rfc));
+        let kind = spec.flavor;
+        let client = HttpConnector
+            .connect(&spec, Arc::new(pac::SystemClock))
+            .map_err(|e| AppError::NotAvailable { feature: format!("sandbox_pac: {e}") })?;
+        Ok(PacEntry {
+            name: name.to_string(),
+            kind,
+            identity: outbox::model::PacIdentity::sandbox(kind),
+            client,
+        })
+    };
+    Ok(PacSet::new(vec![
+        entry(DEFAULT_PAC, &sims.primary)?,
+        entry(crate::sandbox::SANDBOX_BACKUP, &sims.backup)?,
+    ]))
 }
 
 /// The live PAC clients for this outbox.
 pub async fn pac_set(outbox: &Outbox, sims: Option<&SandboxPacs>) -> Result<PacSet, AppError> {
-    let clock: Arc<dyn pac::Clock> = Arc::new(pac::SystemClock);
     match sims {
-        Some(sims) => Ok(build_pac_set(
-            &sandbox_configs(sims),
-            &SandboxSecrets(pac_sim::Credentials::default()),
-            clock,
-        )?),
-        None => Ok(build_pac_set(&outbox.pacs().await?, &StoredSecrets, clock)?),
+        Some(sims) => sandbox_set(sims),
+        None => Ok(build_pac_set(&outbox.pacs().await?, &StoredSecrets, Arc::new(pac::SystemClock), &HttpConnector)?),
     }
 }
 

@@ -19,6 +19,10 @@ pub const TEST_KEY: &[u8] = include_bytes!("../../tests/fixtures/cfdi/certs/EKU9
 /// The test key's public password (SAT's test material, not a secret of anyone's).
 const TEST_KEY_PASSWORD: &str = "12345678a";
 
+/// The backup simulator's PAC name in Modo sandbox (the primary is the outbox's default PAC
+/// name, `sandbox`).
+pub const SANDBOX_BACKUP: &str = "sandbox-respaldo";
+
 /// The variable name stored with the sandbox emisor (the app hands the password over itself).
 pub const TEST_PASSWORD_ENV: &str = "TIMBRA_SANDBOX_CSD_PASSWORD";
 

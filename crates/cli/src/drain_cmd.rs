@@ -280,22 +280,21 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
 /// The PAC set from the settings, plus the in-process sandbox simulator when asked.
 async fn pac_set(outbox: &Outbox<SqliteStore>, sandbox: Option<&pac_sim::SimHandle>) -> Result<PacSet, Failure> {
     let configs = outbox.pacs().await.map_err(|e| failure(e, ""))?;
-    let set = build_pac_set(&configs, &EnvSecrets, Arc::new(pac::SystemClock)).map_err(|e| failure(e, "pac: "))?;
+    let set = build_pac_set(&configs, &EnvSecrets, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).map_err(|e| failure(e, "pac: "))?;
     let Some(sim) = sandbox else {
         return Ok(set);
     };
-    let cfg = pac::sw::SwConfig::new(
-        &sim.base_url,
-        &sim.base_url,
-        format!("{}/ConsultaCFDIService.svc", sim.base_url),
-        pac::sw::SwAuth::Token(cfdi::secret::Secret::new(pac_sim::Credentials::default().sw_token)),
-    );
-    let client = pac::sw::SwClient::new(cfg).map_err(|e| Failure::invalid(format!("sandbox: {e:?}")))?;
+    let client = pac::connect::PacConnector::connect(
+        &pac_clients::HttpConnector,
+        &sim.spec(pac::connect::Timeouts::default(), None),
+        Arc::new(pac::SystemClock),
+    )
+    .map_err(|e| Failure::invalid(format!("sandbox: {e}")))?;
     let mut entries = vec![PacEntry {
         name: outbox::settings::DEFAULT_PAC.into(),
         kind: PacKind::Sw,
         identity: outbox::model::PacIdentity::sandbox(PacKind::Sw),
-        client: Arc::new(client),
+        client,
     }];
     entries.extend(set.entries().iter().cloned());
     Ok(PacSet::new(entries))

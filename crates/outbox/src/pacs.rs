@@ -6,10 +6,7 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use cfdi::secret::Secret;
-use pac::facturapi::{FacturapiClient, FacturapiConfig};
-use pac::finkok::{FinkokClient, FinkokConfig};
-use pac::http::Timeouts;
-use pac::sw::{SwAuth, SwClient, SwConfig};
+use pac::connect::{Credential, PacConnector, PacSpec, Timeouts};
 use pac::{Clock as PacClock, PacKind};
 use serde::{Deserialize, Serialize};
 
@@ -271,59 +268,48 @@ fn secret(secrets: &dyn SecretSource, var: &Option<String>, pac: &str) -> Result
     })
 }
 
-/// Builds the live clients, primary first.
-pub fn build_pac_set(configs: &[PacConfig], secrets: &dyn SecretSource, clock: Arc<dyn PacClock>) -> Result<PacSet> {
+impl PacConfig {
+    /// What a connector needs to build this entry's client, with its credential read from
+    /// `secrets` (an environment variable or the OS credential store, by name).
+    pub fn spec(&self, secrets: &dyn SecretSource) -> Result<PacSpec> {
+        let credential = match (self.flavor, &self.token_env) {
+            (PacKind::Sw, Some(_)) | (PacKind::Facturapi, _) => Credential::Token(secret(secrets, &self.token_env, &self.name)?),
+            (PacKind::Sw, None) | (PacKind::Finkok, _) => Credential::UserPassword {
+                user: self.user.clone().unwrap_or_default(),
+                password: secret(secrets, &self.password_env, &self.name)?,
+            },
+        };
+        let preset = self.preset();
+        Ok(PacSpec {
+            flavor: self.flavor,
+            services_url: self.url.clone(),
+            storage_url: self.storage_url(),
+            sat_status_url: self.sat_status_url(),
+            stamp_path: preset.map(|p| p.stamp_path.clone()),
+            cancel_path: preset.and_then(|p| p.cancel_path.clone()),
+            utilities_path: preset.and_then(|p| p.utilities_path.clone()),
+            credential,
+            taxpayer_id: self.taxpayer_id.clone(),
+            timeouts: self.timeouts(),
+        })
+    }
+}
+
+/// Builds the live clients, primary first, with the connector the shell provides (the HTTP
+/// adapters; this crate knows none of them).
+pub fn build_pac_set(
+    configs: &[PacConfig],
+    secrets: &dyn SecretSource,
+    clock: Arc<dyn PacClock>,
+    connector: &dyn PacConnector,
+) -> Result<PacSet> {
     let mut ordered: Vec<&PacConfig> = configs.iter().filter(|c| c.role == PacRole::Primary).collect();
     ordered.extend(configs.iter().filter(|c| c.role == PacRole::Backup));
     let mut entries = Vec::new();
     for c in ordered {
-        let sat_url = c.sat_status_url();
-        let setup = |e: pac::http::HttpSetupError| OutboxError::invalid(format!("pacs.{}", c.name), "pac", e.to_string());
-        let client: Arc<dyn pac::PacClient> = match c.flavor {
-            PacKind::Sw => {
-                let auth = match &c.token_env {
-                    Some(_) => SwAuth::Token(secret(secrets, &c.token_env, &c.name)?),
-                    None => SwAuth::UserPassword {
-                        user: c.user.clone().unwrap_or_default(),
-                        password: secret(secrets, &c.password_env, &c.name)?,
-                    },
-                };
-                let mut cfg = SwConfig::new(&c.url, c.storage_url(), sat_url, auth);
-                if let Some(p) = c.preset() {
-                    cfg.stamp_path = p.stamp_path.clone();
-                }
-                cfg.timeouts = c.timeouts();
-                Arc::new(SwClient::with_clock(cfg, clock.clone()).map_err(setup)?)
-            }
-            PacKind::Finkok => {
-                let mut cfg = FinkokConfig::new(
-                    &c.url,
-                    c.user.clone().unwrap_or_default(),
-                    secret(secrets, &c.password_env, &c.name)?,
-                    c.taxpayer_id.clone().unwrap_or_default(),
-                );
-                if let Some(p) = c.preset() {
-                    cfg.stamp_path = p.stamp_path.clone();
-                    if let Some(path) = &p.cancel_path {
-                        cfg.cancel_path = path.clone();
-                    }
-                    if let Some(path) = &p.utilities_path {
-                        cfg.utilities_path = path.clone();
-                    }
-                }
-                cfg.timeouts = c.timeouts();
-                Arc::new(FinkokClient::with_clock(cfg, clock.clone()).map_err(setup)?)
-            }
-            PacKind::Facturapi => {
-                let cfg = FacturapiConfig {
-                    url: c.url.clone(),
-                    key: secret(secrets, &c.token_env, &c.name)?,
-                    sat_url,
-                    timeouts: c.timeouts(),
-                };
-                Arc::new(FacturapiClient::with_clock(cfg, clock.clone()).map_err(setup)?)
-            }
-        };
+        let client = connector
+            .connect(&c.spec(secrets)?, clock.clone())
+            .map_err(|e| OutboxError::invalid(format!("pacs.{}", c.name), "pac", e.to_string()))?;
         entries.push(PacEntry {
             name: c.name.clone(),
             kind: c.flavor,

@@ -102,7 +102,7 @@ async fn world_with(pacs: &[(&str, Flavor, &str)], timeout_ms: u64) -> World {
 
 /// A drain worker over the outbox's configured PACs, with quick backoff.
 async fn drain_for(outbox: &Arc<Outbox<SqliteStore>>, worker: &str, lease: chrono::Duration) -> Drain<SqliteStore> {
-    let set = build_pac_set(&outbox.pacs().await.unwrap(), &SimSecrets, Arc::new(pac::SystemClock)).unwrap();
+    let set = build_pac_set(&outbox.pacs().await.unwrap(), &SimSecrets, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).unwrap();
     let config = DrainConfig {
         worker_id: worker.into(),
         concurrency: 4,
@@ -831,7 +831,7 @@ async fn a_resume_never_goes_to_another_pac_behind_the_same_name() {
     // A drain that was built with the other URL anyway (e.g. another process) refuses to send.
     let mut moved = changed.clone();
     moved.name = "sw".into();
-    let set = build_pac_set(&[moved], &SimSecrets, Arc::new(pac::SystemClock)).unwrap();
+    let set = build_pac_set(&[moved], &SimSecrets, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).unwrap();
     let stray = Arc::new(Drain::new(
         w.outbox.clone(),
         set,

@@ -144,6 +144,37 @@ impl SimHandle {
         &self.state.engine
     }
 
+    /// What a client needs to talk to this simulator as its flavor's PAC: its URLs (storage
+    /// and SAT's status service on the control listener, which never goes down), its
+    /// credentials, and `taxpayer_id` for Finkok.
+    pub fn spec(&self, timeouts: pac::connect::Timeouts, taxpayer_id: Option<String>) -> pac::connect::PacSpec {
+        use pac::connect::Credential;
+        let c = &self.state.credentials;
+        let (flavor, credential) = match self.state.engine.flavor {
+            crate::Flavor::Sw => (pac::PacKind::Sw, Credential::Token(cfdi::secret::Secret::new(c.sw_token.clone()))),
+            crate::Flavor::Finkok => (
+                pac::PacKind::Finkok,
+                Credential::UserPassword {
+                    user: c.user.clone(),
+                    password: cfdi::secret::Secret::new(c.password.clone()),
+                },
+            ),
+            crate::Flavor::Facturapi => (pac::PacKind::Facturapi, Credential::Token(cfdi::secret::Secret::new(c.facturapi_key.clone()))),
+        };
+        pac::connect::PacSpec {
+            flavor,
+            services_url: self.base_url.clone(),
+            storage_url: self.control_url.clone(),
+            sat_status_url: format!("{}/ConsultaCFDIService.svc", self.control_url),
+            stamp_path: None,
+            cancel_path: None,
+            utilities_path: None,
+            credential,
+            taxpayer_id,
+            timeouts,
+        }
+    }
+
     /// Changes the faults directly (the in-process equivalent of `POST /_sim/faults`).
     pub fn set_faults(&self, f: Faults) {
         self.state.set_faults(f)

@@ -108,16 +108,16 @@ impl Redactor {
         out
     }
 
-    /// Headers with secret ones masked and known secrets replaced.
-    pub fn headers(&self, headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    /// Headers (name, raw value) with secret ones masked and known secrets replaced.
+    pub fn headers<'h>(&self, headers: impl IntoIterator<Item = (&'h str, &'h [u8])>) -> Vec<(String, String)> {
         headers
-            .iter()
+            .into_iter()
             .map(|(k, v)| {
-                let name = k.as_str().to_ascii_lowercase();
+                let name = k.to_ascii_lowercase();
                 let value = if SECRET_HEADERS.contains(&name.as_str()) {
                     REDACTED.to_string()
                 } else {
-                    self.text(&String::from_utf8_lossy(v.as_bytes()))
+                    self.text(&String::from_utf8_lossy(v))
                 };
                 (name, value)
             })

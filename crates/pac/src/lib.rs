@@ -1,27 +1,24 @@
-//! Timbra's PAC layer: the [`PacClient`] trait, the outcome classes every PAC answer is sorted
-//! into (DESIGN §5), the evidence each call leaves behind, and the adapters for SW Sapién
-//! ([`sw`]), Finkok ([`finkok`]) and Facturapi ([`facturapi`]), plus SAT's
-//! ConsultaCFDIService client ([`sat`]).
+//! Timbra's PAC vocabulary: the [`PacClient`] trait, the outcome classes every PAC answer is
+//! sorted into (`docs/strategy.md`), the evidence each call leaves behind ([`evidence`]), how a
+//! client is asked for ([`connect`]: a [`connect::PacSpec`] and a [`connect::PacConnector`]),
+//! the named presets ([`presets`]), the TFD identity a CFDI is matched by ([`tfd`]) and the
+//! Facturapi body of a sale ([`facturapi_body`]).
 //!
-//! **Architecture invariant:** this crate (with `pac-sim`) is the only one that speaks HTTP.
-//! Base URLs, credentials and timeouts are configuration; the only real host names are in the
-//! presets data file (`presets.toml`, [`presets`]).
+//! **Architecture invariant:** this crate speaks no HTTP. The adapters that do — SW Sapién,
+//! Finkok, Facturapi and SAT's ConsultaCFDIService — are `timbra-pac-clients`, which the shells
+//! hand to the outbox as a [`connect::PacConnector`]; so the outbox, which only knows SQL, never
+//! links an HTTP client.
 //!
-//! **The rule this crate exists for:** every answer — and every non-answer — becomes exactly
-//! one outcome. A failure *before the request was written* (connect refused, DNS, TLS, connect
+//! **The rule the adapters keep:** every answer — and every non-answer — becomes exactly one
+//! outcome. A failure *before the request was written* (connect refused, DNS, TLS, connect
 //! timeout) is [`StampOutcome::NotSent`]; anything after the first byte may have left is
-//! [`StampOutcome::Unknown`], never "not created". See [`http`] for where that line is drawn.
+//! [`StampOutcome::Unknown`], never "not created".
 
+pub mod connect;
 pub mod evidence;
-pub mod facturapi;
 pub mod facturapi_body;
-pub mod finkok;
-pub mod http;
 pub mod outcome;
 pub mod presets;
-pub mod sat;
-pub mod soap;
-pub mod sw;
 pub mod tfd;
 
 use std::future::Future;
@@ -37,8 +34,8 @@ pub use outcome::{
 /// A boxed future, so that [`PacClient`] can be used as `dyn PacClient`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// The source of "now" for evidence timestamps and token expiry. Business logic never calls
-/// `Utc::now()` itself (DESIGN §2.9); the shell hands a clock in.
+/// The source of "now": business logic never calls `Utc::now()` itself; the shell hands a
+/// clock in (the outbox, the adapters and the simulator all take this one trait).
 pub trait Clock: Send + Sync {
     fn now(&self) -> DateTime<Utc>;
 }
@@ -102,56 +99,3 @@ pub trait PacClient: Send + Sync {
 /// Lowercase hex SHA-256 (the one implementation, shared with the simulator).
 pub use cfdi::digest::sha256_hex;
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn adapters_are_usable_as_dyn_pac_client() {
-        let sw = sw::SwClient::new(sw::SwConfig::new(
-            "http://127.0.0.1:1",
-            "http://127.0.0.1:1",
-            "http://127.0.0.1:1/s",
-            sw::SwAuth::Token(cfdi::secret::Secret::new("t")),
-        ))
-        .unwrap();
-        let fk = finkok::FinkokClient::new(finkok::FinkokConfig::new(
-            "http://127.0.0.1:1",
-            "u",
-            cfdi::secret::Secret::new("p"),
-            "EKU9003173C9",
-        ))
-        .unwrap();
-        let fa = facturapi::FacturapiClient::new(facturapi::FacturapiConfig {
-            url: "http://127.0.0.1:1".into(),
-            key: cfdi::secret::Secret::new("sk"),
-            sat_url: "http://127.0.0.1:1/s".into(),
-            timeouts: http::Timeouts::default(),
-        })
-        .unwrap();
-        let all: Vec<Box<dyn PacClient>> = vec![Box::new(sw), Box::new(fk), Box::new(fa)];
-        assert_eq!(
-            all.iter().map(|c| c.kind().as_str()).collect::<Vec<_>>(),
-            ["sw", "finkok", "facturapi"]
-        );
-    }
-
-    #[tokio::test]
-    async fn facturapi_refuses_to_send_a_body_whose_key_is_not_the_attempts() {
-        let fa = facturapi::FacturapiClient::new(facturapi::FacturapiConfig {
-            url: "http://127.0.0.1:1".into(),
-            key: cfdi::secret::Secret::new("sk"),
-            sat_url: "http://127.0.0.1:1/s".into(),
-            timeouts: http::Timeouts::default(),
-        })
-        .unwrap();
-        let a = Attempt {
-            body: br#"{"idempotency_key":"a"}"#.to_vec(),
-            idempotency_key: "b".into(),
-            external_id: None,
-        };
-        let r = fa.stamp(&a).await;
-        assert!(matches!(r.outcome, StampOutcome::NotSent { .. }), "{:?}", r.outcome);
-        assert!(r.evidence.exchanges.is_empty(), "nothing was sent");
-    }
-}

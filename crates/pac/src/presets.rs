@@ -11,7 +11,6 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use cfdi::secret::Secret;
 
 use crate::PacKind;
 
@@ -91,48 +90,3 @@ pub fn get(name: &str) -> Option<&'static Preset> {
     all().iter().find(|p| p.name == name)
 }
 
-impl Preset {
-    /// An SW configuration for this preset (defaults for everything else).
-    pub fn sw_config(&self, auth: crate::sw::SwAuth) -> Option<crate::sw::SwConfig> {
-        if self.flavor != PacKind::Sw {
-            return None;
-        }
-        let mut c = crate::sw::SwConfig::new(
-            &self.services_url,
-            self.api_url.clone().unwrap_or_default(),
-            &self.sat_status_url,
-            auth,
-        );
-        c.stamp_path = self.stamp_path.clone();
-        Some(c)
-    }
-
-    /// A Finkok configuration for this preset.
-    pub fn finkok_config(&self, username: &str, password: Secret, taxpayer_id: &str) -> Option<crate::finkok::FinkokConfig> {
-        if self.flavor != PacKind::Finkok {
-            return None;
-        }
-        let mut c = crate::finkok::FinkokConfig::new(&self.services_url, username, password, taxpayer_id);
-        c.stamp_path = self.stamp_path.clone();
-        if let Some(p) = &self.cancel_path {
-            c.cancel_path = p.clone();
-        }
-        if let Some(p) = &self.utilities_path {
-            c.utilities_path = p.clone();
-        }
-        Some(c)
-    }
-
-    /// A Facturapi configuration for this preset.
-    pub fn facturapi_config(&self, key: Secret) -> Option<crate::facturapi::FacturapiConfig> {
-        if self.flavor != PacKind::Facturapi {
-            return None;
-        }
-        Some(crate::facturapi::FacturapiConfig {
-            url: self.services_url.clone(),
-            key,
-            sat_url: self.sat_status_url.clone(),
-            timeouts: crate::http::Timeouts::default(),
-        })
-    }
-}

@@ -17,11 +17,11 @@ use serde_json::Value;
 
 use cfdi::secret::Secret;
 
-use crate::evidence::{Evidence, Redactor};
+use pac::evidence::{Evidence, Redactor};
 use crate::http::{Delivered, Http, HttpSetupError, Outgoing, OutgoingBody, SendFailure, Timeouts};
-use crate::outcome::*;
+use pac::outcome::*;
 use crate::sat::{SatClient, SatConfig};
-use crate::{BoxFuture, Clock, PacClient, PacKind, SystemClock};
+use pac::{BoxFuture, Clock, PacClient, PacKind, SystemClock};
 
 /// Configuration of the Facturapi adapter.
 #[derive(Debug, Clone)]

@@ -9,14 +9,14 @@ use serde_json::{json, Value};
 
 use cfdi::sale::{EmisorProfile, Sale};
 use cfdi::secret::Secret;
-use pac::facturapi::{FacturapiClient, FacturapiConfig};
+use pac_clients::facturapi::{FacturapiClient, FacturapiConfig};
 use pac::facturapi_body::{map_sale, MAPPING_VERSION};
-use pac::http::Timeouts;
+use pac_clients::http::Timeouts;
 use pac::{Attempt, LookupOutcome, PacClient, StampOutcome};
 use pac_sim::{Flavor, SimConfig};
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
-const SCHEMA: &str = include_str!("../schemas/facturapi-create-invoice.schema.json");
+const SCHEMA: &str = include_str!("../../pac/schemas/facturapi-create-invoice.schema.json");
 
 fn read(rel: &str) -> Vec<u8> {
     std::fs::read(format!("{FIX}/{rel}")).unwrap_or_else(|e| panic!("{rel}: {e}"))
@@ -275,7 +275,7 @@ async fn the_simulator_answers_a_malformed_body_with_facturapis_invalid_request_
     assert_eq!(err["path"], "customer.address.zip");
     assert_eq!(err["errors"][0]["code"], "required");
     assert_eq!(err["errors"][0]["source"], "facturapi");
-    match pac::facturapi::classify_create(400, err.to_string().as_bytes(), None) {
+    match pac_clients::facturapi::classify_create(400, err.to_string().as_bytes(), None) {
         StampOutcome::Rejected { code, .. } => assert_eq!(code, "invalid_request"),
         other => panic!("{other:?}"),
     }

@@ -24,11 +24,11 @@ use serde_json::Value;
 
 use cfdi::secret::Secret;
 
-use crate::evidence::{Evidence, Redactor};
+use pac::evidence::{Evidence, Redactor};
 use crate::http::{Delivered, Http, HttpSetupError, Outgoing, OutgoingBody, SendFailure, Timeouts};
-use crate::outcome::*;
+use pac::outcome::*;
 use crate::sat::{SatClient, SatConfig};
-use crate::{BoxFuture, Clock, PacClient, PacKind, SystemClock};
+use pac::{BoxFuture, Clock, PacClient, PacKind, SystemClock};
 
 /// How the client authenticates.
 #[derive(Debug, Clone)]
@@ -47,7 +47,7 @@ pub const DEFAULT_STAMP_PATH: &str = "/v4/cfdi33/stamp/v2";
 pub const DEFAULT_ENVELOPE_STATUSES: &[u16] = &[200, 400, 401];
 
 /// Configuration of the SW adapter. Hosts are configuration, never code (see
-/// [`crate::presets`]).
+/// [`pac::presets`]).
 #[derive(Debug, Clone)]
 pub struct SwConfig {
     /// The services host (stamp, cancel, auth).
@@ -154,7 +154,7 @@ fn stamp_data(data: &Value) -> StampData {
     let tfd = data_str(data, "tfd").map(str::to_string);
     let uuid = data_str(data, "uuid")
         .map(str::to_string)
-        .or_else(|| tfd.as_deref().or(cfdi.as_deref()).and_then(|x| crate::tfd::tfd_uuid(x).ok()));
+        .or_else(|| tfd.as_deref().or(cfdi.as_deref()).and_then(|x| pac::tfd::tfd_uuid(x).ok()));
     StampData { uuid, cfdi, tfd }
 }
 

@@ -16,12 +16,12 @@ use base64::Engine as _;
 
 use cfdi::secret::Secret;
 
-use crate::evidence::{Evidence, Redactor};
+use pac::evidence::{Evidence, Redactor};
 use crate::http::{Http, HttpSetupError, Outgoing, OutgoingBody, SendFailure, Timeouts};
-use crate::outcome::*;
+use pac::outcome::*;
 use crate::sat::total_for_expresion;
 use crate::soap::{self, SoapBody};
-use crate::{BoxFuture, Clock, PacClient, PacKind, SystemClock};
+use pac::{BoxFuture, Clock, PacClient, PacKind, SystemClock};
 use cfdi::escape::xml as escape;
 
 pub const NS_STAMP: &str = "http://facturacion.finkok.com/stamp";

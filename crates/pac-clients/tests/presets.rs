@@ -80,30 +80,40 @@ fn every_preset_parses_and_its_urls_are_https_with_no_path_mistakes() {
 }
 
 #[test]
-fn presets_fill_the_adapter_configs() {
-    let sw = presets::get("sw-produccion").unwrap();
-    let c = sw.sw_config(pac::sw::SwAuth::Token(Secret::new("t"))).unwrap();
+fn presets_fill_the_client_specs() {
+    use pac::connect::Credential;
+    use pac_clients::spec_from_preset;
+    let sw = spec_from_preset(presets::get("sw-produccion").unwrap(), Credential::Token(Secret::new("t")), None);
     assert_eq!(
-        (c.services_url.as_str(), c.api_url.as_str(), c.sat_url.as_str()),
+        (sw.services_url.as_str(), sw.storage_url.as_str(), sw.sat_status_url.as_str()),
         (
             "https://services.sw.com.mx",
             "https://api.sw.com.mx",
             "https://consultaqr.facturaelectronica.sat.gob.mx/ConsultaCFDIService.svc"
         )
     );
-    assert!(sw.finkok_config("u", Secret::new("p"), "EKU9003173C9").is_none());
-    let fk = presets::get("finkok-demo")
-        .unwrap()
-        .finkok_config("u", Secret::new("p"), "EKU9003173C9")
-        .unwrap();
-    assert_eq!(fk.url, "https://demo-facturacion.finkok.com");
-    assert_eq!(fk.stamp_path, "/servicios/soap/stamp.wsdl");
-    let fa = presets::get("facturapi")
-        .unwrap()
-        .facturapi_config(Secret::new("sk_test_x"))
-        .unwrap();
-    assert_eq!(fa.url, "https://www.facturapi.io");
-    assert!(!fa.sat_url.starts_with(&fa.url), "SAT's status service is not on the PAC's host");
+    assert_eq!(sw.stamp_path.as_deref(), Some("/v4/cfdi33/stamp/v2"));
+    let fk = spec_from_preset(
+        presets::get("finkok-demo").unwrap(),
+        Credential::UserPassword { user: "u".into(), password: Secret::new("p") },
+        Some("EKU9003173C9".into()),
+    );
+    assert_eq!(fk.services_url, "https://demo-facturacion.finkok.com");
+    assert_eq!(fk.stamp_path.as_deref(), Some("/servicios/soap/stamp.wsdl"));
+    let fa = spec_from_preset(presets::get("facturapi").unwrap(), Credential::Token(Secret::new("sk_test_x")), None);
+    assert_eq!(fa.services_url, "https://www.facturapi.io");
+    assert!(!fa.sat_status_url.starts_with(&fa.services_url), "SAT's status service is not on the PAC's host");
+    // Every preset connects (builds a client; nothing is sent).
+    use pac::connect::PacConnector;
+    for p in presets::all() {
+        let credential = match p.flavor {
+            PacKind::Finkok => Credential::UserPassword { user: "u".into(), password: Secret::new("p") },
+            _ => Credential::Token(Secret::new("t")),
+        };
+        let spec = spec_from_preset(p, credential, Some("EKU9003173C9".into()));
+        let client = pac_clients::HttpConnector.connect(&spec, std::sync::Arc::new(pac::SystemClock)).unwrap();
+        assert_eq!(client.kind(), p.flavor, "{}", p.name);
+    }
 }
 
 fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
@@ -123,6 +133,7 @@ fn no_source_file_names_a_real_host() {
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
     rust_files(&root.join("../pac-sim/src"), &mut files);
+    rust_files(&root.join("../pac/src"), &mut files);
     assert!(files.len() > 10);
     let mut hosts: Vec<String> = Vec::new();
     for p in presets::all() {

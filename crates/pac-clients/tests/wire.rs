@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 
-use pac::{facturapi, finkok, sat, sw};
+use pac_clients::{facturapi, finkok, sat, sw};
 use pac::{CancelOutcome, LookupOutcome, StampOutcome, StatusOutcome};
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
@@ -15,7 +15,7 @@ fn fixture(rel: &str) -> Vec<u8> {
 }
 
 /// The default of `SwConfig::envelope_statuses`: where SW's SDKs read the JSON answer.
-const SW_STATUSES: &[u16] = pac::sw::DEFAULT_ENVELOPE_STATUSES;
+const SW_STATUSES: &[u16] = pac_clients::sw::DEFAULT_ENVELOPE_STATUSES;
 
 /// `class:code` of a stamp outcome, for compact tables.
 fn stamp_key(o: &StampOutcome) -> String {
@@ -254,7 +254,7 @@ proptest! {
         if sw::parse_envelope(&body).is_none() {
             prop_assert!(is_unknown(&sw::classify_stamp(status, &body, None, SW_STATUSES)));
         }
-        if pac::soap::parse(&body).is_err() {
+        if pac_clients::soap::parse(&body).is_err() {
             prop_assert!(is_unknown(&finkok::classify_stamp(status, &body)));
             let stamped_unknown = matches!(finkok::classify_stamped(status, &body), LookupOutcome::Unknown { .. });
             prop_assert!(stamped_unknown);
@@ -403,11 +403,11 @@ fn finkok_stamped_answer(incidencias: &[(&str, &str)]) -> Vec<u8> {
 #[test]
 fn sw_error_envelopes_mean_not_created_only_on_the_statuses_the_sdks_parse() {
     assert_eq!(SW_STATUSES, &[200, 400, 401], "SwConfig's default");
-    let config = pac::sw::SwConfig::new(
+    let config = pac_clients::sw::SwConfig::new(
         "https://s",
         "https://a",
         "https://sat",
-        pac::sw::SwAuth::Token(cfdi::secret::Secret::new("t")),
+        pac_clients::sw::SwAuth::Token(cfdi::secret::Secret::new("t")),
     );
     assert_eq!(config.envelope_statuses, SW_STATUSES);
     assert_eq!(config.stamp_path, "/v4/cfdi33/stamp/v2");

@@ -12,30 +12,14 @@
 //! Every call appends one [`Exchange`] to the evidence, redacted.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use reqwest::header::HeaderMap;
 
-use crate::evidence::{Evidence, Exchange, Redactor};
-use crate::{sha256_hex, Clock, SystemClock};
+use pac::evidence::{Evidence, Exchange, Redactor};
+use pac::{sha256_hex, Clock, SystemClock};
 
-/// Timeouts of every request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    /// Establishing the connection (TCP + TLS). Expiry here is "not sent".
-    pub connect: Duration,
-    /// The whole request, from start to the last byte of the body. Expiry here is "unknown".
-    pub total: Duration,
-}
-
-impl Default for Timeouts {
-    fn default() -> Timeouts {
-        Timeouts {
-            connect: Duration::from_secs(10),
-            total: Duration::from_secs(60),
-        }
-    }
-}
+pub use pac::connect::Timeouts;
 
 /// A response that arrived whole.
 #[derive(Debug, Clone)]
@@ -69,11 +53,11 @@ pub enum SendFailure {
 /// `NotSent`, anything after that is `Unknown`. Every adapter goes through these.
 macro_rules! from_send_failure {
     ($($outcome:ident),+) => {$(
-        impl From<SendFailure> for crate::outcome::$outcome {
-            fn from(f: SendFailure) -> crate::outcome::$outcome {
+        impl From<SendFailure> for pac::outcome::$outcome {
+            fn from(f: SendFailure) -> pac::outcome::$outcome {
                 match f {
-                    SendFailure::NotSent(cause) => crate::outcome::$outcome::NotSent { cause },
-                    SendFailure::Unknown(cause) => crate::outcome::$outcome::Unknown { cause },
+                    SendFailure::NotSent(cause) => pac::outcome::$outcome::NotSent { cause },
+                    SendFailure::Unknown(cause) => pac::outcome::$outcome::Unknown { cause },
                 }
             }
         }
@@ -197,13 +181,13 @@ impl Http {
         match &result {
             Ok(d) => {
                 exchange.status = Some(d.status);
-                exchange.response_headers = redactor.headers(&d.headers);
+                exchange.response_headers = redactor.headers(d.headers.iter().map(|(k, v)| (k.as_str(), v.as_bytes())));
                 exchange.response_body = Some(redactor.body(&d.body));
             }
             Err((failure, head)) => {
                 if let Some((status, headers)) = head {
                     exchange.status = Some(*status);
-                    exchange.response_headers = redactor.headers(headers);
+                    exchange.response_headers = redactor.headers(headers.iter().map(|(k, v)| (k.as_str(), v.as_bytes())));
                 }
                 exchange.error = Some(match failure {
                     SendFailure::NotSent(t) => format!("not_sent: {}", redactor.text(t)),
@@ -262,6 +246,7 @@ impl Http {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
     use super::*;
 
     #[tokio::test]

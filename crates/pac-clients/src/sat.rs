@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use rust_decimal::Decimal;
 
-use crate::evidence::{Evidence, Redactor};
+use pac::evidence::{Evidence, Redactor};
 use crate::http::{Http, HttpSetupError, Outgoing, OutgoingBody, Timeouts};
-use crate::outcome::{Reply, SatStatus, StatusOutcome, StatusQuery};
+use pac::outcome::{Reply, SatStatus, StatusOutcome, StatusQuery};
 use crate::soap::{self, SoapBody};
-use crate::{Clock, SystemClock};
+use pac::{Clock, SystemClock};
 
 pub const SOAP_ACTION: &str = "http://tempuri.org/IConsultaCFDIService/Consulta";
 pub const NS_TEMPURI: &str = "http://tempuri.org/";
