@@ -7,6 +7,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 #[allow(dead_code)]
+#[path = "src/escape.rs"]
+mod escape;
+
+#[allow(dead_code)]
 #[path = "src/xml.rs"]
 mod xml;
 

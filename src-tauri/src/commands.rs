@@ -55,8 +55,7 @@ async fn pacs_view(ready: &Ready) -> Res<PacsDto> {
 
 /// Restarts the drain with the current settings (PACs, concurrency).
 async fn restart_drain(app: &AppHandle, ready: &Ready) {
-    let host = crate::drain_host::start_for(app.clone(), ready).await;
-    ready.set_drain(host);
+    ready.start_drain(app.clone()).await;
 }
 
 // Status ---------------------------------------------------------------------------------------
@@ -378,7 +377,7 @@ pub async fn preview_sale(state: State<'_, AppState>, draft: SaleDraftDto) -> Re
 }
 
 /// Records the form's sale. `sale_id` is the click's id: the UI keeps it across retries of that
-/// click (a retry answers `replayed`), and renews it only after success (DESIGN §8).
+/// click (a retry answers `replayed`), and renews it only after success (`docs/intake.md`).
 #[tauri::command]
 pub async fn record_sale(app: AppHandle, state: State<'_, AppState>, sale_id: String, draft: SaleDraftDto) -> Res<RecordedDto> {
     let ready = state.ready()?;

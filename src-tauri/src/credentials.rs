@@ -1,5 +1,5 @@
 //! The OS credential store (Secret Service on Linux, Keychain on macOS, Credential Manager on
-//! Windows) for the CSD key password and PAC credentials (DESIGN §2.8): they never touch the
+//! Windows) for the CSD key password and PAC credentials : they never touch the
 //! database or the logs.
 
 use cfdi::secret::Secret;

@@ -8,7 +8,8 @@
 use std::sync::{Arc, Mutex};
 
 use cfdi::secret::Secret;
-use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainSink, PacEntry, PacSet, RunMode};
+use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainSink, RunMode};
+use outbox::pacs::{PacEntry, PacSet};
 use outbox::pacs::{build_pac_set, SecretSource};
 use pac::connect::PacConnector;
 use pac_clients::HttpConnector;
@@ -175,27 +176,4 @@ impl DrainHost {
     pub fn first_backup(&self) -> Option<String> {
         self.drain.pacs().backups().into_iter().next()
     }
-}
-
-/// Starts the drain over this outbox's PACs (Modo sandbox: the in-process simulators); the
-/// error, when it cannot start, is logged and shown in the UI.
-pub async fn start_for(app: AppHandle, ready: &crate::state::Ready) -> Result<DrainHost, AppError> {
-    let result: Result<DrainHost, AppError> = async {
-        let sandbox = ready.mode().await? == crate::dto::ModeDto::Sandbox;
-        let sims = if sandbox {
-            Some(ready.sandbox_pacs.as_ref().ok_or(AppError::NotAvailable {
-                feature: "sandbox_pac".into(),
-            })?)
-        } else {
-            None
-        };
-        let pacs = pac_set(&ready.outbox, sims).await?;
-        let settings = ready.outbox.drain_settings().await?;
-        Ok(DrainHost::start(app, ready.outbox.clone(), pacs, settings))
-    }
-    .await;
-    if let Err(e) = &result {
-        tracing::error!(code = e.code(), error = %e, "el drenado no pudo iniciar");
-    }
-    result
 }

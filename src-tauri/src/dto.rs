@@ -1,7 +1,7 @@
 //! Transport DTOs: the exact shapes that cross IPC, with TypeScript generated from them
 //! (`ui/src/lib/ipc/bindings/`, checked for drift by `tests/bindings.rs`).
 //!
-//! They live at the shell boundary (DESIGN §6): the outbox's domain types are converted into
+//! They live at the shell boundary: the outbox's domain types are converted into
 //! these on the way out, and inputs are converted into domain types (a sale's JSON, an
 //! [`outbox::Actor`]) on the way in. Instants are RFC 3339 UTC strings; amounts are decimal
 //! strings, never numbers.
@@ -25,7 +25,7 @@ pub enum InvoiceStateDto {
     Held,
 }
 
-/// The strategy's badge (DESIGN §4).
+/// The strategy's badge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum BadgeDto {
@@ -39,7 +39,7 @@ pub enum BadgeDto {
     Atencion,
 }
 
-/// An operator's role (DESIGN §1); `sistema` is Timbra itself.
+/// An operator's role; `sistema` is Timbra itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum RoleDto {
@@ -359,7 +359,7 @@ pub struct TimelineEntryDto {
     pub detail: serde_json::Value,
 }
 
-/// An operator action on one invoice (DESIGN §4). The Rust API re-checks every one.
+/// An operator action on one invoice. The Rust API re-checks every one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKindDto {

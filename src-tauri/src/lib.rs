@@ -44,8 +44,7 @@ pub fn run() {
             let state = tauri::async_runtime::block_on(state::AppState::start());
             if let Ok(ready) = state.ready() {
                 tracing::info!(database = %state.database_path, operator = %ready.operator().name, "Timbra iniciado");
-                let host = tauri::async_runtime::block_on(drain_host::start_for(app.handle().clone(), ready));
-                ready.set_drain(host);
+                tauri::async_runtime::block_on(ready.start_drain(app.handle().clone()));
             }
             app.manage(state);
             Ok(())

@@ -164,6 +164,29 @@ impl Ready {
         }
     }
 
+    /// Starts (or restarts) the drain over this outbox's PACs — Modo sandbox: the in-process
+    /// simulators — and installs it, stopping the previous one. When it cannot start, the
+    /// error is logged and kept for the UI (the verdicts and actions still work without it).
+    pub async fn start_drain(&self, app: tauri::AppHandle) {
+        let result: Result<DrainHost, AppError> = async {
+            let sims = if self.mode().await? == ModeDto::Sandbox {
+                Some(self.sandbox_pacs.as_ref().ok_or(AppError::NotAvailable {
+                    feature: "sandbox_pac".into(),
+                })?)
+            } else {
+                None
+            };
+            let pacs = crate::drain_host::pac_set(&self.outbox, sims).await?;
+            let settings = self.outbox.drain_settings().await?;
+            Ok(DrainHost::start(app, self.outbox.clone(), pacs, settings))
+        }
+        .await;
+        if let Err(e) = &result {
+            tracing::error!(code = e.code(), error = %e, "el drenado no pudo iniciar");
+        }
+        self.set_drain(result);
+    }
+
     /// Installs a (re)started drain, stopping the previous one.
     pub fn set_drain(&self, host: Result<DrainHost, AppError>) {
         let old = self.drain.write().unwrap_or_else(|p| p.into_inner()).replace(host.map(Arc::new));

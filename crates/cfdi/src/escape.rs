@@ -1,14 +1,22 @@
-//! Escaping text for XML that is written by hand (SOAP envelopes, simulator answers), outside
-//! the tree writer in [`crate::xml`].
+//! Escaping text for XML — the one implementation, used by the tree writer ([`crate::xml`]) and
+//! by XML written by hand (SOAP envelopes, simulator answers).
 //!
-//! One function, [`xml`], safe both in element content and inside a quoted attribute value:
-//! `&`, `<`, `>`, `"` and `'` become entity references, and tab, line feed and carriage return
-//! become character references so that attribute normalization cannot change them.
+//! [`xml`] / [`attr_into`] are safe both in element content and inside a quoted attribute
+//! value: `&`, `<`, `>`, `"` and `'` become entity references, and tab, line feed and carriage
+//! return become character references so that attribute normalization cannot change them.
+//! [`text_into`] is for element content only and leaves quotes as they are.
 
 /// Escapes `text` for an XML element's content or a quoted attribute value.
 pub fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
+    attr_into(text, &mut out);
+    out
+}
+
+/// Appends `v` escaped so that a quoted attribute holding it parses back to exactly `v`
+/// (whitespace other than the plain space as a character reference). Safe in content too.
+pub fn attr_into(v: &str, out: &mut String) {
+    for c in v.chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -21,7 +29,20 @@ pub fn xml(text: &str) -> String {
             c => out.push(c),
         }
     }
-    out
+}
+
+/// Appends element content `v` escaped: markup characters, and carriage returns (which a
+/// parser would otherwise turn into line feeds). Quotes stay as they are.
+pub fn text_into(v: &str, out: &mut String) {
+    for c in v.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\r' => out.push_str("&#13;"),
+            c => out.push(c),
+        }
+    }
 }
 
 #[cfg(test)]

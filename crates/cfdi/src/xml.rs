@@ -1342,35 +1342,7 @@ fn write_element(root: &Element, out: &mut String) {
     }
 }
 
-/// Escapes an attribute value so that parsing it back yields exactly `v`
-/// (whitespace other than the plain space is written as a character reference).
-fn escape_attr(v: &str, out: &mut String) {
-    for c in v.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' => out.push_str("&#9;"),
-            '\n' => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            c => out.push(c),
-        }
-    }
-}
-
-fn escape_text(v: &str, out: &mut String) {
-    for c in v.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\r' => out.push_str("&#13;"),
-            c => out.push(c),
-        }
-    }
-}
+use crate::escape::{attr_into as escape_attr, text_into as escape_text};
 
 #[cfg(test)]
 mod tests {

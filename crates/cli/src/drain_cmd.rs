@@ -1,20 +1,19 @@
-//! `timbra pac …`, `timbra drain` and the operator actions `timbra invoice retry|finalize|
-//! failover|force-failover|reprocess|reprocess-accepting-risk|verify-absent|found`: thin calls
-//! into the outbox (actions need no PAC and no running drain) and its drain engine.
+//! `timbra pac …` and `timbra drain`: the PAC settings and the drain engine from the command
+//! line (progress on stderr, SIGTERM stops it cleanly).
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
-use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainProgress, DrainSink, PacEntry, PacSet, RunMode};
-use outbox::model::InvoiceRef;
+use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainProgress, DrainSink, RunMode};
+use outbox::pacs::{PacEntry, PacSet};
 use outbox::pacs::{build_pac_set, EnvSecrets, PacConfig, PacRole};
 use outbox::strategy::Policy;
 use outbox::{Actor, Outbox, SqliteStore};
 use pac::PacKind;
 
-use crate::outbox_cmd::{failure, open, print_json, print_out, resolve_invoice, runtime, ActorArgs};
+use crate::shell::{failure, open, print_json, print_out, runtime};
 use crate::{exit, Failure};
 
 #[derive(Subcommand)]
@@ -119,80 +118,6 @@ pub struct DrainArgs {
     /// No imprime el avance en stderr.
     #[arg(long)]
     quiet: bool,
-}
-
-/// Operator actions, added to `timbra invoice`.
-#[derive(Subcommand)]
-pub enum ActionCommand {
-    /// Reintentar: hace lo que indica la insignia (reanudar el intento vigente o reprocesar).
-    Retry {
-        id: String,
-        #[command(flatten)]
-        who: ActorArgs,
-    },
-    /// Finalizar: obtiene y guarda el XML de un CFDI que ya existe.
-    Finalize {
-        id: String,
-        #[command(flatten)]
-        who: ActorArgs,
-    },
-    /// Usar el PAC de respaldo con los mismos bytes sellados (solo si el intento no se creó).
-    Failover {
-        id: String,
-        #[arg(long)]
-        to: String,
-        #[command(flatten)]
-        who: ActorArgs,
-    },
-    /// Contador: usa el respaldo aunque el resultado en el PAC vigente sea desconocido (requiere nota).
-    ForceFailover {
-        id: String,
-        #[arg(long)]
-        to: String,
-        #[arg(long)]
-        note: String,
-        #[command(flatten)]
-        who: ActorArgs,
-    },
-    /// Reprocesar: un intento nuevo desde la venta inmutable, con el mapeo y ajustes de hoy.
-    Reprocess {
-        id: String,
-        #[command(flatten)]
-        who: ActorArgs,
-    },
-    /// Contador: registra que el PAC no tiene CFDI para un intento con una pregunta abierta (requiere nota).
-    VerifyAbsent {
-        id: String,
-        #[arg(long)]
-        attempt: i64,
-        #[arg(long)]
-        note: String,
-        #[command(flatten)]
-        who: ActorArgs,
-    },
-    /// Contador: reprocesa aunque el resultado de un intento sea desconocido (requiere nota; marca posible duplicado).
-    ReprocessAcceptingRisk {
-        id: String,
-        #[arg(long)]
-        note: String,
-        #[command(flatten)]
-        who: ActorArgs,
-    },
-    /// Contador: registra un CFDI encontrado (p. ej. en el portal del PAC) para un intento con una pregunta abierta.
-    Found {
-        id: String,
-        #[arg(long)]
-        attempt: i64,
-        #[arg(long)]
-        uuid: String,
-        /// El XML timbrado, si se tiene: se comprueba que sea el documento del intento.
-        #[arg(long, value_name = "ARCHIVO")]
-        xml: Option<std::path::PathBuf>,
-        #[arg(long)]
-        note: String,
-        #[command(flatten)]
-        who: ActorArgs,
-    },
 }
 
 pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
@@ -426,69 +351,4 @@ async fn shutdown_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-}
-
-pub fn action(db: Option<&str>, cmd: ActionCommand) -> Result<u8, Failure> {
-    let rt = runtime()?;
-    rt.block_on(async {
-        let outbox = open(db, false).await?;
-        let id = match &cmd {
-            ActionCommand::Retry { id, .. }
-            | ActionCommand::Finalize { id, .. }
-            | ActionCommand::Failover { id, .. }
-            | ActionCommand::ForceFailover { id, .. }
-            | ActionCommand::Reprocess { id, .. }
-            | ActionCommand::VerifyAbsent { id, .. }
-            | ActionCommand::ReprocessAcceptingRisk { id, .. }
-            | ActionCommand::Found { id, .. } => id.clone(),
-        };
-        let r: InvoiceRef = resolve_invoice(&outbox, &id).await?;
-        let o = &outbox;
-        let result = match cmd {
-            ActionCommand::Retry { who, .. } => o.retry(&r, &who.actor("cli")?).await.map(|k| serde_json::json!({ "done": k })),
-            ActionCommand::Finalize { who, .. } => o
-                .finalize(&r, &who.actor("cli")?)
-                .await
-                .map(|_| serde_json::json!({ "done": "finalize" })),
-            ActionCommand::Failover { to, who, .. } => o
-                .failover(&r, &to, &who.actor("cli")?)
-                .await
-                .map(|a| serde_json::json!({ "done": "failover", "attempt_id": a })),
-            ActionCommand::ForceFailover { to, note, who, .. } => o
-                .force_failover(&r, &to, &note, &who.actor("cli")?)
-                .await
-                .map(|a| serde_json::json!({ "done": "force_failover", "attempt_id": a })),
-            ActionCommand::Reprocess { who, .. } => o
-                .reprocess(&r, &who.actor("cli")?)
-                .await
-                .map(|a| serde_json::json!({ "done": "reprocess", "attempt_id": a })),
-            ActionCommand::VerifyAbsent { attempt, note, who, .. } => o
-                .verify_absent(&r, attempt, &note, &who.actor("cli")?)
-                .await
-                .map(|_| serde_json::json!({ "done": "verify_absent" })),
-            ActionCommand::ReprocessAcceptingRisk { note, who, .. } => o
-                .reprocess_accepting_risk(&r, &note, &who.actor("cli")?)
-                .await
-                .map(|a| serde_json::json!({ "done": "reprocess_accepting_risk", "attempt_id": a })),
-            ActionCommand::Found {
-                attempt,
-                uuid,
-                xml,
-                note,
-                who,
-                ..
-            } => {
-                let xml = match xml {
-                    Some(path) => Some(crate::input::read_file(&path, "el XML")?),
-                    None => None,
-                };
-                o.record_found(&r, attempt, &uuid, xml.as_deref(), &note, &who.actor("cli")?)
-                    .await
-                    .map(|_| serde_json::json!({ "done": "record_found" }))
-            }
-        };
-        let done = result.map_err(|e| failure(e, ""))?;
-        print_json(&done)?;
-        Ok(exit::OK)
-    })
 }

@@ -6,6 +6,7 @@
 //! libraries, and turns every error into one clear line on stderr and a documented exit code.
 //! No business logic lives here.
 
+mod action_cmd;
 mod catalog_cmd;
 mod cfdi_cmd;
 mod drain_cmd;
@@ -13,6 +14,7 @@ mod input;
 mod outbox_cmd;
 mod pac_sim_cmd;
 mod sale_import;
+mod shell;
 
 use std::process::ExitCode;
 

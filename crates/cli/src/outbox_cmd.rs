@@ -6,70 +6,16 @@
 //! outbox, calls the `Outbox` API and prints the result (text, or JSON with `--json`).
 //! Every outbox error becomes a Spanish line on stderr and its exit code.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
 use cfdi::sale::EmisorProfile;
 use clap::{Args, Subcommand};
-use outbox::model::{Badge, Cursor, InvoiceDetail, InvoiceRef, InvoiceState, ListFilter};
-use outbox::{Actor, DatabaseLocation, EmisorSetup, Outbox, OutboxError, Role, SqliteOptions, SystemClock};
+use outbox::model::{Badge, Cursor, InvoiceDetail, InvoiceState, ListFilter};
+use outbox::EmisorSetup;
 
 use crate::input::{read_file, read_text, secret_from_env};
+pub(crate) use crate::shell::{error_json, failure, open, print_json, print_out, resolve_invoice, runtime, ActorArgs};
 use crate::{exit, Failure};
-
-/// Environment variable: how long to wait for another process's lock, in milliseconds.
-pub const BUSY_TIMEOUT_ENV: &str = "TIMBRA_BUSY_TIMEOUT_MS";
-
-/// Who is acting (recorded with every write).
-#[derive(Args, Clone, Debug)]
-pub struct ActorArgs {
-    /// Nombre de quien actúa (por omisión TIMBRA_ACTOR, o el usuario del sistema).
-    #[arg(long, value_name = "NOMBRE")]
-    pub actor: Option<String>,
-    /// Rol de quien actúa: personal, soporte o contador (por omisión TIMBRA_ROLE, o personal).
-    #[arg(long, value_name = "ROL")]
-    pub role: Option<String>,
-}
-
-impl ActorArgs {
-    /// The actor, acting through `channel` (role personal unless given).
-    pub fn actor(&self, channel: &str) -> Result<Actor, Failure> {
-        self.actor_or(channel, "personal")
-    }
-
-    /// The actor, with `default_role` when neither `--role` nor TIMBRA_ROLE says one.
-    pub fn actor_or(&self, channel: &str, default_role: &str) -> Result<Actor, Failure> {
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let name = self
-            .actor
-            .clone()
-            .or_else(|| env("TIMBRA_ACTOR"))
-            .or_else(|| env("USER"))
-            .or_else(|| env("USERNAME"))
-            .unwrap_or_else(|| "cli".into());
-        let role_text = self
-            .role
-            .clone()
-            .or_else(|| env("TIMBRA_ROLE"))
-            .unwrap_or_else(|| default_role.into());
-        let role = match Role::parse(role_text.trim()) {
-            Some(Role::Sistema) | None => {
-                return Err(Failure::invalid(format!(
-                    "--role {role_text:?} no es un rol válido (use personal, soporte o contador)"
-                )))
-            }
-            Some(r) => r,
-        };
-        if name.trim().is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
-            return Err(Failure::invalid(
-                "--actor debe tener de 1 a 100 caracteres sin caracteres de control",
-            ));
-        }
-        Ok(Actor::new(name.trim(), role, channel))
-    }
-}
 
 #[derive(Args)]
 pub struct InitArgs {
@@ -169,7 +115,7 @@ pub enum InvoiceCommand {
         who: ActorArgs,
     },
     #[command(flatten)]
-    Action(crate::drain_cmd::ActionCommand),
+    Action(crate::action_cmd::ActionCommand),
 }
 
 #[derive(Args)]
@@ -177,127 +123,6 @@ pub struct StatusArgs {
     /// Imprime los conteos en JSON.
     #[arg(long)]
     json: bool,
-}
-
-// Plumbing -----------------------------------------------------------------------------------
-
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure {
-            code: exit::DATABASE,
-            message: format!("no se pudo iniciar el motor asíncrono: {e}"),
-        })
-}
-
-/// Opens the outbox; `create` only for `timbra init`. Hands over the CSD password when the
-/// variable the settings name is set.
-pub async fn open(db: Option<&str>, create: bool) -> Result<Outbox, Failure> {
-    let env_url = std::env::var(outbox::location::DATABASE_URL_ENV).ok();
-    let DatabaseLocation::Sqlite(path) = DatabaseLocation::resolve(db, env_url.as_deref()).map_err(|e| failure(e, ""))?;
-    let busy = match std::env::var(BUSY_TIMEOUT_ENV) {
-        Ok(v) => Duration::from_millis(
-            v.trim()
-                .parse()
-                .map_err(|_| Failure::invalid(format!("{BUSY_TIMEOUT_ENV}={v:?} no es un número de milisegundos")))?,
-        ),
-        Err(_) => Duration::from_secs(5),
-    };
-    let opts = SqliteOptions::new(path).create(create).busy_timeout(busy);
-    let outbox = Outbox::open_sqlite(&opts, Arc::new(SystemClock))
-        .await
-        .map_err(|e| failure(e, ""))?;
-    if let Some(settings) = outbox.emisor_settings().await.map_err(|e| failure(e, ""))? {
-        if let Ok(p) = std::env::var(&settings.password_env) {
-            if !p.is_empty() {
-                outbox.provide_csd_password(cfdi::secret::Secret::new(p));
-            }
-        }
-    }
-    Ok(outbox)
-}
-
-/// The exit code of an outbox error.
-pub fn exit_code(e: &OutboxError) -> u8 {
-    match e {
-        OutboxError::IdempotencyConflict { .. } => exit::CONFLICT,
-        OutboxError::InProgress { .. } => exit::IN_PROGRESS,
-        OutboxError::DatabaseMissing { .. }
-        | OutboxError::DatabaseReadOnly { .. }
-        | OutboxError::DatabaseLocked { .. }
-        | OutboxError::DatabaseCorrupt { .. }
-        | OutboxError::DatabaseTooNew { .. }
-        | OutboxError::DatabaseUnavailable { .. }
-        | OutboxError::Integrity(_)
-        | OutboxError::Database(_) => exit::DATABASE,
-        _ => exit::INVALID,
-    }
-}
-
-/// An outbox error for the user; validation errors get one line per field, prefixed.
-pub fn failure(e: OutboxError, prefix: &str) -> Failure {
-    let message = match &e {
-        OutboxError::Invalid(v) => {
-            v.0.iter()
-                .map(|f| format!("{prefix}{}: {}", f.field, f.message))
-                .collect::<Vec<_>>()
-                .join("\n")
-        }
-        other => format!("{prefix}{other}"),
-    };
-    Failure {
-        code: exit_code(&e),
-        message,
-    }
-}
-
-pub(crate) fn print_out(text: &str) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.write_all(b"\n"))
-        .and_then(|_| out.flush())
-        .map_err(|e| Failure::invalid(format!("no se pudo escribir la salida: {e}")))
-}
-
-pub(crate) fn print_json(v: &impl serde::Serialize) -> Result<(), Failure> {
-    let text = serde_json::to_string_pretty(v).map_err(|e| Failure::invalid(format!("JSON: {e}")))?;
-    print_out(&text)
-}
-
-/// An error as JSON for `--json` callers: code, message, fields, retry_after_seconds.
-pub fn error_json(e: &OutboxError) -> serde_json::Value {
-    let mut v = serde_json::json!({"error": e.code(), "message": e.to_string()});
-    match e {
-        OutboxError::Invalid(errors) => v["fields"] = serde_json::to_value(&errors.0).unwrap_or_default(),
-        OutboxError::InProgress { retry_after, .. } => v["retry_after_seconds"] = retry_after.as_secs().max(1).into(),
-        OutboxError::IdempotencyConflict { invoice_id, sale_id, .. } => {
-            v["invoice_id"] = (*invoice_id).into();
-            v["sale_id"] = sale_id.clone().into();
-        }
-        _ => {}
-    }
-    v
-}
-
-fn invoice_ref(s: &str) -> InvoiceRef {
-    match s.parse::<i64>() {
-        Ok(id) => InvoiceRef::Id(id),
-        Err(_) => InvoiceRef::SaleId(s.to_string()),
-    }
-}
-
-/// An id that is a number names an invoice id; if there is none, it is tried as a sale_id.
-pub(crate) async fn resolve_invoice(o: &Outbox, s: &str) -> Result<InvoiceRef, Failure> {
-    let r = invoice_ref(s);
-    if let InvoiceRef::Id(_) = r {
-        match o.find_invoice(&r).await {
-            Ok(_) => return Ok(r),
-            Err(OutboxError::NotFound { .. }) => return Ok(InvoiceRef::SaleId(s.to_string())),
-            Err(e) => return Err(failure(e, "")),
-        }
-    }
-    Ok(r)
 }
 
 // Commands -----------------------------------------------------------------------------------
@@ -398,7 +223,7 @@ pub fn invoice(db: Option<&str>, cmd: InvoiceCommand) -> Result<u8, Failure> {
     match cmd {
         InvoiceCommand::Action(a) => {
             drop(rt);
-            crate::drain_cmd::action(db, a)
+            crate::action_cmd::action(db, a)
         }
         InvoiceCommand::List {
             state,

@@ -11,7 +11,7 @@ use outbox::{Actor, Outbox, OutboxError};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::outbox_cmd::exit_code;
+use crate::shell::exit_code;
 use crate::{exit, Failure};
 
 /// The CSV format, shown in `timbra sale import --help`.

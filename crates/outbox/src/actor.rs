@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The role an actor acts in; roles gate the actions the strategy allows (DESIGN §1, §4).
+/// The role an actor acts in; roles gate the actions the strategy allows (`docs/domain.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {

@@ -1,26 +1,15 @@
 //! Time, passed in: the [`Clock`] the outbox asks for "now", a [`SystemClock`] for real use and
 //! a [`TestClock`] that tests set and advance. Nothing in the outbox reads the system time
-//! any other way (DESIGN §2.9), so the 72-hour Fecha window, reservation leases and every
-//! other deadline are testable.
+//! any other way, so the 72-hour Fecha window, reservation leases and every other deadline are
+//! testable.
 
 use std::sync::Mutex;
 
 use chrono::{DateTime, Duration, Utc};
 
-/// Where "now" comes from.
-pub trait Clock: Send + Sync + 'static {
-    fn now(&self) -> DateTime<Utc>;
-}
-
-/// The operating system's clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> DateTime<Utc> {
-        DateTime::<Utc>::from(std::time::SystemTime::now())
-    }
-}
+/// Where "now" comes from: the one clock trait every crate takes (the PAC adapters and the
+/// simulator too), and the operating system's clock.
+pub use pac::{Clock, SystemClock};
 
 /// A clock that stands still until told otherwise.
 #[derive(Debug)]

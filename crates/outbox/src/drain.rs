@@ -21,7 +21,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use pac::{LookupOutcome, PacClient, PacKind, Reply, StampOutcome};
+use pac::{LookupOutcome, PacKind, Reply, StampOutcome};
 use serde::Serialize;
 use serde_json::json;
 use tokio::task::JoinSet;
@@ -31,64 +31,10 @@ use crate::error::{OutboxError, Result};
 use crate::facts::{self, evidence_kind, normalize_uuid};
 use crate::model::{AttemptInfo, Badge, InvoiceDetail, InvoiceRef, InvoiceState, PacIdentity};
 use crate::outbox::Outbox;
-use crate::pacs::{PacDirectory, PacListing};
+use crate::model::PacDirectory;
+use crate::pacs::{PacEntry, PacSet};
 use crate::store::{Claim, InvoiceUpdate, NewCfdi, NewEvidence, NewTry, Store};
 use crate::strategy::{self, NextStep, Policy, Verdict};
-
-/// A PAC the drain can use.
-#[derive(Clone)]
-pub struct PacEntry {
-    pub name: String,
-    pub kind: PacKind,
-    /// Who this client reaches (compared with the identity an attempt froze before sending).
-    pub identity: PacIdentity,
-    pub client: Arc<dyn PacClient>,
-}
-
-/// The PACs, primary first.
-#[derive(Clone, Default)]
-pub struct PacSet {
-    entries: Vec<PacEntry>,
-}
-
-impl PacSet {
-    /// `entries[0]` is the primary; the rest are backups in order.
-    pub fn new(entries: Vec<PacEntry>) -> PacSet {
-        PacSet { entries }
-    }
-
-    /// Primary first, then the backups in order.
-    pub fn entries(&self) -> &[PacEntry] {
-        &self.entries
-    }
-
-    pub fn get(&self, name: &str) -> Option<&PacEntry> {
-        self.entries.iter().find(|e| e.name == name)
-    }
-
-    pub fn primary(&self) -> Option<&PacEntry> {
-        self.entries.first()
-    }
-
-    pub fn backups(&self) -> Vec<String> {
-        self.entries.iter().skip(1).map(|e| e.name.clone()).collect()
-    }
-
-    /// What verdicts need to know of these PACs (no clients).
-    pub fn directory(&self) -> PacDirectory {
-        PacDirectory {
-            entries: self
-                .entries
-                .iter()
-                .map(|e| PacListing {
-                    name: e.name.clone(),
-                    kind: e.kind,
-                    identity: e.identity.clone(),
-                })
-                .collect(),
-        }
-    }
-}
 
 /// Exponential backoff with full jitter.
 #[derive(Debug, Clone, Copy)]

@@ -1,13 +1,12 @@
 //! Intake rules that do not touch the database: which Fecha a new attempt freezes, the PAC
 //! idempotency key of an attempt, the idempotency key of a request, and hashing.
 //!
-//! Fecha (DESIGN §4, 72-hour window): the sale's `occurred_at` is used when it lies inside
+//! Fecha (the 72-hour window): the sale's `occurred_at` is used when it lies inside
 //! SAT's 72-hour window with a safety margin (no older than [`FECHA_MAX_AGE`] and not in the
 //! future); otherwise the recording time, as local time at LugarExpedicion. It is chosen once,
 //! when the attempt is frozen, and never recomputed for that attempt.
 
 use chrono::{DateTime, Duration, NaiveDateTime, SubsecRound, Utc};
-use sha2::{Digest, Sha256};
 
 use crate::error::{OutboxError, Result};
 use crate::model::FechaSource;
@@ -90,15 +89,8 @@ pub fn check_idempotency_key(key: &str) -> Result<()> {
     Ok(())
 }
 
-/// Lowercase hex SHA-256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut s = String::with_capacity(64);
-    for b in digest {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
-}
+/// Lowercase hex SHA-256 (the one implementation of the workspace).
+pub use cfdi::digest::sha256_hex;
 
 #[cfg(test)]
 mod tests {

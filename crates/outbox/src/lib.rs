@@ -4,7 +4,7 @@
 //! Once [`Outbox::record_sale`] returns, the fact "this sale must be stamped, with these exact
 //! bytes" is durable and cannot be lost or silently changed: the sale, its outbox invoice row,
 //! attempt #1 with its frozen sealed body, and the first timeline event commit in one
-//! `synchronous=FULL` transaction or not at all (DESIGN §2.2, §2.3), with DESIGN §8's
+//! `synchronous=FULL` transaction or not at all (ARCHITECTURE.md's invariants), with `docs/intake.md`'s
 //! idempotency. Around it: reads for the console (filtered keyset lists, invoice detail with
 //! a merged timeline, counts), notes, and the emisor/CSD settings.
 //!

@@ -53,7 +53,7 @@ text_enum! {
 }
 
 text_enum! {
-    /// The strategy's verdict (DESIGN §4), cached on the row for lists; computed, never the truth.
+    /// The strategy's verdict (`docs/strategy.md`), cached on the row for lists; computed, never the truth.
     Badge {
         Pendiente = "pendiente",
         Finalizar = "finalizar",
@@ -277,7 +277,7 @@ pub struct TryInfo {
     pub actor: ActedBy,
 }
 
-/// Something learned about an invoice (DESIGN §5), or an operator's decision.
+/// Something learned about an invoice (its outcome class: `docs/strategy.md`), or an operator's decision.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EvidenceInfo {
     pub id: i64,
@@ -401,6 +401,39 @@ impl PacIdentity {
             }
             None => url.to_string(),
         }
+    }
+}
+
+/// What a verdict needs to know about the PACs of this outbox: their names in order (primary
+/// first), flavors and identities — no clients, no secrets. Built from the settings, or from
+/// the live [`PacSet`] a drain of this process runs with (which may be Modo sandbox's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PacDirectory {
+    pub entries: Vec<PacListing>,
+}
+
+/// One PAC of a [`PacDirectory`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacListing {
+    pub name: String,
+    pub kind: pac::PacKind,
+    pub identity: PacIdentity,
+}
+
+impl PacDirectory {
+    pub fn get(&self, name: &str) -> Option<&PacListing> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+
+    /// Whether a PAC answers non-creating lookups (Finkok `stamped`, Facturapi by external_id).
+    /// A PAC not listed here is assumed not to.
+    pub fn can_lookup(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|e| e.kind != pac::PacKind::Sw)
+    }
+
+    /// Backup PACs, in order.
+    pub fn backups(&self) -> Vec<String> {
+        self.entries.iter().skip(1).map(|e| e.name.clone()).collect()
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`Outbox`]: the one API both shells (CLI, desktop app) call. It owns the intake flow —
 //! validate → map with the current emisor profile → seal with the CSD → one transaction —
-//! with DESIGN §8's idempotency, and the reads, notes and settings around it. Storage is
+//! with the intake idempotency of `docs/intake.md`, and the reads, notes and settings around it. Storage is
 //! behind [`Store`]; time behind [`Clock`].
 //!
 //! Intake, step by step (`record_sale`):
@@ -34,7 +34,7 @@ use crate::model::{
     AttemptReason, Badge, BodyFormat, Counts, InvoiceDetail, InvoicePage, InvoiceRef, InvoiceState, ListFilter, Note, Recorded,
     TimelineEntry, TimelineSource,
 };
-use crate::pacs::PacDirectory;
+use crate::model::PacDirectory;
 use crate::settings::{self, DrainSettings, EmisorSettings, EmisorSetup, DEFAULT_PAC, SETTING_PRIMARY_PAC};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{

@@ -7,14 +7,13 @@ use std::time::Duration as StdDuration;
 
 use cfdi::secret::Secret;
 use pac::connect::{Credential, PacConnector, PacSpec, Timeouts};
-use pac::{Clock as PacClock, PacKind};
+use pac::{Clock as PacClock, PacClient, PacKind};
 use serde::{Deserialize, Serialize};
 
 use crate::actor::Actor;
-use crate::drain::{PacEntry, PacSet};
 use crate::error::{OutboxError, Result};
 use crate::facts::evidence_kind;
-use crate::model::PacIdentity;
+use crate::model::{PacDirectory, PacIdentity, PacListing};
 use crate::outbox::Outbox;
 use crate::store::NewEvidence;
 use crate::store::Store;
@@ -188,22 +187,6 @@ impl PacConfig {
     }
 }
 
-/// What a verdict needs to know about the PACs of this outbox: their names in order (primary
-/// first), flavors and identities — no clients, no secrets. Built from the settings, or from
-/// the live [`PacSet`] a drain of this process runs with (which may be Modo sandbox's).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PacDirectory {
-    pub entries: Vec<PacListing>,
-}
-
-/// One PAC of a [`PacDirectory`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PacListing {
-    pub name: String,
-    pub kind: PacKind,
-    pub identity: PacIdentity,
-}
-
 impl PacDirectory {
     /// The configured PACs, primary first, then the backups in their order.
     pub fn from_configs(configs: &[PacConfig]) -> PacDirectory {
@@ -220,20 +203,60 @@ impl PacDirectory {
                 .collect(),
         }
     }
+}
 
-    pub fn get(&self, name: &str) -> Option<&PacListing> {
+/// A PAC the drain can use.
+#[derive(Clone)]
+pub struct PacEntry {
+    pub name: String,
+    pub kind: PacKind,
+    /// Who this client reaches (compared with the identity an attempt froze before sending).
+    pub identity: PacIdentity,
+    pub client: Arc<dyn PacClient>,
+}
+
+/// The PACs, primary first.
+#[derive(Clone, Default)]
+pub struct PacSet {
+    entries: Vec<PacEntry>,
+}
+
+impl PacSet {
+    /// `entries[0]` is the primary; the rest are backups in order.
+    pub fn new(entries: Vec<PacEntry>) -> PacSet {
+        PacSet { entries }
+    }
+
+    /// Primary first, then the backups in order.
+    pub fn entries(&self) -> &[PacEntry] {
+        &self.entries
+    }
+
+    pub fn get(&self, name: &str) -> Option<&PacEntry> {
         self.entries.iter().find(|e| e.name == name)
     }
 
-    /// Whether a PAC answers non-creating lookups (Finkok `stamped`, Facturapi by external_id).
-    /// A PAC not listed here is assumed not to.
-    pub fn can_lookup(&self, name: &str) -> bool {
-        self.get(name).is_some_and(|e| e.kind != PacKind::Sw)
+    pub fn primary(&self) -> Option<&PacEntry> {
+        self.entries.first()
     }
 
-    /// Backup PACs, in order.
     pub fn backups(&self) -> Vec<String> {
         self.entries.iter().skip(1).map(|e| e.name.clone()).collect()
+    }
+
+    /// What verdicts need to know of these PACs (no clients).
+    pub fn directory(&self) -> PacDirectory {
+        PacDirectory {
+            entries: self
+                .entries
+                .iter()
+                .map(|e| PacListing {
+                    name: e.name.clone(),
+                    kind: e.kind,
+                    identity: e.identity.clone(),
+                })
+                .collect(),
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Emisor profile and CSD settings: what is stored (the profile, the certificate, the key
 //! exactly as SAT issued it — encrypted — and the *name* of the environment variable holding
 //! the key's password) and the checks made before storing them. The password itself is never
-//! stored (DESIGN §2.8); shells hand it to [`crate::Outbox::provide_csd_password`].
+//! stored (ARCHITECTURE.md: no secrets in the database); shells hand it to [`crate::Outbox::provide_csd_password`].
 
 use cfdi::csd::{Certificate, Csd};
 use cfdi::sale::EmisorProfile;
@@ -22,7 +22,7 @@ pub const DEFAULT_PASSWORD_ENV: &str = "TIMBRA_CSD_PASSWORD";
 pub const SETTING_PRIMARY_PAC: &str = "pac.primary";
 
 /// The PAC name frozen into attempts while no PAC is configured: the in-process simulator
-/// of sandbox mode (DESIGN §1, issue 6).
+/// of Modo sandbox.
 pub const DEFAULT_PAC: &str = "sandbox";
 
 /// Who may change the outbox's settings (emisor and CSD, PACs, drain): soporte and the

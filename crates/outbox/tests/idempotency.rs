@@ -1,4 +1,4 @@
-//! DESIGN §8, one case per row: a request history, what each request must return, and what
+//! The intake idempotency table of docs/intake.md, one case per row: a request history, what each request must return, and what
 //! the database must hold afterwards.
 
 mod common;

@@ -1,4 +1,4 @@
-//! The strategy table, data-driven: every worked case of reference/strategy-cases.md and every
+//! The strategy table, data-driven: every worked case of docs/strategy.md and every
 //! PAC outcome class, through one `check` helper; then the property that no history ever allows
 //! a new attempt while an earlier attempt's outcome is unknown or created.
 

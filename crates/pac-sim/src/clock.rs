@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Duration, Utc};
 
-/// Where "now" comes from before the offset.
-pub type BaseClock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+/// Where "now" comes from before the offset: the one clock trait of the workspace.
+pub type BaseClock = Arc<dyn pac::Clock>;
 
 /// The clock every part of the simulator reads.
 #[derive(Clone)]
@@ -27,7 +27,7 @@ impl std::fmt::Debug for SimClock {
 impl SimClock {
     /// The system clock, no offset.
     pub fn system() -> SimClock {
-        SimClock::with_base(Arc::new(Utc::now))
+        SimClock::with_base(Arc::new(pac::SystemClock))
     }
 
     pub fn with_base(base: BaseClock) -> SimClock {
@@ -38,7 +38,7 @@ impl SimClock {
     }
 
     pub fn now(&self) -> DateTime<Utc> {
-        (self.base)() + self.offset()
+        self.base.now() + self.offset()
     }
 
     pub fn offset(&self) -> Duration {
@@ -58,6 +58,12 @@ impl SimClock {
     pub fn set_offset(&self, offset: Duration) {
         let mut g = self.offset.lock().unwrap_or_else(|p| p.into_inner());
         *g = offset;
+    }
+}
+
+impl pac::Clock for SimClock {
+    fn now(&self) -> DateTime<Utc> {
+        SimClock::now(self)
     }
 }
 

@@ -33,8 +33,7 @@ use serde_json::{json, Value};
 use cfdi::sale::{EmisorProfile, Sale};
 
 use crate::engine::{CancelDecision, CfdiRecord, StampDecision, PAC_RFC};
-use crate::routes::AppState;
-use crate::server::ConnCtl;
+use crate::state::{AppState, ConnCtl};
 
 /// The organization the simulator issues for.
 pub fn emisor() -> EmisorProfile {
@@ -497,7 +496,7 @@ async fn create(State(s): State<AppState>, headers: HeaderMap, ctl: Option<Exten
     match result {
         Ok((r, true)) => {
             if s.engine.chance(s.engine.faults().timeout_after_certify) {
-                return crate::sw::hold_then_abort(&s, ctl.map(|c| c.0)).await;
+                return crate::wire::hold_then_abort(&s, ctl.map(|c| c.0)).await;
             }
             invoice_response(&s, &r)
         }

@@ -21,8 +21,8 @@ use base64::Engine as _;
 use cfdi::xml::{Document, Element};
 
 use crate::engine::{CancelDecision, CfdiRecord, Rejection, StampDecision, PAC_CP};
-use crate::routes::{esc, soap_fault, soap_param, xml_response, AppState, NS_SOAP_ENV};
-use crate::server::ConnCtl;
+use crate::state::{AppState, ConnCtl};
+use crate::wire::{esc, soap_fault, soap_param, xml_response, NS_SOAP_ENV};
 
 const NS_STAMP: &str = "http://facturacion.finkok.com/stamp";
 const NS_CANCEL: &str = "http://facturacion.finkok.com/cancel";
@@ -157,7 +157,7 @@ async fn stamp_service(State(s): State<AppState>, ctl: Option<Extension<ConnCtl>
     match s.engine.stamp(&xml, None, None, false) {
         StampDecision::Stamped(r) => {
             if s.engine.chance(s.engine.faults().timeout_after_certify) {
-                return crate::sw::hold_then_abort(&s, ctl.map(|c| c.0)).await;
+                return crate::wire::hold_then_abort(&s, ctl.map(|c| c.0)).await;
             }
             reply(format!("{}{}", stamp_fields(&r, true), "<s0:Incidencias/>"))
         }

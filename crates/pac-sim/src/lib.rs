@@ -11,8 +11,8 @@
 //! Used by tests, benchmarks and the desktop app's sandbox mode ([`start`], in-process on
 //! 127.0.0.1:0). Time comes from [`clock::SimClock`], which `POST /_sim/clock/advance` moves.
 //!
-//! **Architecture invariant:** this crate and `pac` are the only ones that speak HTTP; it
-//! depends on `cfdi` only.
+//! **Architecture invariant:** this crate (with `pac-clients`) speaks HTTP; it depends on
+//! `cfdi` and on `pac`'s vocabulary only (no PAC client, no outbox).
 
 pub mod clock;
 pub mod engine;
@@ -21,9 +21,12 @@ pub mod faults;
 pub mod finkok;
 pub mod routes;
 pub mod server;
+pub mod state;
 pub mod sw;
+pub mod wire;
 
 pub use clock::SimClock;
 pub use engine::{CfdiRecord, Engine, Flavor, PAC_RFC};
 pub use faults::{Faults, FaultsError};
-pub use server::{start, start_with_clock, Credentials, SimConfig, SimError, SimHandle};
+pub use server::{start, start_with_clock, SimConfig, SimError, SimHandle};
+pub use state::Credentials;

@@ -11,7 +11,6 @@
 //! - `POST /_sim/cancellations/{uuid}/accept|reject`: the receptor's answer.
 //! - `GET /_sim/cfdi/{uuid}`: the stamped XML.
 
-use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -24,9 +23,9 @@ use serde_json::json;
 use cfdi::xml::Document;
 
 use crate::engine::{CfdiRecord, Flavor, SatAnswer, PAC_CP};
-use crate::server::SimState;
+use crate::state::{AppState, SimState};
+use crate::wire::{esc, soap_fault, soap_param, xml_response, NS_SOAP_ENV};
 
-pub type AppState = Arc<SimState>;
 
 /// The whole router of a simulator.
 pub fn router(state: AppState) -> Router {
@@ -156,41 +155,6 @@ async fn cfdi_xml(State(s): State<AppState>, Path(uuid): Path<String>) -> Respon
         Some(r) => ([(header::CONTENT_TYPE, "application/xml")], r.xml).into_response(),
         None => (StatusCode::NOT_FOUND, "UUID no encontrado").into_response(),
     }
-}
-
-/// Escapes text for XML (the one implementation, shared with `pac`).
-pub use cfdi::escape::xml as esc;
-
-/// The text of the first element named `local` in a SOAP request.
-pub fn soap_param(doc: &Document, local: &str) -> Option<String> {
-    fn find<'a>(e: &'a cfdi::xml::Element, local: &str) -> Option<&'a cfdi::xml::Element> {
-        if e.local == local {
-            return Some(e);
-        }
-        e.elements().find_map(|c| find(c, local))
-    }
-    find(&doc.root, local).map(|e| e.string_value().trim().to_string())
-}
-
-pub const NS_SOAP_ENV: &str = "http://schemas.xmlsoap.org/soap/envelope/";
-
-/// A SOAP fault response.
-pub fn soap_fault(code: &str, message: &str) -> Response {
-    let body = format!(
-        "<?xml version='1.0' encoding='UTF-8'?><soap11env:Envelope xmlns:soap11env=\"{NS_SOAP_ENV}\"><soap11env:Body><soap11env:Fault><faultcode>soap11env:{}</faultcode><faultstring>{}</faultstring><faultactor></faultactor></soap11env:Fault></soap11env:Body></soap11env:Envelope>",
-        esc(code),
-        esc(message)
-    );
-    (
-        StatusCode::INTERNAL_SERVER_ERROR,
-        [(header::CONTENT_TYPE, "text/xml; charset=utf-8")],
-        body,
-    )
-        .into_response()
-}
-
-pub fn xml_response(body: String) -> Response {
-    (StatusCode::OK, [(header::CONTENT_TYPE, "text/xml; charset=utf-8")], body).into_response()
 }
 
 async fn sat_consulta(State(s): State<AppState>, body: Bytes) -> Response {

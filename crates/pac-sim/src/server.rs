@@ -19,13 +19,14 @@ use axum::Router;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 
 use tower::ServiceExt;
 
 use crate::clock::SimClock;
 use crate::engine::{Engine, EngineError, Flavor};
 use crate::faults::Faults;
+use crate::state::{ConnCtl, Credentials, SimState};
 
 /// How to start a simulator.
 #[derive(Debug, Clone)]
@@ -40,29 +41,6 @@ pub struct SimConfig {
     pub credentials: Credentials,
     /// How long a `timeout_after_certify` request is held before the connection is reset.
     pub hold: Duration,
-}
-
-/// Credentials the simulator accepts (test values; the simulator guards nothing).
-#[derive(Debug, Clone)]
-pub struct Credentials {
-    /// SW user/password and Finkok username/password.
-    pub user: String,
-    pub password: String,
-    /// SW's fixed "token infinito".
-    pub sw_token: String,
-    /// Facturapi secret key.
-    pub facturapi_key: String,
-}
-
-impl Default for Credentials {
-    fn default() -> Credentials {
-        Credentials {
-            user: "sim@timbra.test".into(),
-            password: "simulador".into(),
-            sw_token: "sim-token-infinito".into(),
-            facturapi_key: "sk_test_simulador".into(),
-        }
-    }
 }
 
 impl SimConfig {
@@ -86,46 +64,6 @@ pub enum SimError {
     Engine(#[from] EngineError),
     #[error("no se pudo escuchar en {addr}: {reason}")]
     Listen { addr: SocketAddr, reason: String },
-}
-
-/// Shared by every request.
-pub struct SimState {
-    pub engine: Engine,
-    pub credentials: Credentials,
-    pub hold: Duration,
-    pub shutdown: watch::Receiver<bool>,
-    faults_version: watch::Sender<u64>,
-}
-
-impl SimState {
-    /// Replaces the fault schedule and lets the accept loop react (outages).
-    pub fn set_faults(&self, f: Faults) {
-        self.engine.set_faults(f);
-        self.faults_version.send_modify(|v| *v += 1);
-    }
-
-    /// Waits until the simulator is shutting down.
-    pub async fn shutting_down(&self) {
-        let mut rx = self.shutdown.clone();
-        while !*rx.borrow_and_update() {
-            if rx.changed().await.is_err() {
-                return;
-            }
-        }
-    }
-}
-
-/// Lets a handler kill its own connection (reset, timeout after certify).
-#[derive(Clone, Default)]
-pub struct ConnCtl {
-    abort: Arc<Notify>,
-}
-
-impl ConnCtl {
-    /// Resets the connection; the response in flight is never sent.
-    pub fn abort(&self) {
-        self.abort.notify_one();
-    }
 }
 
 /// A running simulator.

@@ -22,8 +22,8 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use crate::engine::{CancelDecision, CfdiRecord, StampDecision};
-use crate::routes::AppState;
-use crate::server::ConnCtl;
+use crate::state::{AppState, ConnCtl};
+use crate::wire::hold_then_abort;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -238,20 +238,6 @@ async fn stamp(
     }
 }
 
-/// `timeout_after_certify`: the CFDI exists, the answer never comes; the connection is reset
-/// after the hold (or at shutdown).
-pub async fn hold_then_abort(s: &AppState, ctl: Option<ConnCtl>) -> Response {
-    tokio::select! {
-        _ = tokio::time::sleep(s.hold) => {}
-        _ = s.shutting_down() => {}
-    }
-    if let Some(c) = ctl {
-        c.abort();
-        std::future::pending::<()>().await;
-    }
-    (StatusCode::GATEWAY_TIMEOUT, "").into_response()
-}
-
 async fn storage(State(s): State<AppState>, headers: HeaderMap, Path(uuid): Path<String>) -> Response {
     if let Err(r) = check_token(&s, &headers) {
         return r;
@@ -294,7 +280,7 @@ fn cancel_response(s: &AppState, uuid: &str, rfc: Option<&str>, motivo: &str, fo
             let acuse = format!(
                 "<Acuse Fecha=\"{}\" RfcEmisor=\"{}\"><Folios><UUID>{}</UUID><EstatusUUID>{code}</EstatusUUID></Folios></Acuse>",
                 cfdi::tz::local_at(s.engine.clock.now(), crate::engine::PAC_CP).format(cfdi::write::FECHA_FORMAT),
-                crate::routes::esc(&record.rfc_emisor),
+                crate::wire::esc(&record.rfc_emisor),
                 record.uuid
             );
             let mut map = serde_json::Map::new();

@@ -40,6 +40,16 @@ pub trait Clock: Send + Sync {
     fn now(&self) -> DateTime<Utc>;
 }
 
+/// A function of no arguments is a clock (tests: a fixed instant).
+impl<F> Clock for F
+where
+    F: Fn() -> DateTime<Utc> + Send + Sync,
+{
+    fn now(&self) -> DateTime<Utc> {
+        self()
+    }
+}
+
 /// The system clock.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;

@@ -1,4 +1,4 @@
-//! The outcome classes (DESIGN §5) and the requests that produce them.
+//! The outcome classes (`docs/strategy.md`) and the requests that produce them.
 //!
 //! Each PAC call ends in exactly one variant. The split that matters most is between
 //! [`StampOutcome::NotSent`] / [`StampOutcome::Unavailable`] ("not created, the PAC never took

@@ -1,5 +1,5 @@
 //! The storage seam: the [`Store`] trait lists every operation the outbox needs from a
-//! database, in domain terms, so a second backend (PostgreSQL, for teams: DESIGN §7) is one
+//! database, in domain terms, so a second backend (PostgreSQL, for teams) is one
 //! more implementation of it with its own SQL files and migrations, and the same tests.
 //!
 //! Backends own their SQL (in `.sql` files) and their transactions; the idempotency, Fecha and
@@ -188,7 +188,7 @@ pub struct NewTry {
     pub actor: Actor,
 }
 
-/// Something learned (DESIGN §5): appended, never fenced.
+/// Something learned (an outcome class of `docs/strategy.md`): appended, never fenced.
 #[derive(Debug, Clone)]
 pub struct NewEvidence {
     pub invoice_id: i64,

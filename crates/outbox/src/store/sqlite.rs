@@ -1,4 +1,4 @@
-//! The SQLite backend: the embedded default (DESIGN §7).
+//! The SQLite backend: the embedded default.
 //!
 //! Owns opening the database file safely (WAL, `synchronous=FULL`, `busy_timeout`, foreign
 //! keys; a missing, read-only, locked, corrupt or foreign file is a classified error, never a
@@ -422,6 +422,108 @@ fn note(row: &SqliteRow) -> Result<Note> {
     })
 }
 
+fn sale_record(s: &SqliteRow) -> Result<SaleRecord> {
+    let text: String = get(s, "body")?;
+    Ok(SaleRecord {
+        sale_id: get(s, "sale_id")?,
+        kind: get(s, "kind")?,
+        occurred_at: get(s, "occurred_at")?,
+        body: cfdi::sale::Sale::from_json(text.as_bytes()).map_err(|e| OutboxError::Database(format!("sales.body: {e}")))?,
+        body_sha256: get(s, "body_sha256")?,
+        source: get(s, "source")?,
+        recorded_at: instant(get(s, "recorded_at_ms")?)?,
+        recorded_by: acted(s, "actor", "actor_role")?,
+    })
+}
+
+fn attempt_info(r: &SqliteRow) -> Result<AttemptInfo> {
+    let reason: String = get(r, "reason")?;
+    let format: String = get(r, "body_format")?;
+    let source: String = get(r, "fecha_source")?;
+    Ok(AttemptInfo {
+        id: get(r, "id")?,
+        attempt_no: get(r, "attempt_no")?,
+        reason: parse_text("attempts.reason", &reason, AttemptReason::parse)?,
+        previous_attempt_id: get(r, "previous_attempt_id")?,
+        pac: get(r, "pac")?,
+        body_format: parse_text("attempts.body_format", &format, BodyFormat::parse)?,
+        body_len: get(r, "body_len")?,
+        body_sha256: get(r, "body_sha256")?,
+        fecha: get(r, "fecha")?,
+        fecha_utc: instant(get(r, "fecha_utc_ms")?)?,
+        fecha_source: parse_text("attempts.fecha_source", &source, FechaSource::parse)?,
+        pac_idempotency_key: get(r, "pac_idempotency_key")?,
+        mapping_version: get(r, "mapping_version")?,
+        no_certificado: get(r, "no_certificado")?,
+        pac_identity: match get::<Option<String>>(r, "pac_identity")? {
+            Some(j) => Some(serde_json::from_str(&j).map_err(|e| OutboxError::Database(format!("attempts.pac_identity: {e}")))?),
+            None => None,
+        },
+        resolution: get(r, "resolution")?,
+        resolved_at: opt_instant(get(r, "resolved_at_ms")?)?,
+        created_at: instant(get(r, "created_at_ms")?)?,
+        created_by: acted(r, "actor", "actor_role")?,
+    })
+}
+
+fn try_info(r: &SqliteRow) -> Result<TryInfo> {
+    Ok(TryInfo {
+        id: get(r, "id")?,
+        attempt_id: get(r, "attempt_id")?,
+        try_no: get(r, "try_no")?,
+        operation: get(r, "operation")?,
+        pac: get(r, "pac")?,
+        worker: get(r, "worker")?,
+        fencing_token: get(r, "fencing_token")?,
+        started_at: instant(get(r, "started_at_ms")?)?,
+        actor: acted(r, "actor", "actor_role")?,
+    })
+}
+
+fn evidence_info(r: &SqliteRow) -> Result<EvidenceInfo> {
+    Ok(EvidenceInfo {
+        id: get(r, "id")?,
+        attempt_id: get(r, "attempt_id")?,
+        try_id: get(r, "try_id")?,
+        kind: get(r, "kind")?,
+        outcome: get(r, "outcome")?,
+        code: get(r, "code")?,
+        message: get(r, "message")?,
+        uuid: get(r, "uuid")?,
+        retry_after_ms: get(r, "retry_after_ms")?,
+        detail: json_col(r, "detail")?,
+        fencing_token: get(r, "fencing_token")?,
+        recorded_at: instant(get(r, "recorded_at_ms")?)?,
+        actor: acted(r, "actor", "actor_role")?,
+    })
+}
+
+fn cfdi_info(r: &SqliteRow) -> Result<CfdiInfo> {
+    Ok(CfdiInfo {
+        id: get(r, "id")?,
+        attempt_id: get(r, "attempt_id")?,
+        uuid: get(r, "uuid")?,
+        pac: get(r, "pac")?,
+        fecha_timbrado: get(r, "fecha_timbrado")?,
+        has_xml: get::<i64>(r, "has_xml")? != 0,
+        xml_sha256: get(r, "xml_sha256")?,
+        sat_status: get(r, "sat_status")?,
+        cancellation_status: get(r, "cancellation_status")?,
+        created_at: instant(get(r, "created_at_ms")?)?,
+    })
+}
+
+fn timeline_event(r: &SqliteRow) -> Result<TimelineEntry> {
+    Ok(TimelineEntry {
+        at: instant(get(r, "at_ms")?)?,
+        source: TimelineSource::Event,
+        ref_id: get(r, "id")?,
+        kind: get(r, "kind")?,
+        actor: acted(r, "actor", "actor_role")?,
+        detail: json_col(r, "detail")?,
+    })
+}
+
 /// Inserts a timeline event inside a transaction.
 async fn insert_event(
     tx: &mut sqlx::Transaction<'_, Sqlite>,
@@ -445,6 +547,18 @@ async fn insert_event(
 }
 
 impl SqliteStore {
+    /// Every row `sql` (with `?1` = `id`) returns, read by `read`, inside `tx`.
+    async fn rows<T>(
+        &self,
+        tx: &mut sqlx::Transaction<'_, Sqlite>,
+        sql: &'static str,
+        id: i64,
+        read: fn(&SqliteRow) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let rows = sqlx::query(sql).bind(id).fetch_all(&mut **tx).await.map_err(|e| self.err(e))?;
+        rows.iter().map(read).collect()
+    }
+
     /// Inserts a frozen attempt inside a transaction; returns its id.
     async fn insert_attempt(
         &self,
@@ -650,7 +764,8 @@ impl Store for SqliteStore {
     }
 
     async fn invoice_detail(&self, id: i64) -> Result<Option<InvoiceDetail>> {
-        // One read transaction: a consistent snapshot of every part.
+        // One read transaction: a consistent snapshot of every part. The invoice row (and its
+        // facts_version) is read first, so a fact landing meanwhile only makes the version older.
         let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
         let Some(row) = sqlx::query(sql!("invoice_by_id"))
             .bind(id)
@@ -660,177 +775,26 @@ impl Store for SqliteStore {
         else {
             return Ok(None);
         };
-        let invoice = summary(&row)?;
-        let fencing_token: i64 = get(&row, "fencing_token")?;
-        let facts_version: i64 = get(&row, "facts_version")?;
-        let lease = match (
-            get::<Option<String>>(&row, "lease_owner")?,
-            get::<Option<i64>>(&row, "lease_until_ms")?,
-        ) {
-            (Some(owner), Some(until)) => Some(Lease {
-                owner,
-                until: instant(until)?,
-            }),
+        let lease = match (get::<Option<String>>(&row, "lease_owner")?, get::<Option<i64>>(&row, "lease_until_ms")?) {
+            (Some(owner), Some(until)) => Some(Lease { owner, until: instant(until)? }),
             _ => None,
         };
-
-        let s = sqlx::query(sql!("sale_of_invoice"))
-            .bind(id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let sale = SaleRecord {
-            sale_id: get(&s, "sale_id")?,
-            kind: get(&s, "kind")?,
-            occurred_at: get(&s, "occurred_at")?,
-            body: {
-                let text: String = get(&s, "body")?;
-                cfdi::sale::Sale::from_json(text.as_bytes()).map_err(|e| OutboxError::Database(format!("sales.body: {e}")))?
-            },
-            body_sha256: get(&s, "body_sha256")?,
-            source: get(&s, "source")?,
-            recorded_at: instant(get(&s, "recorded_at_ms")?)?,
-            recorded_by: acted(&s, "actor", "actor_role")?,
-        };
-
-        let rows = sqlx::query(sql!("attempts_by_invoice"))
-            .bind(id)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let mut attempts = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let reason: String = get(r, "reason")?;
-            let format: String = get(r, "body_format")?;
-            let source: String = get(r, "fecha_source")?;
-            attempts.push(AttemptInfo {
-                id: get(r, "id")?,
-                attempt_no: get(r, "attempt_no")?,
-                reason: parse_text("attempts.reason", &reason, AttemptReason::parse)?,
-                previous_attempt_id: get(r, "previous_attempt_id")?,
-                pac: get(r, "pac")?,
-                body_format: parse_text("attempts.body_format", &format, BodyFormat::parse)?,
-                body_len: get(r, "body_len")?,
-                body_sha256: get(r, "body_sha256")?,
-                fecha: get(r, "fecha")?,
-                fecha_utc: instant(get(r, "fecha_utc_ms")?)?,
-                fecha_source: parse_text("attempts.fecha_source", &source, FechaSource::parse)?,
-                pac_idempotency_key: get(r, "pac_idempotency_key")?,
-                mapping_version: get(r, "mapping_version")?,
-                no_certificado: get(r, "no_certificado")?,
-                pac_identity: match get::<Option<String>>(r, "pac_identity")? {
-                    Some(j) => Some(serde_json::from_str(&j).map_err(|e| OutboxError::Database(format!("attempts.pac_identity: {e}")))?),
-                    None => None,
-                },
-                resolution: get(r, "resolution")?,
-                resolved_at: opt_instant(get(r, "resolved_at_ms")?)?,
-                created_at: instant(get(r, "created_at_ms")?)?,
-                created_by: acted(r, "actor", "actor_role")?,
-            });
-        }
-
-        let rows = sqlx::query(sql!("tries_by_invoice"))
-            .bind(id)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let mut tries = Vec::with_capacity(rows.len());
-        for r in &rows {
-            tries.push(TryInfo {
-                id: get(r, "id")?,
-                attempt_id: get(r, "attempt_id")?,
-                try_no: get(r, "try_no")?,
-                operation: get(r, "operation")?,
-                pac: get(r, "pac")?,
-                worker: get(r, "worker")?,
-                fencing_token: get(r, "fencing_token")?,
-                started_at: instant(get(r, "started_at_ms")?)?,
-                actor: acted(r, "actor", "actor_role")?,
-            });
-        }
-
-        let rows = sqlx::query(sql!("evidence_by_invoice"))
-            .bind(id)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let mut evidence = Vec::with_capacity(rows.len());
-        for r in &rows {
-            evidence.push(EvidenceInfo {
-                id: get(r, "id")?,
-                attempt_id: get(r, "attempt_id")?,
-                try_id: get(r, "try_id")?,
-                kind: get(r, "kind")?,
-                outcome: get(r, "outcome")?,
-                code: get(r, "code")?,
-                message: get(r, "message")?,
-                uuid: get(r, "uuid")?,
-                retry_after_ms: get(r, "retry_after_ms")?,
-                detail: json_col(r, "detail")?,
-                fencing_token: get(r, "fencing_token")?,
-                recorded_at: instant(get(r, "recorded_at_ms")?)?,
-                actor: acted(r, "actor", "actor_role")?,
-            });
-        }
-
-        let rows = sqlx::query(sql!("cfdis_by_invoice"))
-            .bind(id)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let mut cfdis = Vec::with_capacity(rows.len());
-        for r in &rows {
-            cfdis.push(CfdiInfo {
-                id: get(r, "id")?,
-                attempt_id: get(r, "attempt_id")?,
-                uuid: get(r, "uuid")?,
-                pac: get(r, "pac")?,
-                fecha_timbrado: get(r, "fecha_timbrado")?,
-                has_xml: get::<i64>(r, "has_xml")? != 0,
-                xml_sha256: get(r, "xml_sha256")?,
-                sat_status: get(r, "sat_status")?,
-                cancellation_status: get(r, "cancellation_status")?,
-                created_at: instant(get(r, "created_at_ms")?)?,
-            });
-        }
-
-        let rows = sqlx::query(sql!("notes_by_invoice"))
-            .bind(id)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let notes = rows.iter().map(note).collect::<Result<Vec<_>>>()?;
-
-        let rows = sqlx::query(sql!("timeline_by_invoice"))
-            .bind(id)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let mut timeline = Vec::with_capacity(rows.len());
-        for r in &rows {
-            timeline.push(TimelineEntry {
-                at: instant(get(r, "at_ms")?)?,
-                source: TimelineSource::Event,
-                ref_id: get(r, "id")?,
-                kind: get(r, "kind")?,
-                actor: acted(r, "actor", "actor_role")?,
-                detail: json_col(r, "detail")?,
-            });
-        }
-        tx.rollback().await.map_err(|e| self.err(e))?;
-        Ok(Some(InvoiceDetail {
-            invoice,
-            fencing_token,
-            facts_version,
+        let sale = self.rows(&mut tx, sql!("sale_of_invoice"), id, sale_record).await?.into_iter().next();
+        let detail = InvoiceDetail {
+            invoice: summary(&row)?,
+            fencing_token: get(&row, "fencing_token")?,
+            facts_version: get(&row, "facts_version")?,
             lease,
-            sale,
-            attempts,
-            tries,
-            evidence,
-            cfdis,
-            notes,
-            timeline,
-        }))
+            sale: sale.ok_or_else(|| OutboxError::Database(format!("la factura {id} no tiene venta")))?,
+            attempts: self.rows(&mut tx, sql!("attempts_by_invoice"), id, attempt_info).await?,
+            tries: self.rows(&mut tx, sql!("tries_by_invoice"), id, try_info).await?,
+            evidence: self.rows(&mut tx, sql!("evidence_by_invoice"), id, evidence_info).await?,
+            cfdis: self.rows(&mut tx, sql!("cfdis_by_invoice"), id, cfdi_info).await?,
+            notes: self.rows(&mut tx, sql!("notes_by_invoice"), id, note).await?,
+            timeline: self.rows(&mut tx, sql!("timeline_by_invoice"), id, timeline_event).await?,
+        };
+        tx.rollback().await.map_err(|e| self.err(e))?;
+        Ok(Some(detail))
     }
 
     async fn attempt_body(&self, attempt_id: i64) -> Result<Option<(BodyFormat, Vec<u8>)>> {
@@ -1084,11 +1048,10 @@ impl Store for SqliteStore {
     }
 
     async fn record_cfdi(&self, c: &NewCfdi) -> Result<()> {
-        use sha2::Digest as _;
         let sha = c
             .xml
             .as_ref()
-            .map(|x| sha2::Sha256::digest(x).iter().map(|b| format!("{b:02x}")).collect::<String>());
+            .map(|x| cfdi::digest::sha256_hex(x));
         let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
         sqlx::query(sql!("upsert_cfdi"))
             .bind(c.invoice_id)

@@ -1,0 +1,110 @@
+//! The architecture of ARCHITECTURE.md, checked: no module cycle in any crate; the direction of
+//! the crate dependencies (only `outbox` knows SQL, only the PAC clients, the simulator and the
+//! intake API know HTTP, only `src-tauri` knows Tauri, `cfdi` knows none of them); every module
+//! says what it owns; nothing in the repository points at documents outside it.
+
+use std::collections::BTreeSet;
+
+use tidy::{dependencies, find_cycle, module_graph, root, rust_files};
+
+/// Every crate with sources: (name, source dir, manifest).
+fn crates() -> Vec<(String, std::path::PathBuf, std::path::PathBuf)> {
+    let root = root();
+    let mut out = Vec::new();
+    for dir in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        let p = dir.path();
+        if p.join("Cargo.toml").exists() {
+            out.push((p.file_name().unwrap().to_string_lossy().to_string(), p.join("src"), p.join("Cargo.toml")));
+        }
+    }
+    out.push(("src-tauri".into(), root.join("src-tauri/src"), root.join("src-tauri/Cargo.toml")));
+    out.sort();
+    out
+}
+
+#[test]
+fn no_module_cycle_in_any_crate() {
+    let mut cycles = Vec::new();
+    for (name, src, _) in crates() {
+        let graph = module_graph(&src);
+        if let Some(c) = find_cycle(&graph) {
+            cycles.push(format!("{name}: {}", c.join(" → ")));
+        }
+    }
+    assert!(cycles.is_empty(), "module cycles:\n  {}", cycles.join("\n  "));
+}
+
+#[test]
+fn crate_dependencies_point_one_way() {
+    // (crate, dependencies it must not declare)
+    let sql = ["sqlx"];
+    let http = ["reqwest", "hyper", "hyper-util", "axum", "tower"];
+    let rules: &[(&str, &[&str])] = &[
+        ("cfdi", &["sqlx", "reqwest", "hyper", "axum", "tauri", "tokio", "timbra-pac", "timbra-outbox"]),
+        ("pac", &["sqlx", "reqwest", "hyper", "axum", "tauri", "timbra-outbox", "timbra-pac-clients"]),
+        ("pac-clients", &["sqlx", "tauri", "timbra-outbox", "axum"]),
+        ("pac-sim", &["sqlx", "tauri", "timbra-outbox", "timbra-pac-clients", "reqwest"]),
+        ("outbox", &["reqwest", "hyper", "hyper-util", "axum", "tower", "tauri", "timbra-pac-clients"]),
+        ("pdf", &["sqlx", "reqwest", "tauri", "tokio", "timbra-outbox"]),
+    ];
+    let _ = (sql, http);
+    let mut problems = Vec::new();
+    for (name, _, manifest) in crates() {
+        let deps = dependencies(&manifest);
+        for (krate, forbidden) in rules {
+            if *krate == name {
+                for f in *forbidden {
+                    if deps.contains(*f) {
+                        problems.push(format!("{name} depends on {f}"));
+                    }
+                }
+            }
+        }
+        if name != "src-tauri" && deps.iter().any(|d| d == "tauri" || d.starts_with("tauri-")) {
+            problems.push(format!("{name} knows Tauri"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn every_module_says_what_it_owns() {
+    let mut missing = Vec::new();
+    for (name, src, _) in crates() {
+        for f in rust_files(&src) {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            if !first.starts_with("//!") {
+                missing.push(format!("{name}: {}", f.strip_prefix(&src).unwrap().display()));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "modules without a //! doc:\n  {}", missing.join("\n  "));
+}
+
+#[test]
+fn nothing_points_at_documents_outside_the_repository() {
+    let root = root();
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for (_, src, manifest) in crates() {
+        files.extend(rust_files(&src));
+        files.extend(rust_files(&src.with_file_name("tests")));
+        files.push(manifest);
+    }
+    for doc in ["README.md", "ARCHITECTURE.md"] {
+        files.push(root.join(doc));
+    }
+    if let Ok(d) = std::fs::read_dir(root.join("docs")) {
+        files.extend(d.flatten().map(|e| e.path()));
+    }
+    let bad: BTreeSet<String> = files
+        .iter()
+        .filter(|f| f.file_name().is_some_and(|n| n != "architecture.rs"))
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).ok()?;
+            let hit = text.contains("DESIGN §") || text.contains("DESIGN.md") || text.contains("reference/strategy-cases") || text.contains("pac-sat-facts");
+            hit.then(|| f.strip_prefix(&root).unwrap_or(f).display().to_string())
+        })
+        .collect();
+    assert!(bad.is_empty(), "these cite documents outside the repository:\n  {}", bad.into_iter().collect::<Vec<_>>().join("\n  "));
+}
