@@ -1,6 +1,6 @@
 //! Tauri's build step, reading the canonical `tauri.conf.json` at the repository root, with the
-//! app's own commands declared so that the capability in `capabilities/` must allow each one
-//! explicitly (nothing the UI does not use is reachable).
+//! app's own commands (from `src/ipc_list.rs`) declared so that the capability in
+//! `capabilities/` must allow each one explicitly (nothing the UI does not use is reachable).
 
 use std::path::Path;
 
@@ -14,11 +14,21 @@ fn main() {
     }
     let attributes = tauri_build::Attributes::new()
         .config_path("../tauri.conf.json")
-        .app_manifest(tauri_build::AppManifest::new().commands(timbra_commands::ALL));
+        .app_manifest(tauri_build::AppManifest::new().commands(COMMANDS));
     if let Err(e) = tauri_build::try_build(attributes) {
         panic!("tauri-build: {e:#}");
     }
 }
 
-#[path = "src/commands_list.rs"]
-mod timbra_commands;
+#[macro_use]
+#[path = "src/ipc_list.rs"]
+mod ipc_list;
+
+/// The command names of the list (its types are never resolved here).
+macro_rules! command_names {
+    (commands { $($name:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty ;)* } events { $($events:tt)* }) => {
+        const COMMANDS: &[&str] = &[$(stringify!($name)),*];
+    };
+}
+
+ipc_surface!(command_names);

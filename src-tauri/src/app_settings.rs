@@ -7,7 +7,9 @@ use outbox::{Actor, Outbox, Store};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::dto::{OperatorDto, PacConfigDto, PacEnvironmentDto, PacNameDto, PacsDto, RoleDto};
+use outbox::Role;
+
+use crate::dto::{OperatorDto, PacConfigDto, PacEnvironmentDto, PacNameDto, PacsDto};
 use crate::error::AppError;
 
 pub const OPERATORS: &str = "app.operators";
@@ -17,15 +19,15 @@ pub fn default_operators() -> Vec<OperatorDto> {
     vec![
         OperatorDto {
             name: "Mostrador".into(),
-            role: RoleDto::Personal,
+            role: Role::Personal,
         },
         OperatorDto {
             name: "Soporte".into(),
-            role: RoleDto::Soporte,
+            role: Role::Soporte,
         },
         OperatorDto {
             name: "Contador".into(),
-            role: RoleDto::Contador,
+            role: Role::Contador,
         },
     ]
 }
@@ -92,7 +94,7 @@ pub fn check_operators(ops: &[OperatorDto]) -> Result<(), AppError> {
                 message: format!("{name:?} ya existe"),
             });
         }
-        if op.role == RoleDto::Sistema {
+        if op.role == Role::Sistema {
             errors.push(crate::error::FieldErrorDto {
                 field: format!("operators[{i}].role"),
                 code: "rol_invalido".into(),
@@ -111,7 +113,7 @@ pub fn check_operators(ops: &[OperatorDto]) -> Result<(), AppError> {
 mod tests {
     use super::*;
 
-    fn op(name: &str, role: RoleDto) -> OperatorDto {
+    fn op(name: &str, role: Role) -> OperatorDto {
         OperatorDto { name: name.into(), role }
     }
 
@@ -119,10 +121,10 @@ mod tests {
     fn operator_lists_are_checked_field_by_field() {
         assert!(check_operators(&default_operators()).is_ok());
         let bad = check_operators(&[
-            op("Ana", RoleDto::Personal),
-            op(" Ana ", RoleDto::Soporte),
-            op("", RoleDto::Contador),
-            op("T", RoleDto::Sistema),
+            op("Ana", Role::Personal),
+            op(" Ana ", Role::Soporte),
+            op("", Role::Contador),
+            op("T", Role::Sistema),
         ]);
         let Err(AppError::Validation { errors }) = bad else {
             panic!("{bad:?}")

@@ -7,7 +7,10 @@ use cfdi::secret::Secret;
 use outbox::model::InvoiceRef;
 use outbox::strategy::RefusalCode;
 use outbox::{EmisorSetup, OutboxError};
-use tauri::{AppHandle, Emitter, State};
+use cfdi::sale_draft::SaleDraft;
+use outbox::model::{Counts, InvoicePage, Note};
+use outbox::Role;
+use tauri::{AppHandle, State};
 
 use crate::app_settings::{self, OPERATORS};
 use crate::convert;
@@ -15,6 +18,7 @@ use crate::credentials::CredentialSlot;
 use crate::demo;
 use crate::dto::*;
 use crate::error::AppError;
+use crate::ipc::emit;
 use crate::state::{AppState, Ready};
 
 type Res<T> = Result<T, AppError>;
@@ -22,29 +26,23 @@ type Res<T> = Result<T, AppError>;
 /// Tells the UI an invoice and the counts changed (best effort: a closed window is not an error).
 async fn announce(app: &AppHandle, ready: &Ready, invoice_id: Option<i64>) {
     if let Some(invoice_id) = invoice_id {
-        if let Err(e) = app.emit(events::INVOICE_CHANGED, InvoiceChangedDto { invoice_id }) {
-            tracing::debug!(error = %e, "evento invoice-changed no entregado");
-        }
+        emit::invoice_changed(app, &InvoiceChangedDto { invoice_id });
     }
     match ready.outbox.counts().await {
-        Ok(c) => {
-            if let Err(e) = app.emit(events::COUNTS_CHANGED, convert::counts(&c)) {
-                tracing::debug!(error = %e, "evento counts-changed no entregado");
-            }
-        }
+        Ok(c) => emit::counts_changed(app, &c),
         Err(e) => tracing::warn!(error = %e, "no se pudieron contar las facturas"),
     }
 }
 
 /// Refuses the current operator unless their role is one of `roles`.
-fn require_role(ready: &Ready, action: &str, roles: &[RoleDto]) -> Res<()> {
+fn require_role(ready: &Ready, action: &str, roles: &[Role]) -> Res<()> {
     let op = ready.operator();
     if roles.contains(&op.role) {
         Ok(())
     } else {
-        Err(AppError::RoleNotAllowed {
+        Err(AppError::Forbidden {
             action: action.into(),
-            role: format!("{:?}", op.role).to_lowercase(),
+            role: op.role.as_str().into(),
         })
     }
 }
@@ -114,15 +112,15 @@ pub async fn app_status(state: State<'_, AppState>) -> Res<AppStatusDto> {
 // Bandeja and Factura --------------------------------------------------------------------------
 
 #[tauri::command]
-pub async fn list_invoices(state: State<'_, AppState>, query: ListQueryDto) -> Res<InvoicePageDto> {
+pub async fn list_invoices(state: State<'_, AppState>, query: ListQueryDto) -> Res<InvoicePage> {
     let ready = state.ready()?;
     let filter = convert::list_filter(&query)?;
-    Ok(convert::page(&ready.outbox.list_invoices(&filter).await?))
+    Ok(ready.outbox.list_invoices(&filter).await?)
 }
 
 #[tauri::command]
-pub async fn invoice_counts(state: State<'_, AppState>) -> Res<CountsDto> {
-    Ok(convert::counts(&state.ready()?.outbox.counts().await?))
+pub async fn invoice_counts(state: State<'_, AppState>) -> Res<Counts> {
+    Ok(state.ready()?.outbox.counts().await?)
 }
 
 async fn detail_of(ready: &Ready, invoice_id: i64) -> Res<InvoiceDetailDto> {
@@ -130,7 +128,7 @@ async fn detail_of(ready: &Ready, invoice_id: i64) -> Res<InvoiceDetailDto> {
     // The verdict needs no running drain: the page shows it (and its buttons work) even when
     // the drain could not start.
     let verdict = ready.outbox.verdict(&detail).await?;
-    Ok(convert::detail_with(&detail, Some(&verdict)))
+    Ok(convert::detail_with(detail, Some(&verdict)))
 }
 
 #[tauri::command]
@@ -139,19 +137,19 @@ pub async fn invoice_detail(state: State<'_, AppState>, invoice_id: i64) -> Res<
 }
 
 #[tauri::command]
-pub async fn add_note(app: AppHandle, state: State<'_, AppState>, invoice_id: i64, text: String) -> Res<NoteDto> {
+pub async fn add_note(app: AppHandle, state: State<'_, AppState>, invoice_id: i64, text: String) -> Res<Note> {
     let ready = state.ready()?;
     let note = ready.outbox.add_note(&InvoiceRef::Id(invoice_id), &text, &ready.actor()).await?;
     announce(&app, ready, Some(note.invoice_id)).await;
-    Ok(convert::note(&note))
+    Ok(note)
 }
 
 #[tauri::command]
-pub async fn resolve_note(app: AppHandle, state: State<'_, AppState>, note_id: i64) -> Res<NoteDto> {
+pub async fn resolve_note(app: AppHandle, state: State<'_, AppState>, note_id: i64) -> Res<Note> {
     let ready = state.ready()?;
     let note = ready.outbox.resolve_note(note_id, &ready.actor()).await?;
     announce(&app, ready, Some(note.invoice_id)).await;
-    Ok(convert::note(&note))
+    Ok(note)
 }
 
 /// An operator action on an invoice (Reintentar, Finalizar, Usar PAC de respaldo, Enviar al
@@ -231,7 +229,7 @@ pub async fn invoice_action(
         ActionKindDto::SendToContador => outbox.send_to_contador(&invoice, &note, &actor).await?,
         ActionKindDto::DownloadXml => {
             // Download is a file export (`export_xml`).
-            return Err(AppError::NotAvailable {
+            return Err(AppError::Unsupported {
                 feature: format!("action:{}", action_name(action)),
             });
         }
@@ -341,10 +339,14 @@ pub async fn local_now(state: State<'_, AppState>) -> Res<String> {
 
 /// Live check of the Emitir form: the totals the comprobante will carry, or every field error.
 #[tauri::command]
-pub async fn preview_sale(state: State<'_, AppState>, draft: SaleDraftDto) -> Res<SalePreviewDto> {
+pub async fn preview_sale(state: State<'_, AppState>, draft: SaleDraft) -> Res<SalePreviewDto> {
     let ready = state.ready()?;
     let emisor = ready.outbox.emisor_settings().await?.ok_or(AppError::NotConfigured)?;
-    let sale = match cfdi::sale::Sale::from_json(&convert::sale_json("vista-previa", &draft)) {
+    let draft = SaleDraft {
+        sale_id: "vista-previa".into(),
+        ..draft
+    };
+    let sale = match draft.to_sale() {
         Ok(s) => s,
         Err(v) => {
             return Ok(SalePreviewDto {
@@ -379,9 +381,14 @@ pub async fn preview_sale(state: State<'_, AppState>, draft: SaleDraftDto) -> Re
 /// Records the form's sale. `sale_id` is the click's id: the UI keeps it across retries of that
 /// click (a retry answers `replayed`), and renews it only after success (`docs/intake.md`).
 #[tauri::command]
-pub async fn record_sale(app: AppHandle, state: State<'_, AppState>, sale_id: String, draft: SaleDraftDto) -> Res<RecordedDto> {
+pub async fn record_sale(app: AppHandle, state: State<'_, AppState>, sale_id: String, draft: SaleDraft) -> Res<RecordedDto> {
     let ready = state.ready()?;
-    let bytes = convert::sale_json(&sale_id, &draft);
+    // The click's id is the sale's id, whatever the form carried.
+    let bytes = SaleDraft {
+        sale_id: sale_id.clone(),
+        ..draft
+    }
+    .to_json();
     let r = ready.outbox.record_sale_json(&bytes, Some(&sale_id), &ready.actor()).await?;
     announce(&app, ready, Some(r.invoice_id)).await;
     // The drain polls for due rows every 500 ms; a new invoice is due at once.
@@ -489,7 +496,7 @@ pub async fn save_drain(app: AppHandle, state: State<'_, AppState>, drain: Drain
 #[tauri::command]
 pub async fn save_operators(state: State<'_, AppState>, operators: Vec<OperatorDto>) -> Res<Vec<OperatorDto>> {
     let ready = state.ready()?;
-    require_role(ready, "save_operators", &[RoleDto::Contador])?;
+    require_role(ready, "save_operators", &[Role::Contador])?;
     let operators: Vec<OperatorDto> = operators
         .into_iter()
         .map(|o| OperatorDto {
@@ -522,29 +529,3 @@ pub async fn select_operator(state: State<'_, AppState>, name: String) -> Res<Op
     Ok(op)
 }
 
-/// Every command, for `generate_handler!` (kept equal to `commands_list::ALL` by a test).
-#[macro_export]
-macro_rules! timbra_handlers {
-    () => {
-        tauri::generate_handler![
-            $crate::commands::app_status,
-            $crate::commands::list_invoices,
-            $crate::commands::invoice_counts,
-            $crate::commands::invoice_detail,
-            $crate::commands::preview_sale,
-            $crate::commands::record_sale,
-            $crate::commands::local_now,
-            $crate::commands::add_note,
-            $crate::commands::resolve_note,
-            $crate::commands::export_xml,
-            $crate::commands::save_emisor,
-            $crate::commands::save_pacs,
-            $crate::commands::save_drain,
-            $crate::commands::save_operators,
-            $crate::commands::select_operator,
-            $crate::commands::load_demo_data,
-            $crate::commands::invoice_action,
-            $crate::commands::set_sandbox_fault,
-        ]
-    };
-}

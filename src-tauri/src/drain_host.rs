@@ -8,19 +8,19 @@
 use std::sync::{Arc, Mutex};
 
 use cfdi::secret::Secret;
-use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainSink, RunMode};
+use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainProgress, DrainSink, RunMode};
 use outbox::pacs::{PacEntry, PacSet};
 use outbox::pacs::{build_pac_set, SecretSource};
 use pac::connect::PacConnector;
 use pac_clients::HttpConnector;
 use outbox::settings::DEFAULT_PAC;
 use outbox::{Outbox, SqliteStore};
-use tauri::{AppHandle, Emitter};
+use tauri::AppHandle;
 use tokio::sync::watch;
 
-use crate::convert;
 use crate::credentials::CredentialSlot;
-use crate::dto::{events, DrainProgressDto, InvoiceChangedDto};
+use crate::dto::InvoiceChangedDto;
+use crate::ipc::emit;
 use crate::error::AppError;
 use crate::sandbox::SandboxPacs;
 
@@ -52,7 +52,7 @@ pub fn sandbox_set(sims: &SandboxPacs) -> Result<PacSet, AppError> {
         let kind = spec.flavor;
         let client = HttpConnector
             .connect(&spec, Arc::new(pac::SystemClock))
-            .map_err(|e| AppError::NotAvailable { feature: format!("sandbox_pac: {e}") })?;
+            .map_err(|e| AppError::Unsupported { feature: format!("sandbox_pac: {e}") })?;
         Ok(PacEntry {
             name: name.to_string(),
             kind,
@@ -78,32 +78,24 @@ pub async fn pac_set(outbox: &Outbox, sims: Option<&SandboxPacs>) -> Result<PacS
 struct WebviewSink {
     app: AppHandle,
     outbox: Arc<Outbox>,
-    last: Arc<Mutex<Option<DrainProgressDto>>>,
+    last: Arc<Mutex<Option<DrainProgress>>>,
 }
 
 impl DrainSink for WebviewSink {
     fn event(&self, event: DrainEvent) {
         match event {
             DrainEvent::InvoiceChanged { invoice_id, .. } => {
-                let _ = self.app.emit(events::INVOICE_CHANGED, InvoiceChangedDto { invoice_id });
+                emit::invoice_changed(&self.app, &InvoiceChangedDto { invoice_id });
                 let (app, outbox) = (self.app.clone(), self.outbox.clone());
                 tauri::async_runtime::spawn(async move {
                     if let Ok(c) = outbox.counts().await {
-                        let _ = app.emit(events::COUNTS_CHANGED, convert::counts(&c));
+                        emit::counts_changed(&app, &c);
                     }
                 });
             }
             DrainEvent::Progress(p) => {
-                let dto = DrainProgressDto {
-                    running: true,
-                    steps: p.steps,
-                    stamped: p.stamped,
-                    in_flight: p.in_flight,
-                    held: p.held,
-                    errors: p.errors,
-                };
-                *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(dto.clone());
-                let _ = self.app.emit(events::DRAIN_PROGRESS, dto);
+                emit::drain_progress(&self.app, &p);
+                *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(p);
             }
         }
     }
@@ -120,7 +112,7 @@ pub const APP_BACKOFF: Backoff = Backoff {
 pub struct DrainHost {
     pub drain: Arc<Drain<SqliteStore>>,
     shutdown: watch::Sender<bool>,
-    last: Arc<Mutex<Option<DrainProgressDto>>>,
+    last: Arc<Mutex<Option<DrainProgress>>>,
 }
 
 impl DrainHost {
@@ -163,7 +155,7 @@ impl DrainHost {
     }
 
     /// The counters of the last progress report (for a page opened after it).
-    pub fn last_progress(&self) -> Option<DrainProgressDto> {
+    pub fn last_progress(&self) -> Option<DrainProgress> {
         self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 

@@ -1,53 +1,23 @@
-//! Transport DTOs: the exact shapes that cross IPC, with TypeScript generated from them
+//! The shapes that cross IPC and exist only in the app, with TypeScript generated from them
 //! (`ui/src/lib/ipc/bindings/`, checked for drift by `tests/bindings.rs`).
 //!
-//! They live at the shell boundary: the outbox's domain types are converted into
-//! these on the way out, and inputs are converted into domain types (a sale's JSON, an
-//! [`outbox::Actor`]) on the way in. Instants are RFC 3339 UTC strings; amounts are decimal
-//! strings, never numbers.
-
-use std::collections::BTreeMap;
+//! *Architecture Invariant:* a read model crosses IPC as its domain type (`outbox::model`,
+//! `cfdi::sale_draft`, which derive `ts_rs::TS`). A type lives here only when the app shows
+//! something whose shape differs from any domain type: the verdict drawn as buttons, the app's
+//! status frame, settings inputs, the sandbox's faults. Instants are RFC 3339 UTC strings;
+//! amounts are decimal strings, never numbers.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use outbox::drain::DrainProgress;
+use outbox::model::{Badge, InvoiceDetail, InvoiceState};
+use outbox::Role;
+
 use crate::error::{AppError, FieldErrorDto};
 
 // Enums ----------------------------------------------------------------------------------------
-
-/// The stored state of an outbox row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum InvoiceStateDto {
-    Pending,
-    Stamped,
-    Held,
-}
-
-/// The strategy's badge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum BadgeDto {
-    Pendiente,
-    Finalizar,
-    Timbrada,
-    Reanudar,
-    Respaldo,
-    Reprocesar,
-    Duplicado,
-    Atencion,
-}
-
-/// An operator's role; `sistema` is Timbra itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum RoleDto {
-    Personal,
-    Soporte,
-    Contador,
-    Sistema,
-}
 
 /// Whether the app stamps against the built-in simulator or a configured PAC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
@@ -95,7 +65,7 @@ pub enum PacEnvironmentDto {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct OperatorDto {
     pub name: String,
-    pub role: RoleDto,
+    pub role: Role,
 }
 
 /// The emisor profile and its CSD, without key material.
@@ -167,7 +137,7 @@ pub struct AppStatusDto {
     /// Set when the drain could not start (e.g. a configured PAC without its credential).
     pub drain_error: Option<AppError>,
     /// The drain's last progress report.
-    pub drain_progress: Option<DrainProgressDto>,
+    pub drain_progress: Option<DrainProgress>,
     /// Set when the outbox could not start; every other command then fails with `startup`.
     pub startup_error: Option<AppError>,
 }
@@ -209,154 +179,14 @@ pub struct PacInputDto {
 /// Which invoices to list (newest first, keyset paged).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, TS)]
 pub struct ListQueryDto {
-    pub state: Option<InvoiceStateDto>,
-    pub badge: Option<BadgeDto>,
+    pub state: Option<InvoiceState>,
+    pub badge: Option<Badge>,
     /// A prefix of a sale_id, folio, receptor RFC or UUID.
     pub search: Option<String>,
     /// The previous page's `next`.
     pub after: Option<String>,
     /// Page size (0: 50; at most 1000).
     pub limit: u32,
-}
-
-/// A row of the Bandeja.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-pub struct InvoiceRowDto {
-    pub id: i64,
-    pub sale_id: String,
-    pub kind: String,
-    pub serie: Option<String>,
-    pub folio: Option<String>,
-    pub receptor_rfc: String,
-    pub receptor_nombre: String,
-    /// Decimal string.
-    pub total: String,
-    pub moneda: String,
-    pub state: InvoiceStateDto,
-    pub badge: BadgeDto,
-    pub state_reason: Option<String>,
-    pub current_attempt_no: i64,
-    pub attempts_count: i64,
-    pub tries_count: i64,
-    pub next_try_at: Option<DateTime<Utc>>,
-    pub possible_duplicate: bool,
-    pub uuid: Option<String>,
-    /// The live attempt's Fecha (local time at LugarExpedicion).
-    pub fecha: String,
-    /// When that Fecha leaves SAT's 72-hour window.
-    pub fecha_deadline: DateTime<Utc>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub active_notes: i64,
-}
-
-/// One page of the Bandeja.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-pub struct InvoicePageDto {
-    pub items: Vec<InvoiceRowDto>,
-    pub next: Option<String>,
-}
-
-/// Invoices per state and per badge.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, TS)]
-pub struct CountsDto {
-    pub total: i64,
-    pub by_state: BTreeMap<String, i64>,
-    pub by_badge: BTreeMap<String, i64>,
-}
-
-/// Who did something.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-pub struct ActedByDto {
-    pub name: String,
-    pub role: RoleDto,
-}
-
-/// The immutable sale as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
-pub struct SaleDto {
-    pub sale_id: String,
-    pub kind: String,
-    pub occurred_at: String,
-    /// The canonical JSON of the sale.
-    pub body: serde_json::Value,
-    pub body_sha256: String,
-    pub source: String,
-    pub recorded_at: DateTime<Utc>,
-    pub recorded_by: ActedByDto,
-}
-
-/// One frozen body for one PAC.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-pub struct AttemptDto {
-    pub id: i64,
-    pub attempt_no: i64,
-    /// `initial`, `reprocess`, `failover`, `forced_failover`.
-    pub reason: String,
-    pub pac: String,
-    /// `xml` or `json`.
-    pub body_format: String,
-    pub body_len: i64,
-    pub body_sha256: String,
-    pub fecha: String,
-    pub pac_idempotency_key: String,
-    pub mapping_version: i64,
-    pub no_certificado: Option<String>,
-    pub resolution: String,
-    pub created_at: DateTime<Utc>,
-}
-
-/// Something learned about an invoice.
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
-pub struct EvidenceDto {
-    pub id: i64,
-    pub attempt_id: Option<i64>,
-    pub kind: String,
-    pub outcome: Option<String>,
-    pub code: Option<String>,
-    pub message: Option<String>,
-    pub uuid: Option<String>,
-    pub recorded_at: DateTime<Utc>,
-    pub actor: ActedByDto,
-}
-
-/// A stamped document known for the invoice.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-pub struct CfdiDto {
-    pub id: i64,
-    pub attempt_id: Option<i64>,
-    pub uuid: String,
-    pub pac: String,
-    pub fecha_timbrado: Option<String>,
-    pub has_xml: bool,
-    pub sat_status: Option<String>,
-    pub cancellation_status: Option<String>,
-    pub created_at: DateTime<Utc>,
-}
-
-/// A note on an invoice.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-pub struct NoteDto {
-    pub id: i64,
-    pub invoice_id: i64,
-    pub text: String,
-    pub created_at: DateTime<Utc>,
-    pub author: ActedByDto,
-    pub resolved_at: Option<DateTime<Utc>>,
-    pub resolved_by: Option<ActedByDto>,
-}
-
-/// One entry of an invoice's history (events, tries, evidence, notes merged by time).
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
-pub struct TimelineEntryDto {
-    pub at: DateTime<Utc>,
-    /// `event`, `try`, `evidence`, `note`, `note_resolved`.
-    pub source: String,
-    pub ref_id: i64,
-    /// A stable code (`sale_recorded`, `stamp`, `note_added`, …); the UI names it.
-    pub kind: String,
-    pub actor: ActedByDto,
-    pub detail: serde_json::Value,
 }
 
 /// An operator action on one invoice. The Rust API re-checks every one.
@@ -423,7 +253,7 @@ pub struct ActionDto {
     /// is not allowed.
     pub alternative_refusal: Option<RefusalDto>,
     /// Roles that may take the action at all (others do not see the button).
-    pub roles: Vec<RoleDto>,
+    pub roles: Vec<Role>,
 }
 
 /// One reason for the badge, in codes the UI words.
@@ -437,7 +267,7 @@ pub struct ReasonDto {
 /// The strategy's verdict for an invoice: badge, reasons and every action.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct StrategyDto {
-    pub badge: BadgeDto,
+    pub badge: Badge,
     pub reasons: Vec<ReasonDto>,
     pub actions: Vec<ActionDto>,
     /// The live attempt's Fecha leaves SAT's 72-hour window soon and nothing is stamped yet.
@@ -446,72 +276,18 @@ pub struct StrategyDto {
     pub open_questions: Vec<i64>,
 }
 
-/// Everything about one invoice.
+/// Everything about one invoice (the outbox's read model as it is) and the strategy's verdict
+/// drawn as the Factura page's buttons.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct InvoiceDetailDto {
-    pub invoice: InvoiceRowDto,
-    pub sale: SaleDto,
-    pub attempts: Vec<AttemptDto>,
-    pub evidence: Vec<EvidenceDto>,
-    pub cfdis: Vec<CfdiDto>,
-    /// Active notes first.
-    pub notes: Vec<NoteDto>,
-    pub timeline: Vec<TimelineEntryDto>,
+    #[serde(flatten)]
+    #[ts(flatten)]
+    pub detail: InvoiceDetail,
     /// None while the strategy engine is not part of this build.
     pub strategy: Option<StrategyDto>,
 }
 
 // Emitir ---------------------------------------------------------------------------------------
-
-/// A tax line of a concepto.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
-pub struct TaxDraftDto {
-    /// c_Impuesto: `002` IVA, `003` IEPS, `001` ISR.
-    pub impuesto: String,
-    /// `Tasa`, `Cuota`, `Exento`.
-    pub tipo_factor: String,
-    /// Decimal string (`0.160000`); absent for `Exento`.
-    pub tasa_o_cuota: Option<String>,
-}
-
-/// A line of the sale.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
-pub struct ConceptoDraftDto {
-    pub clave_prod_serv: String,
-    pub cantidad: String,
-    pub clave_unidad: String,
-    pub unidad: Option<String>,
-    pub descripcion: String,
-    pub valor_unitario: String,
-    pub descuento: Option<String>,
-    pub objeto_imp: String,
-    pub traslados: Vec<TaxDraftDto>,
-    pub retenciones: Vec<TaxDraftDto>,
-}
-
-/// The receptor of the sale.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
-pub struct ReceptorDraftDto {
-    pub rfc: String,
-    pub nombre: String,
-    pub domicilio_fiscal: String,
-    pub regimen_fiscal: String,
-    pub uso_cfdi: String,
-}
-
-/// The Emitir form: an ingreso sale without its identity (the click gives it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
-pub struct SaleDraftDto {
-    /// Local time at LugarExpedicion, `AAAA-MM-DDThh:mm:ss`, fixed when the click happened.
-    pub occurred_at: String,
-    pub serie: Option<String>,
-    pub folio: Option<String>,
-    pub forma_pago: String,
-    pub metodo_pago: String,
-    pub moneda: String,
-    pub receptor: ReceptorDraftDto,
-    pub conceptos: Vec<ConceptoDraftDto>,
-}
 
 /// Totals as the comprobante will carry them (SAT rounding, computed by the CFDI core).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
@@ -603,42 +379,9 @@ pub struct InvoiceChangedDto {
     pub invoice_id: i64,
 }
 
-/// Event `drain-progress`: the drain's counters since the app started.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-pub struct DrainProgressDto {
-    pub running: bool,
-    /// Steps taken (a send, a lookup or a finalization of one invoice).
-    pub steps: u64,
-    pub stamped: u64,
-    pub in_flight: u64,
-    /// Steps that left an invoice waiting for a person.
-    pub held: u64,
-    pub errors: u64,
-}
-
-/// How a PAC is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum PacHealthStatusDto {
-    Up,
-    Degraded,
-    Down,
-    Unknown,
-}
-
-/// Event `pac-health`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-pub struct PacHealthDto {
-    pub pac: String,
-    pub status: PacHealthStatusDto,
-    pub latency_ms: Option<u32>,
-    pub checked_at: DateTime<Utc>,
-}
-
 /// The names of the events the shell emits.
 pub mod events {
     pub const INVOICE_CHANGED: &str = "invoice-changed";
     pub const COUNTS_CHANGED: &str = "counts-changed";
     pub const DRAIN_PROGRESS: &str = "drain-progress";
-    pub const PAC_HEALTH: &str = "pac-health";
 }

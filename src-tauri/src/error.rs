@@ -95,10 +95,10 @@ pub enum AppError {
     CredentialStore { message: String },
     /// The operator's role may not take this action.
     #[error("el rol {role} no puede {action}")]
-    RoleNotAllowed { action: String, role: String },
+    Forbidden { action: String, role: String },
     /// The operation is not available in this build yet (named, never faked).
     #[error("no disponible todavía: {feature}")]
-    NotAvailable { feature: String },
+    Unsupported { feature: String },
     /// Reading or writing a local file failed.
     #[error("archivo {path}: {message}")]
     File { path: String, message: String },
@@ -142,8 +142,8 @@ impl AppError {
             AppError::Db { .. } => "db",
             AppError::Startup { .. } => "startup",
             AppError::CredentialStore { .. } => "credential_store",
-            AppError::RoleNotAllowed { .. } => "role_not_allowed",
-            AppError::NotAvailable { .. } => "not_available",
+            AppError::Forbidden { .. } => "forbidden",
+            AppError::Unsupported { .. } => "unsupported",
             AppError::File { .. } => "file",
             AppError::SandboxOnly => "sandbox_only",
             AppError::ActionRefused { .. } => "action_refused",
@@ -220,11 +220,11 @@ impl From<OutboxError> for AppError {
                 evidence,
             },
             OutboxError::PacHasOpenAttempts { pac, attempts, changed } => AppError::PacHasOpenAttempts { pac, attempts, changed },
-            OutboxError::Forbidden { action, role } => AppError::RoleNotAllowed {
+            OutboxError::Forbidden { action, role } => AppError::Forbidden {
                 action: action.to_string(),
                 role: role.to_string(),
             },
-            OutboxError::Unsupported(feature) => AppError::NotAvailable { feature },
+            OutboxError::Unsupported(feature) => AppError::Unsupported { feature },
         }
     }
 }
@@ -327,11 +327,11 @@ mod tests {
                 cause: Box::new(AppError::NotConfigured),
             },
             AppError::CredentialStore { message: "m".into() },
-            AppError::RoleNotAllowed {
+            AppError::Forbidden {
                 action: "a".into(),
                 role: "r".into(),
             },
-            AppError::NotAvailable { feature: "f".into() },
+            AppError::Unsupported { feature: "f".into() },
             AppError::File {
                 path: "p".into(),
                 message: "m".into(),
@@ -350,6 +350,103 @@ mod tests {
         ];
         for e in samples {
             assert_eq!(serde_json::to_value(&e).unwrap()["code"], json!(e.code()), "{e:?}");
+        }
+    }
+
+    /// One sample of every outbox error. The match makes a new variant a compile error here
+    /// until it has a sample.
+    fn every_outbox_error() -> Vec<OutboxError> {
+        let samples = vec![
+            OutboxError::invalid("x", "requerido", "m"),
+            OutboxError::IdempotencyConflict {
+                key: "k".into(),
+                sale_id: "s".into(),
+                invoice_id: 1,
+            },
+            OutboxError::InProgress {
+                key: "k".into(),
+                retry_after: Duration::from_secs(1),
+            },
+            OutboxError::NotConfigured,
+            OutboxError::CsdLocked { password_env: "P".into() },
+            OutboxError::Csd(CsdError::WrongPassword),
+            OutboxError::Seal(cfdi::seal::SealError::NotCfdi40),
+            OutboxError::NotFound { what: "factura", id: "1".into() },
+            OutboxError::NoteAlreadyResolved(1),
+            OutboxError::DatabaseMissing { path: "p".into() },
+            OutboxError::DatabaseReadOnly {
+                path: "p".into(),
+                detail: "d".into(),
+            },
+            OutboxError::DatabaseLocked {
+                path: "p".into(),
+                waited: Duration::from_millis(5),
+            },
+            OutboxError::DatabaseCorrupt {
+                path: "p".into(),
+                detail: "d".into(),
+            },
+            OutboxError::DatabaseTooNew { path: "p".into(), version: 9 },
+            OutboxError::DatabaseUnavailable {
+                path: "p".into(),
+                detail: "d".into(),
+            },
+            OutboxError::Integrity("m".into()),
+            OutboxError::Database("m".into()),
+            OutboxError::ActionRefused {
+                action: outbox::strategy::ActionKind::Resume,
+                reason: outbox::strategy::RefusalCode::CfdiExiste,
+                evidence: vec![1],
+            },
+            OutboxError::PacHasOpenAttempts {
+                pac: "sw".into(),
+                attempts: 1,
+                changed: "url".into(),
+            },
+            OutboxError::Forbidden {
+                action: "reintentar",
+                role: "personal",
+            },
+            OutboxError::Unsupported("x".into()),
+        ];
+        for e in &samples {
+            match e {
+                OutboxError::Invalid(_)
+                | OutboxError::IdempotencyConflict { .. }
+                | OutboxError::InProgress { .. }
+                | OutboxError::NotConfigured
+                | OutboxError::CsdLocked { .. }
+                | OutboxError::Csd(_)
+                | OutboxError::Seal(_)
+                | OutboxError::NotFound { .. }
+                | OutboxError::NoteAlreadyResolved(_)
+                | OutboxError::DatabaseMissing { .. }
+                | OutboxError::DatabaseReadOnly { .. }
+                | OutboxError::DatabaseLocked { .. }
+                | OutboxError::DatabaseCorrupt { .. }
+                | OutboxError::DatabaseTooNew { .. }
+                | OutboxError::DatabaseUnavailable { .. }
+                | OutboxError::Integrity(_)
+                | OutboxError::Database(_)
+                | OutboxError::ActionRefused { .. }
+                | OutboxError::PacHasOpenAttempts { .. }
+                | OutboxError::Forbidden { .. }
+                | OutboxError::Unsupported(_) => {}
+            }
+        }
+        samples
+    }
+
+    #[test]
+    fn every_outbox_error_keeps_its_code_across_ipc() {
+        // The CLI prints `OutboxError::code`; the app must answer the very same code.
+        let samples = every_outbox_error();
+        assert_eq!(samples.len(), 21, "one sample per variant");
+        for e in samples {
+            let code = e.code();
+            let app = AppError::from(e);
+            assert_eq!(app.code(), code, "{app:?}");
+            assert_eq!(serde_json::to_value(&app).unwrap()["code"], json!(code));
         }
     }
 

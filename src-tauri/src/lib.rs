@@ -5,9 +5,11 @@
 //! Map:
 //! - [`state`]: start-up (database from `TIMBRA_DATABASE_URL` or the app-data folder, Modo
 //!   sandbox when nothing is configured) and the operator acting at this desktop;
-//! - [`commands`]: the IPC commands ([`commands_list::ALL`] names them for the ACL);
-//! - [`dto`]: the transport types and event payloads, with TypeScript generated from them
-//!   ([`bindings`]); [`convert`]: domain ⇄ DTO; [`error`]: the coded IPC error;
+//! - [`ipc_list`]: the one list of commands and events; [`ipc`] renders from it the capability
+//!   file, the UI's typed `api`/`events` module and the TypeScript of every type, and emits events;
+//! - [`commands`]: the command functions; [`dto`]: the shapes that exist only in the app (the
+//!   outbox's read models cross as they are); [`convert`]: the verdict drawn as buttons, the
+//!   Bandeja query; [`error`]: the coded IPC error;
 //! - [`drain_host`]: the outbox's drain engine running in the app's runtime, its PAC clients
 //!   and its events; [`pac_settings`]: the PAC form over the outbox's PAC list;
 //! - [`sandbox`]: SAT's test CSD and the in-process PAC simulators; [`demo`]: the demo sales;
@@ -15,21 +17,30 @@
 //!
 //! **Architecture invariant:** only this crate knows Tauri.
 
+#[macro_use]
+pub mod ipc_list;
+
 pub mod app_settings;
-pub mod bindings;
 pub mod commands;
-pub mod commands_list;
 pub mod convert;
 pub mod credentials;
 pub mod demo;
 pub mod drain_host;
 pub mod dto;
 pub mod error;
+pub mod ipc;
 pub mod pac_settings;
 pub mod sandbox;
 pub mod state;
 
 use tauri::Manager;
+
+/// The handler of every command in [`ipc_list`].
+macro_rules! handlers {
+    (commands { $($name:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty ;)* } events { $($events:tt)* }) => {
+        tauri::generate_handler![$(commands::$name),*]
+    };
+}
 
 /// Starts the desktop console; returns when its window is closed.
 pub fn run() {
@@ -49,7 +60,7 @@ pub fn run() {
             app.manage(state);
             Ok(())
         })
-        .invoke_handler(timbra_handlers!())
+        .invoke_handler(ipc_surface!(handlers))
         .build(tauri::generate_context!("../tauri.conf.json"));
     let app = match app {
         Ok(app) => app,

@@ -10,7 +10,6 @@ use outbox::settings::DEFAULT_PAC;
 use outbox::{Actor, Outbox, SqliteOptions, SystemClock};
 
 use crate::app_settings;
-use crate::convert;
 use crate::credentials::CredentialSlot;
 use crate::drain_host::DrainHost;
 use crate::dto::{ModeDto, OperatorDto, SandboxFaultDto};
@@ -116,7 +115,7 @@ impl Ready {
         // Soporte is the default seat: it can emit, add notes and work the failed rows.
         let operator = operators
             .iter()
-            .find(|o| o.role == crate::dto::RoleDto::Soporte)
+            .find(|o| o.role == outbox::Role::Soporte)
             .or(operators.first())
             .cloned();
         let operator = operator.unwrap_or_else(|| app_settings::default_operators()[1].clone());
@@ -152,7 +151,7 @@ impl Ready {
     /// The actor every action from this desktop is recorded with.
     pub fn actor(&self) -> Actor {
         let op = self.operator();
-        Actor::new(op.name, convert::role_in(op.role), CHANNEL)
+        Actor::new(op.name, op.role, CHANNEL)
     }
 
     /// The running drain, or why there is none.
@@ -160,7 +159,7 @@ impl Ready {
         match &*self.drain.read().unwrap_or_else(|p| p.into_inner()) {
             Some(Ok(d)) => Ok(d.clone()),
             Some(Err(e)) => Err(e.clone()),
-            None => Err(AppError::NotAvailable { feature: "drain".into() }),
+            None => Err(AppError::Unsupported { feature: "drain".into() }),
         }
     }
 
@@ -170,7 +169,7 @@ impl Ready {
     pub async fn start_drain(&self, app: tauri::AppHandle) {
         let result: Result<DrainHost, AppError> = async {
             let sims = if self.mode().await? == ModeDto::Sandbox {
-                Some(self.sandbox_pacs.as_ref().ok_or(AppError::NotAvailable {
+                Some(self.sandbox_pacs.as_ref().ok_or(AppError::Unsupported {
                     feature: "sandbox_pac".into(),
                 })?)
             } else {
@@ -221,7 +220,7 @@ impl Ready {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dto::RoleDto;
+    use outbox::Role;
 
     /// Demo sale 0 with another sale_id, occurring at `occurred_at` (local time).
     fn sale(sale_id: &str, occurred_at: &str) -> Vec<u8> {
@@ -246,7 +245,7 @@ mod tests {
         assert_eq!(emisor.profile.rfc, "EKU9003173C9");
         assert_eq!(emisor.no_certificado, ready.test_no_certificado);
         assert!(ready.sandbox_pacs.is_some(), "{:?}", ready.sandbox_error);
-        assert_eq!(ready.operator().role, RoleDto::Soporte);
+        assert_eq!(ready.operator().role, Role::Soporte);
         assert_eq!(ready.actor().channel, CHANNEL);
         let now_local = cfdi::tz::local_at(ready.outbox.now(), "42501")
             .format(cfdi::write::FECHA_FORMAT)

@@ -317,7 +317,7 @@ pub async fn timeout_tras_certificar(app: &App) -> Res {
     // The contador sees the forced failover (it needs a note); nothing to verify yet.
     app.select("[data-testid=operator]", "Contador").await?;
     expect_button(app, "force_failover", true, "").await?;
-    expect_button(app, "verify_absent", false, "No hay un intento abandonado").await?;
+    expect_button(app, "verify_absent", false, "No hay un intento en duda").await?;
     app.click("button[data-action=force_failover]").await?;
     app.find("[data-testid=note-required] textarea").await?;
     app.click("[data-testid=note-required] button:not(.danger)").await?;

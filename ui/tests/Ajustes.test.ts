@@ -4,9 +4,9 @@ import { mockIPC } from '@tauri-apps/api/mocks';
 import Ajustes from '../src/pages/Ajustes.svelte';
 import { session } from '../src/lib/session.svelte';
 import type { AppStatusDto } from '../src/lib/ipc/bindings/AppStatusDto';
-import type { RoleDto } from '../src/lib/ipc/bindings/RoleDto';
+import type { Role } from '../src/lib/ipc/bindings/Role';
 
-function status(role: RoleDto): AppStatusDto {
+function status(role: Role): AppStatusDto {
   return {
     version: '0.1.0',
     mode: 'sandbox',

@@ -2,9 +2,9 @@ import { describe, expect, test, vi } from 'vitest';
 import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import { mockIPC } from '@tauri-apps/api/mocks';
 import Notes from '../src/components/Notes.svelte';
-import type { NoteDto } from '../src/lib/ipc/bindings/NoteDto';
+import type { Note } from '../src/lib/ipc/bindings/Note';
 
-const active: NoteDto = {
+const active: Note = {
   id: 3,
   invoice_id: 9,
   text: 'Llamar al cliente',

@@ -1,10 +1,10 @@
 // Test data in the exact shapes the Rust DTOs serialize to (typed by the generated bindings).
 import type { ActionDto } from '../src/lib/ipc/bindings/ActionDto';
 import type { InvoiceDetailDto } from '../src/lib/ipc/bindings/InvoiceDetailDto';
-import type { InvoiceRowDto } from '../src/lib/ipc/bindings/InvoiceRowDto';
+import type { InvoiceSummary } from '../src/lib/ipc/bindings/InvoiceSummary';
 import type { StrategyDto } from '../src/lib/ipc/bindings/StrategyDto';
 
-export function row(id: number, over: Partial<InvoiceRowDto> = {}): InvoiceRowDto {
+export function row(id: number, over: Partial<InvoiceSummary> = {}): InvoiceSummary {
   return {
     id,
     sale_id: `pedido-${4470 + id}`,
@@ -111,6 +111,10 @@ export const timbrada: StrategyDto = {
 export function detail(strategy: StrategyDto | null, over: Partial<InvoiceDetailDto> = {}): InvoiceDetailDto {
   return {
     invoice: row(1),
+    fencing_token: 1,
+    facts_version: 1,
+    lease: null,
+    tries: [],
     sale: {
       sale_id: 'pedido-4471',
       kind: 'ingreso',

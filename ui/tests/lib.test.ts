@@ -30,8 +30,8 @@ const SAMPLES = {
   db: { code: 'db', details: { message: 'm' } },
   startup: { code: 'startup', details: { cause: { code: 'db_locked', details: { path: '/p', waited_ms: 1 } } } },
   credential_store: { code: 'credential_store', details: { message: 'm' } },
-  role_not_allowed: { code: 'role_not_allowed', details: { action: 'save_pacs', role: 'personal' } },
-  not_available: { code: 'not_available', details: { feature: 'f' } },
+  forbidden: { code: 'forbidden', details: { action: 'save_pacs', role: 'personal' } },
+  unsupported: { code: 'unsupported', details: { feature: 'f' } },
   file: { code: 'file', details: { path: '/p', message: 'm' } },
   sandbox_only: { code: 'sandbox_only' },
   action_refused: { code: 'action_refused', details: { action: 'failover', reason: 'resultado_desconocido', evidence: [7, 8] } },
@@ -52,7 +52,7 @@ describe('coded errors', () => {
     expect(errorMessage(SAMPLES.idempotency_in_progress)).toBe('Esta venta se está registrando; vuelva a intentar en 3 s.');
     expect(errorMessage(SAMPLES.validation)).toBe('Receptor · RFC: No tiene la forma de un RFC.');
     expect(errorMessage(SAMPLES.csd)).toBe('El CSD no sirve: la contraseña de la llave es incorrecta.');
-    expect(errorMessage(SAMPLES.role_not_allowed)).toBe('Con el rol Personal no puede hacer esto.');
+    expect(errorMessage(SAMPLES.forbidden)).toBe('Con el rol Personal no puede hacer esto.');
     expect(errorMessage(SAMPLES.startup)).toContain('está ocupada');
     expect(errorMessage(SAMPLES.action_refused)).toBe(
       'La evidencia no lo permite: El PAC pudo haber timbrado: un envío terminó sin respuesta clara y nada lo ha aclarado. (evidencia #7, #8)',

@@ -21,6 +21,7 @@ pub mod mapping;
 pub mod model;
 pub mod read;
 pub mod sale;
+pub mod sale_draft;
 pub mod seal;
 pub mod secret;
 pub mod tz;

@@ -9,7 +9,7 @@ use std::path::Path;
 use indicatif::{ProgressBar, ProgressStyle};
 use outbox::{Actor, Outbox, OutboxError};
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use cfdi::sale_draft::{ConceptoDraft, ReceptorDraft, RelacionadosDraft, SaleDraft, TaxDraft};
 
 use crate::shell::exit_code;
 use crate::{exit, Failure};
@@ -430,101 +430,82 @@ fn sale_from_rows(headers: &[String], rows: &[Row]) -> Item {
         return fail(reject(line, "csv", "columna kind: los pagos se importan solo en JSONL"));
     }
 
-    let mut sale = Map::new();
-    let put = |m: &mut Map<String, Value>, key: &str, v: Option<String>| {
-        if let Some(v) = v {
-            m.insert(key.to_string(), Value::String(v));
-        }
+    let tax = |impuesto: &str, tasa: String| TaxDraft {
+        impuesto: impuesto.into(),
+        tipo_factor: "Tasa".into(),
+        tasa_o_cuota: Some(tasa),
     };
-    for name in [
-        "sale_id",
-        "kind",
-        "occurred_at",
-        "serie",
-        "folio",
-        "forma_pago",
-        "metodo_pago",
-        "moneda",
-        "tipo_cambio",
-        "exportacion",
-        "condiciones_de_pago",
-    ] {
-        put(&mut sale, name, col(first, name));
-    }
-    let mut receptor = Map::new();
-    for name in ["rfc", "nombre", "domicilio_fiscal", "regimen_fiscal", "uso_cfdi"] {
-        receptor.insert(
-            name.to_string(),
-            Value::String(col(first, &format!("receptor_{name}")).unwrap_or_default()),
-        );
-    }
-    sale.insert("receptor".into(), Value::Object(receptor));
-    let mut conceptos = Vec::new();
-    for row in &values {
-        let mut c = Map::new();
-        for name in [
-            "clave_prod_serv",
-            "no_identificacion",
-            "cantidad",
-            "clave_unidad",
-            "unidad",
-            "descripcion",
-            "valor_unitario",
-            "descuento",
-            "objeto_imp",
-        ] {
-            put(&mut c, name, col(row, name));
-        }
-        for required in [
-            "clave_prod_serv",
-            "cantidad",
-            "clave_unidad",
-            "descripcion",
-            "valor_unitario",
-            "objeto_imp",
-        ] {
-            c.entry(required).or_insert_with(|| Value::String(String::new()));
-        }
-        let traslados = match col(row, "iva_tasa") {
-            Some(t) if t.eq_ignore_ascii_case("exento") => vec![json!({"impuesto": "002", "tipo_factor": "Exento"})],
-            Some(t) => vec![json!({"impuesto": "002", "tipo_factor": "Tasa", "tasa_o_cuota": t})],
-            None => vec![],
-        };
-        let mut retenciones = Vec::new();
-        if let Some(t) = col(row, "iva_retenido_tasa") {
-            retenciones.push(json!({"impuesto": "002", "tipo_factor": "Tasa", "tasa_o_cuota": t}));
-        }
-        if let Some(t) = col(row, "isr_retenido_tasa") {
-            retenciones.push(json!({"impuesto": "001", "tipo_factor": "Tasa", "tasa_o_cuota": t}));
-        }
-        c.insert("traslados".into(), Value::Array(traslados));
-        c.insert("retenciones".into(), Value::Array(retenciones));
-        conceptos.push(Value::Object(c));
-    }
-    sale.insert("conceptos".into(), Value::Array(conceptos));
-    if let Some(tipo) = col(first, "tipo_relacion") {
-        let uuids: Vec<Value> = col(first, "uuids_relacionados")
-            .unwrap_or_default()
-            .split(';')
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-            .map(|u| Value::String(u.to_string()))
-            .collect();
-        sale.insert("relacionados".into(), json!([{"tipo_relacion": tipo, "uuids": uuids}]));
-    }
-    match serde_json::to_vec(&Value::Object(sale)) {
-        Ok(bytes) => Item {
-            line,
-            json: Ok(bytes),
-            rows: lines,
+    let conceptos = values
+        .iter()
+        .map(|row| ConceptoDraft {
+            clave_prod_serv: col(row, "clave_prod_serv").unwrap_or_default(),
+            no_identificacion: col(row, "no_identificacion"),
+            cantidad: col(row, "cantidad").unwrap_or_default(),
+            clave_unidad: col(row, "clave_unidad").unwrap_or_default(),
+            unidad: col(row, "unidad"),
+            descripcion: col(row, "descripcion").unwrap_or_default(),
+            valor_unitario: col(row, "valor_unitario").unwrap_or_default(),
+            descuento: col(row, "descuento"),
+            objeto_imp: col(row, "objeto_imp").unwrap_or_default(),
+            traslados: match col(row, "iva_tasa") {
+                Some(t) if t.eq_ignore_ascii_case("exento") => vec![TaxDraft {
+                    impuesto: "002".into(),
+                    tipo_factor: "Exento".into(),
+                    tasa_o_cuota: None,
+                }],
+                Some(t) => vec![tax("002", t)],
+                None => vec![],
+            },
+            retenciones: [("002", "iva_retenido_tasa"), ("001", "isr_retenido_tasa")]
+                .into_iter()
+                .filter_map(|(impuesto, column)| col(row, column).map(|t| tax(impuesto, t)))
+                .collect(),
+        })
+        .collect();
+    let relacionados = match col(first, "tipo_relacion") {
+        Some(tipo_relacion) => vec![RelacionadosDraft {
+            tipo_relacion,
+            uuids: col(first, "uuids_relacionados")
+                .unwrap_or_default()
+                .split(';')
+                .map(str::to_string)
+                .collect(),
+        }],
+        None => vec![],
+    };
+    let draft = SaleDraft {
+        sale_id: col(first, "sale_id").unwrap_or_default(),
+        kind,
+        occurred_at: col(first, "occurred_at").unwrap_or_default(),
+        serie: col(first, "serie"),
+        folio: col(first, "folio"),
+        forma_pago: col(first, "forma_pago"),
+        metodo_pago: col(first, "metodo_pago"),
+        moneda: col(first, "moneda"),
+        tipo_cambio: col(first, "tipo_cambio"),
+        exportacion: col(first, "exportacion"),
+        condiciones_de_pago: col(first, "condiciones_de_pago"),
+        receptor: ReceptorDraft {
+            rfc: col(first, "receptor_rfc").unwrap_or_default(),
+            nombre: col(first, "receptor_nombre").unwrap_or_default(),
+            domicilio_fiscal: col(first, "receptor_domicilio_fiscal").unwrap_or_default(),
+            regimen_fiscal: col(first, "receptor_regimen_fiscal").unwrap_or_default(),
+            uso_cfdi: col(first, "receptor_uso_cfdi").unwrap_or_default(),
         },
-        Err(e) => fail(reject(line, "csv", format!("no se pudo armar la venta: {e}"))),
+        conceptos,
+        relacionados,
+    };
+    Item {
+        line,
+        json: Ok(draft.to_json()),
+        rows: lines,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     const HEADER: &str = "sale_id,kind,occurred_at,folio,receptor_rfc,receptor_nombre,receptor_domicilio_fiscal,receptor_regimen_fiscal,receptor_uso_cfdi,clave_prod_serv,cantidad,clave_unidad,descripcion,valor_unitario,objeto_imp,iva_tasa";
 

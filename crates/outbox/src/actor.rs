@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The role an actor acts in; roles gate the actions the strategy allows (`docs/domain.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Small-business staff: record sales, read, add notes.

@@ -114,12 +114,14 @@ pub enum DrainEvent {
     Progress(DrainProgress),
 }
 
-/// Counters of one drain run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// Counters of one drain run (the app's `drain-progress` event carries them as they are).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, ts_rs::TS)]
 pub struct DrainProgress {
+    /// Steps taken (a send, a lookup or a finalization of one invoice).
     pub steps: u64,
     pub stamped: u64,
     pub in_flight: u64,
+    /// Steps that left an invoice waiting for a person.
     pub held: u64,
     pub errors: u64,
 }

@@ -2,18 +2,23 @@
 //! recording a sale returned, list filters and pages, and the invoice detail (sale, attempts,
 //! tries, evidence, CFDIs, notes, merged timeline). All serialize to JSON for the CLI and the
 //! desktop app; instants serialize as RFC 3339 UTC.
+//!
+//! *Architecture Invariant:* these types are the wire types. The CLI prints them and the app
+//! sends them over IPC as they are, with TypeScript generated from them (`ts-rs`); no shell
+//! keeps a mirror of a read model.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 use crate::actor::Role;
 
 macro_rules! text_enum {
     ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, TS)]
         pub enum $name {
             $($(#[$vm])* #[serde(rename = $text)] $variant),+
         }
@@ -97,7 +102,7 @@ text_enum! {
 }
 
 /// What [`crate::Outbox::record_sale`] returned.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct Recorded {
     pub invoice_id: i64,
     pub sale_id: String,
@@ -171,15 +176,16 @@ impl ListFilter {
 }
 
 /// One page of the invoice list.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, TS)]
 pub struct InvoicePage {
     pub items: Vec<InvoiceSummary>,
     /// Pass as `ListFilter::after` for the next page; None on the last page.
+    #[ts(as = "Option<String>")]
     pub next: Option<Cursor>,
 }
 
 /// A row of the invoice list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct InvoiceSummary {
     pub id: i64,
     pub sale_id: String,
@@ -210,26 +216,28 @@ pub struct InvoiceSummary {
 }
 
 /// Who did something, as stored next to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct ActedBy {
     pub name: String,
     pub role: Role,
 }
 
 /// A claim on an invoice by a drain worker.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct Lease {
     pub owner: String,
     pub until: DateTime<Utc>,
 }
 
 /// The immutable sale as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct SaleRecord {
     pub sale_id: String,
     pub kind: String,
     pub occurred_at: String,
-    /// The sale as recorded (parsed back from its stored canonical JSON).
+    /// The sale as recorded (parsed back from its stored canonical JSON); on the wire, that
+    /// canonical JSON.
+    #[ts(as = "serde_json::Value")]
     pub body: cfdi::sale::Sale,
     pub body_sha256: String,
     pub source: String,
@@ -238,7 +246,7 @@ pub struct SaleRecord {
 }
 
 /// One frozen body for one PAC (the body itself: [`crate::Outbox::attempt_body`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct AttemptInfo {
     pub id: i64,
     pub attempt_no: i64,
@@ -264,7 +272,7 @@ pub struct AttemptInfo {
 }
 
 /// One delivery or lookup of an attempt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct TryInfo {
     pub id: i64,
     pub attempt_id: i64,
@@ -278,7 +286,7 @@ pub struct TryInfo {
 }
 
 /// Something learned about an invoice (its outcome class: `docs/strategy.md`), or an operator's decision.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct EvidenceInfo {
     pub id: i64,
     pub attempt_id: Option<i64>,
@@ -296,7 +304,7 @@ pub struct EvidenceInfo {
 }
 
 /// A stamped document known for the invoice.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct CfdiInfo {
     pub id: i64,
     pub attempt_id: Option<i64>,
@@ -311,7 +319,7 @@ pub struct CfdiInfo {
 }
 
 /// Free text by a person; active until resolved.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct Note {
     pub id: i64,
     pub invoice_id: i64,
@@ -329,7 +337,7 @@ impl Note {
 }
 
 /// Where a timeline entry comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum TimelineSource {
     Event,
@@ -340,7 +348,7 @@ pub enum TimelineSource {
 }
 
 /// One entry of an invoice's merged history.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct TimelineEntry {
     pub at: DateTime<Utc>,
     pub source: TimelineSource,
@@ -355,7 +363,7 @@ pub struct TimelineEntry {
 /// Who a PAC entry reaches — flavor, URL and account — never a secret. Every attempt freezes
 /// the identity of its PAC, so a resume never goes to another service or account that happens
 /// to carry the same name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct PacIdentity {
     pub flavor: pac::PacKind,
     /// The stamping URL, normalized (lowercase scheme and host, no trailing slash).
@@ -438,7 +446,7 @@ impl PacDirectory {
 }
 
 /// Everything about one invoice.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct InvoiceDetail {
     pub invoice: InvoiceSummary,
     pub fencing_token: i64,
@@ -458,7 +466,7 @@ pub struct InvoiceDetail {
 }
 
 /// How many invoices are in each state and badge.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, TS)]
 pub struct Counts {
     pub total: i64,
     pub by_state: BTreeMap<String, i64>,

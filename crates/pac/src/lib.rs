@@ -61,7 +61,7 @@ impl Clock for SystemClock {
 }
 
 /// Which PAC an adapter talks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
 pub enum PacKind {
     Sw,

@@ -1,6 +1,6 @@
 // Dashboard data kept while the app is open: count snapshots (states over time) and the
 // stamps-per-hour histogram.
-import type { CountsDto } from './ipc/bindings/CountsDto';
+import type { Counts } from './ipc/bindings/Counts';
 
 export type Snapshot = { at: number; pending: number; held: number; stamped: number };
 
@@ -10,7 +10,7 @@ export const history = {
   get snapshots(): Snapshot[] {
     return snapshots;
   },
-  record(c: CountsDto, at = Date.now()): void {
+  record(c: Counts, at = Date.now()): void {
     const s = { at, pending: c.by_state.pending ?? 0, held: c.by_state.held ?? 0, stamped: c.by_state.stamped ?? 0 };
     const last = snapshots[snapshots.length - 1];
     if (last && last.pending === s.pending && last.held === s.held && last.stamped === s.stamped) return;

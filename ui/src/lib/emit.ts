@@ -1,7 +1,7 @@
-// The Emitir form's non-visual parts: the per-click identity (DESIGN §8), the empty draft, and
+// The Emitir form's non-visual parts: the per-click identity (docs/intake.md), the empty draft, and
 // the short SAT catalogue excerpts the selects offer (Rust validates against the full catalogues).
-import type { ConceptoDraftDto } from './ipc/bindings/ConceptoDraftDto';
-import type { SaleDraftDto } from './ipc/bindings/SaleDraftDto';
+import type { ConceptoDraft } from './ipc/bindings/ConceptoDraft';
+import type { SaleDraft } from './ipc/bindings/SaleDraft';
 
 export type Click = { saleId: string; occurredAt: string };
 
@@ -42,7 +42,7 @@ export class ClickIdentity {
   }
 }
 
-export function emptyConcepto(): ConceptoDraftDto {
+export function emptyConcepto(): ConceptoDraft {
   return {
     clave_prod_serv: '01010101',
     cantidad: '1',
@@ -57,8 +57,11 @@ export function emptyConcepto(): ConceptoDraftDto {
   };
 }
 
-export function emptyDraft(): SaleDraftDto {
+export function emptyDraft(): SaleDraft {
   return {
+    // The shell sets the sale's id from the click (`recordSale(saleId, draft)`).
+    sale_id: '',
+    kind: 'ingreso',
     occurred_at: '',
     serie: 'F',
     folio: null,
@@ -67,20 +70,21 @@ export function emptyDraft(): SaleDraftDto {
     moneda: 'MXN',
     receptor: { rfc: '', nombre: '', domicilio_fiscal: '', regimen_fiscal: '601', uso_cfdi: 'G03' },
     conceptos: [emptyConcepto()],
+    relacionados: [],
   };
 }
 
 /** The IVA choice of a concepto, as the form shows it. */
 export type IvaChoice = '0.160000' | '0.080000' | '0.000000' | 'exento';
 
-export function ivaOf(c: ConceptoDraftDto): IvaChoice {
+export function ivaOf(c: ConceptoDraft): IvaChoice {
   const iva = c.traslados.find((t) => t.impuesto === '002');
   if (!iva) return '0.160000';
   if (iva.tipo_factor === 'Exento') return 'exento';
   return (iva.tasa_o_cuota as IvaChoice) ?? '0.160000';
 }
 
-export function withIva(c: ConceptoDraftDto, choice: IvaChoice): ConceptoDraftDto {
+export function withIva(c: ConceptoDraft, choice: IvaChoice): ConceptoDraft {
   const others = c.traslados.filter((t) => t.impuesto !== '002');
   const iva =
     choice === 'exento'
@@ -95,11 +99,11 @@ export const RETENCIONES = {
   isr: { impuesto: '001', tipo_factor: 'Tasa', tasa_o_cuota: '0.100000' },
 } as const;
 
-export function hasRetencion(c: ConceptoDraftDto, which: keyof typeof RETENCIONES): boolean {
+export function hasRetencion(c: ConceptoDraft, which: keyof typeof RETENCIONES): boolean {
   return c.retenciones.some((r) => r.impuesto === RETENCIONES[which].impuesto);
 }
 
-export function withRetencion(c: ConceptoDraftDto, which: keyof typeof RETENCIONES, on: boolean): ConceptoDraftDto {
+export function withRetencion(c: ConceptoDraft, which: keyof typeof RETENCIONES, on: boolean): ConceptoDraft {
   const rest = c.retenciones.filter((r) => r.impuesto !== RETENCIONES[which].impuesto);
   return { ...c, retenciones: on ? [...rest, { ...RETENCIONES[which] }] : rest };
 }

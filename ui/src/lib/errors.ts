@@ -36,10 +36,10 @@ export function errorMessage(e: UiError): string {
       return `${t('error.startup')} ${errorMessage(e.details.cause)}`;
     case 'credential_store':
       return `${t('error.credential_store')} ${e.details.message}`;
-    case 'role_not_allowed':
-      return t('error.role_not_allowed', { role: tDynamic(`role.${e.details.role}`) ?? e.details.role });
-    case 'not_available':
-      return t('error.not_available');
+    case 'forbidden':
+      return t('error.forbidden', { role: tDynamic(`role.${e.details.role}`) ?? e.details.role });
+    case 'unsupported':
+      return t('error.unsupported');
     case 'file':
       return t('error.file', { path: e.details.path, message: e.details.message });
     case 'action_refused':

@@ -1,14 +1,14 @@
-// What the Factura page shows of the strategy (DESIGN §4): badge tone, reasons in words, and
+// What the Factura page shows of the strategy : badge tone, reasons in words, and
 // each action button's state. The verdict itself comes from Rust (the evidence-derived
 // strategy); this only presents it: a button is enabled exactly when Rust says the action is
 // allowed, hidden when the operator's role may never take it, and a disabled button's tooltip
 // names the evidence that refuses it. Rust re-checks every action anyway.
 import type { ActionDto } from './ipc/bindings/ActionDto';
 import type { ActionKindDto } from './ipc/bindings/ActionKindDto';
-import type { BadgeDto } from './ipc/bindings/BadgeDto';
+import type { Badge } from './ipc/bindings/Badge';
 import type { ReasonDto } from './ipc/bindings/ReasonDto';
 import type { RefusalDto } from './ipc/bindings/RefusalDto';
-import type { RoleDto } from './ipc/bindings/RoleDto';
+import type { Role } from './ipc/bindings/Role';
 import type { StrategyDto } from './ipc/bindings/StrategyDto';
 import { t, tDynamic } from './i18n/index.svelte';
 
@@ -39,7 +39,7 @@ const NOTE_REQUIRED: readonly ActionKindDto[] = [
 
 export type Tone = 'ok' | 'info' | 'warn' | 'bad';
 
-export function badgeTone(b: BadgeDto): Tone {
+export function badgeTone(b: Badge): Tone {
   switch (b) {
     case 'timbrada':
       return 'ok';
@@ -56,7 +56,7 @@ export function badgeTone(b: BadgeDto): Tone {
   }
 }
 
-export function badgeLabel(b: BadgeDto): string {
+export function badgeLabel(b: Badge): string {
   return tDynamic(`badge.${b}`) ?? b;
 }
 
@@ -113,7 +113,7 @@ export function actionLabel(a: ActionDto | { action: ActionKindDto; retry_mode: 
  * Without a strategy (the engine is not part of this build) every button is shown disabled,
  * saying so, rather than guessing.
  */
-export function buttonStates(strategy: StrategyDto | null, role: RoleDto): ButtonState[] {
+export function buttonStates(strategy: StrategyDto | null, role: Role): ButtonState[] {
   return ACTION_ORDER.map((action) => {
     if (!strategy) {
       return {

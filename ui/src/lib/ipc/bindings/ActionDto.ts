@@ -2,7 +2,7 @@
 import type { ActionKindDto } from "./ActionKindDto";
 import type { RefusalDto } from "./RefusalDto";
 import type { RetryModeDto } from "./RetryModeDto";
-import type { RoleDto } from "./RoleDto";
+import type { Role } from "./Role";
 
 /**
  * One action button.
@@ -24,4 +24,4 @@ alternative_refusal: RefusalDto | null,
 /**
  * Roles that may take the action at all (others do not see the button).
  */
-roles: Array<RoleDto>, };
+roles: Array<Role>, };

@@ -1,0 +1,50 @@
+//! The IPC surface in one list: every command the window may call (its arguments, in the order
+//! the UI passes them, and its answer) and every event Timbra emits (its name and payload).
+//!
+//! Everything else is derived from it: `build.rs` declares the commands to Tauri's access
+//! control, `lib.rs` registers their handlers, and [`crate::ipc`] renders the capability file
+//! (`capabilities/main.json`), the UI's typed `api`/`events` module (`ui/src/lib/ipc/index.ts`)
+//! and the TypeScript of every type they reach — `tests/generated.rs` fails when a committed file
+//! differs from what this list generates.
+//!
+//! *Architecture Invariant:* adding a command is a line here and its function in
+//! `commands.rs`; nothing else is written by hand. Argument names are the command function's
+//! parameter names (Tauri matches them by name).
+//!
+//! The list is a macro so that `build.rs` (which cannot see the crate's types) reads the same
+//! text: `ipc_surface!(callback)` hands the list to `callback!`.
+
+macro_rules! ipc_surface {
+    ($then:ident) => {
+        $then! {
+            commands {
+                app_status() -> AppStatusDto;
+                list_invoices(query: ListQueryDto) -> InvoicePage;
+                invoice_counts() -> Counts;
+                invoice_detail(invoice_id: i64) -> InvoiceDetailDto;
+                preview_sale(draft: SaleDraft) -> SalePreviewDto;
+                record_sale(sale_id: String, draft: SaleDraft) -> RecordedDto;
+                local_now() -> String;
+                add_note(invoice_id: i64, text: String) -> Note;
+                resolve_note(note_id: i64) -> Note;
+                export_xml(invoice_id: i64, source: XmlSourceDto) -> SavedFileDto;
+                save_emisor(setup: EmisorSetupDto) -> EmisorDto;
+                save_pacs(primary: PacInputDto, backup: Option<PacInputDto>) -> PacsDto;
+                save_drain(drain: DrainSettingsDto) -> DrainSettingsDto;
+                save_operators(operators: Vec<OperatorDto>) -> Vec<OperatorDto>;
+                select_operator(name: String) -> OperatorDto;
+                load_demo_data() -> DemoLoadedDto;
+                invoice_action(invoice_id: i64, action: ActionKindDto, note: Option<String>, found: Option<FoundCfdiDto>) -> InvoiceDetailDto;
+                set_sandbox_fault(fault: SandboxFaultDto) -> SandboxFaultDto;
+            }
+            events {
+                /// An invoice's state, notes or evidence changed.
+                invoice_changed = "invoice-changed": InvoiceChangedDto;
+                /// The Bandeja's counters changed.
+                counts_changed = "counts-changed": Counts;
+                /// The drain's counters since the app started.
+                drain_progress = "drain-progress": DrainProgress;
+            }
+        }
+    };
+}
