@@ -140,6 +140,8 @@ pub struct FiscalDocument {
     pub emisor_nombre: String,
     pub receptor_rfc: String,
     pub receptor_nombre: String,
+    pub receptor_domicilio_fiscal: String,
+    pub receptor_regimen_fiscal: String,
     pub uso_cfdi: String,
     pub informacion_global: Option<FiscalInformacionGlobal>,
     /// (TipoRelacion, UUIDs).
@@ -293,6 +295,8 @@ impl FiscalDocument {
             emisor_nombre: summary.nombre_emisor,
             receptor_rfc: summary.rfc_receptor,
             receptor_nombre: summary.nombre_receptor,
+            receptor_domicilio_fiscal: req(receptor, "DomicilioFiscalReceptor", "Receptor")?.to_string(),
+            receptor_regimen_fiscal: req(receptor, "RegimenFiscalReceptor", "Receptor")?.to_string(),
             uso_cfdi: req(receptor, "UsoCFDI", "Receptor")?.to_string(),
             informacion_global,
             relacionados,

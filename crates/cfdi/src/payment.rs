@@ -306,6 +306,8 @@ mod tests {
             emisor_nombre: "E".into(),
             receptor_rfc: "URE180429TM6".into(),
             receptor_nombre: "R".into(),
+            receptor_domicilio_fiscal: "86991".into(),
+            receptor_regimen_fiscal: "601".into(),
             uso_cfdi: "G03".into(),
             informacion_global: None,
             relacionados: vec![],
