@@ -158,6 +158,16 @@ fn stated_date(line: &str) -> Option<NaiveDate> {
     None
 }
 
+/// Where the columns are, once the header line is found.
+struct Header {
+    rfc_col: usize,
+    sit_col: usize,
+    name_col: Option<usize>,
+    /// (folded column name, index) of the `Publicación …` columns.
+    date_cols: Vec<(String, usize)>,
+    width: usize,
+}
+
 /// Parses SAT's 69-B CSV (see the module docs).
 pub fn parse_list(bytes: &[u8]) -> std::result::Result<ParsedList, String> {
     if bytes.len() > MAX_LIST_BYTES {
@@ -168,7 +178,7 @@ pub fn parse_list(bytes: &[u8]) -> std::result::Result<ParsedList, String> {
         .has_headers(false)
         .flexible(true)
         .from_reader(text.as_bytes());
-    let mut header: Option<(usize, usize, Option<usize>, Vec<(String, usize)>, usize)> = None;
+    let mut header: Option<Header> = None;
     let mut parsed = ParsedList {
         entries: vec![],
         bad_lines: vec![],
@@ -188,7 +198,14 @@ pub fn parse_list(bytes: &[u8]) -> std::result::Result<ParsedList, String> {
         };
         let line = record.position().map(|p| p.line()).unwrap_or(0);
         let cells: Vec<String> = record.iter().map(|c| c.trim().to_string()).collect();
-        let Some((rfc_col, sit_col, name_col, date_cols, width)) = &header else {
+        let Some(Header {
+            rfc_col,
+            sit_col,
+            name_col,
+            date_cols,
+            width,
+        }) = &header
+        else {
             let folded: Vec<String> = cells.iter().map(|c| fold(c)).collect();
             let rfc = folded.iter().position(|c| c == "rfc");
             let sit = folded
@@ -205,7 +222,13 @@ pub fn parse_list(bytes: &[u8]) -> std::result::Result<ParsedList, String> {
                         .filter(|(_, c)| c.starts_with("publicacion"))
                         .map(|(i, c)| (c.clone(), i))
                         .collect();
-                    header = Some((r, s, name, dates, cells.len()));
+                    header = Some(Header {
+                        rfc_col: r,
+                        sit_col: s,
+                        name_col: name,
+                        date_cols: dates,
+                        width: cells.len(),
+                    });
                 }
                 _ => {
                     if parsed.stated_date.is_none() {

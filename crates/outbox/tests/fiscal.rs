@@ -607,10 +607,8 @@ async fn month_report_totals_equal_the_stamped_xmls() {
     w.record(&ingreso("m-00", KIJ, "300.00", &tax(Some("0.000000")), "PUE", "MXN"))
         .await;
     w.record(&ingreso("m-ex", KIJ, "200.00", &tax(None), "PUE", "MXN")).await;
-    let ret = format!(
-        r#""objeto_imp":"02","traslados":[{{"impuesto":"002","tipo_factor":"Tasa","tasa_o_cuota":"0.160000"}}],"retenciones":[{{"impuesto":"001","tipo_factor":"Tasa","tasa_o_cuota":"0.100000"}},{{"impuesto":"002","tipo_factor":"Tasa","tasa_o_cuota":"0.106667"}}]"#
-    );
-    w.record(&ingreso("m-ret", URE, "1000.00", &ret, "PUE", "MXN")).await;
+    let ret = r#""objeto_imp":"02","traslados":[{"impuesto":"002","tipo_factor":"Tasa","tasa_o_cuota":"0.160000"}],"retenciones":[{"impuesto":"001","tipo_factor":"Tasa","tasa_o_cuota":"0.100000"},{"impuesto":"002","tipo_factor":"Tasa","tasa_o_cuota":"0.106667"}]"#;
+    w.record(&ingreso("m-ret", URE, "1000.00", ret, "PUE", "MXN")).await;
     let cancelled = w
         .record(&ingreso("m-can", KIJ, "700.00", &tax(Some("0.160000")), "PUE", "MXN"))
         .await;
