@@ -18,6 +18,14 @@ pub enum PaymentCommand {
     /// Registra un pago (complemento de pago 2.0) contra facturas PPD timbradas: parcialidad,
     /// saldos e impuestos se calculan de los CFDI timbrados.
     Add(Box<AddArgs>),
+    /// "PPD con saldo": facturas PPD timbradas que aún tienen saldo, de la más reciente.
+    Open {
+        /// Cuántas filas (máximo 1000).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        #[arg(long)]
+        json: bool,
+    },
     /// El saldo de una factura PPD: total, pagado, saldo y sus pagos.
     Balance {
         /// Id de la factura o sale_id.
@@ -79,6 +87,30 @@ fn decimal(flag: &str, s: &str) -> Result<Decimal, Failure> {
 pub fn run(db: Option<&str>, cmd: PaymentCommand) -> Result<u8, Failure> {
     match cmd {
         PaymentCommand::Add(a) => add(db, *a),
+        PaymentCommand::Open { limit, json } => runtime()?.block_on(async {
+            let o = open(db, false).await?;
+            let filter = outbox::model::ListFilter {
+                ppd_con_saldo: true,
+                limit,
+                ..Default::default()
+            };
+            let page = o.list_invoices(&filter).await.map_err(|e| failure(e, ""))?;
+            if json {
+                return print_json(&page).map(|_| exit::OK);
+            }
+            let mut s = format!("{:>7}  {:<24} {:<13} {:>14}  {}", "id", "sale_id", "receptor", "total", "UUID");
+            for i in &page.items {
+                s.push_str(&format!(
+                    "\n{:>7}  {:<24} {:<13} {:>14}  {}",
+                    i.id,
+                    i.sale_id,
+                    i.receptor_rfc,
+                    format!("{} {}", i.total, i.moneda),
+                    i.uuid.as_deref().unwrap_or("")
+                ));
+            }
+            print_out(&s).map(|_| exit::OK)
+        }),
         PaymentCommand::Balance { invoice, json } => runtime()?.block_on(async {
             let o = open(db, false).await?;
             let r = resolve_invoice(&o, &invoice).await?;
