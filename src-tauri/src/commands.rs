@@ -8,7 +8,7 @@ use outbox::model::InvoiceRef;
 use outbox::strategy::RefusalCode;
 use outbox::{EmisorSetup, OutboxError};
 use cfdi::sale_draft::SaleDraft;
-use outbox::model::{Counts, InvoicePage, Note};
+use outbox::model::{Counts, InvoicePage, Note, Recorded};
 use outbox::Role;
 use tauri::{AppHandle, State};
 
@@ -381,7 +381,7 @@ pub async fn preview_sale(state: State<'_, AppState>, draft: SaleDraft) -> Res<S
 /// Records the form's sale. `sale_id` is the click's id: the UI keeps it across retries of that
 /// click (a retry answers `replayed`), and renews it only after success (`docs/intake.md`).
 #[tauri::command]
-pub async fn record_sale(app: AppHandle, state: State<'_, AppState>, sale_id: String, draft: SaleDraft) -> Res<RecordedDto> {
+pub async fn record_sale(app: AppHandle, state: State<'_, AppState>, sale_id: String, draft: SaleDraft) -> Res<Recorded> {
     let ready = state.ready()?;
     // The click's id is the sale's id, whatever the form carried.
     let bytes = SaleDraft {
@@ -392,11 +392,7 @@ pub async fn record_sale(app: AppHandle, state: State<'_, AppState>, sale_id: St
     let r = ready.outbox.record_sale_json(&bytes, Some(&sale_id), &ready.actor()).await?;
     announce(&app, ready, Some(r.invoice_id)).await;
     // The drain polls for due rows every 500 ms; a new invoice is due at once.
-    Ok(RecordedDto {
-        invoice_id: r.invoice_id,
-        sale_id: r.sale_id,
-        replayed: r.replayed,
-    })
+    Ok(r)
 }
 
 /// Records the demo sales (sandbox only).

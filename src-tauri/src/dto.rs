@@ -307,15 +307,6 @@ pub struct SalePreviewDto {
     pub errors: Vec<FieldErrorDto>,
 }
 
-/// What recording a sale returned.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-pub struct RecordedDto {
-    pub invoice_id: i64,
-    pub sale_id: String,
-    /// True when this click had already been recorded (a retry): nothing new was written.
-    pub replayed: bool,
-}
-
 /// A fault the sandbox PAC simulator plays, to see what Timbra does about it (sandbox only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cfdi::sale_draft::SaleDraft;
 use outbox::drain::DrainProgress;
-use outbox::model::{Counts, InvoicePage, Note};
+use outbox::model::{Counts, InvoicePage, Note, Recorded};
 use ts_rs::{Config, TypeVisitor, TS};
 
 use crate::dto::*;

@@ -23,7 +23,7 @@ macro_rules! ipc_surface {
                 invoice_counts() -> Counts;
                 invoice_detail(invoice_id: i64) -> InvoiceDetailDto;
                 preview_sale(draft: SaleDraft) -> SalePreviewDto;
-                record_sale(sale_id: String, draft: SaleDraft) -> RecordedDto;
+                record_sale(sale_id: String, draft: SaleDraft) -> Recorded;
                 local_now() -> String;
                 add_note(invoice_id: i64, text: String) -> Note;
                 resolve_note(note_id: i64) -> Note;

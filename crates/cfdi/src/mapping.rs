@@ -183,6 +183,9 @@ fn check_emisor(v: &mut Check, e: &EmisorProfile) -> Emisor {
 }
 
 fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Option<Comprobante> {
+    if s.ticket {
+        return ticket(v, s, e, fecha);
+    }
     let emisor = check_emisor(v, e);
     let sale_id = s.sale_id.as_str();
     if sale_id.trim().is_empty() || sale_id.chars().count() > 200 || sale_id.chars().any(char::is_control) {
@@ -309,8 +312,71 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
     }
 }
 
+/// A ticket (counter sale): checked for what makes it one, then mapped as the one-ticket
+/// factura global it would be, so its conceptos and taxes are validated exactly as the global
+/// invoice will map them (see [`crate::global`]).
+fn ticket(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Option<Comprobante> {
+    if s.kind != SaleKind::Ingreso {
+        v.err("ticket", "combinacion", "solo una venta de tipo ingreso puede ser un ticket");
+    }
+    if !s.receptor.is_absent() {
+        v.err(
+            "receptor",
+            "combinacion",
+            "un ticket no lleva receptor: se factura a PUBLICO EN GENERAL en la factura global",
+        );
+    }
+    if s.informacion_global.is_some() {
+        v.err(
+            "informacion_global",
+            "combinacion",
+            "un ticket no lleva informacion_global: la pone la factura global",
+        );
+    }
+    if !s.relacionados.is_empty() {
+        v.err("relacionados", "combinacion", "un ticket no relaciona CFDI");
+    }
+    if s.metodo_pago.as_deref().is_some_and(|m| m != "PUE") {
+        v.err("metodo_pago", "combinacion", "un ticket se paga al momento: método de pago PUE");
+    }
+    if s.moneda.as_deref().is_some_and(|m| m != "MXN") {
+        v.err("moneda", "combinacion", "Timbra hace la factura global en MXN: un ticket va en MXN");
+    }
+    for (i, k) in s.conceptos.iter().enumerate() {
+        for (kind, list) in [("traslados", &k.traslados), ("retenciones", &k.retenciones)] {
+            if let Some(j) = list.iter().position(|t| t.tipo_factor == "Cuota") {
+                v.err(
+                    format!("conceptos[{i}].{kind}[{j}].tipo_factor"),
+                    "combinacion",
+                    "un ticket no puede llevar impuestos por cuota: la factura global lleva cantidad 1 por ticket",
+                );
+            }
+        }
+    }
+    let mut global = s.clone();
+    global.ticket = false;
+    global.kind = SaleKind::Ingreso;
+    global.receptor = crate::global::publico_en_general(e);
+    global.informacion_global = Some(crate::global::ticket_period(s));
+    global.metodo_pago = Some("PUE".into());
+    global.relacionados.clear();
+    build(v, &global, e, fecha)
+}
+
 fn receptor(v: &mut Check, s: &Sale, e: &EmisorProfile) -> Receptor {
     let r = &s.receptor;
+    if r.is_absent() {
+        v.err("receptor", "requerido", "falta el receptor (solo un ticket va sin receptor)");
+        return Receptor {
+            rfc: String::new(),
+            nombre: String::new(),
+            domicilio_fiscal: String::new(),
+            residencia_fiscal: None,
+            num_reg_id_trib: None,
+            regimen_fiscal: String::new(),
+            uso_cfdi: String::new(),
+        };
+    }
     let persona = v.rfc("receptor.rfc", &r.rfc);
     let nombre = v.text("receptor.nombre", &r.nombre, 300);
     v.postal_code("receptor.domicilio_fiscal", &r.domicilio_fiscal);
@@ -531,6 +597,18 @@ fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32, fecha: Naiv
         Some("02") if !has_taxes => v.err(format!("{f}.objeto_imp"), "combinacion", "con ObjetoImp 02 (sí objeto de impuesto) se requiere al menos un traslado o retención"),
         Some(o @ ("01" | "03" | "04")) if has_taxes => v.err(format!("{f}.objeto_imp"), "combinacion", format!("con ObjetoImp {o} el concepto no lleva impuestos")),
         _ => {}
+    }
+
+    for (kind, list) in [("traslados", &k.traslados), ("retenciones", &k.retenciones)] {
+        for (i, t) in list.iter().enumerate() {
+            if t.base.is_some() {
+                v.err(
+                    format!("{f}.{kind}[{i}].base"),
+                    "combinacion",
+                    "la base de un impuesto del concepto se calcula; no se indica",
+                );
+            }
+        }
     }
 
     // Rates first; IEPS is computed before IVA because IVA's base includes the IEPS trasladado
@@ -821,7 +899,7 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
                     v.err(format!("{df}.traslados[{k}].tipo_factor"), "combinacion", "Timbra no calcula pagos de impuestos por cuota");
                 }
                 factor += tasa.unwrap_or(Decimal::ZERO);
-                tax_lines.push((true, t, tasa));
+                tax_lines.push((true, t, tasa, format!("{df}.traslados[{k}].base")));
             }
             for (k, r) in doc.retenciones.iter().enumerate() {
                 let (tasa, _) = tax(v, &format!("{df}.retenciones[{k}]"), r, false);
@@ -829,22 +907,39 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
                     v.err(format!("{df}.retenciones[{k}].tipo_factor"), "combinacion", "Timbra no calcula pagos de impuestos por cuota");
                 }
                 factor -= tasa.unwrap_or(Decimal::ZERO);
-                tax_lines.push((false, r, tasa));
+                tax_lines.push((false, r, tasa, format!("{df}.retenciones[{k}].base")));
             }
-            if factor <= Decimal::ZERO {
+            // Explicit bases (prorated from the invoice by `crate::payment`) on every line or none.
+            let explicit = tax_lines.iter().filter(|(_, t, _, _)| t.base.is_some()).count();
+            if explicit > 0 && explicit < tax_lines.len() {
+                v.err(
+                    &df,
+                    "combinacion",
+                    "indique la base de todos los impuestos del documento o de ninguno",
+                );
+            }
+            if factor <= Decimal::ZERO && explicit == 0 {
                 v.err(&df, "rango", "las retenciones igualan o superan a los traslados");
                 factor = Decimal::ONE;
             }
-            let base = money(pagado / factor, dd);
+            let base = if factor > Decimal::ZERO {
+                money(pagado / factor, dd)
+            } else {
+                Decimal::ZERO
+            };
             let mut traslados_dr = Vec::new();
             let mut retenciones_dr = Vec::new();
-            for (is_traslado, t, tasa) in tax_lines {
+            for (is_traslado, t, tasa, base_field) in tax_lines {
+                let line_base = match t.base {
+                    Some(b) => money(v.amount(&base_field, b, dd, Sign::NonNegative), dd),
+                    None => base,
+                };
                 let line = ImpuestoDR {
-                    base,
+                    base: line_base,
                     impuesto: t.impuesto.clone(),
                     tipo_factor: t.tipo_factor.clone(),
                     tasa_o_cuota: tasa.map(rate),
-                    importe: tasa.map(|r| money(base * r, dd)),
+                    importe: tasa.map(|r| money(line_base * r, dd)),
                 };
                 // To the payment's currency: divide by the equivalencia.
                 let base_p = line.base / equivalencia;

@@ -102,6 +102,8 @@ pub struct Sale {
     /// c_Exportacion; `01` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exportacion: Option<String>,
+    /// The buyer. Absent only on a ticket (see [`Sale::ticket`]).
+    #[serde(default, skip_serializing_if = "SaleReceptor::is_absent")]
     pub receptor: SaleReceptor,
     #[serde(default)]
     pub conceptos: Vec<SaleConcepto>,
@@ -111,9 +113,13 @@ pub struct Sale {
     pub informacion_global: Option<SaleInformacionGlobal>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pagos: Vec<SalePago>,
+    /// A counter sale (ticket) to the público en general: an `ingreso` without receptor that
+    /// is never stamped by itself; it goes into a factura global (see [`crate::global`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ticket: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SaleReceptor {
     pub rfc: String,
@@ -125,6 +131,13 @@ pub struct SaleReceptor {
     pub residencia_fiscal: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_reg_id_trib: Option<String>,
+}
+
+impl SaleReceptor {
+    /// No receptor was given (the JSON had no `receptor`): every field empty.
+    pub fn is_absent(&self) -> bool {
+        *self == SaleReceptor::default()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -158,6 +171,11 @@ pub struct SaleImpuesto {
     pub tipo_factor: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasa_o_cuota: Option<Amount>,
+    /// Only on a paid document's taxes: the BaseDR this payment covers, prorated from the
+    /// invoice (see [`crate::payment`]); ImporteDR is then BaseDR × TasaOCuota. Concepto taxes
+    /// never carry it (their base is computed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<Amount>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

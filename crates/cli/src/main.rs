@@ -10,10 +10,14 @@ mod action_cmd;
 mod catalog_cmd;
 mod cfdi_cmd;
 mod drain_cmd;
+mod global_cmd;
 mod input;
 mod outbox_cmd;
 mod pac_sim_cmd;
+mod payment_cmd;
+mod report_cmd;
 mod sale_import;
+mod screening_cmd;
 mod shell;
 
 use std::process::ExitCode;
@@ -88,6 +92,18 @@ enum Command {
     /// Cuántas facturas hay en cada estado e insignia.
     #[command(after_help = EXIT_CODES)]
     Status(outbox_cmd::StatusArgs),
+    /// Pagos contra facturas PPD (complemento de pago): registrar, saldo.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Payment(payment_cmd::PaymentCommand),
+    /// Factura global (público en general) de los tickets de un periodo.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Global(global_cmd::GlobalCommand),
+    /// Reportes para el contador, de los XML timbrados.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Report(report_cmd::ReportCommand),
+    /// Lista 69-B del SAT: importar, consultar un RFC.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Screening(screening_cmd::ScreeningCommand),
 }
 
 /// An error for the user: one line on stderr and an exit code.
@@ -123,6 +139,10 @@ fn main() -> ExitCode {
         Command::Status(args) => outbox_cmd::status(cli.db.as_deref(), args),
         Command::Pac(cmd) => drain_cmd::pac(cli.db.as_deref(), cmd),
         Command::Drain(args) => drain_cmd::drain(cli.db.as_deref(), args),
+        Command::Payment(cmd) => payment_cmd::run(cli.db.as_deref(), cmd),
+        Command::Global(cmd) => global_cmd::run(cli.db.as_deref(), cmd),
+        Command::Report(cmd) => report_cmd::run(cli.db.as_deref(), cmd),
+        Command::Screening(cmd) => screening_cmd::run(cli.db.as_deref(), cmd),
     };
     match result {
         Ok(code) => ExitCode::from(code),

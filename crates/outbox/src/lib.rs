@@ -14,6 +14,9 @@
 //! - [`store`]: the `Store` trait (the backend seam) and [`store::sqlite`], the SQLite backend
 //!   with its SQL in `sql/sqlite/*.sql` and migrations in `migrations/sqlite/`;
 //! - [`model`]: states, badges and the read models; [`settings`]: emisor and CSD settings;
+//! - the fiscal workflows: [`payments`] (complemento de pago against PPD invoices),
+//!   [`global_invoice`] (tickets and the factura global), [`reports`] (the contador's month),
+//!   [`screening`] (SAT's 69-B list);
 //! - [`actor`], [`clock`], [`location`], [`error`].
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
@@ -25,11 +28,16 @@ pub mod clock;
 pub mod drain;
 pub mod error;
 pub mod facts;
+mod fiscal_intake;
+pub mod global_invoice;
 pub mod intake;
 pub mod location;
 pub mod model;
 pub mod outbox;
 pub mod pacs;
+pub mod payments;
+pub mod reports;
+pub mod screening;
 pub mod settings;
 pub mod store;
 pub mod strategy;

@@ -109,6 +109,20 @@ pub struct Recorded {
     pub state: InvoiceState,
     /// True when the sale had been recorded before with the same body (nothing was written).
     pub replayed: bool,
+    /// What intake noticed and did not block on (also on the invoice's timeline); empty on a
+    /// replay.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<IntakeWarning>,
+}
+
+/// A non-blocking warning of intake (a receptor on SAT's 69-B list, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct IntakeWarning {
+    /// A stable code (`receptor_69b`).
+    pub code: String,
+    /// The sale field it is about.
+    pub field: String,
+    pub message: String,
 }
 
 /// An invoice named by its id or by its sale's id.
@@ -161,6 +175,9 @@ pub struct ListFilter {
     pub after: Option<Cursor>,
     /// Page size; 0 means the default (50); capped at [`ListFilter::MAX_LIMIT`].
     pub limit: u32,
+    /// Only "PPD con saldo": stamped, not cancelled PPD ingresos whose stamped, not cancelled
+    /// payments leave a balance (see [`crate::payments`]).
+    pub ppd_con_saldo: bool,
 }
 
 impl ListFilter {

@@ -40,6 +40,7 @@ use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{
     ExistingSale, KeyState, NewAttempt, NewEvent, NewInvoice, NewRecord, NewSale, RecordOutcome, Reservation, Store, StoredEmisorSettings,
 };
+use crate::store::{IntakeLinks, NewIntake};
 use crate::strategy::{self, Policy, Verdict};
 
 /// Largest sale JSON accepted by [`Outbox::record_sale_json`].
@@ -90,6 +91,7 @@ fn replay_or_conflict(key: &str, existing: ExistingSale, body_sha256: &str) -> R
             sale_id: existing.sale_id,
             state: existing.state,
             replayed: true,
+            warnings: vec![],
         })
     } else {
         Err(OutboxError::IdempotencyConflict {
@@ -279,6 +281,18 @@ impl<S: Store> Outbox<S> {
 
     /// Records a sale durably, exactly once per key (see the module docs).
     pub async fn record_sale(&self, sale: &Sale, idempotency_key: Option<&str>, actor: &Actor) -> Result<Recorded> {
+        self.record_sale_with(sale, idempotency_key, actor, IntakeLinks::default()).await
+    }
+
+    /// [`Outbox::record_sale`] with the links of a fiscal workflow, written in the same
+    /// transaction (a ticket, a payment's documents, a global invoice's tickets, warnings).
+    pub(crate) async fn record_sale_with(
+        &self,
+        sale: &Sale,
+        idempotency_key: Option<&str>,
+        actor: &Actor,
+        mut links: IntakeLinks,
+    ) -> Result<Recorded> {
         let now = self.clock.now();
         let key = match idempotency_key {
             Some(k) => {
@@ -303,6 +317,8 @@ impl<S: Store> Outbox<S> {
         csd.check_for(&emisor.profile.rfc, fecha.utc)?;
         let pac = self.primary_pac().await?;
         let pac_identity = self.pac_identity_of(&pac).await?;
+        // The fiscal workflows' checks and links (payments, tickets, 69-B screening).
+        let warnings = self.intake_links(sale, &emisor.profile, &mut links).await?;
 
         // 3. Reserve the key.
         let owner = format!("{}:{}", self.instance, self.reservations.fetch_add(1, Ordering::Relaxed));
@@ -332,6 +348,7 @@ impl<S: Store> Outbox<S> {
                 &body_sha256,
                 now,
                 actor,
+                links,
             )
             .await;
         match result {
@@ -340,8 +357,9 @@ impl<S: Store> Outbox<S> {
                 Ok(Recorded {
                     invoice_id,
                     sale_id: sale.sale_id.clone(),
-                    state: InvoiceState::Pending,
+                    state: if sale.ticket { InvoiceState::Held } else { InvoiceState::Pending },
                     replayed: false,
+                    warnings,
                 })
             }
             Ok(RecordOutcome::SaleIdTaken) => {
@@ -403,7 +421,13 @@ impl<S: Store> Outbox<S> {
         body_sha256: &str,
         now: DateTime<Utc>,
         actor: &Actor,
+        links: IntakeLinks,
     ) -> Result<RecordOutcome> {
+        if sale.ticket {
+            return self
+                .record_ticket(sale, key, owner, fecha, body, body_sha256, now, actor, links)
+                .await;
+        }
         let built = cfdi::build(sale, &emisor.profile, fecha.fecha, Some(csd)).map_err(|e| match e {
             cfdi::BuildError::Invalid(v) => OutboxError::Invalid(v),
             cfdi::BuildError::Seal(s) => OutboxError::Seal(s),
@@ -477,7 +501,11 @@ impl<S: Store> Outbox<S> {
             at_ms: now.timestamp_millis(),
             actor: actor.clone(),
         };
-        self.store.record_sale(&record).await
+        if links.is_empty() {
+            self.store.record_sale(&record).await
+        } else {
+            crate::payments::record_outcome(self.store.record_intake(&NewIntake::from_record(record, links)).await?)
+        }
     }
 
     // Reads ----------------------------------------------------------------------------------

@@ -358,4 +358,204 @@ pub trait Store: Send + Sync + 'static {
         at_ms: i64,
         actor: &Actor,
     ) -> impl Future<Output = Result<()>> + Send;
+
+    // The fiscal workflows ---------------------------------------------------------------------
+
+    /// The intake transaction with the links of a fiscal workflow: all of it or nothing (see
+    /// [`NewIntake`]).
+    fn record_intake(&self, intake: &NewIntake) -> impl Future<Output = Result<IntakeOutcome>> + Send;
+
+    /// Every payment linked to `invoice_id`, oldest first.
+    fn payments_of_invoice(&self, invoice_id: i64) -> impl Future<Output = Result<Vec<PaymentLinkRow>>> + Send;
+
+    /// Tickets whose local day is in `[desde, hasta]` (`AAAA-MM-DD`), oldest first.
+    fn tickets_in_period(&self, desde: &str, hasta: &str) -> impl Future<Output = Result<Vec<TicketRow>>> + Send;
+
+    /// The ticket behind `invoice_id`, if it is one.
+    fn ticket_of_invoice(&self, invoice_id: i64) -> impl Future<Output = Result<Option<TicketRow>>> + Send;
+
+    /// Stamped CFDIs (with XML) of invoices whose Fecha is before `before` (`AAAA-MM-DD`).
+    fn cfdis_before(&self, before: &str) -> impl Future<Output = Result<Vec<StoredCfdi>>> + Send;
+
+    /// Stores an imported 69-B list with its entries in one transaction; returns its id.
+    fn insert_screening_list(&self, list: &NewScreeningList, actor: &Actor, at_ms: i64) -> impl Future<Output = Result<i64>> + Send;
+
+    /// The current 69-B list (latest list date), if any was imported.
+    fn current_screening_list(&self) -> impl Future<Output = Result<Option<ScreeningListRow>>> + Send;
+
+    /// The entry of `rfc` in list `list_id`.
+    fn screening_entry(&self, list_id: i64, rfc: &str) -> impl Future<Output = Result<Option<ScreeningEntry>>> + Send;
+}
+
+// The fiscal workflows' rows ----------------------------------------------------------------------
+
+/// A paid document of a payment sale, linked to the PPD invoice it pays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPaymentDocument {
+    pub invoice_id: i64,
+    pub invoice_uuid: String,
+    pub num_parcialidad: i64,
+    pub imp_saldo_ant: String,
+    pub imp_pagado: String,
+    pub imp_saldo_insoluto: String,
+    pub moneda: String,
+    /// ImpPagado and the invoice's Total in the currency's minor units.
+    pub imp_pagado_minor: i64,
+    pub invoice_total_minor: i64,
+}
+
+/// A ticket row (written with its sale and held invoice row, which has no attempt).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTicket {
+    /// Local date of the sale's occurred_at, `AAAA-MM-DD`.
+    pub day: String,
+    pub total: String,
+    pub forma_pago: Option<String>,
+}
+
+/// What a fiscal workflow writes together with the intake (same transaction).
+#[derive(Debug, Clone, Default)]
+pub struct IntakeLinks {
+    /// More timeline events: on the invoice being recorded (None) or on another one.
+    pub events: Vec<(Option<i64>, NewEvent)>,
+    /// Paid documents of a payment sale.
+    pub payment_documents: Vec<NewPaymentDocument>,
+    /// For each PPD invoice paid: the payment invoices (not cancelled) its balance was computed
+    /// from. The transaction fails with [`IntakeOutcome::Stale`] when that set changed.
+    pub payment_basis: Vec<(i64, Vec<i64>)>,
+    /// The sale is a ticket.
+    pub ticket: Option<NewTicket>,
+    /// The sale is a factura global of these tickets (their invoice ids).
+    pub global_tickets: Vec<i64>,
+    /// The sale invoices this ticket (its invoice id) to a named customer.
+    pub named_ticket: Option<i64>,
+}
+
+impl IntakeLinks {
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+            && self.payment_documents.is_empty()
+            && self.payment_basis.is_empty()
+            && self.ticket.is_none()
+            && self.global_tickets.is_empty()
+            && self.named_ticket.is_none()
+    }
+}
+
+/// Everything one intake transaction of a fiscal workflow writes. A ticket has no attempt
+/// (`attempt: None`); every other sale has attempt #1 as in [`NewRecord`].
+#[derive(Debug, Clone)]
+pub struct NewIntake {
+    pub sale: NewSale,
+    pub invoice: NewInvoice,
+    pub attempt: Option<NewAttempt>,
+    pub event: NewEvent,
+    pub idempotency_key: String,
+    pub reservation_owner: String,
+    pub at_ms: i64,
+    pub actor: Actor,
+    pub links: IntakeLinks,
+}
+
+impl NewIntake {
+    /// An ordinary intake record with links.
+    pub fn from_record(r: NewRecord, links: IntakeLinks) -> NewIntake {
+        NewIntake {
+            sale: r.sale,
+            invoice: r.invoice,
+            attempt: Some(r.attempt),
+            event: r.event,
+            idempotency_key: r.idempotency_key,
+            reservation_owner: r.reservation_owner,
+            at_ms: r.at_ms,
+            actor: r.actor,
+            links,
+        }
+    }
+}
+
+/// What [`Store::record_intake`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IntakeOutcome {
+    Recorded {
+        invoice_id: i64,
+        attempt_id: Option<i64>,
+    },
+    /// A sale with this sale_id exists; nothing was written.
+    SaleIdTaken,
+    /// The reservation is no longer ours; nothing was written.
+    ReservationLost,
+    /// A payment's basis changed (another payment to the same invoice landed meanwhile), for
+    /// this invoice id; nothing was written.
+    Stale {
+        invoice_id: i64,
+    },
+}
+
+/// A payment linked to a PPD invoice, with the payment's outbox row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentLinkRow {
+    pub payment_invoice_id: i64,
+    pub num_parcialidad: i64,
+    pub imp_saldo_ant: String,
+    pub imp_pagado: String,
+    pub imp_saldo_insoluto: String,
+    pub sale_id: String,
+    pub state: InvoiceState,
+    pub badge: Badge,
+    pub uuid: Option<String>,
+    pub cancelled: bool,
+}
+
+/// A ticket and where it went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TicketRow {
+    pub invoice_id: i64,
+    pub sale_id: String,
+    pub day: String,
+    pub sale: cfdi::sale::Sale,
+    pub global_invoice_id: Option<i64>,
+    pub named_invoice_id: Option<i64>,
+}
+
+/// A stamped CFDI's XML and status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCfdi {
+    pub invoice_id: i64,
+    pub uuid: String,
+    pub xml: Vec<u8>,
+    pub cancelled: bool,
+}
+
+/// One line of SAT's 69-B list.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ScreeningEntry {
+    pub line_no: i64,
+    pub rfc: String,
+    pub nombre: String,
+    /// `definitivo`, `presunto`, `desvirtuado`, `sentencia_favorable`.
+    pub situacion: String,
+    /// The publication date of that situation (`AAAA-MM-DD` when SAT wrote a date), if given.
+    pub fecha_situacion: Option<String>,
+}
+
+/// A 69-B list to store.
+#[derive(Debug, Clone)]
+pub struct NewScreeningList {
+    pub list_date: String,
+    pub source: String,
+    pub entries: Vec<ScreeningEntry>,
+    pub skipped_lines: Vec<u64>,
+}
+
+/// An imported 69-B list.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ScreeningListRow {
+    pub id: i64,
+    pub list_date: String,
+    pub source: String,
+    pub entries: i64,
+    pub skipped_lines: Vec<u64>,
+    pub imported_at: chrono::DateTime<chrono::Utc>,
+    pub imported_by: ActedBy,
 }

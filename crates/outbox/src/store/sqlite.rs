@@ -30,6 +30,7 @@ use super::{
     Claim, ExistingSale, InvoiceUpdate, KeyState, NewAttempt, NewCfdi, NewEmisorSettings, NewEvent, NewEvidence, NewRecord, NewTry,
     OpenAttempt, RecordOutcome, Reservation, Store, StoredEmisorSettings,
 };
+use super::{IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry, ScreeningListRow, StoredCfdi, TicketRow};
 use crate::actor::{Actor, Role};
 use crate::error::{OutboxError, Result};
 use crate::model::{
@@ -50,6 +51,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         2,
         "exactly_once",
         include_str!("../../migrations/sqlite/0002_exactly_once.sql"),
+    ),
+    (
+        3,
+        "fiscal_workflows",
+        include_str!("../../migrations/sqlite/0003_fiscal_workflows.sql"),
     ),
 ];
 
@@ -722,6 +728,9 @@ impl Store for SqliteStore {
     }
 
     async fn list_invoices(&self, f: &ListFilter, limit: u32) -> Result<Vec<InvoiceSummary>> {
+        if f.ppd_con_saldo {
+            return self.list_ppd_open_balance(f, limit).await;
+        }
         let search = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let text = match (search, f.state, f.badge) {
             (Some(_), _, _) => sql!("list_search"),
@@ -1167,6 +1176,335 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| self.err(e))?;
         tx.commit().await.map_err(|e| self.err(e))
+    }
+
+    async fn record_intake(&self, r: &NewIntake) -> Result<IntakeOutcome> {
+        let actor_role = r.actor.role.as_str();
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        // The first statement writes: from here on no other writer commits until this
+        // transaction ends, so the payment bases read below are the latest.
+        let sale_ref: Option<i64> = sqlx::query_scalar(sql!("insert_sale"))
+            .bind(&r.sale.sale_id)
+            .bind(&r.sale.kind)
+            .bind(&r.sale.occurred_at)
+            .bind(&r.sale.body)
+            .bind(&r.sale.body_sha256)
+            .bind(&r.sale.source)
+            .bind(r.at_ms)
+            .bind(&r.actor.name)
+            .bind(actor_role)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(sale_ref) = sale_ref else {
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(IntakeOutcome::SaleIdTaken);
+        };
+        for (invoice_id, basis) in &r.links.payment_basis {
+            let live: Vec<i64> = sqlx::query_scalar(sql!("live_payment_ids"))
+                .bind(invoice_id)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+            let mut expected = basis.clone();
+            expected.sort_unstable();
+            if live != expected {
+                tx.rollback().await.map_err(|e| self.err(e))?;
+                return Ok(IntakeOutcome::Stale { invoice_id: *invoice_id });
+            }
+        }
+        let i = &r.invoice;
+        let invoice_id: i64 = match &r.attempt {
+            Some(a) => sqlx::query_scalar(sql!("insert_invoice"))
+                .bind(sale_ref)
+                .bind(&r.sale.sale_id)
+                .bind(&r.sale.kind)
+                .bind(&i.serie)
+                .bind(&i.folio)
+                .bind(&i.receptor_rfc)
+                .bind(&i.receptor_nombre)
+                .bind(&i.total)
+                .bind(&i.moneda)
+                .bind(i.state.as_str())
+                .bind(i.badge.as_str())
+                .bind(a.attempt_no)
+                .bind(i.next_try_at_ms)
+                .bind(&i.fecha)
+                .bind(i.fecha_deadline_ms)
+                .bind(r.at_ms)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?,
+            None => sqlx::query_scalar(sql!("insert_ticket_invoice"))
+                .bind(sale_ref)
+                .bind(&r.sale.sale_id)
+                .bind(&r.sale.kind)
+                .bind(&i.serie)
+                .bind(&i.folio)
+                .bind(&i.receptor_rfc)
+                .bind(&i.receptor_nombre)
+                .bind(&i.total)
+                .bind(&i.moneda)
+                .bind(&i.fecha)
+                .bind(i.fecha_deadline_ms)
+                .bind(r.at_ms)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?,
+        };
+        let attempt_id = match &r.attempt {
+            Some(a) => Some(self.insert_attempt(&mut tx, invoice_id, a, r.at_ms, &r.actor).await?),
+            None => None,
+        };
+        insert_event(&mut tx, invoice_id, attempt_id, &r.event, r.at_ms, &r.actor)
+            .await
+            .map_err(|e| self.err(e))?;
+        for (target, event) in &r.links.events {
+            insert_event(&mut tx, target.unwrap_or(invoice_id), None, event, r.at_ms, &r.actor)
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        for d in &r.links.payment_documents {
+            sqlx::query(sql!("insert_payment_document"))
+                .bind(invoice_id)
+                .bind(d.invoice_id)
+                .bind(&d.invoice_uuid)
+                .bind(d.num_parcialidad)
+                .bind(&d.imp_saldo_ant)
+                .bind(&d.imp_pagado)
+                .bind(&d.imp_saldo_insoluto)
+                .bind(&d.moneda)
+                .bind(d.imp_pagado_minor)
+                .bind(d.invoice_total_minor)
+                .bind(r.at_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        if let Some(t) = &r.links.ticket {
+            sqlx::query(sql!("insert_ticket"))
+                .bind(invoice_id)
+                .bind(&r.sale.sale_id)
+                .bind(&t.day)
+                .bind(&t.total)
+                .bind(&t.forma_pago)
+                .bind(r.at_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        for ticket in &r.links.global_tickets {
+            sqlx::query(sql!("insert_global_ticket"))
+                .bind(ticket)
+                .bind(invoice_id)
+                .bind(r.at_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        if let Some(ticket) = r.links.named_ticket {
+            sqlx::query(sql!("insert_named_ticket"))
+                .bind(ticket)
+                .bind(invoice_id)
+                .bind(r.at_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        let settled = sqlx::query(sql!("settle_key"))
+            .bind(&r.idempotency_key)
+            .bind(&r.reservation_owner)
+            .bind(sale_ref)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if settled.rows_affected() != 1 {
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(IntakeOutcome::ReservationLost);
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(IntakeOutcome::Recorded { invoice_id, attempt_id })
+    }
+
+    async fn payments_of_invoice(&self, invoice_id: i64) -> Result<Vec<PaymentLinkRow>> {
+        let rows = sqlx::query(sql!("payment_documents_of_invoice"))
+            .bind(invoice_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                let state: String = get(r, "state")?;
+                let badge: String = get(r, "badge")?;
+                Ok(PaymentLinkRow {
+                    payment_invoice_id: get(r, "payment_invoice_id")?,
+                    num_parcialidad: get(r, "num_parcialidad")?,
+                    imp_saldo_ant: get(r, "imp_saldo_ant")?,
+                    imp_pagado: get(r, "imp_pagado")?,
+                    imp_saldo_insoluto: get(r, "imp_saldo_insoluto")?,
+                    sale_id: get(r, "sale_id")?,
+                    state: parse_text("invoices.state", &state, InvoiceState::parse)?,
+                    badge: parse_text("invoices.badge", &badge, Badge::parse)?,
+                    uuid: get(r, "uuid")?,
+                    cancelled: get::<i64>(r, "cancelled")? != 0,
+                })
+            })
+            .collect()
+    }
+
+    async fn tickets_in_period(&self, desde: &str, hasta: &str) -> Result<Vec<TicketRow>> {
+        let rows = sqlx::query(sql!("tickets_in_period"))
+            .bind(desde)
+            .bind(hasta)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(ticket_row).collect()
+    }
+
+    async fn ticket_of_invoice(&self, invoice_id: i64) -> Result<Option<TicketRow>> {
+        let row = sqlx::query(sql!("ticket_of_invoice"))
+            .bind(invoice_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        row.as_ref().map(ticket_row).transpose()
+    }
+
+    async fn cfdis_before(&self, before: &str) -> Result<Vec<StoredCfdi>> {
+        let rows = sqlx::query(sql!("month_cfdis"))
+            .bind(before)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(StoredCfdi {
+                    invoice_id: get(r, "invoice_id")?,
+                    uuid: get(r, "uuid")?,
+                    xml: get(r, "xml")?,
+                    cancelled: get::<i64>(r, "cancelled")? != 0,
+                })
+            })
+            .collect()
+    }
+
+    async fn insert_screening_list(&self, list: &NewScreeningList, actor: &Actor, at_ms: i64) -> Result<i64> {
+        let skipped = serde_json::to_string(&list.skipped_lines).map_err(|e| OutboxError::Database(e.to_string()))?;
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let id: i64 = sqlx::query_scalar(sql!("insert_screening_list"))
+            .bind(&list.list_date)
+            .bind(&list.source)
+            .bind(list.entries.len() as i64)
+            .bind(skipped)
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        for e in &list.entries {
+            sqlx::query(sql!("insert_screening_entry"))
+                .bind(id)
+                .bind(e.line_no)
+                .bind(&e.rfc)
+                .bind(&e.nombre)
+                .bind(&e.situacion)
+                .bind(&e.fecha_situacion)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(id)
+    }
+
+    async fn current_screening_list(&self) -> Result<Option<ScreeningListRow>> {
+        let row = sqlx::query(sql!("current_screening_list"))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(r) = row else { return Ok(None) };
+        let skipped: String = get(&r, "skipped_lines")?;
+        Ok(Some(ScreeningListRow {
+            id: get(&r, "id")?,
+            list_date: get(&r, "list_date")?,
+            source: get(&r, "source")?,
+            entries: get(&r, "entries")?,
+            skipped_lines: serde_json::from_str(&skipped)
+                .map_err(|e| OutboxError::Database(format!("screening_lists.skipped_lines: {e}")))?,
+            imported_at: instant(get(&r, "imported_at_ms")?)?,
+            imported_by: acted(&r, "actor", "actor_role")?,
+        }))
+    }
+
+    async fn screening_entry(&self, list_id: i64, rfc: &str) -> Result<Option<ScreeningEntry>> {
+        let row = sqlx::query(sql!("screening_lookup"))
+            .bind(list_id)
+            .bind(rfc)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(r) = row else { return Ok(None) };
+        Ok(Some(ScreeningEntry {
+            line_no: get(&r, "line_no")?,
+            rfc: get(&r, "rfc")?,
+            nombre: get(&r, "nombre")?,
+            situacion: get(&r, "situacion")?,
+            fecha_situacion: get(&r, "fecha_situacion")?,
+        }))
+    }
+}
+
+fn ticket_row(r: &SqliteRow) -> Result<TicketRow> {
+    let body: String = get(r, "body")?;
+    Ok(TicketRow {
+        invoice_id: get(r, "invoice_id")?,
+        sale_id: get(r, "sale_id")?,
+        day: get(r, "day")?,
+        sale: cfdi::sale::Sale::from_json(body.as_bytes()).map_err(|e| OutboxError::Database(format!("sales.body: {e}")))?,
+        global_invoice_id: get(r, "global_invoice_id")?,
+        named_invoice_id: get(r, "named_invoice_id")?,
+    })
+}
+
+impl SqliteStore {
+    /// The "PPD con saldo" page (see `list_ppd_open_balance.sql`).
+    async fn list_ppd_open_balance(&self, f: &ListFilter, limit: u32) -> Result<Vec<InvoiceSummary>> {
+        let search = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        let (cursor_ms, cursor_id) = f.after.map(|c| (c.created_at_ms, c.id)).unwrap_or((i64::MAX, i64::MAX));
+        let upper =
+            f.to.map(|d| d.timestamp_millis().saturating_sub(1))
+                .unwrap_or(i64::MAX)
+                .min(cursor_ms);
+        let (prefix, prefix_end, upper_prefix, upper_prefix_end) = match search {
+            Some(s) => {
+                let up = s.to_uppercase();
+                (
+                    Some(s.to_string()),
+                    Some(format!("{s}\u{10FFFF}")),
+                    Some(up.clone()),
+                    Some(format!("{up}\u{10FFFF}")),
+                )
+            }
+            None => (None, None, None, None),
+        };
+        let rows = sqlx::query(sql!("list_ppd_open_balance"))
+            .bind(f.state.map(InvoiceState::as_str))
+            .bind(f.badge.map(Badge::as_str))
+            .bind(f.from.map(|d| d.timestamp_millis()).unwrap_or(i64::MIN))
+            .bind(upper)
+            .bind(cursor_ms)
+            .bind(cursor_id)
+            .bind(i64::from(limit))
+            .bind(prefix)
+            .bind(prefix_end)
+            .bind(upper_prefix)
+            .bind(upper_prefix_end)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(summary).collect()
     }
 }
 

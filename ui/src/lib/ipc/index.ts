@@ -18,7 +18,7 @@ import type { Note } from './bindings/Note';
 import type { OperatorDto } from './bindings/OperatorDto';
 import type { PacInputDto } from './bindings/PacInputDto';
 import type { PacsDto } from './bindings/PacsDto';
-import type { RecordedDto } from './bindings/RecordedDto';
+import type { Recorded } from './bindings/Recorded';
 import type { SaleDraft } from './bindings/SaleDraft';
 import type { SalePreviewDto } from './bindings/SalePreviewDto';
 import type { SandboxFaultDto } from './bindings/SandboxFaultDto';
@@ -33,7 +33,7 @@ export const api = {
   invoiceCounts: () => call<Counts>('invoice_counts'),
   invoiceDetail: (invoiceId: number) => call<InvoiceDetailDto>('invoice_detail', { invoiceId }),
   previewSale: (draft: SaleDraft) => call<SalePreviewDto>('preview_sale', { draft }),
-  recordSale: (saleId: string, draft: SaleDraft) => call<RecordedDto>('record_sale', { saleId, draft }),
+  recordSale: (saleId: string, draft: SaleDraft) => call<Recorded>('record_sale', { saleId, draft }),
   localNow: () => call<string>('local_now'),
   addNote: (invoiceId: number, text: string) => call<Note>('add_note', { invoiceId, text }),
   resolveNote: (noteId: number) => call<Note>('resolve_note', { noteId }),

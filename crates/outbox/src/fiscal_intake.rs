@@ -1,0 +1,181 @@
+//! What intake adds for the fiscal workflows, before anything is written
+//! ([`Outbox::intake_links`], called by every `record_sale`):
+//! - a ticket gets its `tickets` row (and is recorded with no attempt: see
+//!   [`crate::global_invoice`]);
+//! - a `pago` sale naming a CFDI this outbox holds is checked against that invoice's balance
+//!   from the stamped CFDIs (NumParcialidad, ImpSaldoAnt, ImpPagado within the balance, no
+//!   earlier payment still unstamped) and linked to it, with the balance's basis so a payment
+//!   recorded meanwhile makes the transaction write nothing;
+//! - a receptor on SAT's 69-B list as definitivo or presunto gets a warning, returned with
+//!   [`crate::model::Recorded`] and written on the invoice's timeline; it never blocks.
+
+use cfdi::payment as pay;
+use cfdi::sale::{EmisorProfile, Sale, SaleKind};
+use cfdi::validation::{FieldError, ValidationErrors};
+use chrono::Datelike;
+use serde_json::json;
+
+use crate::error::{OutboxError, Result};
+use crate::model::IntakeWarning;
+use crate::outbox::Outbox;
+use crate::payments::{minor_units, BalanceFailure, PaymentStatus};
+use crate::store::{IntakeLinks, NewEvent, NewPaymentDocument, NewTicket, Store};
+
+impl<S: Store> Outbox<S> {
+    /// Checks and links of the fiscal workflows for `sale` (see the module docs); field errors
+    /// for everything wrong, warnings for what is only worth knowing.
+    pub(crate) async fn intake_links(&self, sale: &Sale, emisor: &EmisorProfile, links: &mut IntakeLinks) -> Result<Vec<IntakeWarning>> {
+        let mut errors: Vec<FieldError> = Vec::new();
+        if sale.ticket {
+            let c = cfdi::mapping::map_sale(sale, emisor, sale.occurred_at.0)?;
+            let day = sale.occurred_at.0.date();
+            links.ticket = Some(NewTicket {
+                day: format!("{:04}-{:02}-{:02}", day.year(), day.month(), day.day()),
+                total: c.total.to_string(),
+                forma_pago: sale.forma_pago.clone(),
+            });
+        }
+        if sale.kind == SaleKind::Pago {
+            self.payment_links(sale, links, &mut errors).await?;
+        }
+        if !errors.is_empty() {
+            return Err(OutboxError::Invalid(ValidationErrors(errors)));
+        }
+        let mut warnings = Vec::new();
+        if let Some(w) = self.screening_warning(&sale.receptor.rfc).await? {
+            links.events.push((
+                None,
+                NewEvent {
+                    kind: "receptor_69b".into(),
+                    detail: json!({"rfc": sale.receptor.rfc, "message": w.message}),
+                },
+            ));
+            warnings.push(w);
+        }
+        Ok(warnings)
+    }
+
+    async fn payment_links(&self, sale: &Sale, links: &mut IntakeLinks, errors: &mut Vec<FieldError>) -> Result<()> {
+        let mut seen: Vec<i64> = Vec::new();
+        for (i, p) in sale.pagos.iter().enumerate() {
+            for (j, d) in p.documentos.iter().enumerate() {
+                let field = format!("pagos[{i}].documentos[{j}]");
+                let Some(invoice_id) = self.store().cfdi_owner(&d.id_documento.to_uppercase()).await? else {
+                    // A CFDI this outbox does not hold: the sale's numbers are its author's.
+                    continue;
+                };
+                if seen.contains(&invoice_id) {
+                    errors.push(FieldError::new(
+                        format!("{field}.id_documento"),
+                        "duplicado",
+                        "la misma factura aparece dos veces en el pago",
+                    ));
+                    continue;
+                }
+                seen.push(invoice_id);
+                let b = match self.balance_of(invoice_id, &format!("{field}.id_documento")).await {
+                    Ok(b) => b,
+                    Err(BalanceFailure::Field(f)) => {
+                        errors.push(f);
+                        continue;
+                    }
+                    Err(BalanceFailure::Outbox(e)) => return Err(e),
+                };
+                if let Some(pending) = b.payments.iter().find(|x| x.status == PaymentStatus::Pendiente) {
+                    errors.push(FieldError::new(
+                        format!("{field}.id_documento"),
+                        "pago_pendiente",
+                        format!(
+                            "el pago {} (parcialidad {}) a la factura {} aún no está timbrado (insignia {}); registre este cuando se timbre",
+                            pending.sale_id, pending.num_parcialidad, b.sale_id, pending.badge
+                        ),
+                    ));
+                    continue;
+                }
+                if d.num_parcialidad != b.next_parcialidad {
+                    errors.push(FieldError::new(
+                        format!("{field}.num_parcialidad"),
+                        "parcialidad",
+                        format!(
+                            "según los CFDI timbrados la siguiente parcialidad de la factura {} es {}, no {}",
+                            b.sale_id, b.next_parcialidad, d.num_parcialidad
+                        ),
+                    ));
+                }
+                let dd = pay::currency_decimals(&b.moneda);
+                if pay::round_money(d.saldo_anterior.0, dd) != b.balance {
+                    errors.push(FieldError::new(
+                        format!("{field}.saldo_anterior"),
+                        "saldo",
+                        format!(
+                            "según los CFDI timbrados el saldo de la factura {} es {} (total {}, pagado {}), no {}",
+                            b.sale_id, b.balance, b.total, b.paid, d.saldo_anterior.0
+                        ),
+                    ));
+                }
+                if d.importe_pagado.0 > b.balance {
+                    errors.push(FieldError::new(
+                        format!("{field}.importe_pagado"),
+                        "excede_saldo",
+                        format!(
+                            "el pago de {} excede el saldo de {} de la factura {} (total {}, pagado {})",
+                            d.importe_pagado.0, b.balance, b.sale_id, b.total, b.paid
+                        ),
+                    ));
+                }
+                if d.moneda != b.moneda {
+                    errors.push(FieldError::new(
+                        format!("{field}.moneda"),
+                        "moneda",
+                        format!("la factura {} está en {}, no en {}", b.sale_id, b.moneda, d.moneda),
+                    ));
+                }
+                let (Some(pagado_minor), Some(total_minor)) = (minor_units(d.importe_pagado.0, dd), minor_units(b.total, dd)) else {
+                    errors.push(FieldError::new(
+                        format!("{field}.importe_pagado"),
+                        "rango",
+                        "importe fuera de rango",
+                    ));
+                    continue;
+                };
+                let insoluto = pay::round_money(b.balance - d.importe_pagado.0, dd);
+                links.payment_documents.push(NewPaymentDocument {
+                    invoice_id,
+                    invoice_uuid: b.uuid.clone(),
+                    num_parcialidad: i64::from(d.num_parcialidad),
+                    imp_saldo_ant: pay::round_money(d.saldo_anterior.0, dd).to_string(),
+                    imp_pagado: pay::round_money(d.importe_pagado.0, dd).to_string(),
+                    imp_saldo_insoluto: insoluto.to_string(),
+                    moneda: b.moneda.clone(),
+                    imp_pagado_minor: pagado_minor,
+                    invoice_total_minor: total_minor,
+                });
+                let basis: Vec<i64> = b
+                    .payments
+                    .iter()
+                    .filter(|x| payment_status_is_live(x.status))
+                    .map(|x| x.payment_invoice_id)
+                    .collect();
+                links.payment_basis.push((invoice_id, basis));
+                links.events.push((
+                    Some(invoice_id),
+                    NewEvent {
+                        kind: "payment_recorded".into(),
+                        detail: json!({
+                            "payment_sale_id": sale.sale_id,
+                            "num_parcialidad": d.num_parcialidad,
+                            "imp_saldo_ant": b.balance.to_string(),
+                            "imp_pagado": d.importe_pagado.0.to_string(),
+                            "imp_saldo_insoluto": insoluto.to_string(),
+                        }),
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn payment_status_is_live(s: PaymentStatus) -> bool {
+    s != PaymentStatus::Cancelado
+}

@@ -1,0 +1,278 @@
+//! Tickets and the factura global (público en general), on top of the intake.
+//!
+//! **A ticket** is a sale with `"ticket": true` (an `ingreso` without receptor). It is recorded
+//! like any sale — idempotent, its sale immutable, one transaction — but with **no attempt**:
+//! its outbox row is written in state `held` (badge `pendiente`, state_reason `ticket`). The
+//! drain claims only due `pending` rows and rows whose facts changed after their verdict; a row
+//! without an attempt never gets a try, evidence or CFDI, so no drain ever claims it, and the
+//! strategy allows nothing on it but notes. It is stamped only inside a factura global.
+//!
+//! **The factura global** of a period ([`Outbox::create_global_invoice`]) is an ordinary sale
+//! (built by [`cfdi::global::global_sale`], drained like any other) whose sale_id is derived
+//! from the period (`global-<periodicidad>-<desde>-<hasta>`): a second run for the same period
+//! finds it and adds nothing. Its tickets are linked to it in the same transaction
+//! (`global_invoice_tickets`, unique on the ticket): a ticket goes into exactly one global
+//! invoice. Tickets of the period recorded after it are reported as left out.
+//!
+//! **A ticket invoiced later to a named customer** ([`Outbox::invoice_ticket`]) becomes its own
+//! ingreso sale with the ticket's conceptos; the link (`ticket_named_invoices`) keeps it out of
+//! every factura global, and the ticket's timeline says so. A ticket already in a factura
+//! global is refused (that needs the global's cancellation, motivo 04, which Timbra does not do
+//! yet).
+
+use chrono::{NaiveDate, SubsecRound};
+use serde::Serialize;
+use serde_json::json;
+
+use cfdi::global::GlobalPeriod;
+use cfdi::sale::{LocalDateTime, Sale, SaleKind, SaleReceptor};
+
+use crate::actor::Actor;
+use crate::error::{OutboxError, Result};
+use crate::intake::FechaChoice;
+use crate::model::{InvoiceRef, Recorded};
+use crate::outbox::Outbox;
+use crate::store::{IntakeLinks, NewEvent, NewIntake, NewInvoice, NewSale, RecordOutcome, Store};
+
+/// What [`Outbox::create_global_invoice`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GlobalInvoiceResult {
+    pub recorded: Recorded,
+    /// Tickets in this global invoice (all of them, also on a second run).
+    pub tickets: Vec<String>,
+    /// Tickets this run added (none on a second run).
+    pub added: usize,
+    /// Tickets of the period invoiced to a named customer (never in a global invoice).
+    pub excluded_named: Vec<String>,
+    /// Tickets of the period in no global invoice and not added (recorded after it was made).
+    pub left_out: Vec<String>,
+}
+
+impl<S: Store> Outbox<S> {
+    /// Records a ticket: sale + held invoice row (no attempt) + ticket row + event + key.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn record_ticket(
+        &self,
+        sale: &Sale,
+        key: &str,
+        owner: &str,
+        fecha: FechaChoice,
+        body: String,
+        body_sha256: &str,
+        now: chrono::DateTime<chrono::Utc>,
+        actor: &Actor,
+        links: IntakeLinks,
+    ) -> Result<RecordOutcome> {
+        let total = links.ticket.as_ref().map(|t| t.total.clone()).unwrap_or_default();
+        let occurred_at = sale.occurred_at.0.format(cfdi::write::FECHA_FORMAT).to_string();
+        let intake = NewIntake {
+            sale: NewSale {
+                sale_id: sale.sale_id.clone(),
+                kind: "ingreso".into(),
+                occurred_at: occurred_at.clone(),
+                body,
+                body_sha256: body_sha256.to_string(),
+                source: actor.channel.clone(),
+            },
+            invoice: NewInvoice {
+                serie: sale.serie.clone(),
+                folio: sale.folio.clone(),
+                receptor_rfc: cfdi::catalog::RFC_PUBLICO_EN_GENERAL.into(),
+                receptor_nombre: "PUBLICO EN GENERAL".into(),
+                total,
+                moneda: "MXN".into(),
+                state: crate::model::InvoiceState::Held,
+                badge: crate::model::Badge::Pendiente,
+                next_try_at_ms: now.timestamp_millis(),
+                fecha: occurred_at.clone(),
+                fecha_deadline_ms: fecha.utc.timestamp_millis(),
+            },
+            attempt: None,
+            event: NewEvent {
+                kind: "ticket_recorded".into(),
+                detail: json!({
+                    "occurred_at": occurred_at,
+                    "idempotency_key": key,
+                    "source": actor.channel,
+                    "sale_sha256": body_sha256,
+                    "note": "ticket de mostrador: no se timbra solo; entra en la factura global de su periodo",
+                }),
+            },
+            idempotency_key: key.to_string(),
+            reservation_owner: owner.to_string(),
+            at_ms: now.timestamp_millis(),
+            actor: actor.clone(),
+            links,
+        };
+        crate::payments::record_outcome(self.store().record_intake(&intake).await?)
+    }
+
+    /// The factura global of the tickets of `[desde, hasta]` (see the module docs).
+    pub async fn create_global_invoice(
+        &self,
+        periodicidad: &str,
+        desde: NaiveDate,
+        hasta: NaiveDate,
+        actor: &Actor,
+    ) -> Result<GlobalInvoiceResult> {
+        let period = GlobalPeriod::new(periodicidad, desde, hasta)?;
+        let sale_id = period.sale_id();
+        let tickets = self
+            .store()
+            .tickets_in_period(&desde.format("%Y-%m-%d").to_string(), &hasta.format("%Y-%m-%d").to_string())
+            .await?;
+        let excluded_named: Vec<String> = tickets
+            .iter()
+            .filter(|t| t.named_invoice_id.is_some())
+            .map(|t| t.sale_id.clone())
+            .collect();
+
+        if let Some(id) = self.store().find_invoice(&InvoiceRef::SaleId(sale_id.clone())).await? {
+            // A second run: the global invoice exists; nothing is added.
+            let detail = self.invoice(&InvoiceRef::Id(id)).await?;
+            let mine: Vec<String> = tickets
+                .iter()
+                .filter(|t| t.global_invoice_id == Some(id))
+                .map(|t| t.sale_id.clone())
+                .collect();
+            let left_out = tickets
+                .iter()
+                .filter(|t| t.global_invoice_id.is_none() && t.named_invoice_id.is_none())
+                .map(|t| t.sale_id.clone())
+                .collect();
+            return Ok(GlobalInvoiceResult {
+                recorded: Recorded {
+                    invoice_id: id,
+                    sale_id,
+                    state: detail.invoice.state,
+                    replayed: true,
+                    warnings: vec![],
+                },
+                tickets: mine,
+                added: 0,
+                excluded_named,
+                left_out,
+            });
+        }
+        let eligible: Vec<_> = tickets
+            .iter()
+            .filter(|t| t.global_invoice_id.is_none() && t.named_invoice_id.is_none())
+            .collect();
+        if eligible.is_empty() {
+            return Err(OutboxError::invalid(
+                "desde",
+                "sin_tickets",
+                format!("no hay tickets pendientes de factura global del {desde} al {hasta}"),
+            ));
+        }
+        let emisor = self.emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
+        let now_local = cfdi::tz::local_at(self.now(), &emisor.profile.lugar_expedicion).trunc_subsecs(0);
+        let sales: Vec<Sale> = eligible.iter().map(|t| t.sale.clone()).collect();
+        let sale = cfdi::global::global_sale(&sale_id, &period, &sales, &emisor.profile, now_local)?;
+        let mut links = IntakeLinks {
+            global_tickets: eligible.iter().map(|t| t.invoice_id).collect(),
+            ..IntakeLinks::default()
+        };
+        let ids: Vec<&str> = eligible.iter().map(|t| t.sale_id.as_str()).collect();
+        links.events.push((
+            None,
+            NewEvent {
+                kind: "global_invoice_tickets".into(),
+                detail: json!({"periodicidad": periodicidad, "desde": desde.to_string(), "hasta": hasta.to_string(),
+                               "tickets": ids, "excluded_named": excluded_named}),
+            },
+        ));
+        for t in &eligible {
+            links.events.push((
+                Some(t.invoice_id),
+                NewEvent {
+                    kind: "ticket_in_global_invoice".into(),
+                    detail: json!({"global_sale_id": sale_id}),
+                },
+            ));
+        }
+        let recorded = self.record_sale_with(&sale, None, actor, links).await?;
+        Ok(GlobalInvoiceResult {
+            recorded,
+            added: ids.len(),
+            tickets: ids.iter().map(|s| s.to_string()).collect(),
+            excluded_named,
+            left_out: vec![],
+        })
+    }
+
+    /// Invoices ticket `ticket` to a named customer: a new ingreso sale (`sale_id`, by default
+    /// `factura-<ticket's sale_id>`) with the ticket's conceptos, forma de pago and the
+    /// receptor given; the ticket leaves every factura global, with an event on its timeline.
+    pub async fn invoice_ticket(
+        &self,
+        ticket: &InvoiceRef,
+        receptor: SaleReceptor,
+        sale_id: Option<&str>,
+        actor: &Actor,
+    ) -> Result<Recorded> {
+        let id = self.find_invoice(ticket).await?;
+        let t = self
+            .store()
+            .ticket_of_invoice(id)
+            .await?
+            .ok_or_else(|| OutboxError::invalid("ticket", "no_es_ticket", format!("la factura {id} no es un ticket")))?;
+        if let Some(g) = t.global_invoice_id {
+            return Err(OutboxError::invalid(
+                "ticket",
+                "en_factura_global",
+                format!(
+                    "el ticket {} ya está en la factura global {g}; facturarlo a un cliente requiere cancelar esa global (motivo 04), que Timbra aún no hace",
+                    t.sale_id
+                ),
+            ));
+        }
+        let emisor = self.emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
+        let now_local = cfdi::tz::local_at(self.now(), &emisor.profile.lugar_expedicion).trunc_subsecs(0);
+        let sale_id = sale_id.map(str::to_string).unwrap_or_else(|| format!("factura-{}", t.sale_id));
+        let sale = Sale {
+            sale_id: sale_id.clone(),
+            kind: SaleKind::Ingreso,
+            occurred_at: LocalDateTime(now_local),
+            receptor: receptor.clone(),
+            metodo_pago: Some("PUE".into()),
+            moneda: Some("MXN".into()),
+            ticket: false,
+            informacion_global: None,
+            relacionados: vec![],
+            pagos: vec![],
+            ..t.sale.clone()
+        };
+        if let Some(named) = t.named_invoice_id {
+            // Already invoiced: the same request again is a replay, another one a conflict.
+            let existing = self.invoice(&InvoiceRef::Id(named)).await?;
+            if existing.sale.body == sale {
+                return Ok(Recorded {
+                    invoice_id: named,
+                    sale_id: existing.invoice.sale_id,
+                    state: existing.invoice.state,
+                    replayed: true,
+                    warnings: vec![],
+                });
+            }
+            return Err(OutboxError::invalid(
+                "ticket",
+                "ya_facturado",
+                format!("el ticket {} ya se facturó en la venta {}", t.sale_id, existing.invoice.sale_id),
+            ));
+        }
+        let links = IntakeLinks {
+            named_ticket: Some(t.invoice_id),
+            events: vec![(
+                Some(t.invoice_id),
+                NewEvent {
+                    kind: "ticket_invoiced_to_customer".into(),
+                    detail: json!({"sale_id": sale_id, "rfc": receptor.rfc, "nombre": receptor.nombre,
+                                   "note": "facturado a un cliente: queda fuera de la factura global"}),
+                },
+            )],
+            ..IntakeLinks::default()
+        };
+        self.record_sale_with(&sale, None, actor, links).await
+    }
+}
