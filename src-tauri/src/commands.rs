@@ -3,13 +3,13 @@
 //! Nothing here decides business rules: the outbox validates, records, derives
 //! the strategy and re-checks every action.
 
+use cfdi::sale_draft::SaleDraft;
 use cfdi::secret::Secret;
 use outbox::model::InvoiceRef;
-use outbox::strategy::RefusalCode;
-use outbox::{EmisorSetup, OutboxError};
-use cfdi::sale_draft::SaleDraft;
 use outbox::model::{Counts, InvoicePage, Note, Recorded};
+use outbox::strategy::RefusalCode;
 use outbox::Role;
+use outbox::{EmisorSetup, OutboxError};
 use tauri::{AppHandle, State};
 
 use crate::app_settings::{self, OPERATORS};
@@ -524,4 +524,3 @@ pub async fn select_operator(state: State<'_, AppState>, name: String) -> Res<Op
     ready.set_operator(op.clone());
     Ok(op)
 }
-

@@ -9,19 +9,19 @@ use std::sync::{Arc, Mutex};
 
 use cfdi::secret::Secret;
 use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainProgress, DrainSink, RunMode};
-use outbox::pacs::{PacEntry, PacSet};
 use outbox::pacs::{build_pac_set, SecretSource};
-use pac::connect::PacConnector;
-use pac_clients::HttpConnector;
+use outbox::pacs::{PacEntry, PacSet};
 use outbox::settings::DEFAULT_PAC;
 use outbox::{Outbox, SqliteStore};
+use pac::connect::PacConnector;
+use pac_clients::HttpConnector;
 use tauri::AppHandle;
 use tokio::sync::watch;
 
 use crate::credentials::CredentialSlot;
 use crate::dto::InvoiceChangedDto;
-use crate::ipc::emit;
 use crate::error::AppError;
+use crate::ipc::emit;
 use crate::sandbox::SandboxPacs;
 
 /// A configured PAC's credential: the name in its settings is looked up in the OS credential
@@ -52,7 +52,9 @@ pub fn sandbox_set(sims: &SandboxPacs) -> Result<PacSet, AppError> {
         let kind = spec.flavor;
         let client = HttpConnector
             .connect(&spec, Arc::new(pac::SystemClock))
-            .map_err(|e| AppError::Unsupported { feature: format!("sandbox_pac: {e}") })?;
+            .map_err(|e| AppError::Unsupported {
+                feature: format!("sandbox_pac: {e}"),
+            })?;
         Ok(PacEntry {
             name: name.to_string(),
             kind,
@@ -70,7 +72,12 @@ pub fn sandbox_set(sims: &SandboxPacs) -> Result<PacSet, AppError> {
 pub async fn pac_set(outbox: &Outbox, sims: Option<&SandboxPacs>) -> Result<PacSet, AppError> {
     match sims {
         Some(sims) => sandbox_set(sims),
-        None => Ok(build_pac_set(&outbox.pacs().await?, &StoredSecrets, Arc::new(pac::SystemClock), &HttpConnector)?),
+        None => Ok(build_pac_set(
+            &outbox.pacs().await?,
+            &StoredSecrets,
+            Arc::new(pac::SystemClock),
+            &HttpConnector,
+        )?),
     }
 }
 

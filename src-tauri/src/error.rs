@@ -371,7 +371,10 @@ mod tests {
             OutboxError::CsdLocked { password_env: "P".into() },
             OutboxError::Csd(CsdError::WrongPassword),
             OutboxError::Seal(cfdi::seal::SealError::NotCfdi40),
-            OutboxError::NotFound { what: "factura", id: "1".into() },
+            OutboxError::NotFound {
+                what: "factura",
+                id: "1".into(),
+            },
             OutboxError::NoteAlreadyResolved(1),
             OutboxError::DatabaseMissing { path: "p".into() },
             OutboxError::DatabaseReadOnly {
@@ -386,7 +389,10 @@ mod tests {
                 path: "p".into(),
                 detail: "d".into(),
             },
-            OutboxError::DatabaseTooNew { path: "p".into(), version: 9 },
+            OutboxError::DatabaseTooNew {
+                path: "p".into(),
+                version: 9,
+            },
             OutboxError::DatabaseUnavailable {
                 path: "p".into(),
                 detail: "d".into(),

@@ -72,16 +72,28 @@ fn checked_in_typescript_matches_the_rust_types() {
             problems.push(format!("{name}: no type of the IPC surface generates it (stale)"));
         }
     }
-    assert!(problems.is_empty(), "TypeScript bindings drifted:\n  {}\n{REGENERATE}", problems.join("\n  "));
+    assert!(
+        problems.is_empty(),
+        "TypeScript bindings drifted:\n  {}\n{REGENERATE}",
+        problems.join("\n  ")
+    );
 }
 
 #[test]
 fn the_ui_api_module_and_the_capability_are_generated_from_the_list() {
     let surface = ipc::surface(&ipc::config());
     let mut problems = Vec::new();
-    check_file(&root().join("../ui/src/lib/ipc/index.ts"), &ipc::typescript(&surface), &mut problems);
+    check_file(
+        &root().join("../ui/src/lib/ipc/index.ts"),
+        &ipc::typescript(&surface),
+        &mut problems,
+    );
     check_file(&root().join("capabilities/main.json"), &ipc::capability(&surface), &mut problems);
-    assert!(problems.is_empty(), "generated IPC files drifted:\n  {}\n{REGENERATE}", problems.join("\n  "));
+    assert!(
+        problems.is_empty(),
+        "generated IPC files drifted:\n  {}\n{REGENERATE}",
+        problems.join("\n  ")
+    );
 }
 
 #[test]
@@ -89,7 +101,10 @@ fn every_type_the_api_module_imports_has_a_binding() {
     let files: BTreeSet<_> = ipc::bindings().into_iter().map(|(f, _)| f).collect();
     let surface = ipc::surface(&ipc::config());
     for (name, file) in &surface.imports {
-        assert!(files.contains(file), "the api module imports {name} from {file}, which is not generated");
+        assert!(
+            files.contains(file),
+            "the api module imports {name} from {file}, which is not generated"
+        );
     }
 }
 
@@ -114,7 +129,10 @@ fn every_dependency_of_a_binding_has_its_own_file() {
                 }
             }
             let resolved = format!("{}.ts", parts.join("/"));
-            assert!(files.contains(&resolved), "{file} imports {target} ({resolved}), which is not generated");
+            assert!(
+                files.contains(&resolved),
+                "{file} imports {target} ({resolved}), which is not generated"
+            );
         }
     }
 }

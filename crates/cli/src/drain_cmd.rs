@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
 use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainProgress, DrainSink, RunMode};
-use outbox::pacs::{PacEntry, PacSet};
 use outbox::pacs::{build_pac_set, EnvSecrets, PacConfig, PacRole};
+use outbox::pacs::{PacEntry, PacSet};
 use outbox::strategy::Policy;
 use outbox::{Actor, Outbox, SqliteStore};
 use pac::PacKind;
@@ -205,7 +205,8 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
 /// The PAC set from the settings, plus the in-process sandbox simulator when asked.
 async fn pac_set(outbox: &Outbox<SqliteStore>, sandbox: Option<&pac_sim::SimHandle>) -> Result<PacSet, Failure> {
     let configs = outbox.pacs().await.map_err(|e| failure(e, ""))?;
-    let set = build_pac_set(&configs, &EnvSecrets, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).map_err(|e| failure(e, "pac: "))?;
+    let set =
+        build_pac_set(&configs, &EnvSecrets, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).map_err(|e| failure(e, "pac: "))?;
     let Some(sim) = sandbox else {
         return Ok(set);
     };

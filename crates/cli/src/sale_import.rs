@@ -6,10 +6,10 @@
 
 use std::path::Path;
 
+use cfdi::sale_draft::{ConceptoDraft, ReceptorDraft, RelacionadosDraft, SaleDraft, TaxDraft};
 use indicatif::{ProgressBar, ProgressStyle};
 use outbox::{Actor, Outbox, OutboxError};
 use serde::Serialize;
-use cfdi::sale_draft::{ConceptoDraft, ReceptorDraft, RelacionadosDraft, SaleDraft, TaxDraft};
 
 use crate::shell::exit_code;
 use crate::{exit, Failure};

@@ -183,4 +183,3 @@ pub(crate) async fn resolve_invoice(o: &Outbox, s: &str) -> Result<InvoiceRef, F
     }
     Ok(r)
 }
-

@@ -80,7 +80,13 @@ async fn point(sim_url: &str, latency_ms: u64, concurrency: usize, sales: usize)
         s["folio"] = format!("{latency_ms}{concurrency}{i}").into();
         outbox.record_sale_json(s.to_string().as_bytes(), None, &actor).await.unwrap();
     }
-    let set = build_pac_set(&outbox.pacs().await.unwrap(), &Sim, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).unwrap();
+    let set = build_pac_set(
+        &outbox.pacs().await.unwrap(),
+        &Sim,
+        Arc::new(pac::SystemClock),
+        &pac_clients::HttpConnector,
+    )
+    .unwrap();
     let cfg = DrainConfig {
         worker_id: "bench".into(),
         concurrency,

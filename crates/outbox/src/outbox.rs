@@ -30,11 +30,11 @@ use crate::actor::Actor;
 use crate::clock::Clock;
 use crate::error::{OutboxError, Result};
 use crate::intake::{self, choose_fecha, pac_idempotency_key, sha256_hex, FECHA_WINDOW, RESERVATION_LEASE};
+use crate::model::PacDirectory;
 use crate::model::{
     AttemptReason, Badge, BodyFormat, Counts, InvoiceDetail, InvoicePage, InvoiceRef, InvoiceState, ListFilter, Note, Recorded,
     TimelineEntry, TimelineSource,
 };
-use crate::model::PacDirectory;
 use crate::settings::{self, DrainSettings, EmisorSettings, EmisorSetup, DEFAULT_PAC, SETTING_PRIMARY_PAC};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{

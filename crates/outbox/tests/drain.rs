@@ -102,7 +102,13 @@ async fn world_with(pacs: &[(&str, Flavor, &str)], timeout_ms: u64) -> World {
 
 /// A drain worker over the outbox's configured PACs, with quick backoff.
 async fn drain_for(outbox: &Arc<Outbox<SqliteStore>>, worker: &str, lease: chrono::Duration) -> Drain<SqliteStore> {
-    let set = build_pac_set(&outbox.pacs().await.unwrap(), &SimSecrets, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).unwrap();
+    let set = build_pac_set(
+        &outbox.pacs().await.unwrap(),
+        &SimSecrets,
+        Arc::new(pac::SystemClock),
+        &pac_clients::HttpConnector,
+    )
+    .unwrap();
     let config = DrainConfig {
         worker_id: worker.into(),
         concurrency: 4,

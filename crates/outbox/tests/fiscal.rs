@@ -79,7 +79,13 @@ async fn world() -> World {
         sandbox: false,
     };
     outbox.add_pac(config, false, &Actor::system("test")).await.unwrap();
-    let set = build_pac_set(&outbox.pacs().await.unwrap(), &SimSecrets, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).unwrap();
+    let set = build_pac_set(
+        &outbox.pacs().await.unwrap(),
+        &SimSecrets,
+        Arc::new(pac::SystemClock),
+        &pac_clients::HttpConnector,
+    )
+    .unwrap();
     let drain = Arc::new(Drain::new(
         outbox.clone(),
         set,

@@ -17,10 +17,10 @@ use serde_json::Value;
 
 use cfdi::secret::Secret;
 
-use pac::evidence::{Evidence, Redactor};
 use crate::http::{Delivered, Http, HttpSetupError, Outgoing, OutgoingBody, SendFailure, Timeouts};
-use pac::outcome::*;
 use crate::sat::{SatClient, SatConfig};
+use pac::evidence::{Evidence, Redactor};
+use pac::outcome::*;
 use pac::{BoxFuture, Clock, PacClient, PacKind, SystemClock};
 
 /// Configuration of the Facturapi adapter.

@@ -16,13 +16,13 @@ use base64::Engine as _;
 
 use cfdi::secret::Secret;
 
-use pac::evidence::{Evidence, Redactor};
 use crate::http::{Http, HttpSetupError, Outgoing, OutgoingBody, SendFailure, Timeouts};
-use pac::outcome::*;
 use crate::sat::total_for_expresion;
 use crate::soap::{self, SoapBody};
-use pac::{BoxFuture, Clock, PacClient, PacKind, SystemClock};
 use cfdi::escape::xml as escape;
+use pac::evidence::{Evidence, Redactor};
+use pac::outcome::*;
+use pac::{BoxFuture, Clock, PacClient, PacKind, SystemClock};
 
 pub const NS_STAMP: &str = "http://facturacion.finkok.com/stamp";
 pub const NS_CANCEL: &str = "http://facturacion.finkok.com/cancel";

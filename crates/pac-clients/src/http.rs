@@ -246,8 +246,8 @@ impl Http {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
     use super::*;
+    use std::time::Duration;
 
     #[tokio::test]
     async fn refused_connection_is_not_sent_and_recorded() {

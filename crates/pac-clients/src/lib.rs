@@ -55,7 +55,12 @@ impl PacConnector for HttpConnector {
                 let Credential::UserPassword { user, password } = &spec.credential else {
                     return Err(ConnectError("Finkok necesita usuario y contraseña".into()));
                 };
-                let mut cfg = finkok::FinkokConfig::new(&spec.services_url, user, password.clone(), spec.taxpayer_id.clone().unwrap_or_default());
+                let mut cfg = finkok::FinkokConfig::new(
+                    &spec.services_url,
+                    user,
+                    password.clone(),
+                    spec.taxpayer_id.clone().unwrap_or_default(),
+                );
                 if let Some(p) = &spec.stamp_path {
                     cfg.stamp_path = p.clone();
                 }

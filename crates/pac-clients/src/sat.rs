@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use rust_decimal::Decimal;
 
-use pac::evidence::{Evidence, Redactor};
 use crate::http::{Http, HttpSetupError, Outgoing, OutgoingBody, Timeouts};
-use pac::outcome::{Reply, SatStatus, StatusOutcome, StatusQuery};
 use crate::soap::{self, SoapBody};
+use pac::evidence::{Evidence, Redactor};
+use pac::outcome::{Reply, SatStatus, StatusOutcome, StatusQuery};
 use pac::{Clock, SystemClock};
 
 pub const SOAP_ACTION: &str = "http://tempuri.org/IConsultaCFDIService/Consulta";

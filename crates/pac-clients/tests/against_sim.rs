@@ -11,12 +11,12 @@ use serde_json::{json, Value};
 use cfdi::csd::Csd;
 use cfdi::sale::{EmisorProfile, Sale};
 use cfdi::secret::Secret;
+use pac::{Attempt, CancelOutcome, CancelRequest, LookupOutcome, Motivo, PacClient, StampOutcome, StatusOutcome, StatusQuery};
 use pac_clients::facturapi::{FacturapiClient, FacturapiConfig};
 use pac_clients::finkok::{FinkokClient, FinkokConfig, Polling};
 use pac_clients::http::Timeouts;
 use pac_clients::sat::{SatClient, SatConfig};
 use pac_clients::sw::{SwAuth, SwClient, SwConfig};
-use pac::{Attempt, CancelOutcome, CancelRequest, LookupOutcome, Motivo, PacClient, StampOutcome, StatusOutcome, StatusQuery};
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");

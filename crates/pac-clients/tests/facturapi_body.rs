@@ -9,10 +9,10 @@ use serde_json::{json, Value};
 
 use cfdi::sale::{EmisorProfile, Sale};
 use cfdi::secret::Secret;
-use pac_clients::facturapi::{FacturapiClient, FacturapiConfig};
 use pac::facturapi_body::{map_sale, MAPPING_VERSION};
-use pac_clients::http::Timeouts;
 use pac::{Attempt, LookupOutcome, PacClient, StampOutcome};
+use pac_clients::facturapi::{FacturapiClient, FacturapiConfig};
+use pac_clients::http::Timeouts;
 use pac_sim::{Flavor, SimConfig};
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");

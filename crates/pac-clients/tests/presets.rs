@@ -95,23 +95,38 @@ fn presets_fill_the_client_specs() {
     assert_eq!(sw.stamp_path.as_deref(), Some("/v4/cfdi33/stamp/v2"));
     let fk = spec_from_preset(
         presets::get("finkok-demo").unwrap(),
-        Credential::UserPassword { user: "u".into(), password: Secret::new("p") },
+        Credential::UserPassword {
+            user: "u".into(),
+            password: Secret::new("p"),
+        },
         Some("EKU9003173C9".into()),
     );
     assert_eq!(fk.services_url, "https://demo-facturacion.finkok.com");
     assert_eq!(fk.stamp_path.as_deref(), Some("/servicios/soap/stamp.wsdl"));
-    let fa = spec_from_preset(presets::get("facturapi").unwrap(), Credential::Token(Secret::new("sk_test_x")), None);
+    let fa = spec_from_preset(
+        presets::get("facturapi").unwrap(),
+        Credential::Token(Secret::new("sk_test_x")),
+        None,
+    );
     assert_eq!(fa.services_url, "https://www.facturapi.io");
-    assert!(!fa.sat_status_url.starts_with(&fa.services_url), "SAT's status service is not on the PAC's host");
+    assert!(
+        !fa.sat_status_url.starts_with(&fa.services_url),
+        "SAT's status service is not on the PAC's host"
+    );
     // Every preset connects (builds a client; nothing is sent).
     use pac::connect::PacConnector;
     for p in presets::all() {
         let credential = match p.flavor {
-            PacKind::Finkok => Credential::UserPassword { user: "u".into(), password: Secret::new("p") },
+            PacKind::Finkok => Credential::UserPassword {
+                user: "u".into(),
+                password: Secret::new("p"),
+            },
             _ => Credential::Token(Secret::new("t")),
         };
         let spec = spec_from_preset(p, credential, Some("EKU9003173C9".into()));
-        let client = pac_clients::HttpConnector.connect(&spec, std::sync::Arc::new(pac::SystemClock)).unwrap();
+        let client = pac_clients::HttpConnector
+            .connect(&spec, std::sync::Arc::new(pac::SystemClock))
+            .unwrap();
         assert_eq!(client.kind(), p.flavor, "{}", p.name);
     }
 }

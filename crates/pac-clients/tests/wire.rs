@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 
-use pac_clients::{facturapi, finkok, sat, sw};
 use pac::{CancelOutcome, LookupOutcome, StampOutcome, StatusOutcome};
+use pac_clients::{facturapi, finkok, sat, sw};
 
 const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 const UUID: &str = "6F7C2B1A-3D4E-4F50-8A6B-7C8D9E0F1A2B";

@@ -11,7 +11,6 @@
 //! - `POST /_sim/cancellations/{uuid}/accept|reject`: the receptor's answer.
 //! - `GET /_sim/cfdi/{uuid}`: the stamped XML.
 
-
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
@@ -25,7 +24,6 @@ use cfdi::xml::Document;
 use crate::engine::{CfdiRecord, Flavor, SatAnswer, PAC_CP};
 use crate::state::{AppState, SimState};
 use crate::wire::{esc, soap_fault, soap_param, xml_response, NS_SOAP_ENV};
-
 
 /// The whole router of a simulator.
 pub fn router(state: AppState) -> Router {

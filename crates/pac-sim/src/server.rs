@@ -97,7 +97,10 @@ impl SimHandle {
                     password: cfdi::secret::Secret::new(c.password.clone()),
                 },
             ),
-            crate::Flavor::Facturapi => (pac::PacKind::Facturapi, Credential::Token(cfdi::secret::Secret::new(c.facturapi_key.clone()))),
+            crate::Flavor::Facturapi => (
+                pac::PacKind::Facturapi,
+                Credential::Token(cfdi::secret::Secret::new(c.facturapi_key.clone())),
+            ),
         };
         pac::connect::PacSpec {
             flavor,

@@ -75,4 +75,3 @@ impl ConnCtl {
         self.abort.notify_one();
     }
 }
-

@@ -55,4 +55,3 @@ pub async fn hold_then_abort(s: &AppState, ctl: Option<ConnCtl>) -> Response {
     }
     (StatusCode::GATEWAY_TIMEOUT, "").into_response()
 }
-

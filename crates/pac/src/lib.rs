@@ -108,4 +108,3 @@ pub trait PacClient: Send + Sync {
 
 /// Lowercase hex SHA-256 (the one implementation, shared with the simulator).
 pub use cfdi::digest::sha256_hex;
-

@@ -11,7 +11,6 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-
 use crate::PacKind;
 
 /// The presets file, embedded.
@@ -89,4 +88,3 @@ pub fn all() -> &'static [Preset] {
 pub fn get(name: &str) -> Option<&'static Preset> {
     all().iter().find(|p| p.name == name)
 }
-

@@ -80,7 +80,9 @@ pub fn crate_paths(text: &str) -> BTreeSet<String> {
 pub fn root_reexports(root_text: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for line in root_text.lines() {
-        let Some(rest) = line.trim().strip_prefix("pub use ") else { continue };
+        let Some(rest) = line.trim().strip_prefix("pub use ") else {
+            continue;
+        };
         let rest = rest.trim_end_matches(';');
         let Some((module, items)) = rest.split_once("::") else { continue };
         let items = items.trim_start_matches('{').trim_end_matches('}');
@@ -176,7 +178,9 @@ pub fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<Stri
 /// The `[dependencies]` (not dev-dependencies) a crate's manifest declares.
 pub fn dependencies(manifest: &Path) -> BTreeSet<String> {
     let text = std::fs::read_to_string(manifest).unwrap_or_default();
-    let Ok(value) = text.parse::<toml::Table>() else { return BTreeSet::new() };
+    let Ok(value) = text.parse::<toml::Table>() else {
+        return BTreeSet::new();
+    };
     value
         .get("dependencies")
         .and_then(|d| d.as_table())

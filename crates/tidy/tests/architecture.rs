@@ -14,7 +14,11 @@ fn crates() -> Vec<(String, std::path::PathBuf, std::path::PathBuf)> {
     for dir in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
         let p = dir.path();
         if p.join("Cargo.toml").exists() {
-            out.push((p.file_name().unwrap().to_string_lossy().to_string(), p.join("src"), p.join("Cargo.toml")));
+            out.push((
+                p.file_name().unwrap().to_string_lossy().to_string(),
+                p.join("src"),
+                p.join("Cargo.toml"),
+            ));
         }
     }
     out.push(("src-tauri".into(), root.join("src-tauri/src"), root.join("src-tauri/Cargo.toml")));
@@ -40,11 +44,20 @@ fn crate_dependencies_point_one_way() {
     let sql = ["sqlx"];
     let http = ["reqwest", "hyper", "hyper-util", "axum", "tower"];
     let rules: &[(&str, &[&str])] = &[
-        ("cfdi", &["sqlx", "reqwest", "hyper", "axum", "tauri", "tokio", "timbra-pac", "timbra-outbox"]),
-        ("pac", &["sqlx", "reqwest", "hyper", "axum", "tauri", "timbra-outbox", "timbra-pac-clients"]),
+        (
+            "cfdi",
+            &["sqlx", "reqwest", "hyper", "axum", "tauri", "tokio", "timbra-pac", "timbra-outbox"],
+        ),
+        (
+            "pac",
+            &["sqlx", "reqwest", "hyper", "axum", "tauri", "timbra-outbox", "timbra-pac-clients"],
+        ),
         ("pac-clients", &["sqlx", "tauri", "timbra-outbox", "axum"]),
         ("pac-sim", &["sqlx", "tauri", "timbra-outbox", "timbra-pac-clients", "reqwest"]),
-        ("outbox", &["reqwest", "hyper", "hyper-util", "axum", "tower", "tauri", "timbra-pac-clients"]),
+        (
+            "outbox",
+            &["reqwest", "hyper", "hyper-util", "axum", "tower", "tauri", "timbra-pac-clients"],
+        ),
         ("pdf", &["sqlx", "reqwest", "tauri", "tokio", "timbra-outbox"]),
     ];
     let _ = (sql, http);
@@ -102,9 +115,16 @@ fn nothing_points_at_documents_outside_the_repository() {
         .filter(|f| f.file_name().is_some_and(|n| n != "architecture.rs"))
         .filter_map(|f| {
             let text = std::fs::read_to_string(f).ok()?;
-            let hit = text.contains("DESIGN §") || text.contains("DESIGN.md") || text.contains("reference/strategy-cases") || text.contains("pac-sat-facts");
+            let hit = text.contains("DESIGN §")
+                || text.contains("DESIGN.md")
+                || text.contains("reference/strategy-cases")
+                || text.contains("pac-sat-facts");
             hit.then(|| f.strip_prefix(&root).unwrap_or(f).display().to_string())
         })
         .collect();
-    assert!(bad.is_empty(), "these cite documents outside the repository:\n  {}", bad.into_iter().collect::<Vec<_>>().join("\n  "));
+    assert!(
+        bad.is_empty(),
+        "these cite documents outside the repository:\n  {}",
+        bad.into_iter().collect::<Vec<_>>().join("\n  ")
+    );
 }

@@ -47,11 +47,7 @@ macro_rules! sql {
 /// The migrations of `migrations/sqlite/`, in order: (version, description, SQL).
 pub const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "outbox", include_str!("../../migrations/sqlite/0001_outbox.sql")),
-    (
-        2,
-        "exactly_once",
-        include_str!("../../migrations/sqlite/0002_exactly_once.sql"),
-    ),
+    (2, "exactly_once", include_str!("../../migrations/sqlite/0002_exactly_once.sql")),
     (
         3,
         "fiscal_workflows",
@@ -784,11 +780,21 @@ impl Store for SqliteStore {
         else {
             return Ok(None);
         };
-        let lease = match (get::<Option<String>>(&row, "lease_owner")?, get::<Option<i64>>(&row, "lease_until_ms")?) {
-            (Some(owner), Some(until)) => Some(Lease { owner, until: instant(until)? }),
+        let lease = match (
+            get::<Option<String>>(&row, "lease_owner")?,
+            get::<Option<i64>>(&row, "lease_until_ms")?,
+        ) {
+            (Some(owner), Some(until)) => Some(Lease {
+                owner,
+                until: instant(until)?,
+            }),
             _ => None,
         };
-        let sale = self.rows(&mut tx, sql!("sale_of_invoice"), id, sale_record).await?.into_iter().next();
+        let sale = self
+            .rows(&mut tx, sql!("sale_of_invoice"), id, sale_record)
+            .await?
+            .into_iter()
+            .next();
         let detail = InvoiceDetail {
             invoice: summary(&row)?,
             fencing_token: get(&row, "fencing_token")?,
@@ -1057,10 +1063,7 @@ impl Store for SqliteStore {
     }
 
     async fn record_cfdi(&self, c: &NewCfdi) -> Result<()> {
-        let sha = c
-            .xml
-            .as_ref()
-            .map(|x| cfdi::digest::sha256_hex(x));
+        let sha = c.xml.as_ref().map(|x| cfdi::digest::sha256_hex(x));
         let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
         sqlx::query(sql!("upsert_cfdi"))
             .bind(c.invoice_id)
