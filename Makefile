@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test bench deps-test deps-run deps-bench check-fixtures test-rust ui-build ui-test
+.PHONY: run test bench deps-test deps-run deps-bench check-fixtures lint test-rust ui-build ui-test
 
 ## make run: builds the UI and the desktop app and starts it. With nothing configured it opens in
 ## Modo sandbox (database in the app-data folder, PAC simulator, SAT's test CSD). Without a
@@ -15,7 +15,12 @@ run: deps-run ui-build
 	else echo "Sin pantalla (DISPLAY): Timbra se inicia bajo xvfb-run." >&2; xvfb-run -a ./target/debug/timbra-app; fi
 
 ## make test: every test suite of the project.
-test: deps-test check-fixtures ui-test test-rust
+test: deps-test check-fixtures lint ui-test test-rust
+
+## Formatting and lints are part of the suite (ui-build first: the app's build embeds ui/dist).
+lint: ui-build
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 # Includes the desktop app's webview E2E suite (src-tauri, test `e2e`: Xvfb + tauri-driver),
 # which needs the built UI; screenshots go to artifacts/screenshots/.
