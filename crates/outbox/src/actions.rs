@@ -53,6 +53,8 @@ impl ActionKind {
             ActionKind::SendToContador => "enviar al contador",
             ActionKind::Download => "descargar",
             ActionKind::Note => "anotar",
+            ActionKind::Cancel => "cancelar el CFDI",
+            ActionKind::DecideDuplicate => "decidir el duplicado",
         }
     }
 
@@ -63,9 +65,12 @@ impl ActionKind {
             ActionKind::Resume | ActionKind::Finalize | ActionKind::Failover | ActionKind::Reprocess => {
                 &[Role::Soporte, Role::Contador, Role::Sistema]
             }
-            ActionKind::ForceFailover | ActionKind::ReprocessAcceptingRisk | ActionKind::VerifyAbsent | ActionKind::RecordFound => {
-                &[Role::Contador]
-            }
+            ActionKind::ForceFailover
+            | ActionKind::ReprocessAcceptingRisk
+            | ActionKind::VerifyAbsent
+            | ActionKind::RecordFound
+            | ActionKind::Cancel
+            | ActionKind::DecideDuplicate => &[Role::Contador],
             // The contador does not send to themself.
             ActionKind::SendToContador => &[Role::Personal, Role::Soporte],
         }
@@ -80,6 +85,8 @@ impl ActionKind {
                 | ActionKind::VerifyAbsent
                 | ActionKind::RecordFound
                 | ActionKind::SendToContador
+                | ActionKind::Cancel
+                | ActionKind::DecideDuplicate
         )
     }
 }

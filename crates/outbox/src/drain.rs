@@ -234,13 +234,33 @@ impl<S: Store> Drain<S> {
                     let me = Arc::clone(self);
                     in_flight.spawn(async move { me.step(claim).await });
                 }
+                // Cancellation requests share the slots: recorded before sent, claimed like rows.
+                let free = free.saturating_sub(claimed);
+                if free > 0 {
+                    let cancellations = self
+                        .outbox
+                        .store()
+                        .claim_due_cancellations(
+                            &self.config.worker_id,
+                            now.timestamp_millis(),
+                            (now + self.config.lease).timestamp_millis(),
+                            free as u32,
+                        )
+                        .await?;
+                    claimed += cancellations.len();
+                    for claim in cancellations {
+                        let me = Arc::clone(self);
+                        in_flight.spawn(async move { me.step_cancellation(claim).await });
+                    }
+                }
             }
             progress.in_flight = in_flight.len() as u64;
             if claimed == 0 && in_flight.is_empty() {
                 if let RunMode::UntilIdle { horizon } = mode {
                     let now = self.outbox.now();
                     let horizon = chrono::Duration::from_std(horizon).unwrap_or(Duration::seconds(60));
-                    if !self.outbox.store().any_due_before((now + horizon).timestamp_millis()).await? {
+                    let until = (now + horizon).timestamp_millis();
+                    if !self.outbox.store().any_due_before(until).await? && !self.outbox.store().any_cancellation_due_before(until).await? {
                         break;
                     }
                 }

@@ -203,6 +203,7 @@ pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Fact
                 .and_then(|id| d.attempts.iter().find(|a| a.id == id))
                 .map(|a| a.attempt_no),
             xml_persisted: c.has_xml,
+            cancellation: crate::cancellation::cfdi_cancellation(c.cancellation_status.as_deref()),
         })
         .collect();
     Facts { attempts, cfdis }

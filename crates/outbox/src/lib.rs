@@ -17,6 +17,9 @@
 //! - the fiscal workflows: [`payments`] (complemento de pago against PPD invoices),
 //!   [`global_invoice`] (tickets and the factura global), [`reports`] (the contador's month),
 //!   [`screening`] (SAT's 69-B list);
+//! - duplicates and cancellation: [`duplicates`] (the contador's queue and decisions),
+//!   [`reconciliation`] (importing stamped XMLs issued anywhere), [`cancellation`] (SAT's
+//!   rules, pure) and [`cancel_step`] (the drain carrying a request out);
 //! - [`actor`], [`clock`], [`location`], [`error`].
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
@@ -24,8 +27,11 @@
 pub mod actions;
 pub mod actor;
 pub mod attempts;
+pub mod cancel_step;
+pub mod cancellation;
 pub mod clock;
 pub mod drain;
+pub mod duplicates;
 pub mod error;
 pub mod facts;
 mod fiscal_intake;
@@ -36,6 +42,7 @@ pub mod model;
 pub mod outbox;
 pub mod pacs;
 pub mod payments;
+pub mod reconciliation;
 pub mod reports;
 pub mod screening;
 pub mod settings;

@@ -68,6 +68,8 @@ text_enum! {
         Reprocesar = "reprocesar",
         Duplicado = "duplicado",
         Atencion = "atencion",
+        /// Every CFDI of the sale was cancelled at SAT.
+        Cancelada = "cancelada",
     }
 }
 

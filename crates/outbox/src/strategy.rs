@@ -121,6 +121,20 @@ pub struct CfdiFacts {
     pub uuid: String,
     pub attempt_no: Option<i64>,
     pub xml_persisted: bool,
+    pub cancellation: CfdiCancellation,
+}
+
+/// Where a CFDI stands with SAT's cancellation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CfdiCancellation {
+    /// Vigente, no request open (never requested, or a request SAT refused or the receptor
+    /// rejected).
+    #[default]
+    None,
+    /// A contador's request is on its way or waiting for SAT's last word.
+    InProgress,
+    /// SAT says Cancelado.
+    Cancelled,
 }
 
 /// The drain settings the verdict depends on.
@@ -491,6 +505,10 @@ code_enum! {
         SendToContador = "send_to_contador",
         Download = "download",
         Note = "note",
+        /// The contador asks SAT, through the PAC that stamped it, to cancel a vigente CFDI.
+        Cancel = "cancel",
+        /// The contador decides a duplicate: which CFDI survives, the motivo for the others.
+        DecideDuplicate = "decide_duplicate",
     }
 }
 
@@ -520,6 +538,13 @@ code_enum! {
         PosibleDuplicado = "posible_duplicado",
         /// The PAC configured under the attempt's name is not the one it was frozen for.
         PacCambio = "pac_cambio",
+        /// A cancellation the contador asked for is on its way or waiting for SAT.
+        CancelacionEnCurso = "cancelacion_en_curso",
+        /// One or more of the sale's CFDIs were cancelled at SAT.
+        CfdiCancelado = "cfdi_cancelado",
+        /// Every CFDI of the sale is cancelled: nothing is stamped again by itself (a
+        /// substitute is a new sale).
+        TodosCancelados = "todos_cancelados",
     }
 }
 
@@ -554,6 +579,14 @@ code_enum! {
         OtroProcesoActuo = "otro_proceso_actuo",
         /// The PAC an attempt was frozen for is not the one configured under its name now.
         PacCambio = "pac_cambio",
+        /// A cancellation of this invoice's CFDI is on its way or waiting for SAT.
+        CancelacionEnCurso = "cancelacion_en_curso",
+        /// The sale's CFDI was cancelled: a new document is a new sale (credit note, substitute).
+        CfdiCancelado = "cfdi_cancelado",
+        /// Only a sale with two or more vigente CFDIs is decided as a duplicate.
+        SinDuplicado = "sin_duplicado",
+        /// A duplicate is decided first (which CFDI survives); then the losers are cancelled.
+        DecidirDuplicadoPrimero = "decidir_duplicado_primero",
         NoAplica = "no_aplica",
     }
 }
@@ -692,7 +725,7 @@ impl Builder<'_> {
 }
 
 /// Every action a verdict allows or refuses.
-pub const ALL_ACTIONS: [ActionKind; 10] = [
+pub const ALL_ACTIONS: [ActionKind; 12] = [
     ActionKind::Resume,
     ActionKind::Reprocess,
     ActionKind::Finalize,
@@ -703,6 +736,8 @@ pub const ALL_ACTIONS: [ActionKind; 10] = [
     ActionKind::RecordFound,
     ActionKind::SendToContador,
     ActionKind::Download,
+    ActionKind::Cancel,
+    ActionKind::DecideDuplicate,
 ];
 
 /// The actions that would open a new attempt.
@@ -749,6 +784,22 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
             uuids.extend(r.uuids.iter().cloned());
         }
     }
+    // A CFDI SAT cancelled still exists (its attempt is created: nothing is ever sent again
+    // for it), but it is no longer a second vigente document of the sale.
+    let cancelled: BTreeSet<String> = facts
+        .cfdis
+        .iter()
+        .filter(|c| c.cancellation == CfdiCancellation::Cancelled)
+        .map(|c| upper(&c.uuid))
+        .collect();
+    let cancelling: Vec<String> = facts
+        .cfdis
+        .iter()
+        .filter(|c| c.cancellation == CfdiCancellation::InProgress)
+        .map(|c| upper(&c.uuid))
+        .collect();
+    let had_cancelled = uuids.iter().any(|u| cancelled.contains(u));
+    uuids.retain(|u| !cancelled.contains(u));
     let unknown_uuid_attempt = facts
         .attempts
         .iter()
@@ -786,9 +837,10 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
         b.allow(&[ActionKind::VerifyAbsent, ActionKind::RecordFound]);
     }
 
-    // Two CFDIs for one sale: the contador decides, nothing automatic.
-    let created_attempts = statuses.iter().filter(|(_, s)| s.is_created()).count();
-    if uuids.len() >= 2 || created_attempts >= 2 {
+    // Two vigente CFDIs for one sale: the contador decides, nothing automatic. An attempt
+    // created without its UUID known counts as one more document.
+    let unknown_created = statuses.iter().filter(|(_, s)| *s == AttemptStatus::CreatedUnknownUuid).count();
+    if uuids.len() + unknown_created >= 2 {
         b.reason(ReasonCode::DosCfdi, None);
         b.allow(&[ActionKind::Download]);
         b.refuse_instead(
@@ -796,8 +848,40 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
             RefusalCode::DuplicadoDecideContador,
             None,
         );
+        if !cancelling.is_empty() {
+            b.reason(ReasonCode::CancelacionEnCurso, None);
+            b.refuse(
+                &[ActionKind::DecideDuplicate, ActionKind::Cancel],
+                RefusalCode::CancelacionEnCurso,
+                None,
+            );
+        } else if unknown_created > 0
+            || facts
+                .cfdis
+                .iter()
+                .filter(|c| c.xml_persisted && uuids.contains(&upper(&c.uuid)))
+                .count()
+                < uuids.len()
+        {
+            // A CFDI known only from an answer, not yet a row with its data: fetch it first.
+            b.refuse(&[ActionKind::DecideDuplicate, ActionKind::Cancel], RefusalCode::SinXml, None);
+        } else {
+            b.allow(&[ActionKind::DecideDuplicate]);
+            b.refuse(&[ActionKind::Cancel], RefusalCode::DecidirDuplicadoPrimero, None);
+        }
         b.refuse(&ALL_ACTIONS, RefusalCode::DuplicadoDecideContador, None);
         return finish(b, Badge::Duplicado, possible_duplicate, NextStep::Hold, false, vec![], statuses);
+    }
+    b.refuse(&[ActionKind::DecideDuplicate], RefusalCode::SinDuplicado, None);
+    if had_cancelled {
+        b.reason(ReasonCode::CfdiCancelado, None);
+    }
+    // Every CFDI of the sale cancelled: a finished sale, never stamped again by itself.
+    if uuids.is_empty() && unknown_created == 0 && had_cancelled && open_abandoned.is_empty() {
+        b.reason(ReasonCode::TodosCancelados, None);
+        b.allow(&[ActionKind::Download]);
+        b.refuse(&ALL_ACTIONS, RefusalCode::CfdiCancelado, None);
+        return finish(b, Badge::Cancelada, possible_duplicate, NextStep::Done, false, vec![], statuses);
     }
 
     // One CFDI exists.
@@ -820,6 +904,12 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
         if persisted {
             b.reason(ReasonCode::Timbrada, attempt);
             b.allow(&[ActionKind::Download]);
+            if cancelling.contains(&uuid) {
+                b.reason(ReasonCode::CancelacionEnCurso, attempt);
+                b.refuse(&[ActionKind::Cancel], RefusalCode::CancelacionEnCurso, attempt);
+            } else {
+                b.allow(&[ActionKind::Cancel]);
+            }
             b.refuse(&[ActionKind::SendToContador], RefusalCode::YaTimbrada, attempt);
             let next = open_question_step(&mut b, &open_abandoned);
             b.refuse(&[ActionKind::Finalize], RefusalCode::YaFinalizada, attempt);
@@ -828,7 +918,7 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
         b.reason(ReasonCode::CfdiSinXml, attempt);
         b.allow(&[ActionKind::Finalize, ActionKind::SendToContador]);
         let attempt_no = attempt.map(|a| a.attempt_no).unwrap_or(live.attempt_no);
-        b.refuse(&[ActionKind::Download], RefusalCode::SinXml, attempt);
+        b.refuse(&[ActionKind::Download, ActionKind::Cancel], RefusalCode::SinXml, attempt);
         let next = NextStep::Finalize {
             uuid: Some(uuid),
             attempt_no,
@@ -885,7 +975,7 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
             statuses,
         );
     }
-    b.refuse(&[ActionKind::Download], RefusalCode::SinCfdi, Some(live));
+    b.refuse(&[ActionKind::Download, ActionKind::Cancel], RefusalCode::SinCfdi, Some(live));
     b.refuse(&[ActionKind::Finalize], RefusalCode::SinCfdi, Some(live));
     let next_backup = policy
         .backups

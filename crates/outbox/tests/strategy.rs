@@ -59,6 +59,7 @@ fn history(spec: &str) -> Facts {
                 uuid: u.into(),
                 attempt_no,
                 xml_persisted: true,
+                cancellation: CfdiCancellation::None,
             });
             continue;
         }

@@ -631,7 +631,12 @@ impl FinkokClient {
 
     async fn do_cancel(&self, req: &CancelRequest) -> Reply<CancelOutcome> {
         let mut evidence = Evidence::default();
-        let (Some(cer), Some(key)) = (&self.config.cancel_cer_pem_b64, &self.config.cancel_key_pem_b64) else {
+        // The request's CSD (the outbox's emisor) first, else the one configured for the client.
+        let (cer, key) = match &req.csd {
+            Some(c) => (Some(&c.cer_pem_b64), Some(&c.key_pem_b64)),
+            None => (self.config.cancel_cer_pem_b64.as_ref(), self.config.cancel_key_pem_b64.as_ref()),
+        };
+        let (Some(cer), Some(key)) = (cer, key) else {
             return Reply {
                 outcome: CancelOutcome::NotSent {
                     cause: "faltan el certificado y la llave para cancelar con Finkok".into(),

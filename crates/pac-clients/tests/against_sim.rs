@@ -487,6 +487,7 @@ async fn sw_cancels_and_reports_sat_status_through_consulta_cfdi_service() {
         rfc_receptor: "URE180429TM6".into(),
         total: "116.00".parse().unwrap(),
         pac_id: None,
+        csd: None,
     };
     match client.cancel(&req).await.outcome {
         CancelOutcome::Accepted { code, acuse, .. } => {
@@ -667,6 +668,7 @@ async fn finkok_cancellation_waits_for_the_receptor_until_tacit_acceptance() {
         rfc_receptor: "URE180429TM6".into(),
         total,
         pac_id: None,
+        csd: None,
     };
     let r = client.cancel(&req).await;
     match &r.outcome {
@@ -831,6 +833,7 @@ async fn facturapi_cancels_by_uuid_and_sat_reports_it() {
         rfc_receptor: "URE180429TM6".into(),
         total: "116".parse().unwrap(),
         pac_id: None,
+        csd: None,
     };
     match client.cancel(&req).await.outcome {
         CancelOutcome::Accepted { code, .. } => assert_eq!(code, "canceled"),

@@ -280,6 +280,16 @@ pub struct CancelRequest {
     pub total: Decimal,
     /// The PAC's own id of the CFDI (Facturapi invoice id), when known.
     pub pac_id: Option<String>,
+    /// The emisor's CSD for PACs whose cancel service signs with it (Finkok `cancel`): the
+    /// certificate and the key as SAT issued them, each as base64 of its PEM.
+    pub csd: Option<CancelCsd>,
+}
+
+/// The CSD a cancellation is signed with, never printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CancelCsd {
+    pub cer_pem_b64: cfdi::secret::Secret,
+    pub key_pem_b64: cfdi::secret::Secret,
 }
 
 /// What a cancellation request came to.

@@ -385,6 +385,254 @@ pub trait Store: Send + Sync + 'static {
 
     /// The entry of `rfc` in list `list_id`.
     fn screening_entry(&self, list_id: i64, rfc: &str) -> impl Future<Output = Result<Option<ScreeningEntry>>> + Send;
+
+    // Duplicates and cancellations -------------------------------------------------------------
+
+    /// A contador's decision, the cancellations it orders (their CFDIs marked `solicitada`)
+    /// and its timeline events, in one transaction; returns the decision's id. The database
+    /// refuses a cancellation without a contador decision about its invoice.
+    fn record_decision(&self, d: &NewDecision, cancellations: &[NewCancellation]) -> impl Future<Output = Result<i64>> + Send;
+
+    /// Decisions about a group (`invoice-<id>`, `candidate-<id>`), oldest first.
+    fn decisions_of_group(&self, group_key: &str) -> impl Future<Output = Result<Vec<DecisionRow>>> + Send;
+
+    /// Cancellations of an invoice's CFDIs, oldest first.
+    fn cancellations_of_invoice(&self, invoice_id: i64) -> impl Future<Output = Result<Vec<CancellationRow>>> + Send;
+
+    fn cancellation(&self, id: i64) -> impl Future<Output = Result<Option<CancellationRow>>> + Send;
+
+    /// Every try of a cancellation with its answer (the evidence row naming the try), oldest first.
+    fn cancellation_tries(&self, cancellation_id: i64) -> impl Future<Output = Result<Vec<CancellationTryRow>>> + Send;
+
+    /// Claims up to `limit` due open cancellations for `worker` in one statement (lease, new token).
+    fn claim_due_cancellations(
+        &self,
+        worker: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<CancellationClaim>>> + Send;
+
+    /// Whether an open cancellation is due before `at_ms`.
+    fn any_cancellation_due_before(&self, at_ms: i64) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Appends a try (committed before it leaves), only under the claim's token and while the
+    /// cancellation is open; None means: do not send.
+    fn begin_cancellation_try(&self, t: &NewCancellationTry) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// Writes where a cancellation stands (and its CFDI's status), fenced by `token`; releases
+    /// the lease. Returns whether it was applied.
+    fn settle_cancellation(&self, u: &CancellationUpdate, token: i64) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Stores a CFDI imported by reconciliation that matches no attempt, with the duplicate
+    /// candidates found for it and their timeline events, in one transaction. None (nothing
+    /// written) when its UUID was imported before.
+    fn record_foreign_cfdi(&self, f: &NewForeignCfdi, candidates: &[NewCandidate]) -> impl Future<Output = Result<Option<i64>>> + Send;
+
+    /// Records a candidate between two invoices (the same sale recorded twice) with its
+    /// timeline events on both.
+    fn add_duplicate_candidate(&self, c: &NewCandidate) -> impl Future<Output = Result<i64>> + Send;
+
+    /// Every duplicate candidate, newest first, with what it points at.
+    fn duplicate_candidates(&self) -> impl Future<Output = Result<Vec<CandidateRow>>> + Send;
+
+    fn foreign_cfdi(&self, id: i64) -> impl Future<Output = Result<Option<ForeignCfdiRow>>> + Send;
+
+    /// Imported CFDIs, newest first.
+    fn foreign_cfdis(&self) -> impl Future<Output = Result<Vec<ForeignCfdiRow>>> + Send;
+
+    /// The invoice and attempt whose frozen XML body carries exactly this Sello.
+    fn attempt_with_sello(&self, sello: &str) -> impl Future<Output = Result<Option<(i64, i64)>>> + Send;
+
+    /// Invoices of `receptor_rfc` with `total` recorded in `[from_ms, to_ms)`, with their sale
+    /// bodies (canonical JSON), for likeness checks.
+    fn invoices_like(
+        &self,
+        receptor_rfc: &str,
+        total: &str,
+        from_ms: i64,
+        to_ms: i64,
+    ) -> impl Future<Output = Result<Vec<(i64, String)>>> + Send;
+
+    /// Invoices with this serie and folio.
+    fn invoices_with_folio(&self, serie: Option<&str>, folio: &str) -> impl Future<Output = Result<Vec<i64>>> + Send;
+}
+
+// Duplicates and cancellations' rows --------------------------------------------------------------
+
+/// A contador's decision (see the `decisions` table).
+#[derive(Debug, Clone)]
+pub struct NewDecision {
+    pub invoice_id: i64,
+    /// `duplicate`, `not_duplicate`, `cancel`.
+    pub kind: &'static str,
+    pub group_key: String,
+    pub survivor_uuid: Option<String>,
+    pub motivo: Option<String>,
+    pub folio_sustitucion: Option<String>,
+    pub note: String,
+    pub detail: serde_json::Value,
+    /// Timeline events: on the decision's invoice (None) or on another one.
+    pub events: Vec<(Option<i64>, NewEvent)>,
+    pub at_ms: i64,
+    pub actor: Actor,
+}
+
+/// A decision as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionRow {
+    pub id: i64,
+    pub invoice_id: i64,
+    pub kind: String,
+    pub group_key: String,
+    pub survivor_uuid: Option<String>,
+    pub motivo: Option<String>,
+    pub folio_sustitucion: Option<String>,
+    pub note: String,
+    pub decided_at_ms: i64,
+    pub actor: ActedBy,
+}
+
+/// A cancellation a decision orders.
+#[derive(Debug, Clone)]
+pub struct NewCancellation {
+    pub invoice_id: i64,
+    pub cfdi_id: i64,
+    pub uuid: String,
+    pub pac: String,
+    pub motivo: String,
+    pub folio_sustitucion: Option<String>,
+    pub needs_acceptance: bool,
+    /// The prediction shown before the contador confirmed (JSON).
+    pub prediction: serde_json::Value,
+    pub next_try_at_ms: i64,
+}
+
+/// A cancellation as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CancellationRow {
+    pub id: i64,
+    pub decision_id: i64,
+    pub invoice_id: i64,
+    pub cfdi_id: i64,
+    pub uuid: String,
+    pub pac: String,
+    pub motivo: String,
+    pub folio_sustitucion: Option<String>,
+    pub needs_acceptance: bool,
+    pub prediction: serde_json::Value,
+    /// `pending`, `requested`, `final`.
+    pub state: String,
+    pub outcome: Option<String>,
+    pub outcome_detail: Option<String>,
+    pub fencing_token: i64,
+    pub next_try_at_ms: i64,
+    pub tries_count: i64,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+/// A cancellation claimed by a drain worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CancellationClaim {
+    pub cancellation_id: i64,
+    pub invoice_id: i64,
+    pub fencing_token: i64,
+}
+
+/// A cancellation request or status query about to leave.
+#[derive(Debug, Clone)]
+pub struct NewCancellationTry {
+    pub cancellation_id: i64,
+    /// `cancel` or `status`.
+    pub operation: &'static str,
+    pub worker: String,
+    pub fencing_token: i64,
+    pub at_ms: i64,
+    pub actor: Actor,
+}
+
+/// A try of a cancellation and its recorded answer (the `answer` of its evidence's detail).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CancellationTryRow {
+    pub id: i64,
+    pub try_no: i64,
+    pub operation: String,
+    pub started_at_ms: i64,
+    pub answer: Option<serde_json::Value>,
+}
+
+/// Where a cancellation stands now (written fenced).
+#[derive(Debug, Clone)]
+pub struct CancellationUpdate {
+    pub cancellation_id: i64,
+    pub state: &'static str,
+    pub outcome: Option<&'static str>,
+    pub outcome_detail: Option<String>,
+    pub next_try_at_ms: i64,
+    /// The CFDI's `cancellation_status` (and SAT status text) to write with it.
+    pub cfdi_status: Option<&'static str>,
+    pub sat_status: Option<String>,
+    pub at_ms: i64,
+}
+
+/// A CFDI imported by reconciliation that matches no attempt.
+#[derive(Debug, Clone)]
+pub struct NewForeignCfdi {
+    pub uuid: String,
+    pub rfc_emisor: String,
+    pub rfc_receptor: String,
+    pub total: String,
+    pub fecha: String,
+    pub serie: Option<String>,
+    pub folio: Option<String>,
+    pub xml: Vec<u8>,
+    pub xml_sha256: String,
+    pub source: String,
+    pub at_ms: i64,
+    pub actor: Actor,
+}
+
+/// An imported CFDI as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForeignCfdiRow {
+    pub id: i64,
+    pub uuid: String,
+    pub rfc_emisor: String,
+    pub rfc_receptor: String,
+    pub total: String,
+    pub fecha: String,
+    pub serie: Option<String>,
+    pub folio: Option<String>,
+    pub source: String,
+    pub imported_at_ms: i64,
+    pub actor: ActedBy,
+}
+
+/// A *posible duplicado* for review. `foreign_cfdi_id` is filled by
+/// [`Store::record_foreign_cfdi`] for the CFDI it stores.
+#[derive(Debug, Clone)]
+pub struct NewCandidate {
+    pub invoice_id: i64,
+    pub other_invoice_id: Option<i64>,
+    /// `same_sale_data`, `serie_folio`, `sale_id_field`, `likeness`.
+    pub reason: &'static str,
+    pub detail: serde_json::Value,
+    pub at_ms: i64,
+    pub actor: Actor,
+}
+
+/// A candidate as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateRow {
+    pub id: i64,
+    pub invoice_id: i64,
+    pub other_invoice_id: Option<i64>,
+    pub foreign_cfdi_id: Option<i64>,
+    pub reason: String,
+    pub detail: serde_json::Value,
+    pub created_at_ms: i64,
+    pub actor: ActedBy,
 }
 
 // The fiscal workflows' rows ----------------------------------------------------------------------

@@ -27,6 +27,10 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use sqlx::{Row, Sqlite};
 
 use super::{
+    CancellationClaim, CancellationRow, CancellationTryRow, CancellationUpdate, CandidateRow, DecisionRow, ForeignCfdiRow, NewCancellation,
+    NewCancellationTry, NewCandidate, NewDecision, NewForeignCfdi,
+};
+use super::{
     Claim, ExistingSale, InvoiceUpdate, KeyState, NewAttempt, NewCfdi, NewEmisorSettings, NewEvent, NewEvidence, NewRecord, NewTry,
     OpenAttempt, RecordOutcome, Reservation, Store, StoredEmisorSettings,
 };
@@ -40,9 +44,11 @@ use crate::model::{
 
 macro_rules! sql {
     ($name:literal) => {
-        include_str!(concat!("../../sql/sqlite/", $name, ".sql"))
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/sqlite/", $name, ".sql"))
     };
 }
+
+mod cancel;
 
 /// The migrations of `migrations/sqlite/`, in order: (version, description, SQL).
 pub const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -53,6 +59,7 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "fiscal_workflows",
         include_str!("../../migrations/sqlite/0003_fiscal_workflows.sql"),
     ),
+    (4, "cancellations", include_str!("../../migrations/sqlite/0004_cancellations.sql")),
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
@@ -1456,6 +1463,74 @@ impl Store for SqliteStore {
             situacion: get(&r, "situacion")?,
             fecha_situacion: get(&r, "fecha_situacion")?,
         }))
+    }
+
+    async fn record_decision(&self, d: &NewDecision, cancellations: &[NewCancellation]) -> Result<i64> {
+        self.record_decision_impl(d, cancellations).await
+    }
+
+    async fn decisions_of_group(&self, group_key: &str) -> Result<Vec<DecisionRow>> {
+        self.decisions_of_group_impl(group_key).await
+    }
+
+    async fn cancellations_of_invoice(&self, invoice_id: i64) -> Result<Vec<CancellationRow>> {
+        self.cancellations_of_invoice_impl(invoice_id).await
+    }
+
+    async fn cancellation(&self, id: i64) -> Result<Option<CancellationRow>> {
+        self.cancellation_impl(id).await
+    }
+
+    async fn cancellation_tries(&self, cancellation_id: i64) -> Result<Vec<CancellationTryRow>> {
+        self.cancellation_tries_impl(cancellation_id).await
+    }
+
+    async fn claim_due_cancellations(&self, worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<CancellationClaim>> {
+        self.claim_due_cancellations_impl(worker, now_ms, lease_until_ms, limit).await
+    }
+
+    async fn any_cancellation_due_before(&self, at_ms: i64) -> Result<bool> {
+        self.any_cancellation_due_before_impl(at_ms).await
+    }
+
+    async fn begin_cancellation_try(&self, t: &NewCancellationTry) -> Result<Option<i64>> {
+        self.begin_cancellation_try_impl(t).await
+    }
+
+    async fn settle_cancellation(&self, u: &CancellationUpdate, token: i64) -> Result<bool> {
+        self.settle_cancellation_impl(u, token).await
+    }
+
+    async fn record_foreign_cfdi(&self, f: &NewForeignCfdi, candidates: &[NewCandidate]) -> Result<Option<i64>> {
+        self.record_foreign_cfdi_impl(f, candidates).await
+    }
+
+    async fn add_duplicate_candidate(&self, c: &NewCandidate) -> Result<i64> {
+        self.add_duplicate_candidate_impl(c).await
+    }
+
+    async fn duplicate_candidates(&self) -> Result<Vec<CandidateRow>> {
+        self.duplicate_candidates_impl().await
+    }
+
+    async fn foreign_cfdi(&self, id: i64) -> Result<Option<ForeignCfdiRow>> {
+        self.foreign_cfdi_impl(id).await
+    }
+
+    async fn foreign_cfdis(&self) -> Result<Vec<ForeignCfdiRow>> {
+        self.foreign_cfdis_impl().await
+    }
+
+    async fn attempt_with_sello(&self, sello: &str) -> Result<Option<(i64, i64)>> {
+        self.attempt_with_sello_impl(sello).await
+    }
+
+    async fn invoices_like(&self, receptor_rfc: &str, total: &str, from_ms: i64, to_ms: i64) -> Result<Vec<(i64, String)>> {
+        self.invoices_like_impl(receptor_rfc, total, from_ms, to_ms).await
+    }
+
+    async fn invoices_with_folio(&self, serie: Option<&str>, folio: &str) -> Result<Vec<i64>> {
+        self.invoices_with_folio_impl(serie, folio).await
     }
 }
 

@@ -1,0 +1,6 @@
+-- The attempt whose frozen XML body carries ?1 (the bytes ` Sello="…"`). A scan of the XML
+-- bodies: reconciliation imports are rare and a small business holds thousands of attempts.
+SELECT invoice_id, id FROM attempts
+WHERE body_format = 'xml' AND instr(body, CAST(?1 AS BLOB)) > 0
+ORDER BY id
+LIMIT 1

@@ -1,0 +1,6 @@
+-- A try of cancellation ?1, only while ?4 is its fencing token and it is open.
+INSERT INTO cancellation_tries (cancellation_id, try_no, operation, worker, fencing_token, started_at_ms, actor, actor_role)
+SELECT c.id, c.tries_count + 1, ?2, ?3, ?4, ?5, ?6, ?7
+FROM cancellations c
+WHERE c.id = ?1 AND c.fencing_token = ?4 AND c.state <> 'final'
+RETURNING id
