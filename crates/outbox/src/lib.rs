@@ -14,15 +14,22 @@
 //! - [`store`]: the `Store` trait (the backend seam) and [`store::sqlite`], the SQLite backend
 //!   with its SQL in `sql/sqlite/*.sql` and migrations in `migrations/sqlite/`;
 //! - [`model`]: states, badges and the read models; [`settings`]: emisor and CSD settings;
-//! - [`actor`], [`clock`], [`location`], [`error`].
+//! - [`actor`], [`clock`], [`location`], [`error`];
+//! - intake channels: [`api_tokens`] (bearer tokens of the local API, stored hashed),
+//!   [`webhooks`] (incoming payment webhooks with their mapping to a sale; Timbra's own outbox
+//!   of outgoing deliveries and its [`webhooks::deliver_due`] pass), [`email`] (the XML and PDF
+//!   to the customer, queued, with [`email::deliver_due_emails`]). HTTP and SMTP are behind
+//!   traits ([`webhooks::WebhookSender`], [`email::Mailer`]) implemented in `crates/api`.
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
 
 pub mod actions;
 pub mod actor;
+pub mod api_tokens;
 pub mod attempts;
 pub mod clock;
 pub mod drain;
+pub mod email;
 pub mod error;
 pub mod facts;
 pub mod intake;
@@ -33,6 +40,7 @@ pub mod pacs;
 pub mod settings;
 pub mod store;
 pub mod strategy;
+pub mod webhooks;
 
 pub use actor::{Actor, Role};
 pub use clock::{Clock, SystemClock, TestClock};
