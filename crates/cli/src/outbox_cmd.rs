@@ -170,6 +170,8 @@ pub enum InvoiceCommand {
     },
     #[command(flatten)]
     Action(crate::drain_cmd::ActionCommand),
+    #[command(flatten)]
+    Document(crate::document_cmd::DocumentCommand),
 }
 
 #[derive(Args)]
@@ -399,6 +401,10 @@ pub fn invoice(db: Option<&str>, cmd: InvoiceCommand) -> Result<u8, Failure> {
         InvoiceCommand::Action(a) => {
             drop(rt);
             crate::drain_cmd::action(db, a)
+        }
+        InvoiceCommand::Document(d) => {
+            drop(rt);
+            crate::document_cmd::document(db, d)
         }
         InvoiceCommand::List {
             state,
