@@ -184,6 +184,10 @@ pub struct FieldSpec {
     /// Used when the event has no value there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Value>,
+    /// When the event has no value there (and there is no default), the sale field is left out
+    /// instead of making the event unmapped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 /// A transformation of an event value.
@@ -257,6 +261,7 @@ impl WebhookSource {
                 transform: Transform::UnixToLocal,
                 prefix: None,
                 default: None,
+                optional: false,
             }),
         );
         put("/receptor/rfc", FieldSource::Pointer(meta("receptor_rfc")));
@@ -271,6 +276,7 @@ impl WebhookSource {
                 transform: Transform::Json,
                 prefix: None,
                 default: None,
+                optional: false,
             }),
         );
         for (sale, key, default) in [
@@ -284,7 +290,8 @@ impl WebhookSource {
                     from: meta(key),
                     transform: Transform::None,
                     prefix: None,
-                    default: default.or(Some(Value::Null)),
+                    optional: default.is_none(),
+                    default,
                 }),
             );
         }
@@ -432,9 +439,9 @@ pub fn map_event(mapping: &SaleMapping, event: &Value, lugar_expedicion: &str) -
         }
     }
     for (field, src) in &mapping.fields {
-        let (from, transform, prefix, default) = match src {
-            FieldSource::Pointer(p) => (p.as_str(), Transform::None, None, None),
-            FieldSource::Spec(s) => (s.from.as_str(), s.transform, s.prefix.as_deref(), s.default.as_ref()),
+        let (from, transform, prefix, default, optional) = match src {
+            FieldSource::Pointer(p) => (p.as_str(), Transform::None, None, None, false),
+            FieldSource::Spec(s) => (s.from.as_str(), s.transform, s.prefix.as_deref(), s.default.as_ref(), s.optional),
         };
         let found = event.pointer(from).filter(|v| !v.is_null() && v.as_str() != Some(""));
         let value = match (found, default) {
@@ -468,6 +475,7 @@ pub fn map_event(mapping: &SaleMapping, event: &Value, lugar_expedicion: &str) -
                 }
             }
             (None, Some(d)) => d.clone(),
+            (None, None) if optional => continue,
             (None, None) => {
                 errors.push(FieldError::new(
                     field.clone(),
