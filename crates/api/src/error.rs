@@ -49,7 +49,9 @@ impl From<OutboxError> for ApiError {
         let message = e.to_string();
         let status = match &e {
             OutboxError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            OutboxError::IdempotencyConflict { .. } | OutboxError::InProgress { .. } | OutboxError::ActionRefused { .. } => StatusCode::CONFLICT,
+            OutboxError::IdempotencyConflict { .. } | OutboxError::InProgress { .. } | OutboxError::ActionRefused { .. } => {
+                StatusCode::CONFLICT
+            }
             OutboxError::NoteAlreadyResolved(_) | OutboxError::PacHasOpenAttempts { .. } => StatusCode::CONFLICT,
             OutboxError::NotFound { .. } => StatusCode::NOT_FOUND,
             OutboxError::Forbidden { .. } => StatusCode::FORBIDDEN,

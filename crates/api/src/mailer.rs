@@ -85,8 +85,16 @@ impl Mailer for SmtpMailer {
                 TlsMode::None => Ok(AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&s.host)),
             };
             let mut builder = match builder {
-                Ok(b) => b.port(s.port).timeout(Some(self.timeout)).hello_name(ClientId::Domain("timbra.local".into())),
-                Err(e) => return MailOutcome::Failed { code: None, reply: format!("TLS de {}: {e}", s.host) },
+                Ok(b) => b
+                    .port(s.port)
+                    .timeout(Some(self.timeout))
+                    .hello_name(ClientId::Domain("timbra.local".into())),
+                Err(e) => {
+                    return MailOutcome::Failed {
+                        code: None,
+                        reply: format!("TLS de {}: {e}", s.host),
+                    }
+                }
             };
             if let (Some(user), Some(password)) = (&s.user, &email.password) {
                 builder = builder.credentials(Credentials::new(user.clone(), password.expose().to_string()));
@@ -105,7 +113,10 @@ impl Mailer for SmtpMailer {
                             reply: e.to_string(),
                         }
                     } else {
-                        MailOutcome::Failed { code, reply: e.to_string() }
+                        MailOutcome::Failed {
+                            code,
+                            reply: e.to_string(),
+                        }
                     }
                 }
             }

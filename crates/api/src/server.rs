@@ -81,13 +81,21 @@ pub fn router(state: ApiState) -> Router {
         .merge(protected)
         .fallback(|| async { ApiError::not_found("no existe esa ruta de la API (vea /v1/openapi.json)") })
         .method_not_allowed_fallback(|| async {
-            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "la ruta existe pero no acepta ese método")
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "la ruta existe pero no acepta ese método",
+            )
         })
         .with_state(state)
 }
 
 /// Serves `state` on `listener` until `shutdown` resolves; requests in flight finish first.
-pub async fn serve(listener: tokio::net::TcpListener, state: ApiState, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: ApiState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
 }
 
@@ -99,8 +107,15 @@ pub struct ApiActor(pub Actor);
 
 async fn require_token(State(state): State<ApiState>, mut req: Request, next: Next) -> Response {
     let presented = match req.headers().get(header::AUTHORIZATION) {
-        None => return ApiError::unauthorized("falta la cabecera Authorization: Bearer <token> (cree uno con `timbra token create`)").into_response(),
-        Some(v) => match v.to_str().ok().and_then(|s| s.strip_prefix("Bearer ").or_else(|| s.strip_prefix("bearer "))) {
+        None => {
+            return ApiError::unauthorized("falta la cabecera Authorization: Bearer <token> (cree uno con `timbra token create`)")
+                .into_response()
+        }
+        Some(v) => match v
+            .to_str()
+            .ok()
+            .and_then(|s| s.strip_prefix("Bearer ").or_else(|| s.strip_prefix("bearer ")))
+        {
             Some(t) => t.trim().to_string(),
             None => return ApiError::unauthorized("la cabecera Authorization debe ser «Bearer <token>»").into_response(),
         },
@@ -126,7 +141,11 @@ async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
             format!("el cuerpo de la petición pasa de {MAX_BODY_BYTES} bytes"),
         )
     };
-    if let Some(len) = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()) {
+    if let Some(len) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+    {
         if len > MAX_BODY_BYTES as u64 {
             return Err(too_large());
         }
@@ -144,7 +163,10 @@ async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
 fn path_param(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
     match p {
         Ok(Path(s)) if !s.is_empty() && s.chars().count() <= 200 && !s.chars().any(char::is_control) => Ok(s),
-        Ok(_) => Err(ApiError::bad_request("invalid_path", "el parámetro de la ruta debe tener de 1 a 200 caracteres sin caracteres de control")),
+        Ok(_) => Err(ApiError::bad_request(
+            "invalid_path",
+            "el parámetro de la ruta debe tener de 1 a 200 caracteres sin caracteres de control",
+        )),
         Err(e) => Err(ApiError::bad_request("invalid_path", format!("parámetro de la ruta inválido: {e}"))),
     }
 }
@@ -201,7 +223,11 @@ async fn health(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> 
 }
 
 async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], crate::OPENAPI_JSON).into_response()
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        crate::OPENAPI_JSON,
+    )
+        .into_response()
 }
 
 fn recorded_json(r: &Recorded) -> Value {
@@ -243,10 +269,14 @@ async fn create_sale(
 
 async fn get_sale(State(state): State<ApiState>, sale_id: Result<Path<String>, PathRejection>) -> Result<Json<Value>, ApiError> {
     let sale_id = path_param(sale_id)?;
-    let detail = state.outbox.invoice(&InvoiceRef::SaleId(sale_id.clone())).await.map_err(|e| match e {
-        OutboxError::NotFound { .. } => ApiError::not_found(format!("no hay venta registrada con sale_id {sale_id:?}")),
-        other => other.into(),
-    })?;
+    let detail = state
+        .outbox
+        .invoice(&InvoiceRef::SaleId(sale_id.clone()))
+        .await
+        .map_err(|e| match e {
+            OutboxError::NotFound { .. } => ApiError::not_found(format!("no hay venta registrada con sale_id {sale_id:?}")),
+            other => other.into(),
+        })?;
     let verdict = state.outbox.verdict(&detail).await?;
     let i = &detail.invoice;
     Ok(Json(json!({
@@ -297,7 +327,13 @@ async fn invoice_pdf(State(state): State<ApiState>, id: Result<Path<String>, Pat
     let (uuid, xml) = stamped(&state, id).await?;
     let pdf = tokio::task::spawn_blocking(move || crate::documents::render_pdf(&xml))
         .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "pdf", format!("la generación del PDF terminó mal: {e}")))?
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "pdf",
+                format!("la generación del PDF terminó mal: {e}"),
+            )
+        })?
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "pdf", e.to_string()))?;
     Ok(download("application/pdf", format!("{uuid}.pdf"), pdf))
 }
@@ -321,13 +357,22 @@ async fn webhook_in(
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "webhook_secret_missing",
-            format!("la variable de entorno {} con el secreto de firma no está definida en el servidor", source.secret_env),
+            format!(
+                "la variable de entorno {} con el secreto de firma no está definida en el servidor",
+                source.secret_env
+            ),
         ));
     };
     let header_name = source.format.signature_header();
     let signature = headers.get(header_name).and_then(|v| v.to_str().ok());
-    outbox::webhooks::verify_signature(signature, secret.expose().as_bytes(), &bytes, state.outbox.now(), source.tolerance_secs)
-        .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), format!("{header_name}: {e}")))?;
+    outbox::webhooks::verify_signature(
+        signature,
+        secret.expose().as_bytes(),
+        &bytes,
+        state.outbox.now(),
+        source.tolerance_secs,
+    )
+    .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), format!("{header_name}: {e}")))?;
     let actor = Actor::new(format!("webhook:{}", source.name), Role::Personal, "webhook");
     let receipt = state.outbox.receive_webhook(&source, &bytes, &actor).await?;
     let status = StatusCode::from_u16(receipt.http_status).unwrap_or(StatusCode::OK);

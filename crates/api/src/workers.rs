@@ -26,7 +26,15 @@ pub struct Notifier {
 impl Notifier {
     /// One pass over both queues.
     pub async fn once(&self) -> Result<(DeliveryReport, EmailReport), OutboxError> {
-        let hooks = outbox::webhooks::deliver_due(&self.outbox, self.sender.as_ref(), self.secrets.as_ref(), &self.policy, &self.worker, 20).await?;
+        let hooks = outbox::webhooks::deliver_due(
+            &self.outbox,
+            self.sender.as_ref(),
+            self.secrets.as_ref(),
+            &self.policy,
+            &self.worker,
+            20,
+        )
+        .await?;
         let mails = outbox::email::deliver_due_emails(
             &self.outbox,
             self.mailer.as_ref(),

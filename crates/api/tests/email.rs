@@ -107,9 +107,17 @@ fn header<'a>(message: &'a str, name: &str) -> Option<&'a str> {
 }
 
 async fn pass(w: &World, mailer: &dyn Mailer) -> outbox::email::EmailReport {
-    deliver_due_emails(&w.outbox, mailer, &w.secrets, &api::documents::render_pdf_text, &RetryPolicy::default(), "w", 10)
-        .await
-        .unwrap()
+    deliver_due_emails(
+        &w.outbox,
+        mailer,
+        &w.secrets,
+        &api::documents::render_pdf_text,
+        &RetryPolicy::default(),
+        "w",
+        10,
+    )
+    .await
+    .unwrap()
 }
 
 #[tokio::test]
@@ -189,7 +197,16 @@ async fn a_crash_after_the_server_accepted_resends_the_same_message_once() {
     };
     let (outbox, secrets) = (w.outbox.clone(), w.secrets.clone());
     let task = tokio::spawn(async move {
-        deliver_due_emails(&outbox, &dying, &secrets, &api::documents::render_pdf_text, &RetryPolicy::default(), "muere", 10).await
+        deliver_due_emails(
+            &outbox,
+            &dying,
+            &secrets,
+            &api::documents::render_pdf_text,
+            &RetryPolicy::default(),
+            "muere",
+            10,
+        )
+        .await
     });
     rx.recv().await.unwrap();
     task.abort();
@@ -215,7 +232,11 @@ async fn a_crash_after_the_server_accepted_resends_the_same_message_once() {
         .iter()
         .find(|t| t.kind == "email_attempt")
         .map(|t| t.detail["after_unknown"].clone());
-    assert_eq!(resend, Some(serde_json::json!(true)), "the timeline says it was a resend after an unknown outcome");
+    assert_eq!(
+        resend,
+        Some(serde_json::json!(true)),
+        "the timeline says it was a resend after an unknown outcome"
+    );
     // Sent is final.
     w.clock.advance(chrono::Duration::hours(1));
     pass(&w, &api::mailer::SmtpMailer::default()).await;

@@ -29,7 +29,10 @@ async fn same_key_different_body_is_a_conflict_and_writes_nothing() {
     let w = World::new().await;
     let t = w.token("pos").await;
     let s = w.serve().await;
-    assert_eq!(s.post_sale(Some(&t), Some("k-2"), sale("api-2")).send().await.unwrap().status(), 201);
+    assert_eq!(
+        s.post_sale(Some(&t), Some("k-2"), sale("api-2")).send().await.unwrap().status(),
+        201
+    );
     let (st, body) = json(s.post_sale(Some(&t), Some("k-2"), sale_changed("api-2")).send().await.unwrap()).await;
     assert_eq!(st, 409, "{body}");
     assert_eq!(body["error"], "idempotency_conflict");
@@ -79,7 +82,12 @@ async fn a_validation_error_names_every_field_and_leaves_the_key_free() {
         .replace("\"01010101\"", "\"99999999\"");
     let (st, body) = json(s.post_sale(Some(&t), Some("k-4"), bad).send().await.unwrap()).await;
     assert_eq!((st, body["error"].as_str()), (422, Some("validation")), "{body}");
-    let fields: Vec<&str> = body["fields"].as_array().unwrap().iter().map(|f| f["field"].as_str().unwrap()).collect();
+    let fields: Vec<&str> = body["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap())
+        .collect();
     assert!(fields.len() >= 2, "{fields:?}");
     assert!(fields.iter().any(|f| f.contains("receptor.rfc")), "{fields:?}");
     assert!(fields.iter().any(|f| f.contains("clave_prod_serv")), "{fields:?}");
@@ -156,7 +164,11 @@ async fn tokens_are_required_checked_and_revocable() {
     .await;
     assert_eq!((st, body["error"].as_str()), (401, Some("unauthorized")));
     let (st, body) = json(get(Some(&t)).await.unwrap()).await;
-    assert_eq!((st, body["error"].as_str()), (404, Some("not_found")), "a valid token reaches the route");
+    assert_eq!(
+        (st, body["error"].as_str()),
+        (404, Some("not_found")),
+        "a valid token reaches the route"
+    );
     w.outbox.revoke_api_token("pos", &common::contador()).await.unwrap();
     let (st, _) = json(get(Some(&t)).await.unwrap()).await;
     assert_eq!(st, 401, "revoked");
@@ -202,7 +214,15 @@ async fn bad_input_is_a_json_4xx_never_a_5xx() {
     assert_eq!((st, body["error"].as_str()), (404, Some("not_found")));
     let (st, body) = json(s.client.delete(format!("{}/v1/sales", s.url)).send().await.unwrap()).await;
     assert_eq!((st, body["error"].as_str()), (405, Some("method_not_allowed")));
-    let (st, body) = json(s.client.get(format!("{}/v1/invoices/%FF/xml", s.url)).bearer_auth(&t).send().await.unwrap()).await;
+    let (st, body) = json(
+        s.client
+            .get(format!("{}/v1/invoices/%FF/xml", s.url))
+            .bearer_auth(&t)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert!(st == 400 || st == 404, "{st} {body}");
     s.stop().await;
 }
@@ -221,17 +241,48 @@ async fn reads_and_documents_of_a_stamped_sale() {
     let (st, created) = json(s.post_sale(Some(&t), Some("k-doc"), sale("api-doc")).send().await.unwrap()).await;
     assert_eq!(st, 201);
     let id = created["invoiceId"].as_i64().unwrap();
-    let (st, body) = json(s.client.get(format!("{}/v1/sales/api-doc", s.url)).bearer_auth(&t).send().await.unwrap()).await;
+    let (st, body) = json(
+        s.client
+            .get(format!("{}/v1/sales/api-doc", s.url))
+            .bearer_auth(&t)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(st, 200);
-    assert_eq!((body["state"].as_str(), body["badge"].as_str()), (Some("pending"), Some("pendiente")));
+    assert_eq!(
+        (body["state"].as_str(), body["badge"].as_str()),
+        (Some("pending"), Some("pendiente"))
+    );
     assert!(body["uuid"].is_null());
-    let (st, body) = json(s.client.get(format!("{}/v1/invoices/{id}/xml", s.url)).bearer_auth(&t).send().await.unwrap()).await;
+    let (st, body) = json(
+        s.client
+            .get(format!("{}/v1/invoices/{id}/xml", s.url))
+            .bearer_auth(&t)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!((st, body["error"].as_str()), (409, Some("not_stamped")));
 
     w.stamp_pending().await;
-    let (st, body) = json(s.client.get(format!("{}/v1/sales/api-doc", s.url)).bearer_auth(&t).send().await.unwrap()).await;
+    let (st, body) = json(
+        s.client
+            .get(format!("{}/v1/sales/api-doc", s.url))
+            .bearer_auth(&t)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(st, 200);
-    assert_eq!((body["state"].as_str(), body["badge"].as_str()), (Some("stamped"), Some("timbrada")), "{body}");
+    assert_eq!(
+        (body["state"].as_str(), body["badge"].as_str()),
+        (Some("stamped"), Some("timbrada")),
+        "{body}"
+    );
     let uuid = body["uuid"].as_str().unwrap().to_string();
     for path in [format!("/v1/invoices/{id}/xml"), "/v1/invoices/api-doc/xml".to_string()] {
         let resp = s.client.get(format!("{}{path}", s.url)).bearer_auth(&t).send().await.unwrap();
@@ -241,14 +292,24 @@ async fn reads_and_documents_of_a_stamped_sale() {
         assert_eq!(Some(xml.to_vec()), w.outbox.cfdi_xml(&uuid).await.unwrap());
         assert!(api::documents::is_sandbox(&xml));
     }
-    let resp = s.client.get(format!("{}/v1/invoices/{id}/pdf", s.url)).bearer_auth(&t).send().await.unwrap();
+    let resp = s
+        .client
+        .get(format!("{}/v1/invoices/{id}/pdf", s.url))
+        .bearer_auth(&t)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "application/pdf");
     assert!(resp.headers()["content-disposition"].to_str().unwrap().contains(&uuid));
     let pdf = resp.bytes().await.unwrap();
     assert!(pdf.starts_with(b"%PDF"));
     let xml = w.outbox.cfdi_xml(&uuid).await.unwrap().unwrap();
-    assert_eq!(pdf.to_vec(), pdf::render(&xml, &pdf::RenderOptions { sandbox: true }).unwrap(), "sandbox mark on");
+    assert_eq!(
+        pdf.to_vec(),
+        pdf::render(&xml, &pdf::RenderOptions { sandbox: true }).unwrap(),
+        "sandbox mark on"
+    );
     s.stop().await;
 }
 
@@ -258,14 +319,27 @@ async fn health_and_the_openapi_document_kept_in_the_repository() {
     let s = w.serve().await;
     let (st, body) = json(s.client.get(format!("{}/v1/health", s.url)).send().await.unwrap()).await;
     assert_eq!((st, body["status"].as_str()), (200, Some("ok")));
-    let served = s.client.get(format!("{}/v1/openapi.json", s.url)).send().await.unwrap().text().await.unwrap();
+    let served = s
+        .client
+        .get(format!("{}/v1/openapi.json", s.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let file = std::fs::read_to_string(common::root().join("crates/api/openapi.json")).unwrap();
     assert_eq!(served, file, "the served document is crates/api/openapi.json");
     let doc: serde_json::Value = serde_json::from_str(&file).unwrap();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     let mut documented: Vec<(String, String)> = Vec::new();
     for (path, ops) in doc["paths"].as_object().unwrap() {
-        for method in ops.as_object().unwrap().keys().filter(|k| ["get", "post", "put", "delete", "patch"].contains(&k.as_str())) {
+        for method in ops
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| ["get", "post", "put", "delete", "patch"].contains(&k.as_str()))
+        {
             documented.push((method.clone(), path.clone()));
         }
     }

@@ -11,8 +11,8 @@ use axum::http::{HeaderMap, StatusCode};
 use common::{contador, json, World};
 use outbox::model::InvoiceRef;
 use outbox::webhooks::{
-    deliver_due, signature_header, verify_signature, DeliveryStatus, EventStatus, OutgoingRequest, RetryPolicy, SendOutcome, WebhookEndpoint,
-    WebhookSender, WebhookSource,
+    deliver_due, signature_header, verify_signature, DeliveryStatus, EventStatus, OutgoingRequest, RetryPolicy, SendOutcome,
+    WebhookEndpoint, WebhookSender, WebhookSource,
 };
 use outbox::Clock;
 use serde_json::{json, Value};
@@ -75,7 +75,10 @@ async fn signed_generic_webhooks_record_once_and_refuse_bad_signatures() {
 
     let (st, first) = post_hook(&s, "pos", "X-Timbra-Signature", &sig, body.clone()).await;
     assert_eq!(st, 200, "{first}");
-    assert_eq!((first["status"].as_str(), first["saleId"].as_str()), (Some("recorded"), Some("pago-1")));
+    assert_eq!(
+        (first["status"].as_str(), first["saleId"].as_str()),
+        (Some("recorded"), Some("pago-1"))
+    );
     assert_eq!(first["replayed"], false);
 
     // The same event again (the sender retried): the original outcome, nothing new.
@@ -171,7 +174,11 @@ async fn stripe_events_use_their_metadata_and_stripe_signatures() {
     let body = event("evt_stripe_1", "payment_intent.succeeded");
     let sig = signature_header(b"whsec_prueba", now, &body);
     let (st, r) = post_hook(&s, "stripe", "Stripe-Signature", &sig, body.clone()).await;
-    assert_eq!((st, r["status"].as_str(), r["saleId"].as_str()), (200, Some("recorded"), Some("orden-77")), "{r}");
+    assert_eq!(
+        (st, r["status"].as_str(), r["saleId"].as_str()),
+        (200, Some("recorded"), Some("orden-77")),
+        "{r}"
+    );
     // Timbra's header is not Stripe's.
     let (st, _) = post_hook(&s, "stripe", "X-Timbra-Signature", &sig, body).await;
     assert_eq!(st, 401);
@@ -185,15 +192,21 @@ async fn stripe_events_use_their_metadata_and_stripe_signatures() {
     s.stop().await;
 }
 
+/// One request the receiver got: delivery id, signature header, body.
+type Seen = (String, String, Vec<u8>);
+
 /// A receiver that answers 500 to the first `fail` requests, then 200; it records every one.
 #[derive(Clone, Default)]
 struct Receiver {
-    seen: Arc<Mutex<Vec<(String, String, Vec<u8>)>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
     fail: usize,
 }
 
 async fn start_receiver(fail: usize) -> (String, Receiver) {
-    let r = Receiver { fail, ..Default::default() };
+    let r = Receiver {
+        fail,
+        ..Default::default()
+    };
     let state = r.clone();
     let app = axum::Router::new().route(
         "/hook",
@@ -241,14 +254,24 @@ async fn stamped_world_notifying(url: &str) -> (World, i64) {
 async fn every_event_arrives_through_failures_with_one_delivery_id() {
     let (url, receiver) = start_receiver(3).await;
     let (w, invoice_id) = stamped_world_notifying(&url).await;
-    let deliveries = w.outbox.webhook_deliveries(Some(&InvoiceRef::Id(invoice_id)), None, 10).await.unwrap();
+    let deliveries = w
+        .outbox
+        .webhook_deliveries(Some(&InvoiceRef::Id(invoice_id)), None, 10)
+        .await
+        .unwrap();
     assert_eq!(deliveries.len(), 1, "the stamping verdict enqueued invoice.stamped");
     assert_eq!(deliveries[0].event_type, "invoice.stamped");
     let sender = api::sender::ReqwestSender::new(std::time::Duration::from_secs(5)).unwrap();
     let policy = RetryPolicy::default();
     for _ in 0..10 {
         deliver_due(&w.outbox, &sender, &w.secrets, &policy, "w1", 10).await.unwrap();
-        if w.outbox.webhook_deliveries(None, Some(DeliveryStatus::Delivered), 10).await.unwrap().len() == 1 {
+        if w.outbox
+            .webhook_deliveries(None, Some(DeliveryStatus::Delivered), 10)
+            .await
+            .unwrap()
+            .len()
+            == 1
+        {
             break;
         }
         w.clock.advance(chrono::Duration::hours(2));
@@ -309,7 +332,9 @@ async fn a_worker_that_dies_after_sending_causes_a_duplicate_with_the_same_deliv
     // Its lease expires; another worker sends the same delivery again.
     w.clock.advance(RetryPolicy::default().lease + chrono::Duration::seconds(1));
     let sender = api::sender::ReqwestSender::new(std::time::Duration::from_secs(5)).unwrap();
-    deliver_due(&w.outbox, &sender, &w.secrets, &RetryPolicy::default(), "w2", 10).await.unwrap();
+    deliver_due(&w.outbox, &sender, &w.secrets, &RetryPolicy::default(), "w2", 10)
+        .await
+        .unwrap();
     let seen = receiver.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[0].0, seen[1].0, "the same X-Timbra-Delivery-Id");

@@ -202,11 +202,7 @@ pub fn document(db: Option<&str>, cmd: DocumentCommand) -> Result<u8, Failure> {
                     .map_err(|e| failure(e, "correo: "))?;
                     tracing::info!(?report, "envío de correos");
                 }
-                let send = o
-                    .email_send(&send.request_id)
-                    .await
-                    .map_err(|e| failure(e, ""))?
-                    .unwrap_or(send);
+                let send = o.email_send(&send.request_id).await.map_err(|e| failure(e, ""))?.unwrap_or(send);
                 if json {
                     print_json(&serde_json::json!({"created": created, "send": send}))?;
                 } else {
@@ -233,14 +229,24 @@ fn parse_day(s: &str, flag: &str) -> Result<NaiveDate, Failure> {
 
 /// The destination of an export, written under a temporary name first.
 enum Sink {
-    Dir { tmp: PathBuf, dest: PathBuf },
-    Zip { tmp: PathBuf, dest: PathBuf, zip: Box<zip::ZipWriter<std::fs::File>> },
+    Dir {
+        tmp: PathBuf,
+        dest: PathBuf,
+    },
+    Zip {
+        tmp: PathBuf,
+        dest: PathBuf,
+        zip: Box<zip::ZipWriter<std::fs::File>>,
+    },
 }
 
 impl Sink {
     fn open(dir: Option<PathBuf>, zip_path: Option<PathBuf>) -> Result<Sink, Failure> {
         let tmp_of = |p: &Path| {
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "export".into());
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "export".into());
             p.parent()
                 .filter(|d| !d.as_os_str().is_empty())
                 .unwrap_or(Path::new("."))

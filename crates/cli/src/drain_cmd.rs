@@ -394,7 +394,12 @@ pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
         let (notify_stop, mut notify_rx) = tokio::sync::watch::channel(false);
         let notify = {
             let n = notifier.clone();
-            tokio::spawn(async move { n.run(Duration::from_millis(500), async move { let _ = notify_rx.wait_for(|s| *s).await; }).await })
+            tokio::spawn(async move {
+                n.run(Duration::from_millis(500), async move {
+                    let _ = notify_rx.wait_for(|s| *s).await;
+                })
+                .await
+            })
         };
         let result = drain.run(shutdown_signal(), mode).await;
         let _ = notify_stop.send(true);

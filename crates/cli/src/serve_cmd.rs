@@ -139,7 +139,10 @@ pub fn token(db: Option<&str>, cmd: TokenCommand) -> Result<u8, Failure> {
                     print_json(&serde_json::json!({"name": t.name, "prefix": t.prefix, "token": secret.expose()}))?;
                 } else {
                     print_out(secret.expose())?;
-                    eprintln!("token {:?} creado; guárdelo ahora: no se vuelve a mostrar (se guarda solo su hash).", t.name);
+                    eprintln!(
+                        "token {:?} creado; guárdelo ahora: no se vuelve a mostrar (se guarda solo su hash).",
+                        t.name
+                    );
                 }
             }
             TokenCommand::List { json } => {
@@ -152,7 +155,14 @@ pub fn token(db: Option<&str>, cmd: TokenCommand) -> Result<u8, Failure> {
                             Some(at) => format!("revocado {}", at.to_rfc3339()),
                             None => "activo".into(),
                         };
-                        print_out(&format!("{}\t{}…\t{}\tcreado {} por {}", t.name, t.prefix, state, t.created_at.to_rfc3339(), t.created_by.name))?;
+                        print_out(&format!(
+                            "{}\t{}…\t{}\tcreado {} por {}",
+                            t.name,
+                            t.prefix,
+                            state,
+                            t.created_at.to_rfc3339(),
+                            t.created_by.name
+                        ))?;
                     }
                 }
             }

@@ -158,7 +158,11 @@ pub fn webhook(db: Option<&str>, cmd: WebhookCommand) -> Result<u8, Failure> {
                 };
                 let source = WebhookSource {
                     tolerance_secs,
-                    event_types: if event_types.is_empty() { source.event_types.clone() } else { event_types },
+                    event_types: if event_types.is_empty() {
+                        source.event_types.clone()
+                    } else {
+                        event_types
+                    },
                     ..source
                 };
                 let all = o.set_webhook_source(source, &actor).await.map_err(|e| failure(e, "webhook: "))?;
@@ -170,7 +174,9 @@ pub fn webhook(db: Option<&str>, cmd: WebhookCommand) -> Result<u8, Failure> {
                     print_json(&all)?;
                 } else {
                     for s in all {
-                        print_out(&format!("{}\t{:?}\tsecreto en {}\t/v1/webhooks/{}", s.name, s.format, s.secret_env, s.name).to_lowercase())?;
+                        print_out(
+                            &format!("{}\t{:?}\tsecreto en {}\t/v1/webhooks/{}", s.name, s.format, s.secret_env, s.name).to_lowercase(),
+                        )?;
                     }
                 }
             }
@@ -198,7 +204,15 @@ pub fn webhook(db: Option<&str>, cmd: WebhookCommand) -> Result<u8, Failure> {
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 let all = o
-                    .set_webhook_endpoint(WebhookEndpoint { name, url, secret_env, events }, &actor)
+                    .set_webhook_endpoint(
+                        WebhookEndpoint {
+                            name,
+                            url,
+                            secret_env,
+                            events,
+                        },
+                        &actor,
+                    )
                     .await
                     .map_err(|e| failure(e, "webhook: "))?;
                 print_json(&all)?;
@@ -216,13 +230,17 @@ pub fn webhook(db: Option<&str>, cmd: WebhookCommand) -> Result<u8, Failure> {
             }
             WebhookCommand::Endpoint(EndpointCommand::Remove { name, who }) => {
                 let actor = who.actor_or("cli", "soporte")?;
-                o.remove_webhook_endpoint(&name, &actor).await.map_err(|e| failure(e, "webhook: "))?;
+                o.remove_webhook_endpoint(&name, &actor)
+                    .await
+                    .map_err(|e| failure(e, "webhook: "))?;
                 print_out(&format!("destino {name} eliminado"))?;
             }
             WebhookCommand::List { status, limit, json } => {
                 let status = match status {
                     Some(s) => Some(EventStatus::parse(&s).ok_or_else(|| {
-                        Failure::invalid(format!("--status {s:?}: use received, recorded, unmapped, invalid, conflict o ignored"))
+                        Failure::invalid(format!(
+                            "--status {s:?}: use received, recorded, unmapped, invalid, conflict o ignored"
+                        ))
                     })?),
                     None => None,
                 };

@@ -73,7 +73,11 @@ impl Db {
             .unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let url = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{line:?}")).to_string();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("{line:?}"))
+            .to_string();
         (child, url)
     }
 
@@ -161,7 +165,12 @@ fn the_readme_curl_examples_work_as_written() {
             .env("TEST_CSD_PASSWORD", "12345678a")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{cmd}\n{}\n{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(
+            out.status.success(),
+            "{cmd}\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr(&out)
+        );
         outputs.push(String::from_utf8_lossy(&out.stdout).into_owned());
     }
     stop(server);
@@ -172,7 +181,10 @@ fn the_readme_curl_examples_work_as_written() {
         .map(|(_, o)| serde_json::from_str(o).unwrap())
         .collect();
     assert_eq!(posts.len(), 2);
-    assert_eq!((posts[0]["replayed"].as_bool(), posts[1]["replayed"].as_bool()), (Some(false), Some(true)));
+    assert_eq!(
+        (posts[0]["replayed"].as_bool(), posts[1]["replayed"].as_bool()),
+        (Some(false), Some(true))
+    );
     assert_eq!(posts[0]["invoiceId"], posts[1]["invoiceId"]);
     let xml = std::fs::read(cwd.path().join("pedido-4471.xml")).unwrap();
     assert!(String::from_utf8_lossy(&xml).contains("TimbreFiscalDigital"));
@@ -222,13 +234,18 @@ fn stamped_documents_come_out_of_the_cli_and_export_writes_nothing_half_way() {
     names.sort();
     assert_eq!(names.len(), 4, "{names:?}");
     assert!(names.iter().filter(|n| n.ends_with(".xml")).count() == 2 && names.iter().filter(|n| n.ends_with(".pdf")).count() == 2);
-    let uuid_of_doc1 = names.iter().find(|n| xml.contains(n.trim_end_matches(".xml"))).expect("named by UUID");
+    let uuid_of_doc1 = names
+        .iter()
+        .find(|n| xml.contains(n.trim_end_matches(".xml")))
+        .expect("named by UUID");
     assert_eq!(std::fs::read_to_string(dir.join(uuid_of_doc1)).unwrap(), xml);
 
     let zip_path = db.dir.path().join("export.zip");
     db.ok(&["export", "--desde", &desde, "--hasta", &hasta, "--zip", zip_path.to_str().unwrap()]);
     let mut zip = zip::ZipArchive::new(std::fs::File::open(&zip_path).unwrap()).unwrap();
-    let mut in_zip: Vec<String> = (0..zip.len()).map(|i| zip.by_index(i).unwrap().name().unwrap().to_string()).collect();
+    let mut in_zip: Vec<String> = (0..zip.len())
+        .map(|i| zip.by_index(i).unwrap().name().unwrap().to_string())
+        .collect();
     in_zip.sort();
     assert_eq!(in_zip, names);
 
@@ -243,6 +260,14 @@ fn stamped_documents_come_out_of_the_cli_and_export_writes_nothing_half_way() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
     // An empty range exports nothing, into an empty zip.
     let empty = db.dir.path().join("vacio.zip");
-    db.ok(&["export", "--desde", "2001-01-01", "--hasta", "2001-01-31", "--zip", empty.to_str().unwrap()]);
+    db.ok(&[
+        "export",
+        "--desde",
+        "2001-01-01",
+        "--hasta",
+        "2001-01-31",
+        "--zip",
+        empty.to_str().unwrap(),
+    ]);
     assert_eq!(zip::ZipArchive::new(std::fs::File::open(&empty).unwrap()).unwrap().len(), 0);
 }

@@ -82,7 +82,9 @@ pub struct EmailSettings {
 pub fn check_address(a: &str) -> std::result::Result<(), String> {
     let a = a.trim();
     let ok = a.len() <= 254
-        && !a.chars().any(|c| c.is_whitespace() || c.is_control() || c == ',' || c == '<' || c == '>')
+        && !a
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == ',' || c == '<' || c == '>')
         && matches!(a.split_once('@'), Some((l, d)) if !l.is_empty() && d.contains('.') && !d.starts_with('.') && !d.ends_with('.') && !d.contains('@'));
     if ok {
         Ok(())
@@ -110,7 +112,11 @@ pub fn check_recipients(to: &[String]) -> Result<Vec<String>> {
         errors.push(FieldError::new("to", "requerido", "indique al menos una dirección de correo"));
     }
     if out.len() > MAX_RECIPIENTS {
-        errors.push(FieldError::new("to", "demasiados", format!("a lo más {MAX_RECIPIENTS} destinatarios por envío")));
+        errors.push(FieldError::new(
+            "to",
+            "demasiados",
+            format!("a lo más {MAX_RECIPIENTS} destinatarios por envío"),
+        ));
     }
     if errors.is_empty() {
         Ok(out)
@@ -137,7 +143,11 @@ impl EmailSettings {
             }
         }
         if self.password_env.is_some() && self.user.as_deref().is_none_or(|u| u.trim().is_empty()) {
-            errors.push(FieldError::new("user", "requerido", "con contraseña, indique también el usuario SMTP"));
+            errors.push(FieldError::new(
+                "user",
+                "requerido",
+                "con contraseña, indique también el usuario SMTP",
+            ));
         }
         for (rfc, list) in &self.contacts {
             for (i, a) in list.iter().enumerate() {
@@ -276,7 +286,11 @@ fn message_id_for(request_id: &str, rfc: &str) -> String {
         .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
         .take(120)
         .collect();
-    format!("{safe}.{}@timbra.{}", crate::intake::sha256_hex(request_id.as_bytes()).get(..12).unwrap_or("0"), rfc.to_ascii_lowercase())
+    format!(
+        "{safe}.{}@timbra.{}",
+        crate::intake::sha256_hex(request_id.as_bytes()).get(..12).unwrap_or("0"),
+        rfc.to_ascii_lowercase()
+    )
 }
 
 impl<S: Store> Outbox<S> {
@@ -295,7 +309,13 @@ impl<S: Store> Outbox<S> {
 
     /// Asks for the stamped XML and PDF of `invoice` to be e-mailed to `to`. With the same
     /// `request_id` as an earlier request, that request is returned (`false`: nothing new).
-    pub async fn request_email(&self, invoice: &InvoiceRef, to: &[String], request_id: Option<&str>, actor: &Actor) -> Result<(EmailSend, bool)> {
+    pub async fn request_email(
+        &self,
+        invoice: &InvoiceRef,
+        to: &[String],
+        request_id: Option<&str>,
+        actor: &Actor,
+    ) -> Result<(EmailSend, bool)> {
         let to = check_recipients(to)?;
         if let Some(r) = request_id {
             crate::intake::check_idempotency_key(r)?;
@@ -305,9 +325,9 @@ impl<S: Store> Outbox<S> {
         }
         let detail = self.invoice(invoice).await?;
         let uuid = stamped_uuid(&detail)?;
-        self.email_settings().await?.ok_or_else(|| {
-            OutboxError::Unsupported("el correo no está configurado: use `timbra email settings` primero".into())
-        })?;
+        self.email_settings()
+            .await?
+            .ok_or_else(|| OutboxError::Unsupported("el correo no está configurado: use `timbra email settings` primero".into()))?;
         let request_id = match request_id {
             Some(r) => r.to_string(),
             None => format!("envio-{}", crate::webhooks::random_uuid()?),
@@ -442,7 +462,11 @@ pub async fn deliver_due_emails<S: Store>(
         return Ok(report);
     }
     let settings = outbox.email_settings().await?;
-    let emisor = outbox.emisor_settings().await?.map(|s| s.profile.nombre).unwrap_or_else(|| "Timbra".into());
+    let emisor = outbox
+        .emisor_settings()
+        .await?
+        .map(|s| s.profile.nombre)
+        .unwrap_or_else(|| "Timbra".into());
     for send in claimed {
         let Some((attempt_id, attempt_no, after_unknown)) = outbox
             .store()
@@ -518,7 +542,11 @@ async fn prepare<S: Store>(
 ) -> std::result::Result<OutgoingEmail, String> {
     let settings = settings.ok_or("el correo no está configurado (timbra email settings)")?;
     let password = match &settings.password_env {
-        Some(env) => Some(secrets.get(env).ok_or_else(|| format!("la variable de entorno {env} (contraseña SMTP) no está definida"))?),
+        Some(env) => Some(
+            secrets
+                .get(env)
+                .ok_or_else(|| format!("la variable de entorno {env} (contraseña SMTP) no está definida"))?,
+        ),
         None => None,
     };
     let xml = outbox

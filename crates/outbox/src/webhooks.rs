@@ -128,9 +128,9 @@ pub fn verify_signature(
         return Err(SignatureError::Malformed);
     }
     let expected = sign(secret, t, body);
-    let matched = sigs
-        .iter()
-        .fold(false, |m, s| m | crate::api_tokens::constant_time_eq(s.as_bytes(), expected.as_bytes()));
+    let matched = sigs.iter().fold(false, |m, s| {
+        m | crate::api_tokens::constant_time_eq(s.as_bytes(), expected.as_bytes())
+    });
     if !matched {
         return Err(SignatureError::Mismatch);
     }
@@ -315,7 +315,10 @@ impl WebhookSource {
         let mut errors = Vec::new();
         let name_ok = !self.name.is_empty()
             && self.name.len() <= 50
-            && self.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
         if !name_ok {
             errors.push(FieldError::new(
                 "name",
@@ -385,7 +388,13 @@ fn put_at(root: &mut Value, pointer: &str, value: Value) -> std::result::Result<
     for (i, tok) in tokens.iter().enumerate() {
         let last = i + 1 == tokens.len();
         let next_is_index = tokens.get(i + 1).is_some_and(|t| t.parse::<usize>().is_ok());
-        let fresh = || if next_is_index { Value::Array(vec![]) } else { Value::Object(Default::default()) };
+        let fresh = || {
+            if next_is_index {
+                Value::Array(vec![])
+            } else {
+                Value::Object(Default::default())
+            }
+        };
         match cur {
             Value::Object(map) => {
                 if last {
@@ -469,7 +478,11 @@ pub fn map_event(mapping: &SaleMapping, event: &Value, lugar_expedicion: &str) -
                 match transformed {
                     Ok(t) => t,
                     Err(why) => {
-                        errors.push(FieldError::new(field.clone(), "valor_invalido", format!("el campo {from} del evento {why}")));
+                        errors.push(FieldError::new(
+                            field.clone(),
+                            "valor_invalido",
+                            format!("el campo {from} del evento {why}"),
+                        ));
                         continue;
                     }
                 }
@@ -670,7 +683,11 @@ impl<S: Store> Outbox<S> {
         let event_id = text_at("/id").map(str::to_string);
         let event_type = text_at("/type").map(str::to_string);
         if event_id.is_none() {
-            missing.push(FieldError::new("id", "requerido", "el evento no trae un id (texto) con el cual deduplicarlo"));
+            missing.push(FieldError::new(
+                "id",
+                "requerido",
+                "el evento no trae un id (texto) con el cual deduplicarlo",
+            ));
         }
         if event_type.is_none() {
             missing.push(FieldError::new("type", "requerido", "el evento no trae su tipo (texto)"));
@@ -679,7 +696,11 @@ impl<S: Store> Outbox<S> {
             return Err(OutboxError::Invalid(ValidationErrors(missing)));
         };
         if event_id.chars().count() > 150 || event_type.chars().count() > 150 {
-            return Err(OutboxError::invalid("id", "texto_invalido", "el id y el tipo del evento tienen a lo más 150 caracteres"));
+            return Err(OutboxError::invalid(
+                "id",
+                "texto_invalido",
+                "el id y el tipo del evento tienen a lo más 150 caracteres",
+            ));
         }
         let body_text = String::from_utf8_lossy(body).into_owned();
         let now_ms = self.now().timestamp_millis();
@@ -808,7 +829,11 @@ pub enum EventType {
 }
 
 impl EventType {
-    pub const ALL: &'static [EventType] = &[EventType::InvoiceStamped, EventType::InvoiceNeedsAttention, EventType::CancellationUpdated];
+    pub const ALL: &'static [EventType] = &[
+        EventType::InvoiceStamped,
+        EventType::InvoiceNeedsAttention,
+        EventType::CancellationUpdated,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -840,11 +865,19 @@ impl WebhookEndpoint {
     pub fn validate(&self) -> Result<()> {
         let mut errors = Vec::new();
         if self.name.trim().is_empty() || self.name.chars().count() > 100 || self.name.chars().any(char::is_control) {
-            errors.push(FieldError::new("name", "texto_invalido", "el nombre debe tener de 1 a 100 caracteres"));
+            errors.push(FieldError::new(
+                "name",
+                "texto_invalido",
+                "el nombre debe tener de 1 a 100 caracteres",
+            ));
         }
         let url = self.url.trim();
         if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() > 2000 || url.chars().any(char::is_whitespace) {
-            errors.push(FieldError::new("url", "url_invalida", "la URL debe empezar con http:// o https:// y no tener espacios"));
+            errors.push(FieldError::new(
+                "url",
+                "url_invalida",
+                "la URL debe empezar con http:// o https:// y no tener espacios",
+            ));
         }
         if let Err(OutboxError::Invalid(v)) = crate::settings::check_env_name(&self.secret_env) {
             errors.extend(v.0.into_iter().map(|mut e| {
@@ -1017,11 +1050,27 @@ pub fn random_uuid() -> Result<String> {
     let b = hex.as_bytes();
     let s = |r: std::ops::Range<usize>| std::str::from_utf8(&b[r]).unwrap_or("0");
     let variant = ["8", "9", "a", "b"][usize::from(b[16] % 4)];
-    Ok(format!("{}-{}-4{}-{}{}-{}", s(0..8), s(8..12), s(13..16), variant, s(17..20), s(20..32)))
+    Ok(format!(
+        "{}-{}-4{}-{}{}-{}",
+        s(0..8),
+        s(8..12),
+        s(13..16),
+        variant,
+        s(17..20),
+        s(20..32)
+    ))
 }
 
 /// The payload of an invoice event.
-pub fn invoice_payload(delivery_id: &str, t: EventType, at: DateTime<Utc>, detail: &InvoiceDetail, badge: Badge, verdict: &Verdict, uuid: Option<&str>) -> Value {
+pub fn invoice_payload(
+    delivery_id: &str,
+    t: EventType,
+    at: DateTime<Utc>,
+    detail: &InvoiceDetail,
+    badge: Badge,
+    verdict: &Verdict,
+    uuid: Option<&str>,
+) -> Value {
     let i = &detail.invoice;
     json!({
         "id": delivery_id,
@@ -1128,7 +1177,9 @@ impl<S: Store> Outbox<S> {
         };
         let now = self.now();
         let deliveries = self
-            .deliveries_for(event, Some(detail.invoice.id), |id| invoice_payload(id, event, now, detail, after, verdict, uuid))
+            .deliveries_for(event, Some(detail.invoice.id), |id| {
+                invoice_payload(id, event, now, detail, after, verdict, uuid)
+            })
             .await?;
         let mut emails = Vec::new();
         if let (EventType::InvoiceStamped, Some(uuid)) = (event, uuid) {
@@ -1140,7 +1191,12 @@ impl<S: Store> Outbox<S> {
     }
 
     /// Deliveries, newest first: of one invoice, or all (`status` filters).
-    pub async fn webhook_deliveries(&self, invoice: Option<&InvoiceRef>, status: Option<DeliveryStatus>, limit: u32) -> Result<Vec<Delivery>> {
+    pub async fn webhook_deliveries(
+        &self,
+        invoice: Option<&InvoiceRef>,
+        status: Option<DeliveryStatus>,
+        limit: u32,
+    ) -> Result<Vec<Delivery>> {
         let invoice_id = match invoice {
             Some(r) => Some(self.find_invoice(r).await?),
             None => None,
@@ -1272,13 +1328,22 @@ mod tests {
         let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
         let h = signature_header(b"s3cr3t", now.timestamp(), b"{}");
         assert_eq!(verify_signature(Some(&h), b"s3cr3t", b"{}", now, 300), Ok(()));
-        assert_eq!(verify_signature(Some(&h), b"s3cr3t", b"{ }", now, 300), Err(SignatureError::Mismatch));
+        assert_eq!(
+            verify_signature(Some(&h), b"s3cr3t", b"{ }", now, 300),
+            Err(SignatureError::Mismatch)
+        );
         assert_eq!(verify_signature(Some(&h), b"other", b"{}", now, 300), Err(SignatureError::Mismatch));
         let later = now + chrono::Duration::seconds(301);
         assert_eq!(verify_signature(Some(&h), b"s3cr3t", b"{}", later, 300), Err(SignatureError::Stale));
         assert_eq!(verify_signature(None, b"s3cr3t", b"{}", now, 300), Err(SignatureError::Missing));
-        assert_eq!(verify_signature(Some("v1=abc"), b"s", b"{}", now, 300), Err(SignatureError::Malformed));
-        assert_eq!(verify_signature(Some("t=x,v1=abc"), b"s", b"{}", now, 300), Err(SignatureError::Malformed));
+        assert_eq!(
+            verify_signature(Some("v1=abc"), b"s", b"{}", now, 300),
+            Err(SignatureError::Malformed)
+        );
+        assert_eq!(
+            verify_signature(Some("t=x,v1=abc"), b"s", b"{}", now, 300),
+            Err(SignatureError::Malformed)
+        );
         // Several v1 values (a secret being rolled): one match is enough.
         let two = format!("t={},v1=00,v1={}", now.timestamp(), sign(b"s3cr3t", now.timestamp(), b"{}"));
         assert_eq!(verify_signature(Some(&two), b"s3cr3t", b"{}", now, 300), Ok(()));

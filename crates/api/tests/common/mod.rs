@@ -146,7 +146,12 @@ impl World {
         };
         let drain = Arc::new(Drain::new(self.outbox.clone(), pacs, config, Arc::new(NoSink)));
         drain
-            .run(std::future::pending(), RunMode::UntilIdle { horizon: Duration::from_secs(1) })
+            .run(
+                std::future::pending(),
+                RunMode::UntilIdle {
+                    horizon: Duration::from_secs(1),
+                },
+            )
             .await
             .unwrap();
         sim.shutdown().await;

@@ -379,7 +379,12 @@ pub trait Store: Send + Sync + 'static {
     fn api_tokens_by_prefix(&self, prefix: &str) -> impl Future<Output = Result<Vec<crate::api_tokens::TokenCandidate>>> + Send;
 
     /// Revokes an active token; None when it was not active.
-    fn revoke_api_token(&self, id: i64, actor: &Actor, at_ms: i64) -> impl Future<Output = Result<Option<crate::api_tokens::ApiToken>>> + Send;
+    fn revoke_api_token(
+        &self,
+        id: i64,
+        actor: &Actor,
+        at_ms: i64,
+    ) -> impl Future<Output = Result<Option<crate::api_tokens::ApiToken>>> + Send;
 
     /// Keeps an incoming webhook event once per (source, event id) and returns the stored row
     /// (the first one, for a replay).

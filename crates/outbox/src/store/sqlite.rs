@@ -34,13 +34,13 @@ use crate::actor::{Actor, Role};
 use crate::api_tokens::{ApiToken, TokenCandidate};
 use crate::email::{EmailAttempt, EmailSend, NewEmailSend};
 use crate::error::{OutboxError, Result};
-use crate::webhooks::{
-    AttemptResult, Delivery, DeliveryAttempt, DeliveryStatus, EventSettlement, EventStatus, NewDelivery, NewWebhookEvent, Notifications,
-    WebhookEvent,
-};
 use crate::model::{
     ActedBy, AttemptInfo, AttemptReason, Badge, BodyFormat, CfdiInfo, Counts, EvidenceInfo, FechaSource, InvoiceDetail, InvoiceRef,
     InvoiceState, InvoiceSummary, Lease, ListFilter, Note, SaleRecord, TimelineEntry, TimelineSource, TryInfo,
+};
+use crate::webhooks::{
+    AttemptResult, Delivery, DeliveryAttempt, DeliveryStatus, EventSettlement, EventStatus, NewDelivery, NewWebhookEvent, Notifications,
+    WebhookEvent,
 };
 
 macro_rules! sql {
@@ -52,11 +52,7 @@ macro_rules! sql {
 /// The migrations of `migrations/sqlite/`, in order: (version, description, SQL).
 pub const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "outbox", include_str!("../../migrations/sqlite/0001_outbox.sql")),
-    (
-        2,
-        "exactly_once",
-        include_str!("../../migrations/sqlite/0002_exactly_once.sql"),
-    ),
+    (2, "exactly_once", include_str!("../../migrations/sqlite/0002_exactly_once.sql")),
     (
         3,
         "intake_channels",
@@ -1544,7 +1540,9 @@ impl Store for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(|e| self.err(e))?;
-        rows.iter().map(|r| Ok((get(r, "id")?, get(r, "sale_id")?, get(r, "uuid")?))).collect()
+        rows.iter()
+            .map(|r| Ok((get(r, "id")?, get(r, "sale_id")?, get(r, "uuid")?)))
+            .collect()
     }
 }
 
@@ -1597,7 +1595,11 @@ impl SqliteStore {
             .execute(&mut *tx)
             .await
             .map_err(|e| self.err(e))?;
-        let error = if r.job_status == "pending" || r.job_status == "failed" { r.detail.clone() } else { None };
+        let error = if r.job_status == "pending" || r.job_status == "failed" {
+            r.detail.clone()
+        } else {
+            None
+        };
         sqlx::query(settle)
             .bind(r.job_id)
             .bind(r.job_status)
@@ -1618,7 +1620,10 @@ impl SqliteStore {
 }
 
 fn api_token(r: &SqliteRow) -> Result<ApiToken> {
-    let revoked_by = match (get::<Option<String>>(r, "revoked_by")?, get::<Option<String>>(r, "revoked_by_role")?) {
+    let revoked_by = match (
+        get::<Option<String>>(r, "revoked_by")?,
+        get::<Option<String>>(r, "revoked_by_role")?,
+    ) {
         (Some(name), Some(role)) => Some(ActedBy {
             name,
             role: parse_text("api_tokens.revoked_by_role", &role, Role::parse)?,
