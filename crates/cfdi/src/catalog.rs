@@ -150,12 +150,7 @@ pub const RFC_EXTRANJERO: &str = "XEXX010101000";
 // c_RegimenFiscal
 // ---------------------------------------------------------------------------------------------
 
-const fn rf(
-    code: &'static str,
-    descripcion: &'static str,
-    fisica: bool,
-    moral: bool,
-) -> RegimenFiscal {
+const fn rf(code: &'static str, descripcion: &'static str, fisica: bool, moral: bool) -> RegimenFiscal {
     RegimenFiscal {
         code,
         descripcion,
@@ -203,21 +198,14 @@ pub fn regimen_fiscal(code: &str) -> Option<&'static RegimenFiscal> {
 // ---------------------------------------------------------------------------------------------
 
 /// Receptor regímenes allowed with G01, G03 and I01..I08.
-const REG_GASTOS: &[&str] = &[
-    "601", "603", "606", "612", "620", "621", "622", "623", "624", "625", "626",
-];
+const REG_GASTOS: &[&str] = &["601", "603", "606", "612", "620", "621", "622", "623", "624", "625", "626"];
 /// Receptor regímenes allowed with G02 (the G01 set plus 616).
-const REG_DEVOLUCIONES: &[&str] = &[
-    "601", "603", "606", "612", "616", "620", "621", "622", "623", "624", "625", "626",
-];
+const REG_DEVOLUCIONES: &[&str] = &["601", "603", "606", "612", "616", "620", "621", "622", "623", "624", "625", "626"];
 /// Receptor regímenes allowed with the deducciones personales D01..D10.
-const REG_DEDUCCIONES: &[&str] = &[
-    "605", "606", "607", "608", "611", "612", "614", "615", "625",
-];
+const REG_DEDUCCIONES: &[&str] = &["605", "606", "607", "608", "611", "612", "614", "615", "625"];
 /// Receptor regímenes allowed with S01 and CP01: every régimen of the 4.0 catalog.
 const REG_TODOS: &[&str] = &[
-    "601", "603", "605", "606", "607", "608", "610", "611", "612", "614", "615", "616", "620",
-    "621", "622", "623", "624", "625", "626",
+    "601", "603", "605", "606", "607", "608", "610", "611", "612", "614", "615", "616", "620", "621", "622", "623", "624", "625", "626",
 ];
 /// Receptor regímenes allowed with CN01.
 const REG_NOMINA: &[&str] = &["605"];
@@ -340,10 +328,7 @@ static EXPORTACIONES: &[Clave] = &[
 static TIPOS_RELACION: &[Clave] = &[
     c("01", "Nota de crédito de los documentos relacionados"),
     c("02", "Nota de débito de los documentos relacionados"),
-    c(
-        "03",
-        "Devolución de mercancía sobre facturas o traslados previos",
-    ),
+    c("03", "Devolución de mercancía sobre facturas o traslados previos"),
     c("04", "Sustitución de los CFDI previos"),
     c("05", "Traslados de mercancías facturados previamente"),
     c("06", "Factura generada por los traslados previos"),
@@ -383,11 +368,7 @@ static MESES: &[Clave] = &[
 ];
 
 // SAT's c_TipoFactor has no description column: the code is its own description.
-static TIPOS_FACTOR: &[Clave] = &[
-    c("Tasa", "Tasa"),
-    c("Cuota", "Cuota"),
-    c("Exento", "Exento"),
-];
+static TIPOS_FACTOR: &[Clave] = &[c("Tasa", "Tasa"), c("Cuota", "Cuota"), c("Exento", "Exento")];
 
 /// Looks up a c_FormaPago code.
 pub fn forma_pago(code: &str) -> Option<&'static Clave> {
@@ -533,12 +514,7 @@ struct ReglaTasaOCuota {
     retencion: bool,
 }
 
-const fn fijo(
-    impuesto: &'static str,
-    micros: i64,
-    traslado: bool,
-    retencion: bool,
-) -> ReglaTasaOCuota {
+const fn fijo(impuesto: &'static str, micros: i64, traslado: bool, retencion: bool) -> ReglaTasaOCuota {
     ReglaTasaOCuota {
         impuesto,
         tipo_factor: "Tasa",
@@ -618,12 +594,7 @@ fn micros(valor: Decimal) -> Option<i64> {
 /// code. The comparison is numeric (`0.16` and `0.160000` are the same value); a value with more
 /// than 6 significant decimals, or negative, is never allowed. `Exento` carries no TasaOCuota,
 /// so it is never allowed; ISR is never trasladado.
-pub fn tasa_o_cuota_permitida(
-    impuesto: &str,
-    tipo_factor: &str,
-    traslado: bool,
-    valor: Decimal,
-) -> bool {
+pub fn tasa_o_cuota_permitida(impuesto: &str, tipo_factor: &str, traslado: bool, valor: Decimal) -> bool {
     let Some(v) = micros(valor) else {
         return false;
     };
@@ -668,10 +639,7 @@ pub fn rfc_persona(rfc: &str) -> Option<Persona> {
     let (nombre, resto) = buf[..n].split_at(letras);
     let (fecha, homoclave) = resto.split_at(6);
 
-    if !nombre
-        .iter()
-        .all(|&ch| ch.is_ascii_uppercase() || ch == 'Ñ' || ch == '&')
-    {
+    if !nombre.iter().all(|&ch| ch.is_ascii_uppercase() || ch == 'Ñ' || ch == '&') {
         return None;
     }
     if !fecha.iter().all(|ch| ch.is_ascii_digit()) {
@@ -682,10 +650,7 @@ pub fn rfc_persona(rfc: &str) -> Option<Persona> {
         return None;
     }
     let alfanum = |ch: char| ch.is_ascii_uppercase() || ch.is_ascii_digit();
-    if !(alfanum(homoclave[0])
-        && alfanum(homoclave[1])
-        && (homoclave[2].is_ascii_digit() || homoclave[2] == 'A'))
-    {
+    if !(alfanum(homoclave[0]) && alfanum(homoclave[1]) && (homoclave[2].is_ascii_digit() || homoclave[2] == 'A')) {
         return None;
     }
     Some(persona)
@@ -721,13 +686,8 @@ mod tests {
     /// The enumeration of `<xs:simpleType name="{name}">` in SAT's catCFDI.xsd.
     fn xsd_codes(name: &str) -> Vec<&'static str> {
         let open = format!("<xs:simpleType name=\"{name}\">");
-        let start = CAT_CFDI_XSD
-            .find(&open)
-            .unwrap_or_else(|| panic!("{name} is not in catCFDI.xsd"))
-            + open.len();
-        let len = CAT_CFDI_XSD[start..]
-            .find("</xs:simpleType>")
-            .expect("unterminated simpleType");
+        let start = CAT_CFDI_XSD.find(&open).unwrap_or_else(|| panic!("{name} is not in catCFDI.xsd")) + open.len();
+        let len = CAT_CFDI_XSD[start..].find("</xs:simpleType>").expect("unterminated simpleType");
         let body = &CAT_CFDI_XSD[start..start + len];
         let marker = "<xs:enumeration value=\"";
         body.match_indices(marker)
@@ -744,16 +704,8 @@ mod tests {
         let xsd_set: BTreeSet<&str> = xsd.iter().copied().collect();
         let table_set: BTreeSet<&str> = table.iter().copied().collect();
         assert!(!xsd.is_empty(), "{name}: empty enumeration in the XSD");
-        assert_eq!(
-            xsd.len(),
-            xsd_set.len(),
-            "{name}: duplicate codes in the XSD"
-        );
-        assert_eq!(
-            table.len(),
-            table_set.len(),
-            "{name}: duplicate codes in the table"
-        );
+        assert_eq!(xsd.len(), xsd_set.len(), "{name}: duplicate codes in the XSD");
+        assert_eq!(table.len(), table_set.len(), "{name}: duplicate codes in the table");
         let missing: Vec<_> = xsd_set.difference(&table_set).collect();
         let extra: Vec<_> = table_set.difference(&xsd_set).collect();
         assert!(
@@ -791,9 +743,7 @@ mod tests {
         let mut more = full.clone();
         more.push("PIP");
         assert!(std::panic::catch_unwind(|| check_xsd("c_MetodoPago", &more)).is_err());
-        assert!(
-            std::panic::catch_unwind(|| check_xsd("c_MetodoPago", &["PUE", "PPD", "PUE"])).is_err()
-        );
+        assert!(std::panic::catch_unwind(|| check_xsd("c_MetodoPago", &["PUE", "PPD", "PUE"])).is_err());
     }
 
     #[test]
@@ -826,14 +776,8 @@ mod tests {
                 assert_eq!(lookup(absent), None, "{name} {absent:?}");
             }
         }
-        assert_eq!(
-            forma_pago("03").map(|k| k.descripcion),
-            Some("Transferencia electrónica de fondos")
-        );
-        assert_eq!(
-            metodo_pago("PPD").map(|k| k.descripcion),
-            Some("Pago en parcialidades o diferido")
-        );
+        assert_eq!(forma_pago("03").map(|k| k.descripcion), Some("Transferencia electrónica de fondos"));
+        assert_eq!(metodo_pago("PPD").map(|k| k.descripcion), Some("Pago en parcialidades o diferido"));
         assert_eq!(
             impuesto("001").map(|i| (i.nombre, i.traslado, i.retencion)),
             Some(("ISR", false, true))
@@ -903,11 +847,7 @@ mod tests {
 
     fn check_regimen(code: &str, fisica: bool, moral: bool) {
         let r = regimen_fiscal(code).unwrap_or_else(|| panic!("régimen {code} missing"));
-        assert_eq!(
-            (r.fisica, r.moral),
-            (fisica, moral),
-            "régimen {code} (física, moral)"
-        );
+        assert_eq!((r.fisica, r.moral), (fisica, moral), "régimen {code} (física, moral)");
     }
 
     #[test]
@@ -933,11 +873,7 @@ mod tests {
 
     fn check_uso(uso: &str, regimen: &str, allowed: bool) {
         let u = uso_cfdi(uso).unwrap_or_else(|| panic!("uso {uso} missing"));
-        assert_eq!(
-            u.regimenes_receptor.contains(&regimen),
-            allowed,
-            "uso {uso} with régimen {regimen}"
-        );
+        assert_eq!(u.regimenes_receptor.contains(&regimen), allowed, "uso {uso} with régimen {regimen}");
     }
 
     #[test]
@@ -967,13 +903,8 @@ mod tests {
     fn uso_cfdi_regimenes_are_4_0_regimenes_of_the_right_persona() {
         for u in USOS_CFDI {
             for code in u.regimenes_receptor {
-                let r = regimen_fiscal(code)
-                    .unwrap_or_else(|| panic!("uso {}: régimen {code} unknown", u.code));
-                assert!(
-                    r.fisica || r.moral,
-                    "uso {}: régimen {code} is not in the 4.0 catalog",
-                    u.code
-                );
+                let r = regimen_fiscal(code).unwrap_or_else(|| panic!("uso {}: régimen {code} unknown", u.code));
+                assert!(r.fisica || r.moral, "uso {}: régimen {code} is not in the 4.0 catalog", u.code);
                 assert!(
                     (r.fisica && u.fisica) || (r.moral && u.moral),
                     "uso {}: régimen {code} persona",
@@ -983,14 +914,7 @@ mod tests {
         }
     }
 
-    fn check_tasa(
-        impuesto: &str,
-        factor: &str,
-        traslado: bool,
-        mantissa: i64,
-        scale: u32,
-        allowed: bool,
-    ) {
+    fn check_tasa(impuesto: &str, factor: &str, traslado: bool, mantissa: i64, scale: u32, allowed: bool) {
         let valor = Decimal::new(mantissa, scale);
         assert_eq!(
             tasa_o_cuota_permitida(impuesto, factor, traslado, valor),
@@ -1054,11 +978,7 @@ mod tests {
     }
 
     fn check_moneda(code: &str, decimales: u32) {
-        assert_eq!(
-            moneda(code).map(|m| m.decimales),
-            Some(decimales),
-            "moneda {code}"
-        );
+        assert_eq!(moneda(code).map(|m| m.decimales), Some(decimales), "moneda {code}");
     }
 
     #[test]
@@ -1078,11 +998,7 @@ mod tests {
     }
 
     fn check_cp(cp: &str, valid: bool) {
-        assert_eq!(
-            codigo_postal_valido(cp),
-            valid,
-            "codigo_postal_valido({cp:?})"
-        );
+        assert_eq!(codigo_postal_valido(cp), valid, "codigo_postal_valido({cp:?})");
     }
 
     #[test]

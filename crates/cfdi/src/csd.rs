@@ -42,9 +42,18 @@ pub enum CsdError {
     #[error("el certificado {no_certificado} es una e.firma (FIEL), no un CSD; SAT rechaza sellos hechos con FIEL")]
     NotCsd { no_certificado: String },
     #[error("el certificado {no_certificado} no está vigente en la Fecha {fecha} (vigencia {not_before} a {not_after})")]
-    OutsideValidity { no_certificado: String, fecha: String, not_before: String, not_after: String },
+    OutsideValidity {
+        no_certificado: String,
+        fecha: String,
+        not_before: String,
+        not_after: String,
+    },
     #[error("el certificado {no_certificado} pertenece al RFC {certificado}, no al RFC del emisor {emisor}")]
-    RfcMismatch { no_certificado: String, certificado: String, emisor: String },
+    RfcMismatch {
+        no_certificado: String,
+        certificado: String,
+        emisor: String,
+    },
 }
 
 /// Whether a certificate is a CSD (for sellos) or a FIEL (e.firma, for people).
@@ -150,7 +159,9 @@ impl Certificate {
     /// Parses the base64 DER of a `Certificado` attribute.
     pub fn from_base64(b64: &str) -> Result<Certificate, CsdError> {
         let clean: String = b64.chars().filter(|c| !c.is_ascii_whitespace()).collect();
-        let der = B64.decode(clean.as_bytes()).map_err(|e| CsdError::CertificateUnreadable(format!("base64 inválido: {e}")))?;
+        let der = B64
+            .decode(clean.as_bytes())
+            .map_err(|e| CsdError::CertificateUnreadable(format!("base64 inválido: {e}")))?;
         Certificate::from_der(&der)
     }
 
@@ -274,7 +285,11 @@ impl PrivateKey {
         let mut sig = vec![0u8; self.pair.public_modulus_len()];
         // Signing with a valid key pair and a correctly sized buffer cannot fail; PKCS#1 v1.5
         // uses no randomness.
-        if self.pair.sign(&signature::RSA_PKCS1_SHA256, &SystemRandom::new(), message, &mut sig).is_err() {
+        if self
+            .pair
+            .sign(&signature::RSA_PKCS1_SHA256, &SystemRandom::new(), message, &mut sig)
+            .is_err()
+        {
             sig.clear();
         }
         B64.encode(&sig)
@@ -296,10 +311,14 @@ impl Csd {
     /// Pairs a certificate with its key: the key must match and the certificate must be a CSD.
     pub fn new(certificate: Certificate, key: PrivateKey) -> Result<Csd, CsdError> {
         if key.public_key_der() != certificate.public_key.as_slice() {
-            return Err(CsdError::KeyMismatch { no_certificado: certificate.no_certificado.clone() });
+            return Err(CsdError::KeyMismatch {
+                no_certificado: certificate.no_certificado.clone(),
+            });
         }
         if certificate.kind != CertKind::Csd {
-            return Err(CsdError::NotCsd { no_certificado: certificate.no_certificado.clone() });
+            return Err(CsdError::NotCsd {
+                no_certificado: certificate.no_certificado.clone(),
+            });
         }
         Ok(Csd { certificate, key })
     }

@@ -69,7 +69,11 @@ impl Built {
 pub fn build(sale: &sale::Sale, emisor: &sale::EmisorProfile, fecha: NaiveDateTime, csd: Option<&csd::Csd>) -> Result<Built, BuildError> {
     let comprobante = mapping::map_sale(sale, emisor, fecha)?;
     match csd {
-        None => Ok(Built { document: write::to_document(&comprobante, None), comprobante, cadena: None }),
+        None => Ok(Built {
+            document: write::to_document(&comprobante, None),
+            comprobante,
+            cadena: None,
+        }),
         Some(csd) => {
             let cert = csd.certificate();
             let placeholders = model::SealAttributes {
@@ -79,7 +83,11 @@ pub fn build(sale: &sale::Sale, emisor: &sale::EmisorProfile, fecha: NaiveDateTi
             };
             let mut document = write::to_document(&comprobante, Some(&placeholders));
             let cadena = seal::seal(&mut document, csd)?;
-            Ok(Built { comprobante, document, cadena: Some(cadena) })
+            Ok(Built {
+                comprobante,
+                document,
+                cadena: Some(cadena),
+            })
         }
     }
 }

@@ -83,11 +83,24 @@ impl Check {
     /// after whitespace collapse. Returns the text as given.
     fn text(&mut self, field: &str, value: &str, max: usize) -> String {
         if let Some(c) = value.chars().find(|c| !is_xml_char(*c) || (c.is_control() && !is_xml_space(*c))) {
-            self.err(field, "texto_invalido", format!("contiene el carácter de control U+{:04X}", c as u32));
+            self.err(
+                field,
+                "texto_invalido",
+                format!("contiene el carácter de control U+{:04X}", c as u32),
+            );
         } else if value.contains('|') {
-            self.err(field, "texto_invalido", "no puede contener el carácter '|' (lo prohíbe el esquema de SAT)");
+            self.err(
+                field,
+                "texto_invalido",
+                "no puede contener el carácter '|' (lo prohíbe el esquema de SAT)",
+            );
         } else {
-            let len = value.split(is_xml_space).filter(|w| !w.is_empty()).map(|w| w.chars().count() + 1).sum::<usize>().saturating_sub(1);
+            let len = value
+                .split(is_xml_space)
+                .filter(|w| !w.is_empty())
+                .map(|w| w.chars().count() + 1)
+                .sum::<usize>()
+                .saturating_sub(1);
             if len == 0 {
                 self.err(field, "requerido", "no puede estar vacío");
             } else if len > max {
@@ -113,7 +126,11 @@ impl Check {
     fn amount(&mut self, field: &str, a: Amount, max_decimals: u32, sign: Sign) -> Decimal {
         let d = a.0;
         if d.scale() > max_decimals {
-            self.err(field, "decimales", format!("{d} tiene {} decimales; se permiten hasta {max_decimals}", d.scale()));
+            self.err(
+                field,
+                "decimales",
+                format!("{d} tiene {} decimales; se permiten hasta {max_decimals}", d.scale()),
+            );
         }
         match sign {
             Sign::Positive if d <= Decimal::ZERO => self.err(field, "rango", format!("{d} debe ser mayor que cero")),
@@ -150,21 +167,35 @@ impl Check {
 
     fn uuid(&mut self, field: &str, uuid: &str) {
         let ok = uuid.len() == 36
-            && uuid.char_indices().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { c == '-' } else { c.is_ascii_hexdigit() });
+            && uuid.char_indices().all(|(i, c)| {
+                if matches!(i, 8 | 13 | 18 | 23) {
+                    c == '-'
+                } else {
+                    c.is_ascii_hexdigit()
+                }
+            });
         if !ok {
-            self.err(field, "uuid_invalido", format!("{uuid:?} no es un UUID (8-4-4-4-12 dígitos hexadecimales)"));
+            self.err(
+                field,
+                "uuid_invalido",
+                format!("{uuid:?} no es un UUID (8-4-4-4-12 dígitos hexadecimales)"),
+            );
         }
     }
 
     fn regimen(&mut self, field: &str, code: &str, persona: Option<Persona>) {
         if let Some(r) = self.code(field, code, "c_RegimenFiscal", catalog::regimen_fiscal) {
             match persona {
-                Some(Persona::Fisica) if !r.fisica => {
-                    self.err(field, "combinacion", format!("el régimen {code} no aplica a personas físicas (RFC de 13 caracteres)"))
-                }
-                Some(Persona::Moral) if !r.moral => {
-                    self.err(field, "combinacion", format!("el régimen {code} no aplica a personas morales (RFC de 12 caracteres)"))
-                }
+                Some(Persona::Fisica) if !r.fisica => self.err(
+                    field,
+                    "combinacion",
+                    format!("el régimen {code} no aplica a personas físicas (RFC de 13 caracteres)"),
+                ),
+                Some(Persona::Moral) if !r.moral => self.err(
+                    field,
+                    "combinacion",
+                    format!("el régimen {code} no aplica a personas morales (RFC de 12 caracteres)"),
+                ),
                 _ => {}
             }
         }
@@ -179,14 +210,22 @@ fn check_emisor(v: &mut Check, e: &EmisorProfile) -> Emisor {
     let nombre = v.text("emisor.nombre", &e.nombre, 300);
     v.regimen("emisor.regimen_fiscal", &e.regimen_fiscal, persona);
     v.postal_code("emisor.lugar_expedicion", &e.lugar_expedicion);
-    Emisor { rfc: e.rfc.clone(), nombre, regimen_fiscal: e.regimen_fiscal.clone() }
+    Emisor {
+        rfc: e.rfc.clone(),
+        nombre,
+        regimen_fiscal: e.regimen_fiscal.clone(),
+    }
 }
 
 fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Option<Comprobante> {
     let emisor = check_emisor(v, e);
     let sale_id = s.sale_id.as_str();
     if sale_id.trim().is_empty() || sale_id.chars().count() > 200 || sale_id.chars().any(char::is_control) {
-        v.err("sale_id", "texto_invalido", "debe tener de 1 a 200 caracteres sin caracteres de control");
+        v.err(
+            "sale_id",
+            "texto_invalido",
+            "debe tener de 1 a 200 caracteres sin caracteres de control",
+        );
     }
     let serie = v.opt_text("serie", &s.serie, 25);
     let folio = v.opt_text("folio", &s.folio, 40);
@@ -200,16 +239,27 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
 
     match s.kind {
         SaleKind::Ingreso | SaleKind::Egreso => {
-            let tipo = if s.kind == SaleKind::Ingreso { TipoDeComprobante::Ingreso } else { TipoDeComprobante::Egreso };
+            let tipo = if s.kind == SaleKind::Ingreso {
+                TipoDeComprobante::Ingreso
+            } else {
+                TipoDeComprobante::Egreso
+            };
             if !s.pagos.is_empty() {
                 v.err("pagos", "combinacion", "solo una venta de tipo pago lleva pagos");
             }
             if tipo == TipoDeComprobante::Egreso && relacionados.is_empty() {
-                v.err("relacionados", "requerido", "una nota de crédito (egreso) debe relacionar el CFDI que corrige");
+                v.err(
+                    "relacionados",
+                    "requerido",
+                    "una nota de crédito (egreso) debe relacionar el CFDI que corrige",
+                );
             }
             let (forma_pago, metodo_pago) = payment_method(v, s, tipo);
             let moneda = s.moneda.clone().unwrap_or_else(|| "MXN".to_string());
-            let decimals = v.code("moneda", &moneda, "c_Moneda", catalog::moneda).map(|m| m.decimales).unwrap_or(2);
+            let decimals = v
+                .code("moneda", &moneda, "c_Moneda", catalog::moneda)
+                .map(|m| m.decimales)
+                .unwrap_or(2);
             if moneda == "XXX" {
                 v.err("moneda", "combinacion", "XXX solo se usa en comprobantes de pago");
             }
@@ -217,8 +267,12 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
             if s.conceptos.is_empty() {
                 v.err("conceptos", "requerido", "se requiere al menos un concepto");
             }
-            let conceptos: Vec<Concepto> =
-                s.conceptos.iter().enumerate().map(|(i, k)| concepto(v, &format!("conceptos[{i}]"), k, decimals, fecha)).collect();
+            let conceptos: Vec<Concepto> = s
+                .conceptos
+                .iter()
+                .enumerate()
+                .map(|(i, k)| concepto(v, &format!("conceptos[{i}]"), k, decimals, fecha))
+                .collect();
             let (impuestos, sub_total, descuento, total) = totals(&conceptos, decimals);
             if total < Decimal::ZERO {
                 v.err("conceptos", "rango", format!("el total resultante {total} es negativo"));
@@ -259,10 +313,18 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
                 }
             }
             if s.moneda.as_deref().is_some_and(|m| m != "XXX") {
-                v.err("moneda", "combinacion", "un comprobante de pago usa la moneda XXX; la moneda de cada pago va en pagos[].moneda");
+                v.err(
+                    "moneda",
+                    "combinacion",
+                    "un comprobante de pago usa la moneda XXX; la moneda de cada pago va en pagos[].moneda",
+                );
             }
             if !s.conceptos.is_empty() {
-                v.err("conceptos", "combinacion", "un comprobante de pago no lleva conceptos (se usa el concepto fijo de SAT)");
+                v.err(
+                    "conceptos",
+                    "combinacion",
+                    "un comprobante de pago no lleva conceptos (se usa el concepto fijo de SAT)",
+                );
             }
             if s.receptor.uso_cfdi != "CP01" {
                 v.err("receptor.uso_cfdi", "combinacion", "un comprobante de pago usa el UsoCFDI CP01");
@@ -320,41 +382,84 @@ fn receptor(v: &mut Check, s: &Sale, e: &EmisorProfile) -> Receptor {
             v.err(
                 "receptor.domicilio_fiscal",
                 "combinacion",
-                format!("con el RFC genérico {} el domicilio fiscal debe ser el LugarExpedicion ({})", r.rfc, e.lugar_expedicion),
+                format!(
+                    "con el RFC genérico {} el domicilio fiscal debe ser el LugarExpedicion ({})",
+                    r.rfc, e.lugar_expedicion
+                ),
             );
         }
         if r.regimen_fiscal != "616" {
-            v.err("receptor.regimen_fiscal", "combinacion", format!("con el RFC genérico {} el régimen debe ser 616 (Sin obligaciones fiscales)", r.rfc));
+            v.err(
+                "receptor.regimen_fiscal",
+                "combinacion",
+                format!("con el RFC genérico {} el régimen debe ser 616 (Sin obligaciones fiscales)", r.rfc),
+            );
         }
         let allowed = if s.kind == SaleKind::Pago { "CP01" } else { "S01" };
         if r.uso_cfdi != allowed {
-            v.err("receptor.uso_cfdi", "combinacion", format!("con el RFC genérico {} el uso debe ser {allowed}", r.rfc));
+            v.err(
+                "receptor.uso_cfdi",
+                "combinacion",
+                format!("con el RFC genérico {} el uso debe ser {allowed}", r.rfc),
+            );
         }
     } else {
         v.regimen("receptor.regimen_fiscal", &r.regimen_fiscal, persona);
     }
-    if r.rfc == RFC_PUBLICO_EN_GENERAL && r.nombre.trim() == "PUBLICO EN GENERAL" && s.informacion_global.is_none() && s.kind == SaleKind::Ingreso {
-        v.err("informacion_global", "requerido", "una factura global a PUBLICO EN GENERAL requiere informacion_global (periodicidad, meses, año)");
+    if r.rfc == RFC_PUBLICO_EN_GENERAL
+        && r.nombre.trim() == "PUBLICO EN GENERAL"
+        && s.informacion_global.is_none()
+        && s.kind == SaleKind::Ingreso
+    {
+        v.err(
+            "informacion_global",
+            "requerido",
+            "una factura global a PUBLICO EN GENERAL requiere informacion_global (periodicidad, meses, año)",
+        );
     }
     if let Some(uso) = v.code("receptor.uso_cfdi", &r.uso_cfdi, "c_UsoCFDI", catalog::uso_cfdi) {
         match persona {
-            Some(Persona::Fisica) if !uso.fisica => v.err("receptor.uso_cfdi", "combinacion", format!("el uso {} no aplica a personas físicas", uso.code)),
-            Some(Persona::Moral) if !uso.moral => v.err("receptor.uso_cfdi", "combinacion", format!("el uso {} no aplica a personas morales", uso.code)),
+            Some(Persona::Fisica) if !uso.fisica => v.err(
+                "receptor.uso_cfdi",
+                "combinacion",
+                format!("el uso {} no aplica a personas físicas", uso.code),
+            ),
+            Some(Persona::Moral) if !uso.moral => v.err(
+                "receptor.uso_cfdi",
+                "combinacion",
+                format!("el uso {} no aplica a personas morales", uso.code),
+            ),
             _ => {}
         }
         if catalog::regimen_fiscal(&r.regimen_fiscal).is_some() && !uso.regimenes_receptor.contains(&r.regimen_fiscal.as_str()) {
-            v.err("receptor.uso_cfdi", "combinacion", format!("el uso {} no se permite con el régimen del receptor {}", uso.code, r.regimen_fiscal));
+            v.err(
+                "receptor.uso_cfdi",
+                "combinacion",
+                format!("el uso {} no se permite con el régimen del receptor {}", uso.code, r.regimen_fiscal),
+            );
         }
     }
     let residencia_fiscal = r.residencia_fiscal.clone();
     if let Some(res) = &residencia_fiscal {
         if r.rfc != RFC_EXTRANJERO {
-            v.err("receptor.residencia_fiscal", "combinacion", "solo se indica con el RFC genérico extranjero XEXX010101000");
+            v.err(
+                "receptor.residencia_fiscal",
+                "combinacion",
+                "solo se indica con el RFC genérico extranjero XEXX010101000",
+            );
         }
         if res == "MEX" {
-            v.err("receptor.residencia_fiscal", "catalogo", "la residencia fiscal de un receptor extranjero no puede ser MEX");
+            v.err(
+                "receptor.residencia_fiscal",
+                "catalogo",
+                "la residencia fiscal de un receptor extranjero no puede ser MEX",
+            );
         } else if catalog::pais(res).is_none() {
-            v.err("receptor.residencia_fiscal", "catalogo", format!("{res:?} no existe en el catálogo c_Pais del SAT"));
+            v.err(
+                "receptor.residencia_fiscal",
+                "catalogo",
+                format!("{res:?} no existe en el catálogo c_Pais del SAT"),
+            );
         }
     }
     let num_reg_id_trib = v.opt_text("receptor.num_reg_id_trib", &r.num_reg_id_trib, 40);
@@ -378,10 +483,20 @@ fn relacionados(v: &mut Check, s: &Sale) -> Vec<CfdiRelacionados> {
         .enumerate()
         .map(|(i, r)| {
             let f = format!("relacionados[{i}]");
-            if v.code(&format!("{f}.tipo_relacion"), &r.tipo_relacion, "c_TipoRelacion", catalog::tipo_relacion).is_some()
+            if v.code(
+                &format!("{f}.tipo_relacion"),
+                &r.tipo_relacion,
+                "c_TipoRelacion",
+                catalog::tipo_relacion,
+            )
+            .is_some()
                 && matches!(r.tipo_relacion.as_str(), "08" | "09")
             {
-                v.err(format!("{f}.tipo_relacion"), "catalogo", format!("{} ya no es válido en CFDI 4.0 (use 01 a 07)", r.tipo_relacion));
+                v.err(
+                    format!("{f}.tipo_relacion"),
+                    "catalogo",
+                    format!("{} ya no es válido en CFDI 4.0 (use 01 a 07)", r.tipo_relacion),
+                );
             }
             if r.uuids.is_empty() {
                 v.err(format!("{f}.uuids"), "requerido", "se requiere al menos un UUID");
@@ -389,7 +504,10 @@ fn relacionados(v: &mut Check, s: &Sale) -> Vec<CfdiRelacionados> {
             for (j, u) in r.uuids.iter().enumerate() {
                 v.uuid(&format!("{f}.uuids[{j}]"), u);
             }
-            CfdiRelacionados { tipo_relacion: r.tipo_relacion.clone(), uuids: r.uuids.clone() }
+            CfdiRelacionados {
+                tipo_relacion: r.tipo_relacion.clone(),
+                uuids: r.uuids.clone(),
+            }
         })
         .collect()
 }
@@ -397,14 +515,31 @@ fn relacionados(v: &mut Check, s: &Sale) -> Vec<CfdiRelacionados> {
 fn informacion_global(v: &mut Check, s: &Sale) -> Option<InformacionGlobal> {
     let ig = s.informacion_global.as_ref()?;
     if s.receptor.rfc != RFC_PUBLICO_EN_GENERAL {
-        v.err("informacion_global", "combinacion", "solo aplica con el RFC genérico XAXX010101000 (público en general)");
+        v.err(
+            "informacion_global",
+            "combinacion",
+            "solo aplica con el RFC genérico XAXX010101000 (público en general)",
+        );
     }
-    v.code("informacion_global.periodicidad", &ig.periodicidad, "c_Periodicidad", catalog::periodicidad);
+    v.code(
+        "informacion_global.periodicidad",
+        &ig.periodicidad,
+        "c_Periodicidad",
+        catalog::periodicidad,
+    );
     v.code("informacion_global.meses", &ig.meses, "c_Meses", catalog::meses);
     if ig.anio.len() != 4 || !ig.anio.bytes().all(|b| b.is_ascii_digit()) {
-        v.err("informacion_global.anio", "formato", format!("{:?} no es un año de 4 dígitos", ig.anio));
+        v.err(
+            "informacion_global.anio",
+            "formato",
+            format!("{:?} no es un año de 4 dígitos", ig.anio),
+        );
     }
-    Some(InformacionGlobal { periodicidad: ig.periodicidad.clone(), meses: ig.meses.clone(), anio: ig.anio.clone() })
+    Some(InformacionGlobal {
+        periodicidad: ig.periodicidad.clone(),
+        meses: ig.meses.clone(),
+        anio: ig.anio.clone(),
+    })
 }
 
 fn payment_method(v: &mut Check, s: &Sale, tipo: TipoDeComprobante) -> (Option<String>, Option<String>) {
@@ -429,16 +564,24 @@ fn payment_method(v: &mut Check, s: &Sale, tipo: TipoDeComprobante) -> (Option<S
         }
     };
     match (forma.as_deref(), metodo.as_deref()) {
-        (Some(f), Some("PPD")) if f != "99" => {
-            v.err("forma_pago", "combinacion", "con método de pago PPD la forma de pago debe ser 99 (Por definir)")
-        }
-        (Some("99"), Some("PUE")) => {
-            v.err("forma_pago", "combinacion", "con método de pago PUE la forma de pago no puede ser 99 (Por definir)")
-        }
+        (Some(f), Some("PPD")) if f != "99" => v.err(
+            "forma_pago",
+            "combinacion",
+            "con método de pago PPD la forma de pago debe ser 99 (Por definir)",
+        ),
+        (Some("99"), Some("PUE")) => v.err(
+            "forma_pago",
+            "combinacion",
+            "con método de pago PUE la forma de pago no puede ser 99 (Por definir)",
+        ),
         _ => {}
     }
     if tipo == TipoDeComprobante::Egreso && metodo.as_deref() == Some("PPD") {
-        v.err("metodo_pago", "combinacion", "una nota de crédito (egreso) usa el método de pago PUE");
+        v.err(
+            "metodo_pago",
+            "combinacion",
+            "una nota de crédito (egreso) usa el método de pago PUE",
+        );
     }
     (forma, metodo)
 }
@@ -516,20 +659,37 @@ fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32, fecha: Naiv
     let cantidad = v.amount(&format!("{f}.cantidad"), k.cantidad, 6, Sign::Positive);
     let valor_unitario = v.amount(&format!("{f}.valor_unitario"), k.valor_unitario, 6, Sign::Positive);
     let importe = money(cantidad * valor_unitario, decimals);
-    let descuento = k.descuento.map(|d| v.amount(&format!("{f}.descuento"), d, decimals, Sign::NonNegative)).filter(|d| !d.is_zero());
+    let descuento = k
+        .descuento
+        .map(|d| v.amount(&format!("{f}.descuento"), d, decimals, Sign::NonNegative))
+        .filter(|d| !d.is_zero());
     if let Some(d) = descuento {
         if d > importe {
-            v.err(format!("{f}.descuento"), "rango", format!("el descuento {d} excede el importe del concepto {importe}"));
+            v.err(
+                format!("{f}.descuento"),
+                "rango",
+                format!("el descuento {d} excede el importe del concepto {importe}"),
+            );
         }
     }
     let descuento = descuento.map(|d| money(d, decimals));
     let base = importe - descuento.unwrap_or(Decimal::ZERO);
 
-    let objeto = v.code(&format!("{f}.objeto_imp"), &k.objeto_imp, "c_ObjetoImp", catalog::objeto_imp).map(|o| o.code);
+    let objeto = v
+        .code(&format!("{f}.objeto_imp"), &k.objeto_imp, "c_ObjetoImp", catalog::objeto_imp)
+        .map(|o| o.code);
     let has_taxes = !k.traslados.is_empty() || !k.retenciones.is_empty();
     match objeto {
-        Some("02") if !has_taxes => v.err(format!("{f}.objeto_imp"), "combinacion", "con ObjetoImp 02 (sí objeto de impuesto) se requiere al menos un traslado o retención"),
-        Some(o @ ("01" | "03" | "04")) if has_taxes => v.err(format!("{f}.objeto_imp"), "combinacion", format!("con ObjetoImp {o} el concepto no lleva impuestos")),
+        Some("02") if !has_taxes => v.err(
+            format!("{f}.objeto_imp"),
+            "combinacion",
+            "con ObjetoImp 02 (sí objeto de impuesto) se requiere al menos un traslado o retención",
+        ),
+        Some(o @ ("01" | "03" | "04")) if has_taxes => v.err(
+            format!("{f}.objeto_imp"),
+            "combinacion",
+            format!("con ObjetoImp {o} el concepto no lleva impuestos"),
+        ),
         _ => {}
     }
 
@@ -552,14 +712,32 @@ fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32, fecha: Naiv
         })
         .collect();
     let traslado = |t: &SaleImpuesto, tasa: Option<Decimal>, factor_ok: bool, base: Decimal| match (t.tipo_factor.as_str(), tasa) {
-        ("Exento", _) => Traslado { base, impuesto: t.impuesto.clone(), tipo_factor: t.tipo_factor.clone(), tasa_o_cuota: None, importe: None },
+        ("Exento", _) => Traslado {
+            base,
+            impuesto: t.impuesto.clone(),
+            tipo_factor: t.tipo_factor.clone(),
+            tasa_o_cuota: None,
+            importe: None,
+        },
         ("Cuota", Some(c)) => {
             // IEPS por cuota: the base is the quantity of units, the tax is units × cuota.
-            Traslado { base: cantidad, impuesto: t.impuesto.clone(), tipo_factor: t.tipo_factor.clone(), tasa_o_cuota: Some(rate(c)), importe: Some(money(cantidad * c, decimals)) }
+            Traslado {
+                base: cantidad,
+                impuesto: t.impuesto.clone(),
+                tipo_factor: t.tipo_factor.clone(),
+                tasa_o_cuota: Some(rate(c)),
+                importe: Some(money(cantidad * c, decimals)),
+            }
         }
         (_, tasa) => {
             let tasa = if factor_ok { tasa.unwrap_or(Decimal::ZERO) } else { Decimal::ZERO };
-            Traslado { base, impuesto: t.impuesto.clone(), tipo_factor: t.tipo_factor.clone(), tasa_o_cuota: Some(rate(tasa)), importe: Some(money(base * tasa, decimals)) }
+            Traslado {
+                base,
+                impuesto: t.impuesto.clone(),
+                tipo_factor: t.tipo_factor.clone(),
+                tasa_o_cuota: Some(rate(tasa)),
+                importe: Some(money(base * tasa, decimals)),
+            }
         }
     };
     let ieps: Vec<Option<Traslado>> = k
@@ -589,19 +767,37 @@ fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32, fecha: Naiv
             let rf = format!("{f}.retenciones[{i}]");
             let (tasa, _) = tax(v, &rf, r, false);
             if seen.contains(&r.impuesto) {
-                v.err(&rf, "duplicado", format!("el impuesto {} se retiene dos veces en el concepto", r.impuesto));
+                v.err(
+                    &rf,
+                    "duplicado",
+                    format!("el impuesto {} se retiene dos veces en el concepto", r.impuesto),
+                );
             }
             seen.push(r.impuesto.clone());
             let tasa = tasa.unwrap_or(Decimal::ZERO);
-            let (b, imp) = if r.tipo_factor == "Cuota" { (cantidad, money(cantidad * tasa, decimals)) } else { (base, money(base * tasa, decimals)) };
-            Retencion { base: b, impuesto: r.impuesto.clone(), tipo_factor: r.tipo_factor.clone(), tasa_o_cuota: rate(tasa), importe: imp }
+            let (b, imp) = if r.tipo_factor == "Cuota" {
+                (cantidad, money(cantidad * tasa, decimals))
+            } else {
+                (base, money(base * tasa, decimals))
+            };
+            Retencion {
+                base: b,
+                impuesto: r.impuesto.clone(),
+                tipo_factor: r.tipo_factor.clone(),
+                tasa_o_cuota: rate(tasa),
+                importe: imp,
+            }
         })
         .collect();
 
     let mut pedimentos = Vec::new();
     for (i, p) in k.informacion_aduanera.iter().enumerate() {
         if !is_pedimento(p) {
-            v.err(format!("{f}.informacion_aduanera[{i}]"), "formato", format!("{p:?} no es un número de pedimento (AA  AA  AAAA  AAAAAAA: 2, 2, 4 y 7 dígitos separados por dos espacios)"));
+            v.err(
+                format!("{f}.informacion_aduanera[{i}]"),
+                "formato",
+                format!("{p:?} no es un número de pedimento (AA  AA  AAAA  AAAAAAA: 2, 2, 4 y 7 dígitos separados por dos espacios)"),
+            );
         }
         pedimentos.push(p.clone());
     }
@@ -628,25 +824,43 @@ fn tax(v: &mut Check, f: &str, t: &SaleImpuesto, traslado: bool) -> (Option<Deci
     let kind = if traslado { "traslado" } else { "retención" };
     if let Some(i) = v.code(&format!("{f}.impuesto"), &t.impuesto, "c_Impuesto", catalog::impuesto) {
         if traslado && !i.traslado {
-            v.err(format!("{f}.impuesto"), "combinacion", format!("{} ({}) no se traslada, solo se retiene", i.code, i.nombre));
+            v.err(
+                format!("{f}.impuesto"),
+                "combinacion",
+                format!("{} ({}) no se traslada, solo se retiene", i.code, i.nombre),
+            );
         }
         if !traslado && !i.retencion {
-            v.err(format!("{f}.impuesto"), "combinacion", format!("{} ({}) no se retiene", i.code, i.nombre));
+            v.err(
+                format!("{f}.impuesto"),
+                "combinacion",
+                format!("{} ({}) no se retiene", i.code, i.nombre),
+            );
         }
     }
-    let factor_ok = v.code(&format!("{f}.tipo_factor"), &t.tipo_factor, "c_TipoFactor", catalog::tipo_factor).is_some();
+    let factor_ok = v
+        .code(&format!("{f}.tipo_factor"), &t.tipo_factor, "c_TipoFactor", catalog::tipo_factor)
+        .is_some();
     if t.tipo_factor == "Exento" {
         if !traslado {
             v.err(format!("{f}.tipo_factor"), "combinacion", "una retención no puede ser Exento");
         }
         if t.tasa_o_cuota.is_some() {
-            v.err(format!("{f}.tasa_o_cuota"), "combinacion", "un impuesto Exento no lleva tasa ni cuota");
+            v.err(
+                format!("{f}.tasa_o_cuota"),
+                "combinacion",
+                "un impuesto Exento no lleva tasa ni cuota",
+            );
         }
         return (None, factor_ok);
     }
     match t.tasa_o_cuota {
         None => {
-            v.err(format!("{f}.tasa_o_cuota"), "requerido", format!("se requiere la tasa o cuota del {kind}"));
+            v.err(
+                format!("{f}.tasa_o_cuota"),
+                "requerido",
+                format!("se requiere la tasa o cuota del {kind}"),
+            );
             (None, false)
         }
         Some(a) => {
@@ -655,7 +869,11 @@ fn tax(v: &mut Check, f: &str, t: &SaleImpuesto, traslado: bool) -> (Option<Deci
                 v.err(
                     format!("{f}.tasa_o_cuota"),
                     "catalogo",
-                    format!("{tasa} no es una {} permitida para {} {kind} (c_TasaOCuota)", t.tipo_factor.to_lowercase(), t.impuesto),
+                    format!(
+                        "{tasa} no es una {} permitida para {} {kind} (c_TasaOCuota)",
+                        t.tipo_factor.to_lowercase(),
+                        t.impuesto
+                    ),
                 );
             }
             (Some(tasa), factor_ok)
@@ -665,7 +883,11 @@ fn tax(v: &mut Check, f: &str, t: &SaleImpuesto, traslado: bool) -> (Option<Deci
 
 fn is_pedimento(p: &str) -> bool {
     let parts: Vec<&str> = p.split("  ").collect();
-    parts.len() == 4 && parts.iter().zip([2, 2, 4, 7]).all(|(s, n)| s.len() == n && s.bytes().all(|b| b.is_ascii_digit()))
+    parts.len() == 4
+        && parts
+            .iter()
+            .zip([2, 2, 4, 7])
+            .all(|(s, n)| s.len() == n && s.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Traslados grouped by (Impuesto, TipoFactor, TasaOCuota): summed Base and Importe (absent for
@@ -678,7 +900,10 @@ type TaxKey = (String, String, Option<Decimal>);
 
 impl TrasladoGroups {
     fn add(&mut self, impuesto: &str, tipo_factor: &str, tasa: Option<Decimal>, base: Decimal, importe: Option<Decimal>) {
-        let e = self.0.entry((impuesto.to_string(), tipo_factor.to_string(), tasa)).or_insert((Decimal::ZERO, None));
+        let e = self
+            .0
+            .entry((impuesto.to_string(), tipo_factor.to_string(), tasa))
+            .or_insert((Decimal::ZERO, None));
         e.0 += base;
         if let Some(i) = importe {
             e.1 = Some(e.1.unwrap_or(Decimal::ZERO) + i);
@@ -713,8 +938,13 @@ fn totals(conceptos: &[Concepto], d: u32) -> (Option<Impuestos>, Decimal, Option
             importe: importe.map(|i| money(i, d)),
         })
         .collect();
-    let retenciones: Vec<RetencionTotal> =
-        retenciones.into_iter().map(|(impuesto, importe)| RetencionTotal { impuesto, importe: money(importe, d) }).collect();
+    let retenciones: Vec<RetencionTotal> = retenciones
+        .into_iter()
+        .map(|(impuesto, importe)| RetencionTotal {
+            impuesto,
+            importe: money(importe, d),
+        })
+        .collect();
 
     let trasladados: Option<Decimal> = {
         let with_amount: Vec<Decimal> = traslados.iter().filter_map(|t| t.importe).collect();
@@ -748,10 +978,17 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
         let f = format!("pagos[{i}]");
         if let Some(fp) = v.code(&format!("{f}.forma_pago"), &p.forma_pago, "c_FormaPago", catalog::forma_pago) {
             if fp.code == "99" {
-                v.err(format!("{f}.forma_pago"), "combinacion", "un pago recibido no puede tener forma de pago 99 (Por definir)");
+                v.err(
+                    format!("{f}.forma_pago"),
+                    "combinacion",
+                    "un pago recibido no puede tener forma de pago 99 (Por definir)",
+                );
             }
         }
-        let dp = v.code(&format!("{f}.moneda"), &p.moneda, "c_Moneda", catalog::moneda).map(|m| m.decimales).unwrap_or(2);
+        let dp = v
+            .code(&format!("{f}.moneda"), &p.moneda, "c_Moneda", catalog::moneda)
+            .map(|m| m.decimales)
+            .unwrap_or(2);
         if p.moneda == "XXX" {
             v.err(format!("{f}.moneda"), "combinacion", "un pago no puede ser en moneda XXX");
         }
@@ -764,14 +1001,22 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
             match p.tipo_cambio {
                 Some(t) => v.amount(&format!("{f}.tipo_cambio"), t, 6, Sign::Positive),
                 None => {
-                    v.err(format!("{f}.tipo_cambio"), "requerido", format!("con moneda {} se requiere el tipo de cambio", p.moneda));
+                    v.err(
+                        format!("{f}.tipo_cambio"),
+                        "requerido",
+                        format!("con moneda {} se requiere el tipo de cambio", p.moneda),
+                    );
                     Decimal::ONE
                 }
             }
         };
         let num_operacion = v.opt_text(&format!("{f}.num_operacion"), &p.num_operacion, 100);
         if p.documentos.is_empty() {
-            v.err(format!("{f}.documentos"), "requerido", "un pago debe relacionar al menos un documento pagado");
+            v.err(
+                format!("{f}.documentos"),
+                "requerido",
+                "un pago debe relacionar al menos un documento pagado",
+            );
         }
         let mut documentos = Vec::new();
         let mut paid_in_p = Decimal::ZERO;
@@ -782,17 +1027,28 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
             v.uuid(&format!("{df}.id_documento"), &doc.id_documento);
             let serie = v.opt_text(&format!("{df}.serie"), &doc.serie, 25);
             let folio = v.opt_text(&format!("{df}.folio"), &doc.folio, 40);
-            let dd = v.code(&format!("{df}.moneda"), &doc.moneda, "c_Moneda", catalog::moneda).map(|m| m.decimales).unwrap_or(2);
+            let dd = v
+                .code(&format!("{df}.moneda"), &doc.moneda, "c_Moneda", catalog::moneda)
+                .map(|m| m.decimales)
+                .unwrap_or(2);
             let equivalencia = if doc.moneda == p.moneda {
                 if doc.equivalencia.is_some_and(|e| e.0 != Decimal::ONE) {
-                    v.err(format!("{df}.equivalencia"), "combinacion", "si el documento está en la moneda del pago la equivalencia es 1");
+                    v.err(
+                        format!("{df}.equivalencia"),
+                        "combinacion",
+                        "si el documento está en la moneda del pago la equivalencia es 1",
+                    );
                 }
                 Decimal::ONE
             } else {
                 match doc.equivalencia {
                     Some(e) => v.amount(&format!("{df}.equivalencia"), e, 10, Sign::Positive),
                     None => {
-                        v.err(format!("{df}.equivalencia"), "requerido", "si el documento está en otra moneda se requiere la equivalencia");
+                        v.err(
+                            format!("{df}.equivalencia"),
+                            "requerido",
+                            "si el documento está en otra moneda se requiere la equivalencia",
+                        );
                         Decimal::ONE
                     }
                 }
@@ -803,13 +1059,27 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
             let saldo = v.amount(&format!("{df}.saldo_anterior"), doc.saldo_anterior, dd, Sign::Positive);
             let pagado = v.amount(&format!("{df}.importe_pagado"), doc.importe_pagado, dd, Sign::Positive);
             if pagado > saldo {
-                v.err(format!("{df}.importe_pagado"), "rango", format!("el importe pagado {pagado} excede el saldo anterior {saldo}"));
+                v.err(
+                    format!("{df}.importe_pagado"),
+                    "rango",
+                    format!("el importe pagado {pagado} excede el saldo anterior {saldo}"),
+                );
             }
-            let objeto = v.code(&format!("{df}.objeto_imp"), &doc.objeto_imp, "c_ObjetoImp", catalog::objeto_imp).map(|o| o.code);
+            let objeto = v
+                .code(&format!("{df}.objeto_imp"), &doc.objeto_imp, "c_ObjetoImp", catalog::objeto_imp)
+                .map(|o| o.code);
             let has_taxes = !doc.traslados.is_empty() || !doc.retenciones.is_empty();
             match objeto {
-                Some("02") if !has_taxes => v.err(format!("{df}.objeto_imp"), "combinacion", "con ObjetoImpDR 02 se requieren los impuestos del documento"),
-                Some(o @ ("01" | "03" | "04")) if has_taxes => v.err(format!("{df}.objeto_imp"), "combinacion", format!("con ObjetoImpDR {o} el documento no lleva impuestos")),
+                Some("02") if !has_taxes => v.err(
+                    format!("{df}.objeto_imp"),
+                    "combinacion",
+                    "con ObjetoImpDR 02 se requieren los impuestos del documento",
+                ),
+                Some(o @ ("01" | "03" | "04")) if has_taxes => v.err(
+                    format!("{df}.objeto_imp"),
+                    "combinacion",
+                    format!("con ObjetoImpDR {o} el documento no lleva impuestos"),
+                ),
                 _ => {}
             }
             // The payment covers base and taxes: base = paid / (1 + Σ traslado tasas − Σ retención tasas).
@@ -818,7 +1088,11 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
             for (k, t) in doc.traslados.iter().enumerate() {
                 let (tasa, _) = tax(v, &format!("{df}.traslados[{k}]"), t, true);
                 if t.tipo_factor == "Cuota" {
-                    v.err(format!("{df}.traslados[{k}].tipo_factor"), "combinacion", "Timbra no calcula pagos de impuestos por cuota");
+                    v.err(
+                        format!("{df}.traslados[{k}].tipo_factor"),
+                        "combinacion",
+                        "Timbra no calcula pagos de impuestos por cuota",
+                    );
                 }
                 factor += tasa.unwrap_or(Decimal::ZERO);
                 tax_lines.push((true, t, tasa));
@@ -826,7 +1100,11 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
             for (k, r) in doc.retenciones.iter().enumerate() {
                 let (tasa, _) = tax(v, &format!("{df}.retenciones[{k}]"), r, false);
                 if r.tipo_factor == "Cuota" {
-                    v.err(format!("{df}.retenciones[{k}].tipo_factor"), "combinacion", "Timbra no calcula pagos de impuestos por cuota");
+                    v.err(
+                        format!("{df}.retenciones[{k}].tipo_factor"),
+                        "combinacion",
+                        "Timbra no calcula pagos de impuestos por cuota",
+                    );
                 }
                 factor -= tasa.unwrap_or(Decimal::ZERO);
                 tax_lines.push((false, r, tasa));
@@ -879,7 +1157,11 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
             Some(m) => {
                 let m = v.amount(&format!("{f}.monto"), m, dp, Sign::Positive);
                 if m < needed {
-                    v.err(format!("{f}.monto"), "rango", format!("el monto {m} es menor que lo pagado a los documentos ({needed})"));
+                    v.err(
+                        format!("{f}.monto"),
+                        "rango",
+                        format!("el monto {m} es menor que lo pagado a los documentos ({needed})"),
+                    );
                 }
                 money(m, dp)
             }
@@ -904,7 +1186,13 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
                 if let (Some(k), Some(i)) = (ikey, importe) {
                     *sums.entry(k).or_insert(Decimal::ZERO) += money(i, 6) * tipo_cambio;
                 }
-                ImpuestoDR { base: money(base, 6), impuesto, tipo_factor, tasa_o_cuota: tasa, importe: importe.map(|i| money(i, 6)) }
+                ImpuestoDR {
+                    base: money(base, 6),
+                    impuesto,
+                    tipo_factor,
+                    tasa_o_cuota: tasa,
+                    importe: importe.map(|i| money(i, 6)),
+                }
             })
             .collect();
         let retenciones_p: Vec<RetencionTotal> = retenciones_p
@@ -916,10 +1204,16 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
                     _ => "retIEPS",
                 };
                 *sums.entry(key).or_insert(Decimal::ZERO) += money(importe, 6) * tipo_cambio;
-                RetencionTotal { impuesto, importe: money(importe, 6) }
+                RetencionTotal {
+                    impuesto,
+                    importe: money(importe, 6),
+                }
             })
             .collect();
-        let impuestos = (!traslados_p.is_empty() || !retenciones_p.is_empty()).then_some(ImpuestosP { retenciones: retenciones_p, traslados: traslados_p });
+        let impuestos = (!traslados_p.is_empty() || !retenciones_p.is_empty()).then_some(ImpuestosP {
+            retenciones: retenciones_p,
+            traslados: traslados_p,
+        });
 
         out.push(Pago {
             fecha_pago: p.fecha_pago.0,

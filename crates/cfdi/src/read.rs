@@ -62,7 +62,10 @@ fn req<'a>(e: &'a Element, attr: &'static str, field: &'static str) -> Result<&'
 }
 
 fn fecha(value: &str, field: &'static str) -> Result<NaiveDateTime, ReadError> {
-    NaiveDateTime::parse_from_str(value, crate::write::FECHA_FORMAT).map_err(|_| ReadError::Invalid { field, value: value.to_string() })
+    NaiveDateTime::parse_from_str(value, crate::write::FECHA_FORMAT).map_err(|_| ReadError::Invalid {
+        field,
+        value: value.to_string(),
+    })
 }
 
 /// Reads the TFD of a stamped document, if it has one.
@@ -75,7 +78,10 @@ pub fn tfd(doc: &Document) -> Result<Option<Tfd>, ReadError> {
     Ok(Some(Tfd {
         version: req(t, "Version", "TimbreFiscalDigital@Version")?.to_string(),
         uuid: req(t, "UUID", "TimbreFiscalDigital@UUID")?.to_string(),
-        fecha_timbrado: fecha(req(t, "FechaTimbrado", "TimbreFiscalDigital@FechaTimbrado")?, "TimbreFiscalDigital@FechaTimbrado")?,
+        fecha_timbrado: fecha(
+            req(t, "FechaTimbrado", "TimbreFiscalDigital@FechaTimbrado")?,
+            "TimbreFiscalDigital@FechaTimbrado",
+        )?,
         rfc_prov_certif: req(t, "RfcProvCertif", "TimbreFiscalDigital@RfcProvCertif")?.to_string(),
         leyenda: t.attr("Leyenda").map(str::to_string),
         sello_cfd: req(t, "SelloCFD", "TimbreFiscalDigital@SelloCFD")?.to_string(),
@@ -99,7 +105,10 @@ pub fn summary(doc: &Document) -> Result<CfdiSummary, ReadError> {
         fecha: fecha(req(c, "Fecha", "Comprobante@Fecha")?, "Comprobante@Fecha")?,
         tipo_de_comprobante: req(c, "TipoDeComprobante", "Comprobante@TipoDeComprobante")?.to_string(),
         moneda: req(c, "Moneda", "Comprobante@Moneda")?.to_string(),
-        total: total.parse().map_err(|_| ReadError::Invalid { field: "Comprobante@Total", value: total.to_string() })?,
+        total: total.parse().map_err(|_| ReadError::Invalid {
+            field: "Comprobante@Total",
+            value: total.to_string(),
+        })?,
         lugar_expedicion: req(c, "LugarExpedicion", "Comprobante@LugarExpedicion")?.to_string(),
         rfc_emisor: req(emisor, "Rfc", "Emisor@Rfc")?.to_string(),
         nombre_emisor: emisor.attr("Nombre").unwrap_or_default().to_string(),
@@ -159,7 +168,12 @@ mod tests {
 
     #[test]
     fn qr_total_drops_non_significant_zeros() {
-        for (input, expected) in [("1160.00", "1160.0"), ("0.50", "0.5"), ("12.3456789", "12.345679"), ("100", "100.0")] {
+        for (input, expected) in [
+            ("1160.00", "1160.0"),
+            ("0.50", "0.5"),
+            ("12.3456789", "12.345679"),
+            ("100", "100.0"),
+        ] {
             assert_eq!(total_for_qr(input.parse().unwrap()), expected, "{input}");
         }
         assert_eq!(url_component("AÑ&0101019Z9"), "A%C3%91%260101019Z9");

@@ -46,7 +46,9 @@ pub fn parse_amount(s: &str) -> Result<Amount, String> {
     if !digits_ok || (body.contains('.') && frac.is_empty()) {
         return Err(format!("{s:?} no es un importe decimal (use dígitos y punto, p. ej. \"50.00\")"));
     }
-    Decimal::from_str_exact(s).map(Amount).map_err(|_| format!("{s:?} tiene demasiados dígitos"))
+    Decimal::from_str_exact(s)
+        .map(Amount)
+        .map_err(|_| format!("{s:?} tiene demasiados dígitos"))
 }
 
 /// A local date-time `AAAA-MM-DDThh:mm:ss` (no offset), as CFDI writes it.
@@ -240,7 +242,8 @@ impl Sale {
         }
         let mut de = serde_json::Deserializer::from_slice(bytes);
         let sale: Sale = serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(&e))?;
-        de.end().map_err(|e| ValidationErrors::one(FieldError::new("(json)", "json", format!("contenido después del objeto: {e}"))))?;
+        de.end()
+            .map_err(|e| ValidationErrors::one(FieldError::new("(json)", "json", format!("contenido después del objeto: {e}"))))?;
         Ok(sale)
     }
 
@@ -252,7 +255,11 @@ impl Sale {
 
 fn json_error(e: &serde_path_to_error::Error<serde_json::Error>) -> ValidationErrors {
     let path = e.path().to_string();
-    let field = if path == "." || path == "?" || path.is_empty() { "(json)".to_string() } else { path };
+    let field = if path == "." || path == "?" || path.is_empty() {
+        "(json)".to_string()
+    } else {
+        path
+    };
     let inner = e.inner();
     let message = inner.to_string();
     // serde's "at line L column C" suffix is noise next to a field path.
@@ -358,13 +365,37 @@ mod tests {
 
     #[test]
     fn errors_name_the_field() {
-        check_err(&SALE.replace(r#""valor_unitario":"50.00""#, r#""valor_unitario":50.0"#), "conceptos[0].valor_unitario", "tipo de dato");
-        check_err(&SALE.replace(r#""valor_unitario":"50.00""#, r#""valor_unitario":"5e1""#), "conceptos[0].valor_unitario", "no es un importe");
-        check_err(&SALE.replace(r#""serie":"F","#, r#""serie":"F","color":"rojo","#), "color", "campo desconocido \"color\"");
-        check_err(&SALE.replace(r#""uso_cfdi":"G01""#, r#""uso_cfdi":"G01","extra":1"#), "receptor.extra", "campo desconocido");
+        check_err(
+            &SALE.replace(r#""valor_unitario":"50.00""#, r#""valor_unitario":50.0"#),
+            "conceptos[0].valor_unitario",
+            "tipo de dato",
+        );
+        check_err(
+            &SALE.replace(r#""valor_unitario":"50.00""#, r#""valor_unitario":"5e1""#),
+            "conceptos[0].valor_unitario",
+            "no es un importe",
+        );
+        check_err(
+            &SALE.replace(r#""serie":"F","#, r#""serie":"F","color":"rojo","#),
+            "color",
+            "campo desconocido \"color\"",
+        );
+        check_err(
+            &SALE.replace(r#""uso_cfdi":"G01""#, r#""uso_cfdi":"G01","extra":1"#),
+            "receptor.extra",
+            "campo desconocido",
+        );
         check_err(&SALE.replace(r#""kind":"ingreso""#, r#""kind":"traslado""#), "kind", "no permitido");
-        check_err(&SALE.replace(r#""occurred_at":"2026-11-29T12:00:00""#, r#""occurred_at":"2026-11-29 12:00""#), "occurred_at", "AAAA-MM-DD");
-        check_err(&SALE.replace(r#""sale_id":"pedido-4471","#, ""), "(json)", "falta el campo obligatorio \"sale_id\"");
+        check_err(
+            &SALE.replace(r#""occurred_at":"2026-11-29T12:00:00""#, r#""occurred_at":"2026-11-29 12:00""#),
+            "occurred_at",
+            "AAAA-MM-DD",
+        );
+        check_err(
+            &SALE.replace(r#""sale_id":"pedido-4471","#, ""),
+            "(json)",
+            "falta el campo obligatorio \"sale_id\"",
+        );
         check_err(&SALE[..SALE.len() - 5], "(json)", "incompleto");
         check_err(&format!("{SALE} {{}}"), "(json)", "después");
     }
@@ -374,7 +405,17 @@ mod tests {
         for ok in ["0", "50.00", "-3.5", "0.160000"] {
             assert!(parse_amount(ok).is_ok(), "{ok}");
         }
-        for bad in ["", ".5", "5.", "1e3", "+1", "1,000.00", " 1", "NaN", "12345678901234567890123456789012"] {
+        for bad in [
+            "",
+            ".5",
+            "5.",
+            "1e3",
+            "+1",
+            "1,000.00",
+            " 1",
+            "NaN",
+            "12345678901234567890123456789012",
+        ] {
             assert!(parse_amount(bad).is_err(), "{bad}");
         }
     }

@@ -40,10 +40,16 @@ pub fn seal(doc: &mut Document, csd: &Csd) -> Result<String, SealError> {
     if find_tfd(doc).is_ok() {
         return Err(SealError::AlreadyStamped);
     }
-    let rfc = root.child(NS_CFDI, "Emisor").and_then(|e| e.attr("Rfc")).ok_or(SealError::Missing("Emisor@Rfc"))?.to_string();
+    let rfc = root
+        .child(NS_CFDI, "Emisor")
+        .and_then(|e| e.attr("Rfc"))
+        .ok_or(SealError::Missing("Emisor@Rfc"))?
+        .to_string();
     let fecha = root.attr("Fecha").ok_or(SealError::Missing("Comprobante@Fecha"))?;
     let fecha = NaiveDateTime::parse_from_str(fecha, crate::write::FECHA_FORMAT).map_err(|_| SealError::Fecha(fecha.to_string()))?;
-    let lugar = root.attr("LugarExpedicion").ok_or(SealError::Missing("Comprobante@LugarExpedicion"))?;
+    let lugar = root
+        .attr("LugarExpedicion")
+        .ok_or(SealError::Missing("Comprobante@LugarExpedicion"))?;
     csd.check_for(&rfc, tz::fecha_to_utc(fecha, lugar))?;
 
     let cert = csd.certificate();
@@ -125,7 +131,10 @@ pub fn verify(doc: &Document, pac_cert: Option<&Certificate>) -> Verification {
 
     match find_tfd(doc) {
         Err(CadenaError::NoTfd) => {}
-        Err(e) => checks.push(Check { name: "TimbreFiscalDigital", status: CheckStatus::Invalid(e.to_string()) }),
+        Err(e) => checks.push(Check {
+            name: "TimbreFiscalDigital",
+            status: CheckStatus::Invalid(e.to_string()),
+        }),
         Ok(tfd) => {
             let status = if tfd.attr("SelloCFD") == Some(sello) {
                 CheckStatus::Valid("igual al Sello del comprobante".into())

@@ -18,7 +18,11 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> FieldError {
-        FieldError { field: field.into(), code, message: message.into() }
+        FieldError {
+            field: field.into(),
+            code,
+            message: message.into(),
+        }
     }
 }
 

@@ -43,7 +43,10 @@ impl Ns {
 /// Builds the document. With `seal`, NoCertificado, Certificado and Sello are written in their
 /// XSD positions (an empty Sello is filled in by [`crate::seal::seal`]).
 pub fn to_document(c: &Comprobante, seal: Option<&SealAttributes>) -> Document {
-    let ns = Ns { cfdi: Arc::from(NS_CFDI), pago20: Arc::from(NS_PAGO20) };
+    let ns = Ns {
+        cfdi: Arc::from(NS_CFDI),
+        pago20: Arc::from(NS_PAGO20),
+    };
     let mut root = ns.cfdi("Comprobante");
     root.declare_ns("cfdi", NS_CFDI);
     root.declare_ns("xsi", NS_XSI);
@@ -182,7 +185,11 @@ fn impuestos(ns: &Ns, imp: &Impuestos) -> Element {
     if !imp.retenciones.is_empty() {
         let mut rs = ns.cfdi("Retenciones");
         for r in &imp.retenciones {
-            rs.push(ns.cfdi("Retencion").with_attr("Impuesto", r.impuesto.clone()).with_attr("Importe", d(r.importe)));
+            rs.push(
+                ns.cfdi("Retencion")
+                    .with_attr("Impuesto", r.impuesto.clone())
+                    .with_attr("Importe", d(r.importe)),
+            );
         }
         e.push(rs);
     }
@@ -269,7 +276,11 @@ fn pagos(ns: &Ns, p: &Pagos) -> Element {
             if !imp.retenciones.is_empty() {
                 let mut rs = ns.pago("RetencionesP");
                 for r in &imp.retenciones {
-                    rs.push(ns.pago("RetencionP").with_attr("ImpuestoP", r.impuesto.clone()).with_attr("ImporteP", d(r.importe)));
+                    rs.push(
+                        ns.pago("RetencionP")
+                            .with_attr("ImpuestoP", r.impuesto.clone())
+                            .with_attr("ImporteP", d(r.importe)),
+                    );
                 }
                 ie.push(rs);
             }

@@ -25,10 +25,18 @@ fn loads_sat_test_csd_and_derives_its_data() {
     assert_eq!(cert.no_certificado(), "30001000000500003416");
     assert_eq!(cert.rfc(), Some("EKU9003173C9"));
     assert_eq!(cert.kind(), CertKind::Csd);
-    assert_eq!(cert.to_base64(), std::fs::read_to_string(certs().join("EKU9003173C9.cer.b64")).unwrap().trim());
+    assert_eq!(
+        cert.to_base64(),
+        std::fs::read_to_string(certs().join("EKU9003173C9.cer.b64")).unwrap().trim()
+    );
     assert_eq!(cert.not_after(), Utc.with_ymd_and_hms(2027, 5, 18, 11, 43, 51).unwrap());
     // PEM forms load the same.
-    let pem = Csd::load(&read("EKU9003173C9.cer.pem"), &read("EKU9003173C9.key.pem"), &Secret::new("ignored")).unwrap();
+    let pem = Csd::load(
+        &read("EKU9003173C9.cer.pem"),
+        &read("EKU9003173C9.key.pem"),
+        &Secret::new("ignored"),
+    )
+    .unwrap();
     assert_eq!(pem.certificate().no_certificado(), "30001000000500003416");
     // A sello verifies with the certificate, and not for other text.
     let s = csd.sello("||4.0|x||");
@@ -51,11 +59,41 @@ fn check_err(cer: &str, key: &str, password: &str, expected: fn(&CsdError) -> bo
 
 #[test]
 fn each_bad_csd_is_a_clear_error() {
-    check_err("EKU9003173C9.cer", "EKU9003173C9.key", "incorrecta", |e| matches!(e, CsdError::WrongPassword), "contraseña");
-    check_err("EKU9003173C9.cer", "XIQB891116QE4.key", "12345678a", |e| matches!(e, CsdError::KeyMismatch { .. }), "no corresponde");
-    check_err("FIEL-EKU9003173C9-TEST.cer", "FIEL-EKU9003173C9-TEST.key", "12345678a", |e| matches!(e, CsdError::NotCsd { .. }), "FIEL");
-    check_err("EKU9003173C9.key", "EKU9003173C9.key", "12345678a", |e| matches!(e, CsdError::CertificateUnreadable(_)), ".cer");
-    check_err("EKU9003173C9.cer", "EKU9003173C9.cer", "12345678a", |e| matches!(e, CsdError::KeyUnreadable(_)), ".key");
+    check_err(
+        "EKU9003173C9.cer",
+        "EKU9003173C9.key",
+        "incorrecta",
+        |e| matches!(e, CsdError::WrongPassword),
+        "contraseña",
+    );
+    check_err(
+        "EKU9003173C9.cer",
+        "XIQB891116QE4.key",
+        "12345678a",
+        |e| matches!(e, CsdError::KeyMismatch { .. }),
+        "no corresponde",
+    );
+    check_err(
+        "FIEL-EKU9003173C9-TEST.cer",
+        "FIEL-EKU9003173C9-TEST.key",
+        "12345678a",
+        |e| matches!(e, CsdError::NotCsd { .. }),
+        "FIEL",
+    );
+    check_err(
+        "EKU9003173C9.key",
+        "EKU9003173C9.key",
+        "12345678a",
+        |e| matches!(e, CsdError::CertificateUnreadable(_)),
+        ".cer",
+    );
+    check_err(
+        "EKU9003173C9.cer",
+        "EKU9003173C9.cer",
+        "12345678a",
+        |e| matches!(e, CsdError::KeyUnreadable(_)),
+        ".key",
+    );
     assert!(PrivateKey::from_key_file(b"", &pw()).is_err());
     assert!(Certificate::from_der(b"-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----").is_err());
 }
@@ -65,9 +103,14 @@ fn expired_csd_and_wrong_rfc_are_refused_for_a_fecha() {
     let expired = Csd::load(&read("XIQB891116QE4.cer"), &read("XIQB891116QE4.key"), &pw()).unwrap();
     let now = Utc.with_ymd_and_hms(2026, 11, 29, 18, 0, 0).unwrap();
     let err = expired.check_for("XIQB891116QE4", now).unwrap_err();
-    assert!(matches!(err, CsdError::OutsideValidity { .. }) && err.to_string().contains("no está vigente"), "{err}");
+    assert!(
+        matches!(err, CsdError::OutsideValidity { .. }) && err.to_string().contains("no está vigente"),
+        "{err}"
+    );
     // It was valid in 2020.
-    expired.check_for("XIQB891116QE4", Utc.with_ymd_and_hms(2020, 1, 1, 0, 0, 0).unwrap()).unwrap();
+    expired
+        .check_for("XIQB891116QE4", Utc.with_ymd_and_hms(2020, 1, 1, 0, 0, 0).unwrap())
+        .unwrap();
     let eku = Csd::load(&read("EKU9003173C9.cer"), &read("EKU9003173C9.key"), &pw()).unwrap();
     let err = eku.check_for("URE180429TM6", now).unwrap_err();
     assert!(matches!(err, CsdError::RfcMismatch { .. }), "{err}");

@@ -10,7 +10,12 @@ use chrono::NaiveDateTime;
 use serde_json::{json, Value};
 
 fn emisor() -> EmisorProfile {
-    EmisorProfile { rfc: "EKU9003173C9".into(), nombre: "ESCUELA KEMPER URGATE".into(), regimen_fiscal: "601".into(), lugar_expedicion: "42501".into() }
+    EmisorProfile {
+        rfc: "EKU9003173C9".into(),
+        nombre: "ESCUELA KEMPER URGATE".into(),
+        regimen_fiscal: "601".into(),
+        lugar_expedicion: "42501".into(),
+    }
 }
 
 fn base() -> Value {
@@ -79,17 +84,32 @@ fn summary(c: &Comprobante) -> String {
         .map(|i| {
             i.traslados
                 .iter()
-                .map(|t| format!("{}/{}/{}/{}={}", t.impuesto, t.tipo_factor, t.tasa_o_cuota.map(|d| d.to_string()).unwrap_or_default(), t.base, t.importe.map(|d| d.to_string()).unwrap_or_default()))
+                .map(|t| {
+                    format!(
+                        "{}/{}/{}/{}={}",
+                        t.impuesto,
+                        t.tipo_factor,
+                        t.tasa_o_cuota.map(|d| d.to_string()).unwrap_or_default(),
+                        t.base,
+                        t.importe.map(|d| d.to_string()).unwrap_or_default()
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
-    let retenciones: Vec<String> = imp.map(|i| i.retenciones.iter().map(|r| format!("{}={}", r.impuesto, r.importe)).collect()).unwrap_or_default();
+    let retenciones: Vec<String> = imp
+        .map(|i| i.retenciones.iter().map(|r| format!("{}={}", r.impuesto, r.importe)).collect())
+        .unwrap_or_default();
     format!(
         "sub={} desc={} tras={} ret={} total={} [{}] [{}]",
         c.sub_total,
         c.descuento.map(|d| d.to_string()).unwrap_or("-".into()),
-        imp.and_then(|i| i.total_impuestos_trasladados).map(|d| d.to_string()).unwrap_or("-".into()),
-        imp.and_then(|i| i.total_impuestos_retenidos).map(|d| d.to_string()).unwrap_or("-".into()),
+        imp.and_then(|i| i.total_impuestos_trasladados)
+            .map(|d| d.to_string())
+            .unwrap_or("-".into()),
+        imp.and_then(|i| i.total_impuestos_retenidos)
+            .map(|d| d.to_string())
+            .unwrap_or("-".into()),
         c.total,
         traslados.join(" "),
         retenciones.join(" ")
@@ -103,10 +123,16 @@ fn check_amounts(edits: &[(&str, Value)], expected: &str) {
 
 #[test]
 fn amounts() {
-    check_amounts(&[], "sub=100.00 desc=- tras=16.00 ret=- total=116.00 [002/Tasa/0.160000/100.00=16.00] []");
+    check_amounts(
+        &[],
+        "sub=100.00 desc=- tras=16.00 ret=- total=116.00 [002/Tasa/0.160000/100.00=16.00] []",
+    );
     // Half-up rounding per concepto, summary as the sum of rounded values.
     check_amounts(
-        &[("conceptos.0.cantidad", json!("3")), ("conceptos.0.valor_unitario", json!("33.335"))],
+        &[
+            ("conceptos.0.cantidad", json!("3")),
+            ("conceptos.0.valor_unitario", json!("33.335")),
+        ],
         "sub=100.01 desc=- tras=16.00 ret=- total=116.01 [002/Tasa/0.160000/100.01=16.00] []",
     );
     check_amounts(
@@ -131,7 +157,10 @@ fn amounts() {
         "sub=100.00 desc=- tras=- ret=- total=100.00 [002/Exento//100.00=] []",
     );
     // No object of tax: no Impuestos at all.
-    check_amounts(&[("conceptos.0.objeto_imp", json!("01")), ("conceptos.0.traslados", json!([]))], "sub=100.00 desc=- tras=- ret=- total=100.00 [] []");
+    check_amounts(
+        &[("conceptos.0.objeto_imp", json!("01")), ("conceptos.0.traslados", json!([]))],
+        "sub=100.00 desc=- tras=- ret=- total=100.00 [] []",
+    );
     // Two conceptos at different rates are grouped by rate; IVA's base includes the IEPS.
     check_amounts(
         &[(
@@ -143,12 +172,19 @@ fn amounts() {
     );
     // IEPS por cuota: base in units.
     check_amounts(
-        &[("conceptos.0.traslados", json!([{"impuesto":"003","tipo_factor":"Cuota","tasa_o_cuota":"1.500000"}]))],
+        &[(
+            "conceptos.0.traslados",
+            json!([{"impuesto":"003","tipo_factor":"Cuota","tasa_o_cuota":"1.500000"}]),
+        )],
         "sub=100.00 desc=- tras=3.00 ret=- total=103.00 [003/Cuota/1.500000/2=3.00] []",
     );
     // A currency without decimals.
     check_amounts(
-        &[("moneda", json!("JPY")), ("tipo_cambio", json!("0.1156")), ("conceptos.0.valor_unitario", json!("333.3"))],
+        &[
+            ("moneda", json!("JPY")),
+            ("tipo_cambio", json!("0.1156")),
+            ("conceptos.0.valor_unitario", json!("333.3")),
+        ],
         "sub=667 desc=- tras=107 ret=- total=774 [002/Tasa/0.160000/667=107] []",
     );
 }
@@ -158,15 +194,26 @@ fn check_error(edits: &[(&str, Value)], field: &str, code: &str) {
         Ok(c) => panic!("{edits:?} was accepted: {}", summary(&c)),
         Err(e) => e,
     };
-    assert!(err.0.iter().any(|e| e.field == field && e.code == code), "{edits:?}: expected {field} {code}, got {err}");
+    assert!(
+        err.0.iter().any(|e| e.field == field && e.code == code),
+        "{edits:?}: expected {field} {code}, got {err}"
+    );
 }
 
 #[test]
 fn rejections_name_the_field() {
     check_error(&[("receptor.rfc", json!("URE18042"))], "receptor.rfc", "rfc_invalido");
     check_error(&[("receptor.rfc", json!("ure180429tm6"))], "receptor.rfc", "rfc_invalido");
-    check_error(&[("receptor.domicilio_fiscal", json!("8699"))], "receptor.domicilio_fiscal", "codigo_postal");
-    check_error(&[("receptor.regimen_fiscal", json!("612"))], "receptor.regimen_fiscal", "combinacion");
+    check_error(
+        &[("receptor.domicilio_fiscal", json!("8699"))],
+        "receptor.domicilio_fiscal",
+        "codigo_postal",
+    );
+    check_error(
+        &[("receptor.regimen_fiscal", json!("612"))],
+        "receptor.regimen_fiscal",
+        "combinacion",
+    );
     check_error(&[("receptor.uso_cfdi", json!("D01"))], "receptor.uso_cfdi", "combinacion");
     check_error(&[("receptor.uso_cfdi", json!("Z99"))], "receptor.uso_cfdi", "catalogo");
     check_error(&[("forma_pago", json!("77"))], "forma_pago", "catalogo");
@@ -180,31 +227,110 @@ fn rejections_name_the_field() {
     check_error(&[("conceptos.0.objeto_imp", json!("09"))], "conceptos[0].objeto_imp", "catalogo");
     check_error(&[("conceptos.0.objeto_imp", json!("01"))], "conceptos[0].objeto_imp", "combinacion");
     check_error(&[("conceptos.0.traslados", json!([]))], "conceptos[0].objeto_imp", "combinacion");
-    check_error(&[("conceptos.0.traslados.0.impuesto", json!("001"))], "conceptos[0].traslados[0].impuesto", "combinacion");
-    check_error(&[("conceptos.0.traslados.0.impuesto", json!("004"))], "conceptos[0].traslados[0].impuesto", "catalogo");
-    check_error(&[("conceptos.0.traslados.0.tipo_factor", json!("Porcentaje"))], "conceptos[0].traslados[0].tipo_factor", "catalogo");
-    check_error(&[("conceptos.0.traslados.0.tasa_o_cuota", json!("0.150000"))], "conceptos[0].traslados[0].tasa_o_cuota", "catalogo");
-    check_error(&[("conceptos.0.traslados.0.tasa_o_cuota", json!("0.1600001"))], "conceptos[0].traslados[0].tasa_o_cuota", "decimales");
-    check_error(&[("conceptos.0.valor_unitario", json!("-50.00"))], "conceptos[0].valor_unitario", "rango");
-    check_error(&[("conceptos.0.valor_unitario", json!("50.1234567"))], "conceptos[0].valor_unitario", "decimales");
+    check_error(
+        &[("conceptos.0.traslados.0.impuesto", json!("001"))],
+        "conceptos[0].traslados[0].impuesto",
+        "combinacion",
+    );
+    check_error(
+        &[("conceptos.0.traslados.0.impuesto", json!("004"))],
+        "conceptos[0].traslados[0].impuesto",
+        "catalogo",
+    );
+    check_error(
+        &[("conceptos.0.traslados.0.tipo_factor", json!("Porcentaje"))],
+        "conceptos[0].traslados[0].tipo_factor",
+        "catalogo",
+    );
+    check_error(
+        &[("conceptos.0.traslados.0.tasa_o_cuota", json!("0.150000"))],
+        "conceptos[0].traslados[0].tasa_o_cuota",
+        "catalogo",
+    );
+    check_error(
+        &[("conceptos.0.traslados.0.tasa_o_cuota", json!("0.1600001"))],
+        "conceptos[0].traslados[0].tasa_o_cuota",
+        "decimales",
+    );
+    check_error(
+        &[("conceptos.0.valor_unitario", json!("-50.00"))],
+        "conceptos[0].valor_unitario",
+        "rango",
+    );
+    check_error(
+        &[("conceptos.0.valor_unitario", json!("50.1234567"))],
+        "conceptos[0].valor_unitario",
+        "decimales",
+    );
     check_error(&[("conceptos.0.cantidad", json!("0"))], "conceptos[0].cantidad", "rango");
     check_error(&[("conceptos.0.descuento", json!("0.001"))], "conceptos[0].descuento", "decimales");
     check_error(&[("conceptos.0.descuento", json!("200.00"))], "conceptos[0].descuento", "rango");
-    check_error(&[("conceptos.0.descripcion", json!("Café | té"))], "conceptos[0].descripcion", "texto_invalido");
-    check_error(&[("conceptos.0.descripcion", json!("   "))], "conceptos[0].descripcion", "requerido");
-    check_error(&[("conceptos.0.descripcion", json!("a\u{0001}b"))], "conceptos[0].descripcion", "texto_invalido");
-    check_error(&[("conceptos.0.descripcion", json!("x".repeat(10 * 1024 * 1024)))], "conceptos[0].descripcion", "longitud");
-    check_error(&[("conceptos.0.clave_prod_serv", json!("0101010"))], "conceptos[0].clave_prod_serv", "catalogo");
-    check_error(&[("conceptos.0.clave_unidad", json!("h87"))], "conceptos[0].clave_unidad", "catalogo");
-    check_error(&[("conceptos.0.informacion_aduanera", json!(["21 47 3807 8003832"]))], "conceptos[0].informacion_aduanera[0]", "formato");
+    check_error(
+        &[("conceptos.0.descripcion", json!("Café | té"))],
+        "conceptos[0].descripcion",
+        "texto_invalido",
+    );
+    check_error(
+        &[("conceptos.0.descripcion", json!("   "))],
+        "conceptos[0].descripcion",
+        "requerido",
+    );
+    check_error(
+        &[("conceptos.0.descripcion", json!("a\u{0001}b"))],
+        "conceptos[0].descripcion",
+        "texto_invalido",
+    );
+    check_error(
+        &[("conceptos.0.descripcion", json!("x".repeat(10 * 1024 * 1024)))],
+        "conceptos[0].descripcion",
+        "longitud",
+    );
+    check_error(
+        &[("conceptos.0.clave_prod_serv", json!("0101010"))],
+        "conceptos[0].clave_prod_serv",
+        "catalogo",
+    );
+    check_error(
+        &[("conceptos.0.clave_unidad", json!("h87"))],
+        "conceptos[0].clave_unidad",
+        "catalogo",
+    );
+    check_error(
+        &[("conceptos.0.informacion_aduanera", json!(["21 47 3807 8003832"]))],
+        "conceptos[0].informacion_aduanera[0]",
+        "formato",
+    );
     check_error(&[("conceptos", json!([]))], "conceptos", "requerido");
     check_error(&[("kind", json!("egreso"))], "relacionados", "requerido");
-    check_error(&[("relacionados", json!([{"tipo_relacion":"01","uuids":["not-a-uuid"]}]))], "relacionados[0].uuids[0]", "uuid_invalido");
-    check_error(&[("relacionados", json!([{"tipo_relacion":"08","uuids":["AF124DC7-7E2B-4A1F-9C2B-6F5D0E3B1A77"]}]))], "relacionados[0].tipo_relacion", "catalogo");
-    check_error(&[("receptor.rfc", json!("XAXX010101000"))], "receptor.regimen_fiscal", "combinacion");
-    check_error(&[("informacion_global", json!({"periodicidad":"01","meses":"11","anio":"2026"}))], "informacion_global", "combinacion");
+    check_error(
+        &[("relacionados", json!([{"tipo_relacion":"01","uuids":["not-a-uuid"]}]))],
+        "relacionados[0].uuids[0]",
+        "uuid_invalido",
+    );
+    check_error(
+        &[(
+            "relacionados",
+            json!([{"tipo_relacion":"08","uuids":["AF124DC7-7E2B-4A1F-9C2B-6F5D0E3B1A77"]}]),
+        )],
+        "relacionados[0].tipo_relacion",
+        "catalogo",
+    );
+    check_error(
+        &[("receptor.rfc", json!("XAXX010101000"))],
+        "receptor.regimen_fiscal",
+        "combinacion",
+    );
+    check_error(
+        &[("informacion_global", json!({"periodicidad":"01","meses":"11","anio":"2026"}))],
+        "informacion_global",
+        "combinacion",
+    );
     check_error(&[("kind", json!("pago"))], "receptor.uso_cfdi", "combinacion");
-    check_error(&[("kind", json!("pago")), ("receptor.uso_cfdi", json!("CP01"))], "pagos", "requerido");
+    check_error(
+        &[("kind", json!("pago")), ("receptor.uso_cfdi", json!("CP01"))],
+        "pagos",
+        "requerido",
+    );
 }
 
 #[test]
@@ -225,7 +351,12 @@ fn publico_en_general_needs_informacion_global_and_gets_it() {
 
 #[test]
 fn every_problem_is_reported_at_once() {
-    let err = map(&[("receptor.rfc", json!("X")), ("conceptos.0.cantidad", json!("-1")), ("forma_pago", json!("77"))]).unwrap_err();
+    let err = map(&[
+        ("receptor.rfc", json!("X")),
+        ("conceptos.0.cantidad", json!("-1")),
+        ("forma_pago", json!("77")),
+    ])
+    .unwrap_err();
     let fields: Vec<&str> = err.0.iter().map(|e| e.field.as_str()).collect();
     for f in ["receptor.rfc", "conceptos[0].cantidad", "forma_pago"] {
         assert!(fields.contains(&f), "{f} missing from {fields:?}");

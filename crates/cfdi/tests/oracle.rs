@@ -29,8 +29,16 @@ fn sat() -> PathBuf {
 }
 
 fn tool(name: &str) -> Command {
-    let found = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output().map(|o| o.status.success()).unwrap_or(false);
-    assert!(found, "falta la herramienta {name}: `make test` la instala (apt-get install xsltproc libxml2-utils openssl)");
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {name}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "falta la herramienta {name}: `make test` la instala (apt-get install xsltproc libxml2-utils openssl)"
+    );
     Command::new(name)
 }
 
@@ -64,7 +72,13 @@ fn xsltproc_cadena(xml: &Path, tfd: bool, dir: &Path) -> String {
 
 /// `xmllint --schema` against cfdv40 + TFD 1.1 + Pagos 2.0.
 fn xmllint_validates(xml: &Path) -> Result<(), String> {
-    let out = tool("xmllint").arg("--noout").arg("--schema").arg(sat().join("cfdi40-with-complements.xsd")).arg(xml).output().unwrap();
+    let out = tool("xmllint")
+        .arg("--noout")
+        .arg("--schema")
+        .arg(sat().join("cfdi40-with-complements.xsd"))
+        .arg(xml)
+        .output()
+        .unwrap();
     if out.status.success() {
         Ok(())
     } else {
@@ -79,7 +93,11 @@ fn openssl_verifies(cadena: &str, sello_b64: &str, certificado_b64: &str, dir: &
     std::fs::write(dir.join("cert.der"), b64.decode(certificado_b64).unwrap()).unwrap();
     std::fs::write(dir.join("sig.bin"), b64.decode(sello_b64).unwrap()).unwrap();
     std::fs::write(dir.join("cadena.txt"), cadena).unwrap();
-    let out = tool("openssl").args(["x509", "-inform", "DER", "-noout", "-pubkey", "-in"]).arg(dir.join("cert.der")).output().unwrap();
+    let out = tool("openssl")
+        .args(["x509", "-inform", "DER", "-noout", "-pubkey", "-in"])
+        .arg(dir.join("cert.der"))
+        .output()
+        .unwrap();
     assert!(out.status.success());
     std::fs::write(dir.join("pub.pem"), out.stdout).unwrap();
     let out = tool("openssl")
@@ -115,7 +133,12 @@ fn toml_like(text: &str) -> EmisorProfile {
             .map(|v| v.trim().trim_matches('"').to_string())
             .unwrap_or_else(|| panic!("{k} in emisor-eku.toml"))
     };
-    EmisorProfile { rfc: get("rfc"), nombre: get("nombre"), regimen_fiscal: get("regimen_fiscal"), lugar_expedicion: get("lugar_expedicion") }
+    EmisorProfile {
+        rfc: get("rfc"),
+        nombre: get("nombre"),
+        regimen_fiscal: get("regimen_fiscal"),
+        lugar_expedicion: get("lugar_expedicion"),
+    }
 }
 
 fn cases() -> u32 {
@@ -137,10 +160,19 @@ fn samples_agree_with_xsltproc_xmllint_and_openssl() {
         let ours = cfdi::cadena::cadena_original(&doc).unwrap();
         assert_eq!(ours, xsltproc_cadena(&path, false, dir.path()), "{}", path.display());
         let root = &doc.root;
-        assert!(openssl_verifies(&ours, root.attr("Sello").unwrap(), root.attr("Certificado").unwrap(), dir.path()), "{}", path.display());
+        assert!(
+            openssl_verifies(&ours, root.attr("Sello").unwrap(), root.attr("Certificado").unwrap(), dir.path()),
+            "{}",
+            path.display()
+        );
         xmllint_validates(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         if cfdi::cadena::find_tfd(&doc).is_ok() {
-            assert_eq!(cfdi::cadena::cadena_tfd(&doc).unwrap(), xsltproc_cadena(&path, true, dir.path()), "{} tfd", path.display());
+            assert_eq!(
+                cfdi::cadena::cadena_tfd(&doc).unwrap(),
+                xsltproc_cadena(&path, true, dir.path()),
+                "{} tfd",
+                path.display()
+            );
         }
     }
     assert_eq!(n, 5);
@@ -282,36 +314,43 @@ fn ingreso_or_egreso() -> impl Strategy<Value = String> {
         any::<bool>(),
         prop::sample::select(RECEPTORES),
         prop::collection::vec(concepto(), 1..5),
-        prop::sample::select(vec![("MXN", None), ("USD", Some("17.250000")), ("JPY", Some("0.115600")), ("EUR", Some("19.05"))]),
+        prop::sample::select(vec![
+            ("MXN", None),
+            ("USD", Some("17.250000")),
+            ("JPY", Some("0.115600")),
+            ("EUR", Some("19.05")),
+        ]),
         tricky_text(4),
         "[A-Z]{1,3}",
         "[0-9]{1,8}",
         prop::sample::select(vec![("01", "PUE"), ("03", "PUE"), ("99", "PPD"), ("04", "PUE")]),
     )
-        .prop_map(|(egreso, r, conceptos, (moneda, tc), receptor_noise, serie, folio, (forma, metodo))| {
-            let kind = if egreso && metodo == "PUE" { "egreso" } else { "ingreso" };
-            // The receptor's name gets tricky text too (SAT matches it against its registry later;
-            // here the point is the cadena).
-            let nombre = format!("{}{}", r.1, receptor_noise.replace(['\t', '\n'], " "));
-            let rel = if kind == "egreso" {
-                r#","relacionados":[{"tipo_relacion":"01","uuids":["AF124DC7-7E2B-4A1F-9C2B-6F5D0E3B1A77"]}]"#
-            } else {
-                ""
-            };
-            let tc = tc.map(|t| format!(r#","tipo_cambio":"{t}""#)).unwrap_or_default();
-            let uso = if kind == "egreso" && r.4 != "D01" { "G02" } else { r.4 };
-            format!(
-                r#"{{"sale_id":"gen","kind":"{kind}","occurred_at":"2026-11-29T12:00:00","serie":"{serie}","folio":"{folio}",
+        .prop_map(
+            |(egreso, r, conceptos, (moneda, tc), receptor_noise, serie, folio, (forma, metodo))| {
+                let kind = if egreso && metodo == "PUE" { "egreso" } else { "ingreso" };
+                // The receptor's name gets tricky text too (SAT matches it against its registry later;
+                // here the point is the cadena).
+                let nombre = format!("{}{}", r.1, receptor_noise.replace(['\t', '\n'], " "));
+                let rel = if kind == "egreso" {
+                    r#","relacionados":[{"tipo_relacion":"01","uuids":["AF124DC7-7E2B-4A1F-9C2B-6F5D0E3B1A77"]}]"#
+                } else {
+                    ""
+                };
+                let tc = tc.map(|t| format!(r#","tipo_cambio":"{t}""#)).unwrap_or_default();
+                let uso = if kind == "egreso" && r.4 != "D01" { "G02" } else { r.4 };
+                format!(
+                    r#"{{"sale_id":"gen","kind":"{kind}","occurred_at":"2026-11-29T12:00:00","serie":"{serie}","folio":"{folio}",
                 "forma_pago":"{forma}","metodo_pago":"{metodo}","moneda":"{moneda}"{tc},
                 "receptor":{{"rfc":"{}","nombre":{},"domicilio_fiscal":"{}","regimen_fiscal":"{}","uso_cfdi":"{uso}"}},
                 "conceptos":[{}]{rel}}}"#,
-                r.0,
-                serde_json::to_string(&nombre).unwrap(),
-                r.2,
-                r.3,
-                conceptos.join(",")
-            )
-        })
+                    r.0,
+                    serde_json::to_string(&nombre).unwrap(),
+                    r.2,
+                    r.3,
+                    conceptos.join(",")
+                )
+            },
+        )
 }
 
 fn pago() -> impl Strategy<Value = String> {
@@ -358,7 +397,11 @@ fn check_generated(json: &str, csd: &Csd, emisor: &EmisorProfile, dir: &Path) ->
     let reparsed = Document::parse(xml.as_bytes()).unwrap();
     prop_assert_eq!(cfdi::cadena::cadena_original(&reparsed).unwrap(), ours.clone());
     let root = &reparsed.root;
-    prop_assert!(openssl_verifies(&ours, root.attr("Sello").unwrap(), root.attr("Certificado").unwrap(), dir), "openssl rejects the sello of\n{}", xml);
+    prop_assert!(
+        openssl_verifies(&ours, root.attr("Sello").unwrap(), root.attr("Certificado").unwrap(), dir),
+        "openssl rejects the sello of\n{}",
+        xml
+    );
     prop_assert!(cfdi::seal::verify(&reparsed, None).is_valid());
     if let Err(e) = xmllint_validates(&path) {
         return Err(TestCaseError::fail(format!("xmllint: {e}\n{xml}")));
@@ -369,15 +412,27 @@ fn check_generated(json: &str, csd: &Csd, emisor: &EmisorProfile, dir: &Path) ->
 #[test]
 fn generated_ingresos_and_egresos_agree_with_the_oracle() {
     let (csd, emisor, dir) = (eku_csd(), emisor(), tempfile::tempdir().unwrap());
-    let mut runner = TestRunner::new(Config { cases: cases(), failure_persistence: None, ..Config::default() });
-    runner.run(&ingreso_or_egreso(), |json| check_generated(&json, &csd, &emisor, dir.path())).unwrap();
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&ingreso_or_egreso(), |json| check_generated(&json, &csd, &emisor, dir.path()))
+        .unwrap();
 }
 
 #[test]
 fn generated_pagos_agree_with_the_oracle() {
     let (csd, emisor, dir) = (eku_csd(), emisor(), tempfile::tempdir().unwrap());
-    let mut runner = TestRunner::new(Config { cases: cases() / 2 + 1, failure_persistence: None, ..Config::default() });
-    runner.run(&pago(), |json| check_generated(&json, &csd, &emisor, dir.path())).unwrap();
+    let mut runner = TestRunner::new(Config {
+        cases: cases() / 2 + 1,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&pago(), |json| check_generated(&json, &csd, &emisor, dir.path()))
+        .unwrap();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -500,8 +555,15 @@ fn mutated_documents_agree_with_xsltproc() {
         .filter(|p| p.extension().is_some_and(|e| e == "xml"))
         .collect();
     samples.sort();
-    let docs: Vec<Document> = samples.iter().map(|p| Document::parse(&std::fs::read(p).unwrap()).unwrap()).collect();
-    let mut runner = TestRunner::new(Config { cases: cases(), failure_persistence: None, ..Config::default() });
+    let docs: Vec<Document> = samples
+        .iter()
+        .map(|p| Document::parse(&std::fs::read(p).unwrap()).unwrap())
+        .collect();
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
     runner
         .run(&mutation(), |m| {
             let mut doc = docs[m.sample].clone();
@@ -571,7 +633,10 @@ fn mutated_documents_agree_with_xsltproc() {
             let theirs = xsltproc_cadena(&path, false, dir.path());
             prop_assert_eq!(ours, theirs, "cadena differs for\n{}", xml);
             if cfdi::cadena::find_tfd(&reparsed).is_ok() {
-                prop_assert_eq!(cfdi::cadena::cadena_tfd(&reparsed).unwrap(), xsltproc_cadena(&path, true, dir.path()));
+                prop_assert_eq!(
+                    cfdi::cadena::cadena_tfd(&reparsed).unwrap(),
+                    xsltproc_cadena(&path, true, dir.path())
+                );
             }
             Ok(())
         })

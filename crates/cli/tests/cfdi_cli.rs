@@ -189,7 +189,10 @@ fn bad_input_is_one_clear_error_and_exit_2() {
     check_invalid(&["cfdi", "cadena", "/no/such/file.xml"], &["no existe"]);
     check_invalid(&["cfdi", "cadena", &write("bad.xml", b"<cfdi:Comprobante")], &["XML mal formado"]);
     check_invalid(&["cfdi", "cadena", &write("other.xml", b"<factura/>")], &["no es cfdi:Comprobante"]);
-    check_invalid(&["cfdi", "cadena", "--tfd", &fx("cfdi/samples/pago20-eku.xml")], &["TimbreFiscalDigital"]);
+    check_invalid(
+        &["cfdi", "cadena", "--tfd", &fx("cfdi/samples/pago20-eku.xml")],
+        &["TimbreFiscalDigital"],
+    );
     // Hostile documents: one clear error naming the limit, never a crash.
     let deep = format!("{}{}", "<a>".repeat(200_000), "</a>".repeat(200_000));
     let deep = write("deep.xml", deep.as_bytes());
@@ -201,12 +204,57 @@ fn bad_input_is_one_clear_error_and_exit_2() {
     let serie = "x".repeat(10 << 20);
     let big = format!("<cfdi:Comprobante xmlns:cfdi=\"http://www.sat.gob.mx/cfd/4\" Serie=\"{serie}\"/>");
     check_invalid(&["cfdi", "cadena", &write("big.xml", big.as_bytes())], &["Serie", "1048576"]);
-    check_invalid(&["cfdi", "build", &write("s1.json", good.replace("\"50.00\"", "\"50.0000001\"").as_bytes()), "--emisor", &emisor], &["valor_unitario", "decimales"]);
-    check_invalid(&["cfdi", "build", &write("s2.json", good.replace("\"G01\"", "\"G99\"").as_bytes()), "--emisor", &emisor], &["receptor.uso_cfdi", "G99"]);
-    check_invalid(&["cfdi", "build", &write("s3.json", good.replace("\"serie\":\"F\",", "\"serie\":\"F\",\"x\":1,").as_bytes()), "--emisor", &emisor], &["campo desconocido"]);
-    check_invalid(&["cfdi", "build", &write("s4.json", b"{\"sale_id\": \"\xff\"}"), "--emisor", &emisor], &["UTF-8"]);
-    check_invalid(&["cfdi", "build", &sale, "--emisor", &write("e.toml", b"rfc = \"EKU9003173C9\"\n")], &["nombre"]);
-    check_invalid(&["cfdi", "build", &sale, "--emisor", &write("e2.toml", b"rfc = \"EKU9003173C9\"\nnombre = \"X\"\nregimen_fiscal = \"605\"\nlugar_expedicion = \"42501\"\n")], &["emisor.regimen_fiscal"]);
+    check_invalid(
+        &[
+            "cfdi",
+            "build",
+            &write("s1.json", good.replace("\"50.00\"", "\"50.0000001\"").as_bytes()),
+            "--emisor",
+            &emisor,
+        ],
+        &["valor_unitario", "decimales"],
+    );
+    check_invalid(
+        &[
+            "cfdi",
+            "build",
+            &write("s2.json", good.replace("\"G01\"", "\"G99\"").as_bytes()),
+            "--emisor",
+            &emisor,
+        ],
+        &["receptor.uso_cfdi", "G99"],
+    );
+    check_invalid(
+        &[
+            "cfdi",
+            "build",
+            &write("s3.json", good.replace("\"serie\":\"F\",", "\"serie\":\"F\",\"x\":1,").as_bytes()),
+            "--emisor",
+            &emisor,
+        ],
+        &["campo desconocido"],
+    );
+    check_invalid(
+        &["cfdi", "build", &write("s4.json", b"{\"sale_id\": \"\xff\"}"), "--emisor", &emisor],
+        &["UTF-8"],
+    );
+    check_invalid(
+        &["cfdi", "build", &sale, "--emisor", &write("e.toml", b"rfc = \"EKU9003173C9\"\n")],
+        &["nombre"],
+    );
+    check_invalid(
+        &[
+            "cfdi",
+            "build",
+            &sale,
+            "--emisor",
+            &write(
+                "e2.toml",
+                b"rfc = \"EKU9003173C9\"\nnombre = \"X\"\nregimen_fiscal = \"605\"\nlugar_expedicion = \"42501\"\n",
+            ),
+        ],
+        &["emisor.regimen_fiscal"],
+    );
 
     let bad_csd = |cer: &str, key: &str, var: &str, needles: &[&str]| {
         let mut args: Vec<String> = vec!["cfdi".into(), "build".into(), sale.clone(), "--emisor".into(), emisor.clone()];
