@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test bench deps-test deps-run deps-bench check-fixtures lint test-rust ui-build ui-test
+.PHONY: run test bench deps-test deps-run deps-bench check-fixtures lint test-rust ui-build ui-test api-fuzz
 
 ## make run: builds the UI and the desktop app and starts it. With nothing configured it opens in
 ## Modo sandbox (database in the app-data folder, PAC simulator, SAT's test CSD). Without a
@@ -27,6 +27,13 @@ lint: ui-build
 test-rust: ui-build
 	$(CARGO) test --workspace --locked
 	$(CARGO) test -p timbra-cli --locked --features failpoints --test drain_crash
+	$(MAKE) api-fuzz
+
+## Property-based testing of the local API from its OpenAPI document (schemathesis, pinned, in a
+## virtualenv under the target folder): no 5xx, every response as documented.
+api-fuzz:
+	$(CARGO) build -p timbra-cli --locked
+	TIMBRA_BIN=$${CARGO_TARGET_DIR:-target}/debug/timbra ./scripts/schemathesis
 
 ## The UI (ui/): dependencies from package-lock.json, the bundle the app embeds, its checks.
 ui/node_modules/.installed: ui/package.json ui/package-lock.json

@@ -313,7 +313,25 @@ pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
         } else {
             RunMode::Forever
         };
+        // Intake channels: outgoing webhooks and e-mails the drain's verdicts enqueued are sent
+        // from this process too (a last pass after the drain stops).
+        let notifier = crate::serve_cmd::notifier(outbox.clone(), &a.worker_id)?;
+        let (notify_stop, mut notify_rx) = tokio::sync::watch::channel(false);
+        let notify = {
+            let n = notifier.clone();
+            tokio::spawn(async move {
+                n.run(Duration::from_millis(500), async move {
+                    let _ = notify_rx.wait_for(|s| *s).await;
+                })
+                .await
+            })
+        };
         let result = drain.run(shutdown_signal(), mode).await;
+        let _ = notify_stop.send(true);
+        let _ = notify.await;
+        if let Err(e) = notifier.once().await {
+            eprintln!("aviso: webhooks y correos pendientes quedan para la próxima vez: {e}");
+        }
         if let Some(t) = ticker {
             t.abort();
         }

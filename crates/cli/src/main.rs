@@ -9,6 +9,7 @@
 mod action_cmd;
 mod catalog_cmd;
 mod cfdi_cmd;
+mod document_cmd;
 mod drain_cmd;
 mod global_cmd;
 mod input;
@@ -18,7 +19,9 @@ mod payment_cmd;
 mod report_cmd;
 mod sale_import;
 mod screening_cmd;
+mod serve_cmd;
 mod shell;
+mod webhook_cmd;
 
 use std::process::ExitCode;
 
@@ -104,6 +107,22 @@ enum Command {
     /// Lista 69-B del SAT: importar, consultar un RFC.
     #[command(subcommand, after_help = EXIT_CODES)]
     Screening(screening_cmd::ScreeningCommand),
+    /// API local (HTTP): registra ventas y responde lecturas; no timbra (eso es `timbra drain`).
+    /// Solo escucha en 127.0.0.1/::1 salvo con --allow-remote.
+    #[command(after_help = EXIT_CODES)]
+    Serve(serve_cmd::ServeArgs),
+    /// Tokens de la API local: crear (se muestra una vez), listar, revocar.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Token(serve_cmd::TokenCommand),
+    /// Webhooks: entrantes (pagos) y salientes (avisos de timbrado).
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Webhook(webhook_cmd::WebhookCommand),
+    /// Correo al cliente: ajustes SMTP, contactos, envíos.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Email(document_cmd::EmailCommand),
+    /// Exporta el XML y el PDF de las facturas timbradas entre dos fechas (nombrados por UUID).
+    #[command(after_help = EXIT_CODES)]
+    Export(document_cmd::ExportArgs),
 }
 
 /// An error for the user: one line on stderr and an exit code.
@@ -143,6 +162,11 @@ fn main() -> ExitCode {
         Command::Global(cmd) => global_cmd::run(cli.db.as_deref(), cmd),
         Command::Report(cmd) => report_cmd::run(cli.db.as_deref(), cmd),
         Command::Screening(cmd) => screening_cmd::run(cli.db.as_deref(), cmd),
+        Command::Serve(args) => serve_cmd::serve(cli.db.as_deref(), args),
+        Command::Token(cmd) => serve_cmd::token(cli.db.as_deref(), cmd),
+        Command::Webhook(cmd) => webhook_cmd::webhook(cli.db.as_deref(), cmd),
+        Command::Email(cmd) => document_cmd::email(cli.db.as_deref(), cmd),
+        Command::Export(args) => document_cmd::export(cli.db.as_deref(), args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -116,6 +116,8 @@ pub enum InvoiceCommand {
     },
     #[command(flatten)]
     Action(crate::action_cmd::ActionCommand),
+    #[command(flatten)]
+    Document(crate::document_cmd::DocumentCommand),
 }
 
 #[derive(Args)]
@@ -224,6 +226,10 @@ pub fn invoice(db: Option<&str>, cmd: InvoiceCommand) -> Result<u8, Failure> {
         InvoiceCommand::Action(a) => {
             drop(rt);
             crate::action_cmd::action(db, a)
+        }
+        InvoiceCommand::Document(d) => {
+            drop(rt);
+            crate::document_cmd::document(db, d)
         }
         InvoiceCommand::List {
             state,

@@ -436,7 +436,14 @@ impl<S: Store> Drain<S> {
             at_ms: now.timestamp_millis(),
             facts_version: detail.facts_version,
         };
-        let applied = self.outbox.store().apply_verdict(&update, Some(token)).await?;
+        // Intake channels: the webhooks and automatic e-mails this verdict causes (the badge
+        // becoming Timbrada or Atención) commit in the same transaction as the verdict.
+        let notify = self.outbox.notifications_for(&detail, &verdict, update.uuid.as_deref()).await?;
+        let applied = if notify.is_empty() {
+            self.outbox.store().apply_verdict(&update, Some(token)).await?
+        } else {
+            self.outbox.store().apply_verdict_notifying(&update, Some(token), &notify).await?
+        };
         if !applied {
             tracing::info!(invoice_id, token, "fenced out: another worker owns this invoice now");
         }

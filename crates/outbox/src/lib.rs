@@ -20,18 +20,25 @@
 //! - duplicates and cancellation: [`duplicates`] (the contador's queue and decisions),
 //!   [`reconciliation`] (importing stamped XMLs issued anywhere), [`cancellation`] (SAT's
 //!   rules, pure) and [`cancel_step`] (the drain carrying a request out);
+//! - intake channels: [`api_tokens`] (bearer tokens of the local API, stored hashed),
+//!   [`webhooks`] (incoming payment webhooks with their mapping to a sale; Timbra's own outbox
+//!   of outgoing deliveries and its [`webhooks::deliver_due`] pass), [`email`] (the XML and PDF
+//!   to the customer, queued, with [`email::deliver_due_emails`]). HTTP and SMTP are behind
+//!   traits ([`webhooks::WebhookSender`], [`email::Mailer`]) implemented in `crates/api`;
 //! - [`actor`], [`clock`], [`location`], [`error`].
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
 
 pub mod actions;
 pub mod actor;
+pub mod api_tokens;
 pub mod attempts;
 pub mod cancel_step;
 pub mod cancellation;
 pub mod clock;
 pub mod drain;
 pub mod duplicates;
+pub mod email;
 pub mod error;
 pub mod facts;
 mod fiscal_intake;
@@ -48,6 +55,7 @@ pub mod screening;
 pub mod settings;
 pub mod store;
 pub mod strategy;
+pub mod webhooks;
 
 pub use actor::{Actor, Role};
 pub use clock::{Clock, SystemClock, TestClock};

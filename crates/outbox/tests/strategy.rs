@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use outbox::model::Badge;
 use outbox::strategy::{
-    derive, ActionKind, AttemptEvent, AttemptFacts, AttemptStatus, CfdiFacts, Facts, LookupResult, NextStep, Policy, ReasonCode,
-    RefusalCode, StampResult,
+    derive, ActionKind, AttemptEvent, AttemptFacts, AttemptStatus, CfdiCancellation, CfdiFacts, Facts, LookupResult, NextStep, Policy,
+    ReasonCode, RefusalCode, StampResult,
 };
 use proptest::prelude::*;
 

@@ -456,6 +456,120 @@ pub trait Store: Send + Sync + 'static {
 
     /// Invoices with this serie and folio.
     fn invoices_with_folio(&self, serie: Option<&str>, folio: &str) -> impl Future<Output = Result<Vec<i64>>> + Send;
+
+    // Intake channels and documents ----------------------------------------------------------
+
+    /// Stores a new API token (its prefix and SHA-256 only). A second active token with the
+    /// same name is an [`crate::OutboxError::Integrity`] error.
+    fn insert_api_token(
+        &self,
+        name: &str,
+        prefix: &str,
+        token_sha256: &str,
+        actor: &Actor,
+        at_ms: i64,
+    ) -> impl Future<Output = Result<crate::api_tokens::ApiToken>> + Send;
+
+    /// Every API token, oldest first.
+    fn api_tokens(&self) -> impl Future<Output = Result<Vec<crate::api_tokens::ApiToken>>> + Send;
+
+    /// The tokens (active or not) with this prefix, with their hashes.
+    fn api_tokens_by_prefix(&self, prefix: &str) -> impl Future<Output = Result<Vec<crate::api_tokens::TokenCandidate>>> + Send;
+
+    /// Revokes an active token; None when it was not active.
+    fn revoke_api_token(
+        &self,
+        id: i64,
+        actor: &Actor,
+        at_ms: i64,
+    ) -> impl Future<Output = Result<Option<crate::api_tokens::ApiToken>>> + Send;
+
+    /// Keeps an incoming webhook event once per (source, event id) and returns the stored row
+    /// (the first one, for a replay).
+    fn insert_webhook_event(
+        &self,
+        e: &crate::webhooks::NewWebhookEvent,
+    ) -> impl Future<Output = Result<crate::webhooks::WebhookEvent>> + Send;
+
+    /// Settles a received event; false when it had been settled already.
+    fn settle_webhook_event(&self, s: &crate::webhooks::EventSettlement) -> impl Future<Output = Result<bool>> + Send;
+
+    fn webhook_event(&self, source: &str, event_id: &str) -> impl Future<Output = Result<Option<crate::webhooks::WebhookEvent>>> + Send;
+
+    /// Incoming events, newest first.
+    fn webhook_events(
+        &self,
+        status: Option<crate::webhooks::EventStatus>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<crate::webhooks::WebhookEvent>>> + Send;
+
+    /// [`Store::apply_verdict`] plus the webhook deliveries and e-mail sends the verdict
+    /// causes (each with its timeline event), in one transaction: all of them or none (when
+    /// fenced out, nothing is written).
+    fn apply_verdict_notifying(
+        &self,
+        u: &InvoiceUpdate,
+        token: Option<i64>,
+        n: &crate::webhooks::Notifications,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Writes deliveries (each with its timeline event when it names an invoice).
+    fn enqueue_deliveries(&self, d: &[crate::webhooks::NewDelivery]) -> impl Future<Output = Result<()>> + Send;
+
+    /// Claims due pending deliveries for `worker` (lease until `lease_until_ms`).
+    fn claim_deliveries(
+        &self,
+        worker: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<crate::webhooks::Delivery>>> + Send;
+
+    /// Commits the next attempt of a claimed delivery: `(attempt id, attempt no, whether the
+    /// previous attempt never got a result)`; None when the lease is no longer `worker`'s.
+    fn begin_delivery_attempt(&self, id: i64, worker: &str, at_ms: i64) -> impl Future<Output = Result<Option<(i64, i64, bool)>>> + Send;
+
+    /// Records an attempt's result, the delivery's next state and a timeline event, together.
+    fn finish_delivery_attempt(&self, r: &crate::webhooks::AttemptResult) -> impl Future<Output = Result<()>> + Send;
+
+    fn webhook_deliveries(
+        &self,
+        invoice_id: Option<i64>,
+        status: Option<crate::webhooks::DeliveryStatus>,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<crate::webhooks::Delivery>>> + Send;
+
+    fn webhook_delivery_attempts(&self, delivery_id: &str) -> impl Future<Output = Result<Vec<crate::webhooks::DeliveryAttempt>>> + Send;
+
+    /// Puts a failed delivery back in the queue; false when there is no such failed delivery.
+    fn redeliver(&self, delivery_id: &str, at_ms: i64) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Writes a send request with its timeline event, once per request id: `(the send, whether
+    /// it was written now)`.
+    fn request_email(&self, s: &crate::email::NewEmailSend) -> impl Future<Output = Result<(crate::email::EmailSend, bool)>> + Send;
+
+    fn email_send(&self, request_id: &str) -> impl Future<Output = Result<Option<crate::email::EmailSend>>> + Send;
+
+    fn email_sends(&self, invoice_id: Option<i64>, limit: u32) -> impl Future<Output = Result<Vec<crate::email::EmailSend>>> + Send;
+
+    fn email_attempts(&self, request_id: &str) -> impl Future<Output = Result<Vec<crate::email::EmailAttempt>>> + Send;
+
+    fn claim_emails(
+        &self,
+        worker: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<crate::email::EmailSend>>> + Send;
+
+    /// As [`Store::begin_delivery_attempt`], for an e-mail send.
+    fn begin_email_attempt(&self, id: i64, worker: &str, at_ms: i64) -> impl Future<Output = Result<Option<(i64, i64, bool)>>> + Send;
+
+    /// As [`Store::finish_delivery_attempt`], for an e-mail send.
+    fn finish_email_attempt(&self, r: &crate::webhooks::AttemptResult) -> impl Future<Output = Result<()>> + Send;
+
+    /// Stamped invoices whose Fecha is in `[from, to)`: `(id, sale_id, uuid)`, oldest first.
+    fn stamped_between(&self, from: &str, to: &str) -> impl Future<Output = Result<Vec<(i64, String, String)>>> + Send;
 }
 
 // Duplicates and cancellations' rows --------------------------------------------------------------

@@ -36,10 +36,16 @@ use super::{
 };
 use super::{IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry, ScreeningListRow, StoredCfdi, TicketRow};
 use crate::actor::{Actor, Role};
+use crate::api_tokens::{ApiToken, TokenCandidate};
+use crate::email::{EmailAttempt, EmailSend, NewEmailSend};
 use crate::error::{OutboxError, Result};
 use crate::model::{
     ActedBy, AttemptInfo, AttemptReason, Badge, BodyFormat, CfdiInfo, Counts, EvidenceInfo, FechaSource, InvoiceDetail, InvoiceRef,
     InvoiceState, InvoiceSummary, Lease, ListFilter, Note, SaleRecord, TimelineEntry, TimelineSource, TryInfo,
+};
+use crate::webhooks::{
+    AttemptResult, Delivery, DeliveryAttempt, DeliveryStatus, EventSettlement, EventStatus, NewDelivery, NewWebhookEvent, Notifications,
+    WebhookEvent,
 };
 
 macro_rules! sql {
@@ -60,6 +66,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0003_fiscal_workflows.sql"),
     ),
     (4, "cancellations", include_str!("../../migrations/sqlite/0004_cancellations.sql")),
+    (
+        5,
+        "intake_channels",
+        include_str!("../../migrations/sqlite/0005_intake_channels.sql"),
+    ),
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
@@ -1532,6 +1543,549 @@ impl Store for SqliteStore {
     async fn invoices_with_folio(&self, serie: Option<&str>, folio: &str) -> Result<Vec<i64>> {
         self.invoices_with_folio_impl(serie, folio).await
     }
+
+    // Intake channels and documents ----------------------------------------------------------
+
+    async fn insert_api_token(&self, name: &str, prefix: &str, token_sha256: &str, actor: &Actor, at_ms: i64) -> Result<ApiToken> {
+        let row = sqlx::query(sql!("channels/insert_api_token"))
+            .bind(name)
+            .bind(prefix)
+            .bind(token_sha256)
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        api_token(&row)
+    }
+
+    async fn api_tokens(&self) -> Result<Vec<ApiToken>> {
+        let rows = sqlx::query(sql!("channels/api_tokens"))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(api_token).collect()
+    }
+
+    async fn api_tokens_by_prefix(&self, prefix: &str) -> Result<Vec<TokenCandidate>> {
+        let rows = sqlx::query(sql!("channels/api_tokens_by_prefix"))
+            .bind(prefix)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(TokenCandidate {
+                    token: api_token(r)?,
+                    token_sha256: get(r, "token_sha256")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn revoke_api_token(&self, id: i64, actor: &Actor, at_ms: i64) -> Result<Option<ApiToken>> {
+        let row = sqlx::query(sql!("channels/revoke_api_token"))
+            .bind(id)
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        row.as_ref().map(api_token).transpose()
+    }
+
+    async fn insert_webhook_event(&self, e: &NewWebhookEvent) -> Result<WebhookEvent> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        sqlx::query(sql!("channels/insert_webhook_event"))
+            .bind(&e.source)
+            .bind(&e.event_id)
+            .bind(&e.event_type)
+            .bind(&e.body)
+            .bind(&e.body_sha256)
+            .bind(e.at_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(|err| self.err(err))?;
+        let row = sqlx::query(sql!("channels/webhook_event"))
+            .bind(&e.source)
+            .bind(&e.event_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|err| self.err(err))?;
+        let stored = webhook_event(&row)?;
+        tx.commit().await.map_err(|err| self.err(err))?;
+        Ok(stored)
+    }
+
+    async fn settle_webhook_event(&self, s: &EventSettlement) -> Result<bool> {
+        let done = sqlx::query(sql!("channels/settle_webhook_event"))
+            .bind(s.id)
+            .bind(s.status.as_str())
+            .bind(s.reason.as_ref().map(|r| r.to_string()))
+            .bind(&s.sale_id)
+            .bind(s.invoice_id)
+            .bind(s.response.to_string())
+            .bind(s.at_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn webhook_event(&self, source: &str, event_id: &str) -> Result<Option<WebhookEvent>> {
+        let row = sqlx::query(sql!("channels/webhook_event"))
+            .bind(source)
+            .bind(event_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        row.as_ref().map(webhook_event).transpose()
+    }
+
+    async fn webhook_events(&self, status: Option<EventStatus>, limit: u32) -> Result<Vec<WebhookEvent>> {
+        let rows = sqlx::query(sql!("channels/webhook_events"))
+            .bind(status.map(EventStatus::as_str))
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(webhook_event).collect()
+    }
+
+    async fn apply_verdict_notifying(&self, u: &InvoiceUpdate, token: Option<i64>, n: &Notifications) -> Result<bool> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let done = sqlx::query(sql!("apply_verdict"))
+            .bind(u.invoice_id)
+            .bind(u.state.as_str())
+            .bind(u.badge.as_str())
+            .bind(&u.state_reason)
+            .bind(u.next_try_at_ms)
+            .bind(&u.uuid)
+            .bind(i64::from(u.possible_duplicate))
+            .bind(u.at_ms)
+            .bind(token)
+            .bind(u.facts_version)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if done.rows_affected() != 1 {
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(false);
+        }
+        for d in &n.deliveries {
+            insert_delivery(&mut tx, d).await.map_err(|e| self.err(e))?;
+        }
+        for s in &n.emails {
+            insert_email_send(&mut tx, s).await.map_err(|e| self.err(e))?;
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(true)
+    }
+
+    async fn enqueue_deliveries(&self, deliveries: &[NewDelivery]) -> Result<()> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        for d in deliveries {
+            insert_delivery(&mut tx, d).await.map_err(|e| self.err(e))?;
+        }
+        tx.commit().await.map_err(|e| self.err(e))
+    }
+
+    async fn claim_deliveries(&self, worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<Delivery>> {
+        let rows = sqlx::query(sql!("channels/claim_deliveries"))
+            .bind(worker)
+            .bind(now_ms)
+            .bind(lease_until_ms)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(delivery).collect()
+    }
+
+    async fn begin_delivery_attempt(&self, id: i64, worker: &str, at_ms: i64) -> Result<Option<(i64, i64, bool)>> {
+        self.begin_job_attempt(
+            sql!("channels/begin_delivery_attempt"),
+            sql!("channels/count_delivery_attempt"),
+            sql!("channels/previous_delivery_attempt_open"),
+            id,
+            worker,
+            at_ms,
+        )
+        .await
+    }
+
+    async fn finish_delivery_attempt(&self, r: &AttemptResult) -> Result<()> {
+        self.finish_job_attempt(sql!("channels/finish_delivery_attempt"), sql!("channels/settle_delivery"), r)
+            .await
+    }
+
+    async fn webhook_deliveries(&self, invoice_id: Option<i64>, status: Option<DeliveryStatus>, limit: u32) -> Result<Vec<Delivery>> {
+        let rows = sqlx::query(sql!("channels/webhook_deliveries"))
+            .bind(invoice_id)
+            .bind(status.map(DeliveryStatus::as_str))
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(delivery).collect()
+    }
+
+    async fn webhook_delivery_attempts(&self, delivery_id: &str) -> Result<Vec<DeliveryAttempt>> {
+        let rows = sqlx::query(sql!("channels/webhook_delivery_attempts"))
+            .bind(delivery_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DeliveryAttempt {
+                    id: get(r, "id")?,
+                    delivery_ref: get(r, "delivery_ref")?,
+                    attempt_no: get(r, "attempt_no")?,
+                    worker: get(r, "worker")?,
+                    started_at: instant(get(r, "started_at_ms")?)?,
+                    finished_at: opt_instant(get(r, "finished_at_ms")?)?,
+                    outcome: get(r, "outcome")?,
+                    http_status: get(r, "http_status")?,
+                    error: get(r, "error")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn redeliver(&self, delivery_id: &str, at_ms: i64) -> Result<bool> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let row = sqlx::query(sql!("channels/redeliver"))
+            .bind(delivery_id)
+            .bind(at_ms)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(row) = row else {
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(false);
+        };
+        if let Some(invoice_id) = get::<Option<i64>>(&row, "invoice_id")? {
+            let event = NewEvent {
+                kind: "webhook_redeliver".into(),
+                detail: serde_json::json!({ "delivery_id": delivery_id }),
+            };
+            insert_event(&mut tx, invoice_id, None, &event, at_ms, &Actor::system("webhooks"))
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(true)
+    }
+
+    async fn request_email(&self, s: &NewEmailSend) -> Result<(EmailSend, bool)> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let created = insert_email_send(&mut tx, s).await.map_err(|e| self.err(e))?;
+        let row = sqlx::query(sql!("channels/email_send"))
+            .bind(&s.request_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let send = email_send(&row)?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok((send, created))
+    }
+
+    async fn email_send(&self, request_id: &str) -> Result<Option<EmailSend>> {
+        let row = sqlx::query(sql!("channels/email_send"))
+            .bind(request_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        row.as_ref().map(email_send).transpose()
+    }
+
+    async fn email_sends(&self, invoice_id: Option<i64>, limit: u32) -> Result<Vec<EmailSend>> {
+        let rows = sqlx::query(sql!("channels/email_sends"))
+            .bind(invoice_id)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(email_send).collect()
+    }
+
+    async fn email_attempts(&self, request_id: &str) -> Result<Vec<EmailAttempt>> {
+        let rows = sqlx::query(sql!("channels/email_attempts"))
+            .bind(request_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(EmailAttempt {
+                    id: get(r, "id")?,
+                    send_ref: get(r, "send_ref")?,
+                    attempt_no: get(r, "attempt_no")?,
+                    worker: get(r, "worker")?,
+                    started_at: instant(get(r, "started_at_ms")?)?,
+                    finished_at: opt_instant(get(r, "finished_at_ms")?)?,
+                    outcome: get(r, "outcome")?,
+                    smtp_code: get(r, "smtp_code")?,
+                    smtp_reply: get(r, "smtp_reply")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn claim_emails(&self, worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<EmailSend>> {
+        let rows = sqlx::query(sql!("channels/claim_emails"))
+            .bind(worker)
+            .bind(now_ms)
+            .bind(lease_until_ms)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(email_send).collect()
+    }
+
+    async fn begin_email_attempt(&self, id: i64, worker: &str, at_ms: i64) -> Result<Option<(i64, i64, bool)>> {
+        self.begin_job_attempt(
+            sql!("channels/begin_email_attempt"),
+            sql!("channels/count_email_attempt"),
+            sql!("channels/previous_email_attempt_open"),
+            id,
+            worker,
+            at_ms,
+        )
+        .await
+    }
+
+    async fn finish_email_attempt(&self, r: &AttemptResult) -> Result<()> {
+        self.finish_job_attempt(sql!("channels/finish_email_attempt"), sql!("channels/settle_email"), r)
+            .await
+    }
+
+    async fn stamped_between(&self, from: &str, to: &str) -> Result<Vec<(i64, String, String)>> {
+        let rows = sqlx::query(sql!("channels/stamped_between"))
+            .bind(from)
+            .bind(to)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| Ok((get(r, "id")?, get(r, "sale_id")?, get(r, "uuid")?)))
+            .collect()
+    }
+}
+
+impl SqliteStore {
+    /// The attempt row of a claimed job (webhook delivery or e-mail send), committed before it
+    /// is sent, with the job's attempt counter.
+    async fn begin_job_attempt(
+        &self,
+        insert: &str,
+        count: &str,
+        previous_open: &str,
+        id: i64,
+        worker: &str,
+        at_ms: i64,
+    ) -> Result<Option<(i64, i64, bool)>> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let row = sqlx::query(insert)
+            .bind(id)
+            .bind(worker)
+            .bind(at_ms)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(row) = row else {
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(None);
+        };
+        let attempt_id: i64 = get(&row, "id")?;
+        let attempt_no: i64 = get(&row, "attempt_no")?;
+        sqlx::query(count).bind(id).execute(&mut *tx).await.map_err(|e| self.err(e))?;
+        let open: bool = sqlx::query_scalar(previous_open)
+            .bind(id)
+            .bind(attempt_no)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(Some((attempt_id, attempt_no, open)))
+    }
+
+    /// An attempt's result, its job's next state and the timeline event, in one transaction.
+    async fn finish_job_attempt(&self, finish: &str, settle: &str, r: &AttemptResult) -> Result<()> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        sqlx::query(finish)
+            .bind(r.attempt_id)
+            .bind(r.at_ms)
+            .bind(r.outcome)
+            .bind(r.code)
+            .bind(&r.detail)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let error = if r.job_status == "pending" || r.job_status == "failed" {
+            r.detail.clone()
+        } else {
+            None
+        };
+        sqlx::query(settle)
+            .bind(r.job_id)
+            .bind(r.job_status)
+            .bind(r.next_attempt_at_ms)
+            .bind(error)
+            .bind(r.at_ms)
+            .bind(&r.worker)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if let Some(invoice_id) = r.invoice_id {
+            insert_event(&mut tx, invoice_id, None, &r.event, r.at_ms, &Actor::system(r.worker.clone()))
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        tx.commit().await.map_err(|e| self.err(e))
+    }
+}
+
+fn api_token(r: &SqliteRow) -> Result<ApiToken> {
+    let revoked_by = match (
+        get::<Option<String>>(r, "revoked_by")?,
+        get::<Option<String>>(r, "revoked_by_role")?,
+    ) {
+        (Some(name), Some(role)) => Some(ActedBy {
+            name,
+            role: parse_text("api_tokens.revoked_by_role", &role, Role::parse)?,
+        }),
+        _ => None,
+    };
+    Ok(ApiToken {
+        id: get(r, "id")?,
+        name: get(r, "name")?,
+        prefix: get(r, "prefix")?,
+        created_at: instant(get(r, "created_at_ms")?)?,
+        created_by: acted(r, "actor", "actor_role")?,
+        revoked_at: opt_instant(get(r, "revoked_at_ms")?)?,
+        revoked_by,
+    })
+}
+
+fn opt_json(r: &SqliteRow, col: &str) -> Result<Option<serde_json::Value>> {
+    match get::<Option<String>>(r, col)? {
+        Some(t) => serde_json::from_str(&t)
+            .map(Some)
+            .map_err(|e| OutboxError::Database(format!("{col}: JSON inválido: {e}"))),
+        None => Ok(None),
+    }
+}
+
+fn webhook_event(r: &SqliteRow) -> Result<WebhookEvent> {
+    let status: String = get(r, "status")?;
+    Ok(WebhookEvent {
+        id: get(r, "id")?,
+        source: get(r, "source")?,
+        event_id: get(r, "event_id")?,
+        event_type: get(r, "event_type")?,
+        body_sha256: get(r, "body_sha256")?,
+        received_at: instant(get(r, "received_at_ms")?)?,
+        status: parse_text("webhook_events.status", &status, EventStatus::parse)?,
+        reason: opt_json(r, "reason")?,
+        sale_id: get(r, "sale_id")?,
+        invoice_id: get(r, "invoice_id")?,
+        response: opt_json(r, "response")?,
+        settled_at: opt_instant(get(r, "settled_at_ms")?)?,
+    })
+}
+
+fn delivery(r: &SqliteRow) -> Result<Delivery> {
+    let status: String = get(r, "status")?;
+    Ok(Delivery {
+        id: get(r, "id")?,
+        delivery_id: get(r, "delivery_id")?,
+        endpoint: get(r, "endpoint")?,
+        url: get(r, "url")?,
+        secret_env: get(r, "secret_env")?,
+        event_type: get(r, "event_type")?,
+        invoice_id: get(r, "invoice_id")?,
+        payload: json_col(r, "payload")?,
+        created_at: instant(get(r, "created_at_ms")?)?,
+        status: parse_text("webhook_deliveries.status", &status, DeliveryStatus::parse)?,
+        attempts_count: get(r, "attempts_count")?,
+        next_attempt_at: opt_instant(get(r, "next_attempt_at_ms")?)?,
+        settled_at: opt_instant(get(r, "settled_at_ms")?)?,
+        last_error: get(r, "last_error")?,
+    })
+}
+
+fn email_send(r: &SqliteRow) -> Result<EmailSend> {
+    let recipients: String = get(r, "recipients")?;
+    Ok(EmailSend {
+        id: get(r, "id")?,
+        request_id: get(r, "request_id")?,
+        invoice_id: get(r, "invoice_id")?,
+        uuid: get(r, "uuid")?,
+        recipients: serde_json::from_str(&recipients).map_err(|e| OutboxError::Database(format!("email_sends.recipients: {e}")))?,
+        message_id: get(r, "message_id")?,
+        origin: get(r, "origin")?,
+        created_at: instant(get(r, "created_at_ms")?)?,
+        created_by: acted(r, "actor", "actor_role")?,
+        status: get(r, "status")?,
+        attempts_count: get(r, "attempts_count")?,
+        next_attempt_at: opt_instant(get(r, "next_attempt_at_ms")?)?,
+        settled_at: opt_instant(get(r, "settled_at_ms")?)?,
+        last_error: get(r, "last_error")?,
+    })
+}
+
+/// A delivery and (for an invoice's event) its `webhook_enqueued` timeline event.
+async fn insert_delivery(tx: &mut sqlx::Transaction<'_, Sqlite>, d: &NewDelivery) -> std::result::Result<(), sqlx::Error> {
+    sqlx::query(sql!("channels/insert_delivery"))
+        .bind(&d.delivery_id)
+        .bind(&d.endpoint)
+        .bind(&d.url)
+        .bind(&d.secret_env)
+        .bind(d.event_type.as_str())
+        .bind(d.invoice_id)
+        .bind(d.payload.to_string())
+        .bind(d.at_ms)
+        .execute(&mut **tx)
+        .await?;
+    if let Some(invoice_id) = d.invoice_id {
+        let event = NewEvent {
+            kind: "webhook_enqueued".into(),
+            detail: serde_json::json!({"delivery_id": d.delivery_id, "event_type": d.event_type.as_str(), "endpoint": d.endpoint}),
+        };
+        insert_event(tx, invoice_id, None, &event, d.at_ms, &Actor::system("webhooks")).await?;
+    }
+    Ok(())
+}
+
+/// A send request and its `email_requested` timeline event; false when the request id existed.
+async fn insert_email_send(tx: &mut sqlx::Transaction<'_, Sqlite>, s: &NewEmailSend) -> std::result::Result<bool, sqlx::Error> {
+    let id: Option<i64> = sqlx::query_scalar(sql!("channels/insert_email_send"))
+        .bind(&s.request_id)
+        .bind(s.invoice_id)
+        .bind(&s.uuid)
+        .bind(serde_json::to_string(&s.recipients).unwrap_or_else(|_| "[]".into()))
+        .bind(&s.message_id)
+        .bind(s.origin.as_str())
+        .bind(s.at_ms)
+        .bind(&s.actor.name)
+        .bind(s.actor.role.as_str())
+        .fetch_optional(&mut **tx)
+        .await?;
+    if id.is_none() {
+        return Ok(false);
+    }
+    let event = NewEvent {
+        kind: "email_requested".into(),
+        detail: serde_json::json!({"request_id": s.request_id, "uuid": s.uuid, "to": s.recipients, "origin": s.origin.as_str(),
+                                   "message_id": s.message_id}),
+    };
+    insert_event(tx, s.invoice_id, None, &event, s.at_ms, &s.actor).await?;
+    Ok(true)
 }
 
 fn ticket_row(r: &SqliteRow) -> Result<TicketRow> {

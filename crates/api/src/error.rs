@@ -1,0 +1,99 @@
+//! The API's one error shape and its HTTP statuses: `{"error": code, "message": Spanish text,
+//! "fields": [{field, code, message}], "retryAfterSeconds"?}`. Bad input is always 4xx; 5xx only
+//! when the server itself cannot work (database, CSD, configuration).
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use cfdi::validation::FieldError;
+use outbox::OutboxError;
+use serde_json::json;
+
+/// An error answer.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub fields: Vec<FieldError>,
+    pub retry_after_seconds: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            fields: vec![],
+            retry_after_seconds: None,
+        }
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, code, message)
+    }
+}
+
+impl From<OutboxError> for ApiError {
+    fn from(e: OutboxError) -> ApiError {
+        let code = e.code();
+        let message = e.to_string();
+        let status = match &e {
+            OutboxError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            OutboxError::IdempotencyConflict { .. } | OutboxError::InProgress { .. } | OutboxError::ActionRefused { .. } => {
+                StatusCode::CONFLICT
+            }
+            OutboxError::NoteAlreadyResolved(_) | OutboxError::PacHasOpenAttempts { .. } => StatusCode::CONFLICT,
+            OutboxError::NotFound { .. } => StatusCode::NOT_FOUND,
+            OutboxError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            OutboxError::Unsupported(_) => StatusCode::BAD_REQUEST,
+            OutboxError::NotConfigured
+            | OutboxError::CsdLocked { .. }
+            | OutboxError::Csd(_)
+            | OutboxError::DatabaseMissing { .. }
+            | OutboxError::DatabaseReadOnly { .. }
+            | OutboxError::DatabaseLocked { .. }
+            | OutboxError::DatabaseCorrupt { .. }
+            | OutboxError::DatabaseTooNew { .. }
+            | OutboxError::DatabaseUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            OutboxError::Seal(_) | OutboxError::Integrity(_) | OutboxError::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let mut err = ApiError::new(status, code, message);
+        match e {
+            OutboxError::Invalid(v) => err.fields = v.0,
+            OutboxError::InProgress { retry_after, .. } => err.retry_after_seconds = Some(retry_after.as_secs().max(1)),
+            OutboxError::DatabaseLocked { .. } => err.retry_after_seconds = Some(1),
+            _ => {}
+        }
+        err
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({"error": self.code, "message": self.message, "fields": self.fields});
+        if let Some(s) = self.retry_after_seconds {
+            body["retryAfterSeconds"] = json!(s);
+        }
+        let mut resp = (self.status, axum::Json(body)).into_response();
+        if let Some(s) = self.retry_after_seconds {
+            if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
+                resp.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
+        if self.status == StatusCode::UNAUTHORIZED && self.code == "unauthorized" {
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"timbra\""));
+        }
+        resp
+    }
+}

@@ -1,0 +1,33 @@
+//! Timbra's local intake API and its notification channels, over the `Outbox` API only.
+//!
+//! - [`server`]: the axum router — `POST /v1/sales` (DESIGN §8's idempotency, mapped from the
+//!   outbox's errors), `GET /v1/sales/{sale_id}`, `GET /v1/invoices/{id}/xml|pdf`,
+//!   `GET /v1/health`, `GET /v1/openapi.json`, `POST /v1/webhooks/{source}` — with bearer
+//!   tokens, a body size limit, JSON errors with stable codes everywhere, and graceful shutdown
+//!   as an injected future; [`server::check_listen`] keeps it on loopback unless told otherwise.
+//! - [`error`]: [`error::ApiError`], the one JSON error shape (`{"error", "message", "fields"}`).
+//! - [`documents`]: the stamped XML and its PDF (`pdf::render`, with the sandbox mark for SAT's
+//!   test emisor), shared with the CLI's `invoice xml|pdf` and `export`.
+//! - [`sender`]: [`sender::ReqwestSender`], the HTTP side of outgoing webhooks
+//!   ([`outbox::webhooks::WebhookSender`]); [`mailer`]: [`mailer::SmtpMailer`], the SMTP side of
+//!   e-mail ([`outbox::email::Mailer`], lettre with rustls).
+//! - [`workers`]: the loop that runs [`outbox::webhooks::deliver_due`] and
+//!   [`outbox::email::deliver_due_emails`] (started by `timbra serve` and `timbra drain`).
+//!
+//! **Architecture invariant:** this crate knows HTTP and SMTP, never SQL: every rule
+//! (idempotency, dedup of events, what a delivery is, when it is due) is the outbox's. The
+//! server never stamps: intake and reads only; `timbra drain` stamps.
+
+pub mod documents;
+pub mod error;
+pub mod mailer;
+pub mod sender;
+pub mod server;
+pub mod workers;
+
+pub use error::ApiError;
+pub use server::{check_listen, router, serve, ApiState};
+
+/// The OpenAPI 3 document served at `/v1/openapi.json` (kept in the repository as
+/// `crates/api/openapi.json`).
+pub const OPENAPI_JSON: &str = include_str!("../openapi.json");

@@ -1,0 +1,404 @@
+//! The HTTP server of the local intake API.
+//!
+//! | route | auth | what |
+//! | --- | --- | --- |
+//! | `GET /v1/health` | none | the server and its database answer |
+//! | `GET /v1/openapi.json` | none | this API's OpenAPI 3 document |
+//! | `POST /v1/sales` | bearer | records a sale (`Idempotency-Key` header; DESIGN §8 table) |
+//! | `GET /v1/sales/{sale_id}` | bearer | state, badge, reasons, UUID, links |
+//! | `GET /v1/invoices/{id}/xml` | bearer | the stamped XML (`id`: invoice id or sale_id) |
+//! | `GET /v1/invoices/{id}/pdf` | bearer | its PDF |
+//! | `POST /v1/webhooks/{source}` | signature | a payment webhook (generic or Stripe) |
+//!
+//! Bodies are read up to [`MAX_BODY_BYTES`]; anything larger is `413 payload_too_large`.
+//! Unknown routes and methods answer JSON too. Intake and reads only: nothing here stamps.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use outbox::model::{InvoiceRef, Recorded};
+use outbox::pacs::SecretSource;
+use outbox::{Actor, Outbox, OutboxError, Role};
+use serde_json::{json, Value};
+
+use crate::error::ApiError;
+
+/// Largest request body accepted (1 MiB).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The routes the server answers, as the OpenAPI document names them (a test keeps the two
+/// in step).
+pub const ROUTES: &[(&str, &str)] = &[
+    ("get", "/v1/health"),
+    ("get", "/v1/openapi.json"),
+    ("post", "/v1/sales"),
+    ("get", "/v1/sales/{sale_id}"),
+    ("get", "/v1/invoices/{id}/xml"),
+    ("get", "/v1/invoices/{id}/pdf"),
+    ("post", "/v1/webhooks/{source}"),
+];
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct ApiState {
+    pub outbox: Arc<Outbox>,
+    /// Where webhook signing secrets come from (the environment, by the names in settings).
+    pub secrets: Arc<dyn SecretSource>,
+}
+
+/// Refuses a non-loopback listen address unless `allow_remote`.
+pub fn check_listen(addr: SocketAddr, allow_remote: bool) -> Result<(), String> {
+    if addr.ip().is_loopback() || allow_remote {
+        Ok(())
+    } else {
+        Err(format!(
+            "{addr} no es una dirección local (127.0.0.1 o ::1): la API de Timbra solo escucha en este equipo salvo con --allow-remote"
+        ))
+    }
+}
+
+/// The router with every route, auth and the JSON fallbacks.
+pub fn router(state: ApiState) -> Router {
+    let protected = Router::new()
+        .route("/v1/sales", post(create_sale))
+        .route("/v1/sales/{sale_id}", get(get_sale))
+        .route("/v1/invoices/{id}/xml", get(invoice_xml))
+        .route("/v1/invoices/{id}/pdf", get(invoice_pdf))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/openapi.json", get(openapi))
+        .route("/v1/webhooks/{source}", post(webhook_in))
+        .merge(protected)
+        .fallback(|| async { ApiError::not_found("no existe esa ruta de la API (vea /v1/openapi.json)") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "la ruta existe pero no acepta ese método",
+            )
+        })
+        .with_state(state)
+}
+
+/// Serves `state` on `listener` until `shutdown` resolves; requests in flight finish first.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: ApiState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+}
+
+// Auth -------------------------------------------------------------------------------------------
+
+/// The actor behind a request's token (recorded with what it writes).
+#[derive(Debug, Clone)]
+pub struct ApiActor(pub Actor);
+
+async fn require_token(State(state): State<ApiState>, mut req: Request, next: Next) -> Response {
+    let presented = match req.headers().get(header::AUTHORIZATION) {
+        None => {
+            return ApiError::unauthorized("falta la cabecera Authorization: Bearer <token> (cree uno con `timbra token create`)")
+                .into_response()
+        }
+        Some(v) => match v
+            .to_str()
+            .ok()
+            .and_then(|s| s.strip_prefix("Bearer ").or_else(|| s.strip_prefix("bearer ")))
+        {
+            Some(t) => t.trim().to_string(),
+            None => return ApiError::unauthorized("la cabecera Authorization debe ser «Bearer <token>»").into_response(),
+        },
+    };
+    match state.outbox.authenticate_api_token(&presented).await {
+        Ok(Some(token)) => {
+            req.extensions_mut()
+                .insert(ApiActor(Actor::new(format!("api:{}", token.name), Role::Personal, "api")));
+            next.run(req).await
+        }
+        Ok(None) => ApiError::unauthorized("el token no es válido o fue revocado").into_response(),
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+// Bodies and parameters ----------------------------------------------------------------------
+
+async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("el cuerpo de la petición pasa de {MAX_BODY_BYTES} bytes"),
+        )
+    };
+    if let Some(len) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        if len > MAX_BODY_BYTES as u64 {
+            return Err(too_large());
+        }
+    }
+    axum::body::to_bytes(body, MAX_BODY_BYTES).await.map_err(|e| {
+        let length_limit = std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("length limit"));
+        if length_limit || e.to_string().contains("length limit") {
+            too_large()
+        } else {
+            ApiError::bad_request("body_unreadable", format!("no se pudo leer el cuerpo de la petición: {e}"))
+        }
+    })
+}
+
+fn path_param(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+    match p {
+        Ok(Path(s)) if !s.is_empty() && s.chars().count() <= 200 && !s.chars().any(char::is_control) => Ok(s),
+        Ok(_) => Err(ApiError::bad_request(
+            "invalid_path",
+            "el parámetro de la ruta debe tener de 1 a 200 caracteres sin caracteres de control",
+        )),
+        Err(e) => Err(ApiError::bad_request("invalid_path", format!("parámetro de la ruta inválido: {e}"))),
+    }
+}
+
+/// An invoice id (a number) or a sale_id.
+async fn resolve_invoice(outbox: &Outbox, id: &str) -> Result<InvoiceRef, ApiError> {
+    if let Ok(n) = id.parse::<i64>() {
+        match outbox.find_invoice(&InvoiceRef::Id(n)).await {
+            Ok(_) => return Ok(InvoiceRef::Id(n)),
+            Err(OutboxError::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let r = InvoiceRef::SaleId(id.to_string());
+    outbox.find_invoice(&r).await.map_err(|e| match e {
+        OutboxError::NotFound { .. } => ApiError::not_found(format!("no existe la factura {id:?} (id de factura o sale_id)")),
+        other => other.into(),
+    })?;
+    Ok(r)
+}
+
+fn links(invoice_id: i64, sale_id: &str) -> Value {
+    let sale = percent_encode(sale_id);
+    json!({
+        "sale": format!("/v1/sales/{sale}"),
+        "xml": format!("/v1/invoices/{invoice_id}/xml"),
+        "pdf": format!("/v1/invoices/{invoice_id}/pdf"),
+    })
+}
+
+/// Percent-encodes everything but unreserved characters (a sale_id in a path).
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+// Handlers ---------------------------------------------------------------------------------------
+
+async fn health(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+    let counts = state.outbox.counts().await?;
+    Ok(Json(json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "database": "ok",
+        "invoices": counts.total,
+    })))
+}
+
+async fn openapi() -> Response {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        crate::OPENAPI_JSON,
+    )
+        .into_response()
+}
+
+fn recorded_json(r: &Recorded) -> Value {
+    json!({
+        "invoiceId": r.invoice_id,
+        "saleId": r.sale_id,
+        "state": r.state.as_str(),
+        "replayed": r.replayed,
+        "links": links(r.invoice_id, &r.sale_id),
+    })
+}
+
+async fn create_sale(
+    State(state): State<ApiState>,
+    Extension(ApiActor(actor)): Extension<ApiActor>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let key = match headers.get("idempotency-key") {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .map_err(|_| ApiError::bad_request("invalid_header", "la cabecera Idempotency-Key debe ser texto ASCII visible"))?
+                .to_string(),
+        ),
+    };
+    let bytes = read_body(&headers, body).await?;
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        return Err(ApiError::bad_request("malformed_json", format!("el cuerpo no es JSON válido: {e}")));
+    }
+    let recorded = state.outbox.record_sale_json(&bytes, key.as_deref(), &actor).await?;
+    let status = if recorded.replayed { StatusCode::OK } else { StatusCode::CREATED };
+    let mut resp = (status, Json(recorded_json(&recorded))).into_response();
+    if let Ok(loc) = HeaderValue::from_str(&format!("/v1/sales/{}", percent_encode(&recorded.sale_id))) {
+        resp.headers_mut().insert(header::LOCATION, loc);
+    }
+    Ok(resp)
+}
+
+async fn get_sale(State(state): State<ApiState>, sale_id: Result<Path<String>, PathRejection>) -> Result<Json<Value>, ApiError> {
+    let sale_id = path_param(sale_id)?;
+    let detail = state
+        .outbox
+        .invoice(&InvoiceRef::SaleId(sale_id.clone()))
+        .await
+        .map_err(|e| match e {
+            OutboxError::NotFound { .. } => ApiError::not_found(format!("no hay venta registrada con sale_id {sale_id:?}")),
+            other => other.into(),
+        })?;
+    let verdict = state.outbox.verdict(&detail).await?;
+    let i = &detail.invoice;
+    Ok(Json(json!({
+        "saleId": i.sale_id,
+        "invoiceId": i.id,
+        "state": i.state.as_str(),
+        "badge": verdict.badge.as_str(),
+        "reasons": verdict.reasons.iter().map(|r| r.code.as_str()).collect::<Vec<_>>(),
+        "uuid": i.uuid,
+        "possibleDuplicate": verdict.possible_duplicate,
+        "fecha": i.fecha,
+        "total": i.total,
+        "moneda": i.moneda,
+        "receptorRfc": i.receptor_rfc,
+        "createdAt": i.created_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "updatedAt": i.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "links": links(i.id, &i.sale_id),
+    })))
+}
+
+async fn stamped(state: &ApiState, id: Result<Path<String>, PathRejection>) -> Result<(String, Vec<u8>), ApiError> {
+    let id = path_param(id)?;
+    let r = resolve_invoice(&state.outbox, &id).await?;
+    state.outbox.stamped_xml(&r).await.map_err(|e| match e {
+        OutboxError::NotFound { .. } => ApiError::new(
+            StatusCode::CONFLICT,
+            "not_stamped",
+            format!("la factura {id:?} todavía no tiene un CFDI timbrado con su XML (vea GET /v1/sales/{{sale_id}})"),
+        ),
+        other => other.into(),
+    })
+}
+
+fn download(content_type: &'static str, filename: String, bytes: Vec<u8>) -> Response {
+    let mut resp = ([(header::CONTENT_TYPE, HeaderValue::from_static(content_type))], bytes).into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{filename}\"")) {
+        resp.headers_mut().insert(header::CONTENT_DISPOSITION, v);
+    }
+    resp
+}
+
+async fn invoice_xml(State(state): State<ApiState>, id: Result<Path<String>, PathRejection>) -> Result<Response, ApiError> {
+    let (uuid, xml) = stamped(&state, id).await?;
+    Ok(download("application/xml", format!("{uuid}.xml"), xml))
+}
+
+async fn invoice_pdf(State(state): State<ApiState>, id: Result<Path<String>, PathRejection>) -> Result<Response, ApiError> {
+    let (uuid, xml) = stamped(&state, id).await?;
+    let pdf = tokio::task::spawn_blocking(move || crate::documents::render_pdf(&xml))
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "pdf",
+                format!("la generación del PDF terminó mal: {e}"),
+            )
+        })?
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "pdf", e.to_string()))?;
+    Ok(download("application/pdf", format!("{uuid}.pdf"), pdf))
+}
+
+async fn webhook_in(
+    State(state): State<ApiState>,
+    source: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let name = path_param(source)?;
+    let Some(source) = state.outbox.webhook_source(&name).await? else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_source",
+            format!("no hay un origen de webhooks llamado {name:?} (timbra webhook source add)"),
+        ));
+    };
+    let bytes = read_body(&headers, body).await?;
+    let Some(secret) = state.secrets.get(&source.secret_env) else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "webhook_secret_missing",
+            format!(
+                "la variable de entorno {} con el secreto de firma no está definida en el servidor",
+                source.secret_env
+            ),
+        ));
+    };
+    let header_name = source.format.signature_header();
+    let signature = headers.get(header_name).and_then(|v| v.to_str().ok());
+    outbox::webhooks::verify_signature(
+        signature,
+        secret.expose().as_bytes(),
+        &bytes,
+        state.outbox.now(),
+        source.tolerance_secs,
+    )
+    .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), format!("{header_name}: {e}")))?;
+    let actor = Actor::new(format!("webhook:{}", source.name), Role::Personal, "webhook");
+    let receipt = state.outbox.receive_webhook(&source, &bytes, &actor).await?;
+    let status = StatusCode::from_u16(receipt.http_status).unwrap_or(StatusCode::OK);
+    Ok((status, Json(receipt.body)).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_only_unless_allowed() {
+        let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let v6: SocketAddr = "[::1]:8080".parse().unwrap();
+        let lan: SocketAddr = "192.168.1.10:8080".parse().unwrap();
+        let any: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        assert!(check_listen(local, false).is_ok());
+        assert!(check_listen(v6, false).is_ok());
+        assert!(check_listen(lan, false).is_err());
+        assert!(check_listen(any, false).is_err());
+        assert!(check_listen(any, true).is_ok());
+    }
+
+    #[test]
+    fn sale_ids_are_encoded_in_links() {
+        assert_eq!(percent_encode("pedido-4471"), "pedido-4471");
+        assert_eq!(percent_encode("a/b c"), "a%2Fb%20c");
+    }
+}
