@@ -169,12 +169,12 @@ impl<S: Store> Outbox<S> {
     }
 
     /// Writes the verdict as it stands after an action (due now when the drain has work).
-    async fn due_now(&self, invoice_id: i64) -> Result<()> {
+    pub(crate) async fn due_now(&self, invoice_id: i64) -> Result<()> {
         let detail = self.invoice(&InvoiceRef::Id(invoice_id)).await?;
         let verdict = self.verdict(&detail).await?;
         let now = self.now().timestamp_millis();
         let state = match verdict.next {
-            NextStep::Hold | NextStep::Done if verdict.badge == Badge::Timbrada => InvoiceState::Stamped,
+            NextStep::Hold | NextStep::Done if matches!(verdict.badge, Badge::Timbrada | Badge::Cancelada) => InvoiceState::Stamped,
             NextStep::Hold | NextStep::Done => InvoiceState::Held,
             _ => InvoiceState::Pending,
         };

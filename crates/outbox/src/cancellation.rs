@@ -408,9 +408,11 @@ pub fn plan(tries: &[CancelTryRecord]) -> CancelPlan {
                         retry_after: Some(Duration::minutes(1)),
                     }
                 } else {
-                    CancelPlan::Final {
-                        outcome: CancelFinal::Refused,
-                        detail: format!("{code}: {message}"),
+                    // PACs word refusals their own way: SAT's status says whether it is "No
+                    // cancelable" (related documents) or the request itself was refused.
+                    CancelPlan::Poll {
+                        waiting_receptor: false,
+                        polls: 0,
                     }
                 }
             }
@@ -426,13 +428,30 @@ pub fn plan(tries: &[CancelTryRecord]) -> CancelPlan {
                 retry_after: None,
             },
         },
-        Some(CancelAnswer::Status { outcome }) => match outcome {
-            StatusOutcome::Known { status } => from_status(status, sent_before, polls_since_send, taken),
-            _ => CancelPlan::Poll {
-                waiting_receptor: false,
-                polls: polls_since_send,
-            },
-        },
+        Some(CancelAnswer::Status { outcome }) => {
+            let refused = match &tries[last_send].answer {
+                Some(CancelAnswer::Cancel {
+                    outcome: CancelOutcome::Refused { code, message },
+                }) if !transient_refusal(code) => Some(format!("{code}: {message}")),
+                _ => None,
+            };
+            let next = match outcome {
+                StatusOutcome::Known { status } => from_status(status, sent_before, polls_since_send, taken),
+                _ => CancelPlan::Poll {
+                    waiting_receptor: false,
+                    polls: polls_since_send,
+                },
+            };
+            match (refused, next) {
+                (_, f @ CancelPlan::Final { .. }) => f,
+                // SAT knows the CFDI and shows no request: the PAC's refusal stands.
+                (Some(detail), _) if matches!(outcome, StatusOutcome::Known { status } if status.found()) => CancelPlan::Final {
+                    outcome: CancelFinal::Refused,
+                    detail,
+                },
+                (_, other) => other,
+            }
+        }
     }
 }
 
@@ -663,7 +682,22 @@ mod tests {
             })
         };
         assert_eq!(fin(&[t(1, Cancel, refused("no_cancelable"))]), Some(CancelFinal::NoCancelable));
-        assert_eq!(fin(&[t(1, Cancel, refused("207"))]), Some(CancelFinal::Refused));
+        // Any other refusal is confirmed with SAT: "No cancelable" there, or the refusal stands.
+        assert!(matches!(plan(&[t(1, Cancel, refused("CA1234"))]), CancelPlan::Poll { .. }));
+        assert_eq!(
+            fin(&[
+                t(1, Cancel, refused("CA1234")),
+                t(2, Status, status("Vigente", "No cancelable", ""))
+            ]),
+            Some(CancelFinal::NoCancelable)
+        );
+        assert_eq!(
+            fin(&[
+                t(1, Cancel, refused("207")),
+                t(2, Status, status("Vigente", "Cancelable sin aceptación", ""))
+            ]),
+            Some(CancelFinal::Refused)
+        );
         // 205 right after stamping, 708 SAT unreachable, 798 wait 72 h: send again later.
         assert!(matches!(
             plan(&[t(1, Cancel, refused("205"))]),

@@ -881,7 +881,7 @@ pub fn schedule(
     failed_try: bool,
     backoff: &Backoff,
 ) -> (InvoiceState, Option<DateTime<Utc>>) {
-    let settled = if verdict.badge == Badge::Timbrada {
+    let settled = if matches!(verdict.badge, Badge::Timbrada | Badge::Cancelada) {
         InvoiceState::Stamped
     } else {
         InvoiceState::Held

@@ -21,6 +21,9 @@ use crate::outbox::Outbox;
 use crate::payments::{minor_units, BalanceFailure, PaymentStatus};
 use crate::store::{IntakeLinks, NewEvent, NewPaymentDocument, NewTicket, Store};
 
+/// How far back intake looks for the same sale recorded under another sale_id.
+pub const SAME_SALE_WINDOW: chrono::Duration = chrono::Duration::hours(72);
+
 impl<S: Store> Outbox<S> {
     /// Checks and links of the fiscal workflows for `sale` (see the module docs); field errors
     /// for everything wrong, warnings for what is only worth knowing.
@@ -42,6 +45,11 @@ impl<S: Store> Outbox<S> {
             return Err(OutboxError::Invalid(ValidationErrors(errors)));
         }
         let mut warnings = Vec::new();
+        if !sale.ticket && sale.kind != SaleKind::Pago {
+            if let Some(w) = self.same_sale_links(sale, emisor, links).await? {
+                warnings.push(w);
+            }
+        }
         if let Some(w) = self.screening_warning(&sale.receptor.rfc).await? {
             links.events.push((
                 None,
@@ -53,6 +61,51 @@ impl<S: Store> Outbox<S> {
             warnings.push(w);
         }
         Ok(warnings)
+    }
+
+    /// The same sale recorded before under another sale_id — same receptor, total and conceptos,
+    /// the same serie and folio (or no folio on either), recorded within [`SAME_SALE_WINDOW`] —
+    /// is a *posible duplicado* for the contador (never refused: two identical sales can be
+    /// real). Sales a system numbered apart (different folios) are different sales. The newest
+    /// look-alike is linked.
+    async fn same_sale_links(&self, sale: &Sale, emisor: &EmisorProfile, links: &mut IntakeLinks) -> Result<Option<IntakeWarning>> {
+        let c = cfdi::mapping::map_sale(sale, emisor, sale.occurred_at.0)?;
+        let now = self.now();
+        let from = (now - SAME_SALE_WINDOW).timestamp_millis();
+        let conceptos = serde_json::to_value(&sale.conceptos).unwrap_or_default();
+        let mut alike = Vec::new();
+        for (id, body) in self
+            .store()
+            .invoices_like(&sale.receptor.rfc, &c.total.to_string(), from, now.timestamp_millis() + 1)
+            .await?
+        {
+            let Ok(other) = Sale::from_json(body.as_bytes()) else { continue };
+            let same_folio = (other.serie.as_deref(), other.folio.as_deref()) == (sale.serie.as_deref(), sale.folio.as_deref());
+            if other.sale_id != sale.sale_id
+                && other.kind == sale.kind
+                && same_folio
+                && serde_json::to_value(&other.conceptos).unwrap_or_default() == conceptos
+            {
+                alike.push((id, other.sale_id));
+                break;
+            }
+        }
+        let Some((_, first)) = alike.first().cloned() else {
+            return Ok(None);
+        };
+        for (id, other_sale) in &alike {
+            links.same_sale_as.push((
+                *id,
+                json!({ "sale_id": sale.sale_id, "other_sale_id": other_sale, "total": c.total.to_string() }),
+            ));
+        }
+        Ok(Some(IntakeWarning {
+            code: "posible_duplicado".into(),
+            field: "sale_id".into(),
+            message: format!(
+                "la venta se parece a {first:?} (mismo receptor, total y conceptos, registrada hace poco): queda como posible duplicado para el contador"
+            ),
+        }))
     }
 
     async fn payment_links(&self, sale: &Sale, links: &mut IntakeLinks, errors: &mut Vec<FieldError>) -> Result<()> {

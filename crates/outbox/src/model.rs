@@ -180,6 +180,21 @@ pub struct ListFilter {
     /// Only "PPD con saldo": stamped, not cancelled PPD ingresos whose stamped, not cancelled
     /// payments leave a balance (see [`crate::payments`]).
     pub ppd_con_saldo: bool,
+    /// Only the invoices with this mark (duplicates and cancellations).
+    pub flag: Option<ListFlag>,
+}
+
+text_enum! {
+    /// A mark the Bandeja filters on, beside state and badge.
+    ListFlag {
+        /// A *posible duplicado*: an abandoned attempt's open question, or a likeness
+        /// candidate the contador has not decided.
+        PosibleDuplicado = "posible_duplicado",
+        /// A cancellation of one of its CFDIs is on its way or waiting for SAT.
+        CancelacionEnCurso = "cancelacion_en_curso",
+        /// One of its CFDIs was cancelled at SAT.
+        Cancelada = "cancelada",
+    }
 }
 
 impl ListFilter {
@@ -482,6 +497,34 @@ pub struct InvoiceDetail {
     pub notes: Vec<Note>,
     /// Events, tries, evidence and notes merged by time.
     pub timeline: Vec<TimelineEntry>,
+    /// Cancellation requests of the invoice's CFDIs, oldest first.
+    pub cancellations: Vec<CancellationInfo>,
+}
+
+/// A cancellation request of one CFDI, as the contador follows it.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct CancellationInfo {
+    pub id: i64,
+    pub uuid: String,
+    /// The PAC that stamped it (the request goes there).
+    pub pac: String,
+    /// `01`–`04`.
+    pub motivo: String,
+    pub folio_sustitucion: Option<String>,
+    /// What Timbra predicted before the contador confirmed.
+    pub prediction: crate::cancellation::AcceptancePrediction,
+    /// `pending` (to send), `requested` (following SAT), `final`.
+    pub state: String,
+    /// SAT's last word once final (`cancelado_sin_aceptacion`, `plazo_vencido`, `rechazada`, …).
+    pub outcome: Option<String>,
+    pub outcome_detail: Option<String>,
+    pub tries: i64,
+    pub next_try_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The contador's decision it carries out.
+    pub decided_by: ActedBy,
+    pub note: String,
 }
 
 /// How many invoices are in each state and badge.

@@ -838,8 +838,12 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
     }
 
     // Two vigente CFDIs for one sale: the contador decides, nothing automatic. An attempt
-    // created without its UUID known counts as one more document.
-    let unknown_created = statuses.iter().filter(|(_, s)| *s == AttemptStatus::CreatedUnknownUuid).count();
+    // created without its UUID known counts as one more document
+    // (unless a CFDI row of that attempt names it).
+    let unknown_created = statuses
+        .iter()
+        .filter(|(no, s)| *s == AttemptStatus::CreatedUnknownUuid && !facts.cfdis.iter().any(|c| c.attempt_no == Some(*no)))
+        .count();
     if uuids.len() + unknown_created >= 2 {
         b.reason(ReasonCode::DosCfdi, None);
         b.allow(&[ActionKind::Download]);

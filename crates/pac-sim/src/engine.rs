@@ -289,6 +289,9 @@ pub struct Engine {
     /// Stamp requests that reached the engine, by idempotency key ("" when none): lets tests
     /// prove an abandoned attempt is never sent again.
     stamp_requests: Mutex<std::collections::BTreeMap<String, u64>>,
+    /// Cancellation requests that reached the engine, by UUID (uppercase): lets tests prove a
+    /// decision sends exactly one request, across crashes.
+    cancel_requests: Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -350,6 +353,7 @@ impl Engine {
             state: Mutex::new(state),
             ledger_file,
             stamp_requests: Mutex::new(std::collections::BTreeMap::new()),
+            cancel_requests: Mutex::new(std::collections::BTreeMap::new()),
         })
     }
 
@@ -720,6 +724,11 @@ impl Engine {
 
     /// Every CFDI ever created, oldest first.
     /// How many stamp requests carrying idempotency key `key` reached the engine.
+    /// How many cancellation requests for `uuid` reached the engine.
+    pub fn cancel_requests(&self, uuid: &str) -> u64 {
+        lock(&self.cancel_requests).get(&uuid.to_uppercase()).copied().unwrap_or(0)
+    }
+
     pub fn stamp_requests(&self, key: &str) -> u64 {
         lock(&self.stamp_requests).get(key).copied().unwrap_or(0)
     }
@@ -777,6 +786,7 @@ impl Engine {
 
     /// A cancellation request by the emisor.
     pub fn cancel(&self, uuid: &str, rfc_emisor: Option<&str>, motivo: &str, folio_sustitucion: Option<&str>) -> CancelDecision {
+        *lock(&self.cancel_requests).entry(uuid.trim().to_uppercase()).or_insert(0) += 1;
         let now = self.clock.now();
         let mut st = lock(&self.state);
         let Some(i) = st.index_of(uuid) else {

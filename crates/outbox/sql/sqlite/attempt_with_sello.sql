@@ -1,6 +1,5 @@
--- The attempt whose frozen XML body carries ?1 (the bytes ` Sello="…"`). A scan of the XML
+-- The attempts whose frozen XML body carries ?1 (a failover freezes the same sealed bytes again) (the bytes ` Sello="…"`). A scan of the XML
 -- bodies: reconciliation imports are rare and a small business holds thousands of attempts.
 SELECT invoice_id, id FROM attempts
 WHERE body_format = 'xml' AND instr(body, CAST(?1 AS BLOB)) > 0
 ORDER BY id
-LIMIT 1

@@ -2,7 +2,7 @@
 -- what their stamped, not cancelled payments paid; newest first.
 -- Parameters as list_all (?1 state or NULL, ?2 badge or NULL, ?3/?4 created_at_ms bounds,
 -- ?5/?6 keyset cursor, ?7 page size); ?8/?9 a prefix range of sale_id or folio and ?10/?11 of
--- receptor RFC or UUID, or NULL.
+-- receptor RFC or UUID, or NULL; ?12 (a list flag) is not used here.
 SELECT id, sale_id, kind, serie, folio, receptor_rfc, receptor_nombre, total, moneda, state, badge,
        state_reason, current_attempt_no, attempts_count, tries_count, next_try_at_ms, possible_duplicate,
        uuid, fecha, fecha_deadline_ms, created_at_ms, updated_at_ms,
@@ -23,5 +23,6 @@ WHERE kind = 'ingreso' AND state = 'stamped'
   AND (created_at_ms, id) < (?5, ?6)
   AND (?8 IS NULL OR (sale_id >= ?8 AND sale_id < ?9) OR (folio >= ?8 AND folio < ?9)
        OR (receptor_rfc >= ?10 AND receptor_rfc < ?11) OR (uuid >= ?10 AND uuid < ?11))
+  AND (?12 IS NULL OR ?12 IS NOT NULL)
 ORDER BY created_at_ms DESC, id DESC
 LIMIT ?7

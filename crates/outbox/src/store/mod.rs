@@ -438,14 +438,18 @@ pub trait Store: Send + Sync + 'static {
 
     fn foreign_cfdi(&self, id: i64) -> impl Future<Output = Result<Option<ForeignCfdiRow>>> + Send;
 
+    /// The XML of an imported CFDI.
+    fn foreign_cfdi_xml(&self, id: i64) -> impl Future<Output = Result<Option<Vec<u8>>>> + Send;
+
     /// Imported CFDIs, newest first.
     fn foreign_cfdis(&self) -> impl Future<Output = Result<Vec<ForeignCfdiRow>>> + Send;
 
-    /// The invoice and attempt whose frozen XML body carries exactly this Sello.
-    fn attempt_with_sello(&self, sello: &str) -> impl Future<Output = Result<Option<(i64, i64)>>> + Send;
+    /// `(invoice, attempt)` of every attempt whose frozen XML body carries exactly this Sello
+    /// (a failover re-freezes the same sealed bytes), oldest first.
+    fn attempts_with_sello(&self, sello: &str) -> impl Future<Output = Result<Vec<(i64, i64)>>> + Send;
 
-    /// Invoices of `receptor_rfc` with `total` recorded in `[from_ms, to_ms)`, with their sale
-    /// bodies (canonical JSON), for likeness checks.
+    /// The 50 newest invoices of `receptor_rfc` with `total` (any when empty) recorded in
+    /// `[from_ms, to_ms)`, with their sale bodies (canonical JSON), for likeness checks.
     fn invoices_like(
         &self,
         receptor_rfc: &str,
@@ -791,6 +795,9 @@ pub struct IntakeLinks {
     pub global_tickets: Vec<i64>,
     /// The sale invoices this ticket (its invoice id) to a named customer.
     pub named_ticket: Option<i64>,
+    /// Invoices this sale looks like (same receptor, total and conceptos, recorded shortly
+    /// before under another sale_id): a *posible duplicado* candidate each, with its detail.
+    pub same_sale_as: Vec<(i64, serde_json::Value)>,
 }
 
 impl IntakeLinks {
@@ -801,6 +808,7 @@ impl IntakeLinks {
             && self.ticket.is_none()
             && self.global_tickets.is_empty()
             && self.named_ticket.is_none()
+            && self.same_sale_as.is_empty()
     }
 }
 

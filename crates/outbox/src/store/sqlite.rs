@@ -745,6 +745,9 @@ impl Store for SqliteStore {
         if f.ppd_con_saldo {
             return self.list_ppd_open_balance(f, limit).await;
         }
+        if f.flag.is_some() {
+            return self.list_special(f, limit, sql!("list_flagged")).await;
+        }
         let search = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let text = match (search, f.state, f.badge) {
             (Some(_), _, _) => sql!("list_search"),
@@ -825,6 +828,9 @@ impl Store for SqliteStore {
             cfdis: self.rows(&mut tx, sql!("cfdis_by_invoice"), id, cfdi_info).await?,
             notes: self.rows(&mut tx, sql!("notes_by_invoice"), id, note).await?,
             timeline: self.rows(&mut tx, sql!("timeline_by_invoice"), id, timeline_event).await?,
+            cancellations: self
+                .rows(&mut tx, sql!("cancellation_infos_of_invoice"), id, cancel::cancellation_info)
+                .await?,
         };
         tx.rollback().await.map_err(|e| self.err(e))?;
         Ok(Some(detail))
@@ -1323,6 +1329,17 @@ impl Store for SqliteStore {
                 .await
                 .map_err(|e| self.err(e))?;
         }
+        for (other, detail) in &r.links.same_sale_as {
+            let candidate = NewCandidate {
+                invoice_id,
+                other_invoice_id: Some(*other),
+                reason: "same_sale_data",
+                detail: detail.clone(),
+                at_ms: r.at_ms,
+                actor: r.actor.clone(),
+            };
+            self.insert_candidate(&mut tx, &candidate, None).await?;
+        }
         if let Some(ticket) = r.links.named_ticket {
             sqlx::query(sql!("insert_named_ticket"))
                 .bind(ticket)
@@ -1528,12 +1545,20 @@ impl Store for SqliteStore {
         self.foreign_cfdi_impl(id).await
     }
 
+    async fn foreign_cfdi_xml(&self, id: i64) -> Result<Option<Vec<u8>>> {
+        sqlx::query_scalar(sql!("foreign_cfdi_xml"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))
+    }
+
     async fn foreign_cfdis(&self) -> Result<Vec<ForeignCfdiRow>> {
         self.foreign_cfdis_impl().await
     }
 
-    async fn attempt_with_sello(&self, sello: &str) -> Result<Option<(i64, i64)>> {
-        self.attempt_with_sello_impl(sello).await
+    async fn attempts_with_sello(&self, sello: &str) -> Result<Vec<(i64, i64)>> {
+        self.attempts_with_sello_impl(sello).await
     }
 
     async fn invoices_like(&self, receptor_rfc: &str, total: &str, from_ms: i64, to_ms: i64) -> Result<Vec<(i64, String)>> {
@@ -2103,6 +2128,12 @@ fn ticket_row(r: &SqliteRow) -> Result<TicketRow> {
 impl SqliteStore {
     /// The "PPD con saldo" page (see `list_ppd_open_balance.sql`).
     async fn list_ppd_open_balance(&self, f: &ListFilter, limit: u32) -> Result<Vec<InvoiceSummary>> {
+        self.list_special(f, limit, sql!("list_ppd_open_balance")).await
+    }
+
+    /// A list with a special filter (`list_ppd_open_balance.sql`, `list_flagged.sql`): the
+    /// common parameters ?1–?11 and the flag as ?12.
+    async fn list_special(&self, f: &ListFilter, limit: u32, text: &'static str) -> Result<Vec<InvoiceSummary>> {
         let search = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty());
         let (cursor_ms, cursor_id) = f.after.map(|c| (c.created_at_ms, c.id)).unwrap_or((i64::MAX, i64::MAX));
         let upper =
@@ -2121,7 +2152,7 @@ impl SqliteStore {
             }
             None => (None, None, None, None),
         };
-        let rows = sqlx::query(sql!("list_ppd_open_balance"))
+        let rows = sqlx::query(text)
             .bind(f.state.map(InvoiceState::as_str))
             .bind(f.badge.map(Badge::as_str))
             .bind(f.from.map(|d| d.timestamp_millis()).unwrap_or(i64::MIN))
@@ -2133,6 +2164,7 @@ impl SqliteStore {
             .bind(prefix_end)
             .bind(upper_prefix)
             .bind(upper_prefix_end)
+            .bind(f.flag.map(crate::model::ListFlag::as_str))
             .fetch_all(&self.pool)
             .await
             .map_err(|e| self.err(e))?;

@@ -4,8 +4,9 @@
 
 use sqlx::sqlite::SqliteRow;
 
-use super::{acted, get, insert_event, json_col, SqliteStore};
+use super::{acted, get, insert_event, instant, json_col, SqliteStore};
 use crate::error::{OutboxError, Result};
+use crate::model::CancellationInfo;
 use crate::store::{
     CancellationClaim, CancellationRow, CancellationTryRow, CancellationUpdate, CandidateRow, DecisionRow, ForeignCfdiRow, NewCancellation,
     NewCancellationTry, NewCandidate, NewDecision, NewEvent, NewForeignCfdi,
@@ -32,6 +33,30 @@ fn cancellation_row(r: &SqliteRow) -> Result<CancellationRow> {
         tries_count: get(r, "tries_count")?,
         created_at_ms: get(r, "created_at_ms")?,
         updated_at_ms: get(r, "updated_at_ms")?,
+    })
+}
+
+/// A row of `cancellation_infos_of_invoice`.
+pub(super) fn cancellation_info(r: &SqliteRow) -> Result<CancellationInfo> {
+    let state: String = get(r, "state")?;
+    let next: i64 = get(r, "next_try_at_ms")?;
+    let prediction = json_col(r, "prediction")?;
+    Ok(CancellationInfo {
+        id: get(r, "id")?,
+        uuid: get(r, "uuid")?,
+        pac: get(r, "pac")?,
+        motivo: get(r, "motivo")?,
+        folio_sustitucion: get(r, "folio_sustitucion")?,
+        prediction: serde_json::from_value(prediction).map_err(|e| OutboxError::Database(format!("predicción: {e}")))?,
+        next_try_at: if state == "final" { None } else { Some(instant(next)?) },
+        state,
+        outcome: get(r, "outcome")?,
+        outcome_detail: get(r, "outcome_detail")?,
+        tries: get(r, "tries_count")?,
+        created_at: instant(get(r, "created_at_ms")?)?,
+        updated_at: instant(get(r, "updated_at_ms")?)?,
+        decided_by: acted(r, "actor", "actor_role")?,
+        note: get(r, "note")?,
     })
 }
 
@@ -330,7 +355,7 @@ impl SqliteStore {
         Ok(Some(id))
     }
 
-    async fn insert_candidate(
+    pub(super) async fn insert_candidate(
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
         c: &NewCandidate,
@@ -392,14 +417,14 @@ impl SqliteStore {
         rows.iter().map(foreign_row).collect()
     }
 
-    pub(super) async fn attempt_with_sello_impl(&self, sello: &str) -> Result<Option<(i64, i64)>> {
+    pub(super) async fn attempts_with_sello_impl(&self, sello: &str) -> Result<Vec<(i64, i64)>> {
         let needle = format!(" Sello=\"{sello}\"");
-        let row = sqlx::query(sql!("attempt_with_sello"))
+        let rows = sqlx::query(sql!("attempt_with_sello"))
             .bind(needle.into_bytes())
-            .fetch_optional(&self.pool)
+            .fetch_all(&self.pool)
             .await
             .map_err(|e| self.err(e))?;
-        row.map(|r| Ok((get(&r, "invoice_id")?, get(&r, "id")?))).transpose()
+        rows.iter().map(|r| Ok((get(r, "invoice_id")?, get(r, "id")?))).collect()
     }
 
     pub(super) async fn invoices_like_impl(&self, receptor_rfc: &str, total: &str, from_ms: i64, to_ms: i64) -> Result<Vec<(i64, String)>> {

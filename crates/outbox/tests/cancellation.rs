@@ -1,0 +1,577 @@
+//! Duplicates and cancellation against the PAC simulators over real HTTP: a forced failover
+//! where both PACs stamped is decided by the contador and the loser cancelled through the PAC
+//! that stamped it; receptor acceptance (accepted, rejected, tacit); a CFDI with related
+//! documents is not cancelable; reconciliation import; the same sale recorded twice; roles; and
+//! the database refusing a cancellation without a contador decision.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use cfdi::secret::Secret;
+use common::{ingreso, password, sale_json, setup};
+use outbox::cancellation::Motivo;
+use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
+use outbox::duplicates::{CancelOrder, GroupKind};
+use outbox::model::{Badge, InvoiceRef, ListFilter, ListFlag};
+use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
+use outbox::reconciliation::{ImportedFile, SaleIdField};
+use outbox::strategy::ActionKind;
+use outbox::{Actor, Outbox, OutboxError, Role, SqliteOptions, SqliteStore, Store, SystemClock};
+use pac::PacKind;
+use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
+
+struct SimSecrets;
+
+impl SecretSource for SimSecrets {
+    fn get(&self, name: &str) -> Option<Secret> {
+        match name {
+            "SIM_TOKEN" => Some(Secret::new("sim-token-infinito")),
+            "SIM_PASSWORD" => Some(Secret::new("simulador")),
+            _ => None,
+        }
+    }
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    outbox: Arc<Outbox<SqliteStore>>,
+    sims: Vec<(String, SimHandle)>,
+    drain: Arc<Drain<SqliteStore>>,
+}
+
+fn sistema() -> Actor {
+    Actor::system("test")
+}
+
+fn personal() -> Actor {
+    Actor::new("ana", Role::Personal, "test")
+}
+
+fn soporte() -> Actor {
+    Actor::new("sofia", Role::Soporte, "test")
+}
+
+fn contador() -> Actor {
+    Actor::new("carlos", Role::Contador, "test")
+}
+
+async fn world(pacs: &[(&str, Flavor, &str)]) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = SqliteOptions::new(dir.path().join("timbra.db"));
+    opts.create = true;
+    let outbox = Arc::new(Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await.unwrap());
+    outbox.configure_emisor(&setup(), &password(), &sistema()).await.unwrap();
+    outbox.provide_csd_password(password());
+    let mut sims = Vec::new();
+    for (i, (name, flavor, faults)) in pacs.iter().enumerate() {
+        let mut cfg = SimConfig::new(*flavor);
+        cfg.faults = Faults::parse(&format!("stamped_lag_ms=100,no_xml_307=0,{faults}")).unwrap();
+        cfg.hold = StdDuration::from_secs(3);
+        let sim = pac_sim::start(cfg).await.unwrap();
+        let kind = if *flavor == Flavor::Sw { PacKind::Sw } else { PacKind::Finkok };
+        let config = PacConfig {
+            name: name.to_string(),
+            preset: None,
+            flavor: kind,
+            url: sim.base_url.clone(),
+            api_url: None,
+            // SAT's status service: the simulator's (it never goes down with the PAC).
+            sat_url: Some(format!("{}/ConsultaCFDIService.svc", sim.control_url)),
+            token_env: (kind == PacKind::Sw).then(|| "SIM_TOKEN".into()),
+            user: (kind == PacKind::Finkok).then(|| "sim@timbra.test".into()),
+            password_env: (kind == PacKind::Finkok).then(|| "SIM_PASSWORD".into()),
+            taxpayer_id: Some("EKU9003173C9".into()),
+            role: if i == 0 { PacRole::Primary } else { PacRole::Backup },
+            timeout_ms: Some(1200),
+            sandbox: false,
+        };
+        outbox.add_pac(config, false, &sistema()).await.unwrap();
+        sims.push((name.to_string(), sim));
+    }
+    let set = build_pac_set(
+        &outbox.pacs().await.unwrap(),
+        &SimSecrets,
+        Arc::new(pac::SystemClock),
+        &pac_clients::HttpConnector,
+    )
+    .unwrap();
+    let config = DrainConfig {
+        worker_id: "w1".into(),
+        concurrency: 4,
+        lease: chrono::Duration::seconds(30),
+        poll: StdDuration::from_millis(20),
+        grace: StdDuration::from_secs(2),
+        backoff: Backoff {
+            base: chrono::Duration::milliseconds(30),
+            cap: chrono::Duration::milliseconds(200),
+        },
+        policy: outbox::strategy::Policy {
+            max_tries: 6,
+            auto_failover_after: 2,
+            ..outbox::strategy::Policy::default()
+        },
+    };
+    let drain = Arc::new(Drain::new(outbox.clone(), set, config, Arc::new(NoSink)));
+    World {
+        _dir: dir,
+        outbox,
+        sims,
+        drain,
+    }
+}
+
+/// The ingreso fixture as `sale_id` with its own folio; `big` makes it 11,600.00 MXN (above
+/// the $1,000 that spares the receptor's acceptance).
+fn sale(sale_id: &str, big: bool) -> String {
+    let json = ingreso(sale_id).replace("\"folio\":\"4471\"", &format!("\"folio\":{:?}", sale_id));
+    if big {
+        json.replace("\"valor_unitario\":\"50.00\"", "\"valor_unitario\":\"5000.00\"")
+    } else {
+        json
+    }
+}
+
+impl World {
+    fn sim(&self, name: &str) -> &SimHandle {
+        &self.sims.iter().find(|(n, _)| n == name).unwrap().1
+    }
+
+    fn faults(&self, name: &str, text: &str) {
+        self.sim(name)
+            .set_faults(Faults::parse(&format!("stamped_lag_ms=100,no_xml_307=0,{text}")).unwrap());
+    }
+
+    async fn record_json(&self, json: &str) -> i64 {
+        self.outbox
+            .record_sale_json(json.as_bytes(), None, &personal())
+            .await
+            .unwrap()
+            .invoice_id
+    }
+
+    /// Runs the drain until `done` holds for the invoice (or panics after a while).
+    async fn until(&self, id: i64, what: &str, done: impl Fn(&outbox::model::InvoiceDetail) -> bool) -> outbox::model::InvoiceDetail {
+        for _ in 0..200 {
+            let d = self.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+            if done(&d) {
+                return d;
+            }
+            self.drain
+                .run(tokio::time::sleep(StdDuration::from_millis(150)), RunMode::Forever)
+                .await
+                .unwrap();
+        }
+        let d = self.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+        for e in &d.evidence {
+            eprintln!(
+                "evidence {} {} {:?} {:?} {:?} {:?}",
+                e.id, e.kind, e.outcome, e.code, e.message, e.uuid
+            );
+        }
+        panic!(
+            "{what} never happened: badge {:?}, cancellations {:#?}",
+            d.invoice.badge, d.cancellations
+        );
+    }
+
+    async fn until_badge(&self, id: i64, badge: Badge) -> outbox::model::InvoiceDetail {
+        self.until(id, &format!("badge {badge:?}"), |d| d.invoice.badge == badge).await
+    }
+
+    /// Until the invoice's last cancellation is final; returns its outcome.
+    async fn until_final(&self, id: i64) -> String {
+        let d = self
+            .until(id, "a final cancellation", |d| {
+                d.cancellations.last().is_some_and(|c| c.state == "final")
+            })
+            .await;
+        d.cancellations.last().unwrap().outcome.clone().unwrap()
+    }
+
+    fn ledger_state(&self, pac: &str, uuid: &str) -> (String, String) {
+        let r = self
+            .sim(pac)
+            .engine()
+            .ledger()
+            .into_iter()
+            .find(|r| r.uuid.eq_ignore_ascii_case(uuid))
+            .unwrap_or_else(|| panic!("{uuid} not in {pac}'s ledger"));
+        (r.estado, r.estatus_cancelacion)
+    }
+}
+
+fn order(note: &str) -> CancelOrder<'_> {
+    CancelOrder {
+        motivo: Motivo::SinRelacion,
+        folio_sustitucion: None,
+        note,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_from_a_forced_failover_is_decided_and_the_loser_cancelled_where_it_was_stamped() {
+    let w = world(&[("fk", Flavor::Finkok, "timeout_after_certify=1"), ("sw", Flavor::Sw, "")]).await;
+    let id = w.record_json(&sale("pedido-d1", false)).await;
+    w.until_badge(id, Badge::Reanudar).await;
+    w.faults("fk", "down=1");
+    w.outbox
+        .force_failover(&InvoiceRef::Id(id), "sw", "Finkok no contesta; riesgo aceptado", &contador())
+        .await
+        .unwrap();
+    w.until_badge(id, Badge::Timbrada).await;
+    w.faults("fk", "");
+    let d = w.until_badge(id, Badge::Duplicado).await;
+    let u2 = w.sim("sw").engine().ledger()[0].uuid.to_uppercase();
+    let u1 = w.sim("fk").engine().ledger()[0].uuid.to_uppercase();
+    assert_eq!(d.cfdis.len(), 2);
+
+    // The queue shows the pair side by side, with the evidence of how it happened.
+    let groups = w.outbox.duplicate_groups().await.unwrap();
+    let g = groups.iter().find(|g| g.invoice_id == id).expect("the pair is in the queue");
+    assert_eq!(g.kind, GroupKind::SameSale);
+    assert_eq!(g.cfdis.len(), 2);
+    assert!(
+        g.differences
+            .iter()
+            .any(|x| x.field == "tfd:FechaTimbrado" || x.field == "tfd:RfcProvCertif"),
+        "{:?}",
+        g.differences
+    );
+    assert!(
+        g.evidence.iter().any(|e| e.kind == "operator_action"),
+        "the forced failover explains it"
+    );
+
+    // Nobody but the contador decides; nothing is cancelled by itself.
+    for who in [personal(), soporte()] {
+        match w.outbox.decide_duplicate(&InvoiceRef::Id(id), &u2, &order("no"), &who).await {
+            Err(OutboxError::Forbidden { .. }) => {}
+            other => panic!("{:?} may not decide: {other:?}", who.role),
+        }
+    }
+    assert_eq!(w.sim("fk").engine().cancel_requests(&u1), 0);
+    // A survivor outside the group is refused, naming the field.
+    match w
+        .outbox
+        .decide_duplicate(
+            &InvoiceRef::Id(id),
+            "AAAAAAAA-AAAA-AAAA-AAAA-AAAAAAAAAAAA",
+            &order("x"),
+            &contador(),
+        )
+        .await
+    {
+        Err(OutboxError::Invalid(v)) => assert_eq!(v.0[0].field, "survivor"),
+        other => panic!("{other:?}"),
+    }
+    w.outbox
+        .decide_duplicate(
+            &InvoiceRef::Id(id),
+            &u2,
+            &order("Finkok timbró antes del respaldo; se conserva el de SW"),
+            &contador(),
+        )
+        .await
+        .unwrap();
+    let outcome = w.until_final(id).await;
+    assert_eq!(outcome, "cancelado_sin_aceptacion", "116.00 MXN needs no acceptance");
+    let d = w.until_badge(id, Badge::Timbrada).await;
+    assert_eq!(d.cancellations.len(), 1);
+    assert_eq!(d.cancellations[0].uuid, u1);
+    assert_eq!(d.cancellations[0].pac, "fk", "cancelled through the PAC that stamped it");
+    assert_eq!(w.ledger_state("fk", &u1).0, "Cancelado");
+    assert_eq!(w.ledger_state("sw", &u2).0, "Vigente", "the survivor stays vigente");
+    assert_eq!(w.sim("fk").engine().cancel_requests(&u1), 1, "exactly one request reached the PAC");
+    assert_eq!(w.sim("sw").engine().cancel_requests(&u2), 0);
+    let verdict = w.outbox.verdict(&d).await.unwrap();
+    assert!(verdict.has_reason(outbox::strategy::ReasonCode::CfdiCancelado));
+    assert!(
+        !w.outbox.duplicate_groups().await.unwrap().iter().any(|g| g.invoice_id == id),
+        "resolved: out of the queue"
+    );
+    let cancelled = w
+        .outbox
+        .list_invoices(&ListFilter {
+            flag: Some(ListFlag::Cancelada),
+            ..ListFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(cancelled.items.iter().map(|i| i.id).collect::<Vec<_>>(), vec![id]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_receptor_accepts_rejects_or_lets_the_deadline_pass() {
+    let w = world(&[("sw", Flavor::Sw, "acceptance_hours=72")]).await;
+    let mut ids = Vec::new();
+    for n in ["pedido-a", "pedido-r", "pedido-t"] {
+        ids.push(w.record_json(&sale(n, true)).await);
+    }
+    let mut uuids = Vec::new();
+    for id in &ids {
+        let d = w.until_badge(*id, Badge::Timbrada).await;
+        uuids.push(d.cfdis[0].uuid.clone());
+    }
+    // Past the business day after issuance: 11,600.00 MXN needs the receptor.
+    w.sim("sw").clock().advance(chrono::Duration::days(4));
+    for (id, u) in ids.iter().zip(&uuids) {
+        match w
+            .outbox
+            .request_cancellation(&InvoiceRef::Id(*id), u, &order("error"), &soporte())
+            .await
+        {
+            Err(OutboxError::Forbidden { .. }) => {}
+            other => panic!("soporte may not cancel: {other:?}"),
+        }
+        w.outbox
+            .request_cancellation(&InvoiceRef::Id(*id), u, &order("la venta se devolvió"), &contador())
+            .await
+            .unwrap();
+    }
+    for (id, u) in ids.iter().zip(&uuids) {
+        w.until(*id, "the receptor has it", |d| d.cancellations[0].state == "requested")
+            .await;
+        assert_eq!(w.ledger_state("sw", u), ("Vigente".to_string(), "En proceso".to_string()));
+        // While it waits, the verdict refuses another request.
+        let d = w.outbox.invoice(&InvoiceRef::Id(*id)).await.unwrap();
+        let v = w.outbox.verdict(&d).await.unwrap();
+        assert!(!v.allows(ActionKind::Cancel));
+        assert_eq!(v.badge, Badge::Timbrada);
+    }
+    w.sim("sw").engine().respond_cancellation(&uuids[0], true).unwrap();
+    w.sim("sw").engine().respond_cancellation(&uuids[1], false).unwrap();
+    assert_eq!(w.until_final(ids[0]).await, "cancelado_con_aceptacion");
+    w.until_badge(ids[0], Badge::Cancelada).await;
+    assert_eq!(w.until_final(ids[1]).await, "rechazada");
+    let d = w.until_badge(ids[1], Badge::Timbrada).await;
+    assert_eq!(d.cfdis[0].cancellation_status.as_deref(), Some("rechazada"));
+    let v = w.outbox.verdict(&d).await.unwrap();
+    assert!(v.allows(ActionKind::Cancel), "back to the contador: they may ask again");
+    // Nobody answers the third: after the deadline, tacit acceptance.
+    w.sim("sw").clock().advance(chrono::Duration::hours(73));
+    assert_eq!(w.until_final(ids[2]).await, "plazo_vencido");
+    w.until_badge(ids[2], Badge::Cancelada).await;
+    for u in &uuids {
+        assert_eq!(w.sim("sw").engine().cancel_requests(u), 1, "one request per decision");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cfdi_with_a_vigente_related_document_is_not_cancelable() {
+    let w = world(&[("sw", Flavor::Sw, "")]).await;
+    let id = w.record_json(&sale("pedido-n", false)).await;
+    let u1 = w.until_badge(id, Badge::Timbrada).await.cfdis[0].uuid.clone();
+    let nc = sale_json("egreso-nc-4471").replace("AF124DC7-7E2B-4A1F-9C2B-6F5D0E3B1A77", &u1);
+    let nc_id = w.record_json(&nc).await;
+    let u_nc = w.until_badge(nc_id, Badge::Timbrada).await.cfdis[0].uuid.clone();
+    let preview = w.outbox.cancellation_preview(&u1).await.unwrap();
+    assert_eq!(
+        preview.related_vigentes,
+        vec![u_nc.to_uppercase()],
+        "the contador sees why before confirming"
+    );
+    w.outbox
+        .request_cancellation(&InvoiceRef::Id(id), &u1, &order("error de captura"), &contador())
+        .await
+        .unwrap();
+    assert_eq!(w.until_final(id).await, "no_cancelable");
+    let d = w.until_badge(id, Badge::Timbrada).await;
+    assert_eq!(d.cfdis[0].cancellation_status.as_deref(), Some("no_cancelable"));
+    assert_eq!(w.ledger_state("sw", &u1).0, "Vigente");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn motivo_01_needs_a_substitute_that_relates_with_04() {
+    let w = world(&[("sw", Flavor::Sw, "")]).await;
+    let id = w.record_json(&sale("pedido-s1", false)).await;
+    let u1 = w.until_badge(id, Badge::Timbrada).await.cfdis[0].uuid.clone();
+    let with = |folio: Option<&'static str>| CancelOrder {
+        motivo: Motivo::ConRelacion,
+        folio_sustitucion: folio,
+        note: "se sustituye",
+    };
+    match w
+        .outbox
+        .request_cancellation(&InvoiceRef::Id(id), &u1, &with(None), &contador())
+        .await
+    {
+        Err(OutboxError::Invalid(v)) => assert_eq!(v.0[0].field, "folio_sustitucion"),
+        other => panic!("{other:?}"),
+    }
+    // A substitute without the 04 relation is refused, naming the field.
+    let other = w.record_json(&sale("pedido-s2", false)).await;
+    let u_other = w.until_badge(other, Badge::Timbrada).await.cfdis[0].uuid.clone();
+    let u_other: &'static str = Box::leak(u_other.into_boxed_str());
+    match w
+        .outbox
+        .request_cancellation(&InvoiceRef::Id(id), &u1, &with(Some(u_other)), &contador())
+        .await
+    {
+        Err(OutboxError::Invalid(v)) => assert_eq!((v.0[0].field.as_str(), v.0[0].code), ("folio_sustitucion", "sustituto_invalido")),
+        other => panic!("{other:?}"),
+    }
+    // The substitute: a new sale relating the first with TipoRelacion 04.
+    let sust = sale("sust-pedido-s1", false).replace(
+        "\"relacionados\":[]",
+        &format!("\"relacionados\":[{{\"tipo_relacion\":\"04\",\"uuids\":[{u1:?}]}}]"),
+    );
+    let sid = w.record_json(&sust).await;
+    let u_sust = w.until_badge(sid, Badge::Timbrada).await.cfdis[0].uuid.clone();
+    let u_sust: &'static str = Box::leak(u_sust.into_boxed_str());
+    w.outbox
+        .request_cancellation(&InvoiceRef::Id(id), &u1, &with(Some(u_sust)), &contador())
+        .await
+        .unwrap();
+    assert_eq!(w.until_final(id).await, "cancelado_sin_aceptacion");
+    assert_eq!(w.ledger_state("sw", u_sust).0, "Vigente");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconciliation_import_settles_an_abandoned_attempt_and_refuses_a_tampered_xml() {
+    let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1"), ("fk", Flavor::Finkok, "")]).await;
+    let id = w.record_json(&sale("pedido-i", false)).await;
+    w.until_badge(id, Badge::Reanudar).await;
+    w.outbox
+        .force_failover(&InvoiceRef::Id(id), "fk", "SW no contesta; riesgo aceptado", &contador())
+        .await
+        .unwrap();
+    let d = w.until_badge(id, Badge::Timbrada).await;
+    assert!(d.invoice.possible_duplicate, "SW's attempt is an open question");
+    let u1_xml = w.sim("sw").engine().ledger()[0].xml.clone().into_bytes();
+    let u2 = d.cfdis[0].uuid.clone();
+    let u2_xml = w.outbox.cfdi_xml(&u2).await.unwrap().unwrap();
+    let tampered = String::from_utf8(u2_xml.clone())
+        .unwrap()
+        .replace("Total=\"116.00\"", "Total=\"16.00\"")
+        .into_bytes();
+    assert_ne!(tampered, u2_xml);
+    // A CFDI issued elsewhere for another receptor: a second outbox on its own simulator.
+    let elsewhere = world(&[("sw", Flavor::Sw, "")]).await;
+    let foreign_sale = sale("otro-sistema-1", false)
+        .replace("URE180429TM6", "ICV060329BY0")
+        .replace("UNIVERSIDAD ROBOTICA ESPAÑOLA", "INMOBILIARIA CVA")
+        .replace("\"86991\"", "\"33826\"");
+    let fid = elsewhere.record_json(&foreign_sale).await;
+    let fu = elsewhere.until_badge(fid, Badge::Timbrada).await.cfdis[0].uuid.clone();
+    let foreign_xml = elsewhere.outbox.cfdi_xml(&fu).await.unwrap().unwrap();
+    // And one that looks like ours (same receptor, total and conceptos): for review only.
+    let lookalike = elsewhere.record_json(&sale("otro-sistema-2", false)).await;
+    let lu = elsewhere.until_badge(lookalike, Badge::Timbrada).await.cfdis[0].uuid.clone();
+    let lookalike_xml = elsewhere.outbox.cfdi_xml(&lu).await.unwrap().unwrap();
+
+    for who in [personal()] {
+        match w
+            .outbox
+            .import_cfdis(&[("x.xml".into(), u1_xml.clone())], SaleIdField::None, &who)
+            .await
+        {
+            Err(OutboxError::Forbidden { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    let files = vec![
+        ("alterado.xml".to_string(), tampered),
+        ("sw-u1.xml".to_string(), u1_xml.clone()),
+        ("ajeno.xml".to_string(), foreign_xml),
+        ("parecido.xml".to_string(), lookalike_xml),
+        ("sw-u1-otra-vez.xml".to_string(), u1_xml),
+        ("basura.xml".to_string(), b"<no-es-cfdi/>".to_vec()),
+    ];
+    let report = w.outbox.import_cfdis(&files, SaleIdField::None, &soporte()).await.unwrap();
+    let results: Vec<&ImportedFile> = report.files.iter().collect();
+    assert!(
+        matches!(results[0], ImportedFile::Refused { code, .. } if code == "sello_invalido"),
+        "{:?}",
+        results[0]
+    );
+    assert!(
+        matches!(results[1], ImportedFile::Matched { invoice_id, attempt_no: 1, .. } if *invoice_id == id),
+        "{:?}",
+        results[1]
+    );
+    assert!(matches!(results[2], ImportedFile::Foreign { .. }), "{:?}", results[2]);
+    assert!(
+        matches!(results[3], ImportedFile::PossibleDuplicate { reason, invoice_ids, .. } if reason == "likeness" && invoice_ids == &vec![id]),
+        "{:?}",
+        results[3]
+    );
+    assert!(matches!(results[4], ImportedFile::AlreadyKnown { .. }), "{:?}", results[4]);
+    assert!(matches!(results[5], ImportedFile::Refused { code, .. } if code == "no_es_cfdi40" || code == "xml_invalido"));
+    assert_eq!(report.refused(), 2);
+    // The abandoned attempt's CFDI makes the sale a duplicate; nothing of the refused files landed.
+    w.until_badge(id, Badge::Duplicado).await;
+    let stored = w.outbox.store().foreign_cfdis().await.unwrap();
+    assert_eq!(stored.len(), 2, "the foreign and the look-alike, not the tampered one");
+    // The look-alike waits in the queue until the contador says it is not a duplicate.
+    let groups = w.outbox.duplicate_groups().await.unwrap();
+    let candidate = groups
+        .iter()
+        .find(|g| g.kind == GroupKind::ImportedLikeness)
+        .expect("the look-alike is queued");
+    let cid: i64 = candidate.key.trim_start_matches("candidate-").parse().unwrap();
+    w.outbox
+        .decide_candidate(cid, None, None, "otro pedido del mismo cliente", &contador())
+        .await
+        .unwrap();
+    assert!(!w.outbox.duplicate_groups().await.unwrap().iter().any(|g| g.key == candidate.key));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_sale_recorded_twice_is_a_possible_duplicate_for_review() {
+    let w = world(&[("sw", Flavor::Sw, "")]).await;
+    let first = sale("pos-1", false).replace("\"folio\":\"pos-1\"", "\"folio\":\"900\"");
+    let second = sale("pos-1-reintento", false).replace("\"folio\":\"pos-1-reintento\"", "\"folio\":\"900\"");
+    let a = w.outbox.record_sale_json(first.as_bytes(), None, &personal()).await.unwrap();
+    assert!(a.warnings.is_empty());
+    let b = w.outbox.record_sale_json(second.as_bytes(), None, &personal()).await.unwrap();
+    assert_eq!(b.warnings.len(), 1, "{:?}", b.warnings);
+    assert_eq!(b.warnings[0].code, "posible_duplicado");
+    // A different folio is a different sale.
+    let third = sale("pos-2", false);
+    assert!(w
+        .outbox
+        .record_sale_json(third.as_bytes(), None, &personal())
+        .await
+        .unwrap()
+        .warnings
+        .is_empty());
+    let flagged = w
+        .outbox
+        .list_invoices(&ListFilter {
+            flag: Some(ListFlag::PosibleDuplicado),
+            ..ListFilter::default()
+        })
+        .await
+        .unwrap();
+    let mut ids: Vec<i64> = flagged.items.iter().map(|i| i.id).collect();
+    ids.sort();
+    assert_eq!(ids, vec![a.invoice_id, b.invoice_id]);
+    let groups = w.outbox.duplicate_groups().await.unwrap();
+    let g = groups.iter().find(|g| g.kind == GroupKind::SameSaleTwice).expect("queued");
+    assert_eq!(g.invoice_id, b.invoice_id);
+    let d = w.outbox.invoice(&InvoiceRef::Id(a.invoice_id)).await.unwrap();
+    assert!(d.timeline.iter().any(|t| t.kind == "posible_duplicado"), "both timelines say so");
+}
+
+#[tokio::test]
+async fn the_database_refuses_a_cancellation_without_a_contador_decision() {
+    let env = common::env().await;
+    let err = sqlx::query(
+        "INSERT INTO cancellations (decision_id, invoice_id, cfdi_id, uuid, pac, motivo, needs_acceptance, prediction, next_try_at_ms, created_at_ms, updated_at_ms)
+         VALUES (999, 1, 1, 'U', 'sw', '02', 0, '{}', 0, 0, 0)",
+    )
+    .execute(env.pool())
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("a cancellation"), "{err}");
+    let err = sqlx::query(
+        "INSERT INTO decisions (invoice_id, kind, group_key, motivo, note, decided_at_ms, actor, actor_role)
+         VALUES (1, 'cancel', 'invoice-1', '02', 'x', 0, 'sofia', 'soporte')",
+    )
+    .execute(env.pool())
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("CHECK"), "only the contador decides: {err}");
+}
