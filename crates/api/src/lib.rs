@@ -1,6 +1,6 @@
 //! Timbra's local intake API and its notification channels, over the `Outbox` API only.
 //!
-//! - [`server`]: the axum router — `POST /v1/sales` (DESIGN §8's idempotency, mapped from the
+//! - [`server`]: the axum router — `POST /v1/sales` (`docs/intake.md`'s idempotency, mapped from the
 //!   outbox's errors), `GET /v1/sales/{sale_id}`, `GET /v1/invoices/{id}/xml|pdf`,
 //!   `GET /v1/health`, `GET /v1/openapi.json`, `POST /v1/webhooks/{source}` — with bearer
 //!   tokens, a body size limit, JSON errors with stable codes everywhere, and graceful shutdown

@@ -4,7 +4,7 @@
 //! | --- | --- | --- |
 //! | `GET /v1/health` | none | the server and its database answer |
 //! | `GET /v1/openapi.json` | none | this API's OpenAPI 3 document |
-//! | `POST /v1/sales` | bearer | records a sale (`Idempotency-Key` header; DESIGN §8 table) |
+//! | `POST /v1/sales` | bearer | records a sale (`Idempotency-Key` header; `docs/intake.md` table) |
 //! | `GET /v1/sales/{sale_id}` | bearer | state, badge, reasons, UUID, links |
 //! | `GET /v1/invoices/{id}/xml` | bearer | the stamped XML (`id`: invoice id or sale_id) |
 //! | `GET /v1/invoices/{id}/pdf` | bearer | its PDF |

@@ -1,4 +1,4 @@
-//! The local intake API over real HTTP on port 0: every row of DESIGN §8's idempotency table,
+//! The local intake API over real HTTP on port 0: every row of the idempotency table of `docs/intake.md`,
 //! authentication, bad input (oversized, malformed, wrong headers) answered as JSON 4xx,
 //! twenty concurrent requests with one key, reads and documents, and the OpenAPI document.
 

@@ -15,7 +15,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use outbox::email::{EmailSettings, TlsMode};
 use outbox::Outbox;
 
-use crate::outbox_cmd::{failure, open, print_json, print_out, resolve_invoice, runtime, ActorArgs};
+use crate::shell::{failure, open, print_json, print_out, resolve_invoice, runtime, ActorArgs};
 use crate::{exit, Failure};
 
 /// Added to `timbra invoice`.

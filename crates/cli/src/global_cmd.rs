@@ -7,7 +7,7 @@ use clap::Subcommand;
 use std::path::PathBuf;
 
 use crate::input::read_text;
-use crate::outbox_cmd::{failure, open, print_json, print_out, resolve_invoice, runtime, ActorArgs};
+use crate::shell::{failure, open, print_json, print_out, resolve_invoice, runtime, ActorArgs};
 use crate::{exit, Failure};
 
 #[derive(Subcommand)]

@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use outbox::payments::{PaymentRequest, PaymentTarget};
 use rust_decimal::Decimal;
 
-use crate::outbox_cmd::{error_json, failure, open, print_json, print_out, resolve_invoice, runtime, ActorArgs};
+use crate::shell::{error_json, failure, open, print_json, print_out, resolve_invoice, runtime, ActorArgs};
 use crate::{exit, Failure};
 
 #[derive(Subcommand)]

@@ -13,7 +13,7 @@ use flate2::Compression;
 
 use cfdi::report::MonthReport;
 
-use crate::outbox_cmd::{failure, open, print_json, print_out, runtime};
+use crate::shell::{failure, open, print_json, print_out, runtime};
 use crate::{exit, Failure};
 
 #[derive(Subcommand)]

@@ -7,7 +7,7 @@ use chrono::NaiveDate;
 use clap::Subcommand;
 
 use crate::input::read_file;
-use crate::outbox_cmd::{failure, open, print_json, print_out, runtime, ActorArgs};
+use crate::shell::{failure, open, print_json, print_out, runtime, ActorArgs};
 use crate::{exit, Failure};
 
 #[derive(Subcommand)]

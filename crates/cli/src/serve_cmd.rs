@@ -16,7 +16,7 @@ use outbox::pacs::EnvSecrets;
 use outbox::webhooks::RetryPolicy;
 use outbox::Outbox;
 
-use crate::outbox_cmd::{failure, open, print_json, print_out, runtime, ActorArgs};
+use crate::shell::{failure, open, print_json, print_out, runtime, ActorArgs};
 use crate::{exit, Failure};
 
 #[derive(Args)]

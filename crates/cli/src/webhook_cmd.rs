@@ -8,7 +8,7 @@ use clap::{Subcommand, ValueEnum};
 use outbox::webhooks::{DeliveryStatus, EventStatus, EventType, SaleMapping, SourceFormat, WebhookEndpoint, WebhookSource};
 
 use crate::input::read_text;
-use crate::outbox_cmd::{failure, open, print_json, print_out, resolve_invoice, runtime, ActorArgs};
+use crate::shell::{failure, open, print_json, print_out, resolve_invoice, runtime, ActorArgs};
 use crate::{exit, Failure};
 
 #[derive(Clone, Copy, ValueEnum)]

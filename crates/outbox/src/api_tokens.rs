@@ -8,13 +8,11 @@
 //! token stays in the table (who revoked it and when) and never authenticates again.
 
 use cfdi::secret::Secret;
-use chrono::{DateTime, Utc};
-use serde::Serialize;
 
 use crate::actor::Actor;
+pub use crate::channel_rows::{ApiToken, TokenCandidate};
 use crate::error::{OutboxError, Result};
 use crate::intake::sha256_hex;
-use crate::model::ActedBy;
 use crate::outbox::Outbox;
 use crate::store::Store;
 
@@ -26,32 +24,6 @@ pub const PREFIX_CHARS: usize = 12;
 
 /// Longest token name, in characters.
 pub const MAX_NAME_CHARS: usize = 100;
-
-/// An API token as listed (never the token itself).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ApiToken {
-    pub id: i64,
-    pub name: String,
-    /// The token's first characters, to recognize it.
-    pub prefix: String,
-    pub created_at: DateTime<Utc>,
-    pub created_by: ActedBy,
-    pub revoked_at: Option<DateTime<Utc>>,
-    pub revoked_by: Option<ActedBy>,
-}
-
-impl ApiToken {
-    pub fn is_active(&self) -> bool {
-        self.revoked_at.is_none()
-    }
-}
-
-/// A token row as the store hands it to authentication.
-#[derive(Debug, Clone)]
-pub struct TokenCandidate {
-    pub token: ApiToken,
-    pub token_sha256: String,
-}
 
 /// Equality of two byte strings in time that depends only on their lengths.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -14,12 +14,23 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::strategy::CfdiCancellation;
+/// Where a CFDI stands with SAT's cancellation, as the strategy reads it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CfdiCancellation {
+    /// Vigente, no request open (never requested, or a request SAT refused or the receptor
+    /// rejected).
+    #[default]
+    None,
+    /// A contador's request is on its way or waiting for SAT's last word.
+    InProgress,
+    /// SAT says Cancelado.
+    Cancelled,
+}
 
 /// `cfdis.cancellation_status` of a CFDI whose cancellation is on its way or waiting for SAT.
 pub const STATUS_IN_PROGRESS: &str = "solicitada";
 /// `cfdis.cancellation_status` of a CFDI SAT cancelled (the rule every query uses).
-pub const STATUS_CANCELLED: &str = crate::payments::CANCELLED;
+pub const STATUS_CANCELLED: &str = "cancelado";
 /// `cfdis.cancellation_status` after the receptor rejected the request.
 pub const STATUS_REJECTED: &str = "rechazada";
 /// `cfdis.cancellation_status` when SAT says it cannot be cancelled (related documents).

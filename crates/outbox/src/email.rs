@@ -23,13 +23,13 @@ use std::pin::Pin;
 
 use cfdi::secret::Secret;
 use cfdi::validation::{FieldError, ValidationErrors};
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::actor::Actor;
+pub use crate::channel_rows::{EmailAttempt, EmailOrigin, EmailSend, NewEmailSend};
 use crate::error::{OutboxError, Result};
-use crate::model::{ActedBy, InvoiceDetail, InvoiceRef};
+use crate::model::{InvoiceDetail, InvoiceRef};
 use crate::outbox::Outbox;
 use crate::pacs::SecretSource;
 use crate::store::{NewEvent, Store};
@@ -162,73 +162,6 @@ impl EmailSettings {
             Err(OutboxError::Invalid(ValidationErrors(errors)))
         }
     }
-}
-
-/// Where a send came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EmailOrigin {
-    /// A person asked (`timbra invoice email`).
-    Manual,
-    /// The automatic send on stamping.
-    Auto,
-}
-
-impl EmailOrigin {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EmailOrigin::Manual => "manual",
-            EmailOrigin::Auto => "auto",
-        }
-    }
-}
-
-/// A send request about to be written.
-#[derive(Debug, Clone)]
-pub struct NewEmailSend {
-    pub request_id: String,
-    pub invoice_id: i64,
-    pub uuid: String,
-    pub recipients: Vec<String>,
-    pub message_id: String,
-    pub origin: EmailOrigin,
-    pub at_ms: i64,
-    pub actor: Actor,
-}
-
-/// A send as stored.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EmailSend {
-    pub id: i64,
-    pub request_id: String,
-    pub invoice_id: i64,
-    pub uuid: String,
-    pub recipients: Vec<String>,
-    pub message_id: String,
-    pub origin: String,
-    pub created_at: DateTime<Utc>,
-    pub created_by: ActedBy,
-    /// `pending`, `sent` or `failed`.
-    pub status: String,
-    pub attempts_count: i64,
-    pub next_attempt_at: Option<DateTime<Utc>>,
-    pub settled_at: Option<DateTime<Utc>>,
-    pub last_error: Option<String>,
-}
-
-/// One SMTP conversation of a send.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EmailAttempt {
-    pub id: i64,
-    pub send_ref: i64,
-    pub attempt_no: i64,
-    pub worker: String,
-    pub started_at: DateTime<Utc>,
-    /// None: the answer never got recorded (the worker stopped): an unknown outcome.
-    pub finished_at: Option<DateTime<Utc>>,
-    pub outcome: Option<String>,
-    pub smtp_code: Option<i64>,
-    pub smtp_reply: Option<String>,
 }
 
 /// A file attached to the message.

@@ -104,7 +104,7 @@ impl<S: Store> Outbox<S> {
             actor: actor.clone(),
             links,
         };
-        crate::payments::record_outcome(self.store().record_intake(&intake).await?)
+        self.store().record_intake(&intake).await?.into_record_outcome()
     }
 
     /// The factura global of the tickets of `[desde, hasta]` (see the module docs).

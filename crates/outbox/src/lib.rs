@@ -35,6 +35,7 @@ pub mod api_tokens;
 pub mod attempts;
 pub mod cancel_step;
 pub mod cancellation;
+pub mod channel_rows;
 pub mod clock;
 pub mod drain;
 pub mod duplicates;

@@ -103,6 +103,13 @@ text_enum! {
     }
 }
 
+/// A timeline event about to be written (kind code + JSON parameters).
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    pub kind: String,
+    pub detail: serde_json::Value,
+}
+
 /// What [`crate::Outbox::record_sale`] returned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct Recorded {

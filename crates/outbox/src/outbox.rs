@@ -504,7 +504,10 @@ impl<S: Store> Outbox<S> {
         if links.is_empty() {
             self.store.record_sale(&record).await
         } else {
-            crate::payments::record_outcome(self.store.record_intake(&NewIntake::from_record(record, links)).await?)
+            self.store
+                .record_intake(&NewIntake::from_record(record, links))
+                .await?
+                .into_record_outcome()
         }
     }
 

@@ -32,28 +32,11 @@ use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
 use crate::model::{Badge, InvoiceRef, InvoiceState, Recorded};
 use crate::outbox::Outbox;
-use crate::store::{IntakeOutcome, PaymentLinkRow, RecordOutcome, Store};
+use crate::store::{PaymentLinkRow, Store};
 
 /// The value of `cfdis.cancellation_status` that makes a CFDI cancelled (the cancellation
 /// workflow writes it; every balance and report query reads this one value).
-pub const CANCELLED: &str = "cancelado";
-
-/// An IntakeOutcome as the intake flow handles it.
-pub(crate) fn record_outcome(o: IntakeOutcome) -> Result<RecordOutcome> {
-    match o {
-        IntakeOutcome::Recorded { invoice_id, attempt_id } => Ok(RecordOutcome::Recorded {
-            invoice_id,
-            attempt_id: attempt_id.unwrap_or(0),
-        }),
-        IntakeOutcome::SaleIdTaken => Ok(RecordOutcome::SaleIdTaken),
-        IntakeOutcome::ReservationLost => Ok(RecordOutcome::ReservationLost),
-        IntakeOutcome::Stale { invoice_id } => Err(OutboxError::invalid(
-            "invoice",
-            "saldo_cambio",
-            format!("el saldo de la factura {invoice_id} cambió mientras se registraba el pago (se registró otro pago al mismo tiempo); no se escribió nada: revise el saldo y vuelva a registrarlo"),
-        )),
-    }
-}
+pub const CANCELLED: &str = crate::cancellation::STATUS_CANCELLED;
 
 /// Where a payment of an invoice stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

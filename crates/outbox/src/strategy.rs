@@ -124,18 +124,7 @@ pub struct CfdiFacts {
     pub cancellation: CfdiCancellation,
 }
 
-/// Where a CFDI stands with SAT's cancellation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum CfdiCancellation {
-    /// Vigente, no request open (never requested, or a request SAT refused or the receptor
-    /// rejected).
-    #[default]
-    None,
-    /// A contador's request is on its way or waiting for SAT's last word.
-    InProgress,
-    /// SAT says Cancelado.
-    Cancelled,
-}
+pub use crate::cancellation::CfdiCancellation;
 
 /// The drain settings the verdict depends on.
 #[derive(Debug, Clone, PartialEq, Eq)]

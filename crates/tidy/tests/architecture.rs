@@ -128,3 +128,31 @@ fn nothing_points_at_documents_outside_the_repository() {
         bad.into_iter().collect::<Vec<_>>().join("\n  ")
     );
 }
+
+/// Nothing asks a PAC to cancel a CFDI but the drain's cancellation step, which sends only what
+/// a `cancellations` row orders — a row the database accepts only with a contador's decision
+/// about that invoice. Every caller of `PacClient::cancel` outside the PAC crates is listed here.
+#[test]
+fn only_the_cancellation_step_asks_a_pac_to_cancel() {
+    // The PAC crates define and test the call; tidy names it.
+    const PAC_CRATES: [&str; 4] = ["pac", "pac-clients", "pac-sim", "tidy"];
+    let mut callers = BTreeSet::new();
+    for (name, src, _) in crates() {
+        if PAC_CRATES.contains(&name.as_str()) {
+            continue;
+        }
+        let mut files = rust_files(&src);
+        files.extend(rust_files(&src.with_file_name("tests")));
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            if text.contains(".cancel(&") || text.contains(".cancel(request") || text.contains("client.cancel(") {
+                callers.insert(f.strip_prefix(root()).unwrap_or(&f).display().to_string());
+            }
+        }
+    }
+    assert_eq!(
+        callers.into_iter().collect::<Vec<_>>(),
+        vec!["crates/outbox/src/cancel_step.rs".to_string()],
+        "a new caller of PacClient::cancel must go through a recorded contador decision"
+    );
+}

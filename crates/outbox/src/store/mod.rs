@@ -106,12 +106,7 @@ pub struct NewAttempt {
     pub pac_identity: Option<crate::model::PacIdentity>,
 }
 
-/// A timeline event (kind code + JSON parameters).
-#[derive(Debug, Clone)]
-pub struct NewEvent {
-    pub kind: String,
-    pub detail: serde_json::Value,
-}
+pub use crate::model::NewEvent;
 
 /// Everything one intake transaction writes.
 #[derive(Debug, Clone)]
@@ -472,13 +467,13 @@ pub trait Store: Send + Sync + 'static {
         token_sha256: &str,
         actor: &Actor,
         at_ms: i64,
-    ) -> impl Future<Output = Result<crate::api_tokens::ApiToken>> + Send;
+    ) -> impl Future<Output = Result<crate::channel_rows::ApiToken>> + Send;
 
     /// Every API token, oldest first.
-    fn api_tokens(&self) -> impl Future<Output = Result<Vec<crate::api_tokens::ApiToken>>> + Send;
+    fn api_tokens(&self) -> impl Future<Output = Result<Vec<crate::channel_rows::ApiToken>>> + Send;
 
     /// The tokens (active or not) with this prefix, with their hashes.
-    fn api_tokens_by_prefix(&self, prefix: &str) -> impl Future<Output = Result<Vec<crate::api_tokens::TokenCandidate>>> + Send;
+    fn api_tokens_by_prefix(&self, prefix: &str) -> impl Future<Output = Result<Vec<crate::channel_rows::TokenCandidate>>> + Send;
 
     /// Revokes an active token; None when it was not active.
     fn revoke_api_token(
@@ -486,26 +481,27 @@ pub trait Store: Send + Sync + 'static {
         id: i64,
         actor: &Actor,
         at_ms: i64,
-    ) -> impl Future<Output = Result<Option<crate::api_tokens::ApiToken>>> + Send;
+    ) -> impl Future<Output = Result<Option<crate::channel_rows::ApiToken>>> + Send;
 
     /// Keeps an incoming webhook event once per (source, event id) and returns the stored row
     /// (the first one, for a replay).
     fn insert_webhook_event(
         &self,
-        e: &crate::webhooks::NewWebhookEvent,
-    ) -> impl Future<Output = Result<crate::webhooks::WebhookEvent>> + Send;
+        e: &crate::channel_rows::NewWebhookEvent,
+    ) -> impl Future<Output = Result<crate::channel_rows::WebhookEvent>> + Send;
 
     /// Settles a received event; false when it had been settled already.
-    fn settle_webhook_event(&self, s: &crate::webhooks::EventSettlement) -> impl Future<Output = Result<bool>> + Send;
+    fn settle_webhook_event(&self, s: &crate::channel_rows::EventSettlement) -> impl Future<Output = Result<bool>> + Send;
 
-    fn webhook_event(&self, source: &str, event_id: &str) -> impl Future<Output = Result<Option<crate::webhooks::WebhookEvent>>> + Send;
+    fn webhook_event(&self, source: &str, event_id: &str)
+        -> impl Future<Output = Result<Option<crate::channel_rows::WebhookEvent>>> + Send;
 
     /// Incoming events, newest first.
     fn webhook_events(
         &self,
-        status: Option<crate::webhooks::EventStatus>,
+        status: Option<crate::channel_rows::EventStatus>,
         limit: u32,
-    ) -> impl Future<Output = Result<Vec<crate::webhooks::WebhookEvent>>> + Send;
+    ) -> impl Future<Output = Result<Vec<crate::channel_rows::WebhookEvent>>> + Send;
 
     /// [`Store::apply_verdict`] plus the webhook deliveries and e-mail sends the verdict
     /// causes (each with its timeline event), in one transaction: all of them or none (when
@@ -514,11 +510,11 @@ pub trait Store: Send + Sync + 'static {
         &self,
         u: &InvoiceUpdate,
         token: Option<i64>,
-        n: &crate::webhooks::Notifications,
+        n: &crate::channel_rows::Notifications,
     ) -> impl Future<Output = Result<bool>> + Send;
 
     /// Writes deliveries (each with its timeline event when it names an invoice).
-    fn enqueue_deliveries(&self, d: &[crate::webhooks::NewDelivery]) -> impl Future<Output = Result<()>> + Send;
+    fn enqueue_deliveries(&self, d: &[crate::channel_rows::NewDelivery]) -> impl Future<Output = Result<()>> + Send;
 
     /// Claims due pending deliveries for `worker` (lease until `lease_until_ms`).
     fn claim_deliveries(
@@ -527,36 +523,42 @@ pub trait Store: Send + Sync + 'static {
         now_ms: i64,
         lease_until_ms: i64,
         limit: u32,
-    ) -> impl Future<Output = Result<Vec<crate::webhooks::Delivery>>> + Send;
+    ) -> impl Future<Output = Result<Vec<crate::channel_rows::Delivery>>> + Send;
 
     /// Commits the next attempt of a claimed delivery: `(attempt id, attempt no, whether the
     /// previous attempt never got a result)`; None when the lease is no longer `worker`'s.
     fn begin_delivery_attempt(&self, id: i64, worker: &str, at_ms: i64) -> impl Future<Output = Result<Option<(i64, i64, bool)>>> + Send;
 
     /// Records an attempt's result, the delivery's next state and a timeline event, together.
-    fn finish_delivery_attempt(&self, r: &crate::webhooks::AttemptResult) -> impl Future<Output = Result<()>> + Send;
+    fn finish_delivery_attempt(&self, r: &crate::channel_rows::AttemptResult) -> impl Future<Output = Result<()>> + Send;
 
     fn webhook_deliveries(
         &self,
         invoice_id: Option<i64>,
-        status: Option<crate::webhooks::DeliveryStatus>,
+        status: Option<crate::channel_rows::DeliveryStatus>,
         limit: u32,
-    ) -> impl Future<Output = Result<Vec<crate::webhooks::Delivery>>> + Send;
+    ) -> impl Future<Output = Result<Vec<crate::channel_rows::Delivery>>> + Send;
 
-    fn webhook_delivery_attempts(&self, delivery_id: &str) -> impl Future<Output = Result<Vec<crate::webhooks::DeliveryAttempt>>> + Send;
+    fn webhook_delivery_attempts(
+        &self,
+        delivery_id: &str,
+    ) -> impl Future<Output = Result<Vec<crate::channel_rows::DeliveryAttempt>>> + Send;
 
     /// Puts a failed delivery back in the queue; false when there is no such failed delivery.
     fn redeliver(&self, delivery_id: &str, at_ms: i64) -> impl Future<Output = Result<bool>> + Send;
 
     /// Writes a send request with its timeline event, once per request id: `(the send, whether
     /// it was written now)`.
-    fn request_email(&self, s: &crate::email::NewEmailSend) -> impl Future<Output = Result<(crate::email::EmailSend, bool)>> + Send;
+    fn request_email(
+        &self,
+        s: &crate::channel_rows::NewEmailSend,
+    ) -> impl Future<Output = Result<(crate::channel_rows::EmailSend, bool)>> + Send;
 
-    fn email_send(&self, request_id: &str) -> impl Future<Output = Result<Option<crate::email::EmailSend>>> + Send;
+    fn email_send(&self, request_id: &str) -> impl Future<Output = Result<Option<crate::channel_rows::EmailSend>>> + Send;
 
-    fn email_sends(&self, invoice_id: Option<i64>, limit: u32) -> impl Future<Output = Result<Vec<crate::email::EmailSend>>> + Send;
+    fn email_sends(&self, invoice_id: Option<i64>, limit: u32) -> impl Future<Output = Result<Vec<crate::channel_rows::EmailSend>>> + Send;
 
-    fn email_attempts(&self, request_id: &str) -> impl Future<Output = Result<Vec<crate::email::EmailAttempt>>> + Send;
+    fn email_attempts(&self, request_id: &str) -> impl Future<Output = Result<Vec<crate::channel_rows::EmailAttempt>>> + Send;
 
     fn claim_emails(
         &self,
@@ -564,13 +566,13 @@ pub trait Store: Send + Sync + 'static {
         now_ms: i64,
         lease_until_ms: i64,
         limit: u32,
-    ) -> impl Future<Output = Result<Vec<crate::email::EmailSend>>> + Send;
+    ) -> impl Future<Output = Result<Vec<crate::channel_rows::EmailSend>>> + Send;
 
     /// As [`Store::begin_delivery_attempt`], for an e-mail send.
     fn begin_email_attempt(&self, id: i64, worker: &str, at_ms: i64) -> impl Future<Output = Result<Option<(i64, i64, bool)>>> + Send;
 
     /// As [`Store::finish_delivery_attempt`], for an e-mail send.
-    fn finish_email_attempt(&self, r: &crate::webhooks::AttemptResult) -> impl Future<Output = Result<()>> + Send;
+    fn finish_email_attempt(&self, r: &crate::channel_rows::AttemptResult) -> impl Future<Output = Result<()>> + Send;
 
     /// Stamped invoices whose Fecha is in `[from, to)`: `(id, sale_id, uuid)`, oldest first.
     fn stamped_between(&self, from: &str, to: &str) -> impl Future<Output = Result<Vec<(i64, String, String)>>> + Send;
@@ -840,6 +842,25 @@ impl NewIntake {
             at_ms: r.at_ms,
             actor: r.actor,
             links,
+        }
+    }
+}
+
+impl IntakeOutcome {
+    /// The outcome as the intake flow handles it: a changed payment basis is bad input.
+    pub(crate) fn into_record_outcome(self) -> Result<RecordOutcome> {
+        match self {
+            IntakeOutcome::Recorded { invoice_id, attempt_id } => Ok(RecordOutcome::Recorded {
+                invoice_id,
+                attempt_id: attempt_id.unwrap_or(0),
+            }),
+            IntakeOutcome::SaleIdTaken => Ok(RecordOutcome::SaleIdTaken),
+            IntakeOutcome::ReservationLost => Ok(RecordOutcome::ReservationLost),
+            IntakeOutcome::Stale { invoice_id } => Err(crate::error::OutboxError::invalid(
+                "invoice",
+                "saldo_cambio",
+                format!("el saldo de la factura {invoice_id} cambió mientras se registraba el pago (se registró otro pago al mismo tiempo); no se escribió nada: revise el saldo y vuelva a registrarlo"),
+            )),
         }
     }
 }

@@ -36,16 +36,15 @@ use super::{
 };
 use super::{IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry, ScreeningListRow, StoredCfdi, TicketRow};
 use crate::actor::{Actor, Role};
-use crate::api_tokens::{ApiToken, TokenCandidate};
-use crate::email::{EmailAttempt, EmailSend, NewEmailSend};
+use crate::channel_rows::{ApiToken, EmailAttempt, EmailSend, NewEmailSend, TokenCandidate};
+use crate::channel_rows::{
+    AttemptResult, Delivery, DeliveryAttempt, DeliveryStatus, EventSettlement, EventStatus, NewDelivery, NewWebhookEvent, Notifications,
+    WebhookEvent,
+};
 use crate::error::{OutboxError, Result};
 use crate::model::{
     ActedBy, AttemptInfo, AttemptReason, Badge, BodyFormat, CfdiInfo, Counts, EvidenceInfo, FechaSource, InvoiceDetail, InvoiceRef,
     InvoiceState, InvoiceSummary, Lease, ListFilter, Note, SaleRecord, TimelineEntry, TimelineSource, TryInfo,
-};
-use crate::webhooks::{
-    AttemptResult, Delivery, DeliveryAttempt, DeliveryStatus, EventSettlement, EventStatus, NewDelivery, NewWebhookEvent, Notifications,
-    WebhookEvent,
 };
 
 macro_rules! sql {
