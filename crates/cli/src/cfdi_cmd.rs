@@ -14,6 +14,9 @@ use crate::{exit, Failure};
 
 #[derive(Subcommand)]
 pub enum CfdiCommand {
+    /// Importa XML timbrados emitidos en cualquier lado (otro sistema, el portal del PAC, la
+    /// descarga masiva del SAT): verifica cada uno y lo relaciona con su venta.
+    Import(crate::duplicates_cmd::ImportArgs),
     /// Imprime la cadena original de un CFDI 4.0 (sin salto de línea final).
     Cadena {
         /// El XML del comprobante.
@@ -83,6 +86,8 @@ pub struct OptionalCsdArgs {
 
 pub fn run(cmd: CfdiCommand) -> Result<u8, Failure> {
     match cmd {
+        // Needs the database: main dispatches it to `duplicates_cmd::import`.
+        CfdiCommand::Import(a) => crate::duplicates_cmd::import(None, a),
         CfdiCommand::Cadena { file, tfd } => {
             let cadena = if tfd {
                 cfdi::cadena::cadena_tfd(&parse_xml(&file)?)

@@ -11,6 +11,7 @@ mod catalog_cmd;
 mod cfdi_cmd;
 mod document_cmd;
 mod drain_cmd;
+mod duplicates_cmd;
 mod global_cmd;
 mod input;
 mod outbox_cmd;
@@ -120,6 +121,12 @@ enum Command {
     /// Correo al cliente: ajustes SMTP, contactos, envíos.
     #[command(subcommand, after_help = EXIT_CODES)]
     Email(document_cmd::EmailCommand),
+    /// Duplicados: los grupos abiertos y la decisión del contador.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Duplicates(duplicates_cmd::DuplicatesCommand),
+    /// Cancelación de un CFDI ante el SAT (el contador): solicitar, prever, seguir.
+    #[command(after_help = EXIT_CODES)]
+    Cancel(duplicates_cmd::CancelArgs),
     /// Exporta el XML y el PDF de las facturas timbradas entre dos fechas (nombrados por UUID).
     #[command(after_help = EXIT_CODES)]
     Export(document_cmd::ExportArgs),
@@ -149,7 +156,10 @@ fn main() -> ExitCode {
         .try_init();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Cfdi(cfdi_cmd::CfdiCommand::Import(args)) => duplicates_cmd::import(cli.db.as_deref(), args),
         Command::Cfdi(cmd) => cfdi_cmd::run(cmd),
+        Command::Duplicates(cmd) => duplicates_cmd::duplicates(cli.db.as_deref(), cmd),
+        Command::Cancel(args) => duplicates_cmd::cancel(cli.db.as_deref(), args),
         Command::Catalog(cmd) => catalog_cmd::run(cmd),
         Command::PacSim(args) => pac_sim_cmd::run(args),
         Command::Init(args) => outbox_cmd::init(cli.db.as_deref(), args),

@@ -282,6 +282,53 @@ fn every_failpoint_then_restart_stamps_each_sale_exactly_once() {
     }
 }
 
+/// A decided cancellation is recorded before it is sent: a drain that crashes right before the
+/// request leaves, or right after the PAC answered and before the answer is recorded, is
+/// restarted and exactly one request reaches the PAC; SAT's last word is recorded.
+#[test]
+fn a_crash_around_a_cancellation_request_sends_it_exactly_once() {
+    for point in ["before_cancel_send", "after_cancel_send"] {
+        let sim = Sim::start("sw", "latency_ms=5..20");
+        let db = Db::new(&[("sw", "sw", &sim)], 1);
+        db.run(&[
+            "pac",
+            "add",
+            "sw",
+            "--flavor",
+            "sw",
+            "--url",
+            &sim.url,
+            "--token-env",
+            "SIM_TOKEN",
+            "--sat-url",
+            &format!("{}/ConsultaCFDIService.svc", sim.control),
+            "--role",
+            "primary",
+            "--timeout-ms",
+            "1500",
+        ]);
+        db.run(&Db::drain_args());
+        let (_, uuid) = db.invoices().into_values().next().unwrap();
+        let uuid = uuid.expect("stamped");
+        db.run(&["cancel", &uuid, "--motivo", "02", "--note", "venta devuelta", "--role", "contador"]);
+        let crashed = db
+            .timbra(&Db::drain_args())
+            .env("TIMBRA_FAILPOINT", point)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(!crashed.success(), "{point}: the failpoint crashed the drain");
+        db.run(&Db::drain_args());
+        let out = db.run(&["cancel", "status", &uuid, "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let last = v.as_array().unwrap().last().unwrap();
+        assert_eq!(last["state"], "final", "{point}: {last}");
+        assert_eq!(last["outcome"], "cancelado_sin_aceptacion", "{point}: {last}");
+        let requests = http_get(&format!("{}/_sim/cancel-requests/{uuid}", sim.control));
+        assert_eq!(requests.trim(), "1", "{point}: exactly one request reached the PAC");
+    }
+}
+
 fn kill9(child: &mut Child) {
     let _ = Command::new("kill").args(["-KILL", &child.id().to_string()]).status();
     let _ = child.wait();

@@ -10,6 +10,7 @@
 //!   `POST /_sim/clock/reset` (back to real time).
 //! - `POST /_sim/cancellations/{uuid}/accept|reject`: the receptor's answer.
 //! - `GET /_sim/cfdi/{uuid}`: the stamped XML.
+//! - `GET /_sim/cancel-requests/{uuid}`: how many cancellation requests for it arrived.
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -42,6 +43,7 @@ pub fn router(state: AppState) -> Router {
         .route("/_sim/clock/reset", post(reset_clock))
         .route("/_sim/cancellations/{uuid}/{answer}", post(respond_cancellation))
         .route("/_sim/cfdi/{uuid}", get(cfdi_xml))
+        .route("/_sim/cancel-requests/{uuid}", get(cancel_requests))
         .route("/ConsultaCFDIService.svc", post(sat_consulta))
         .merge(flavor)
         .fallback(|| async { (StatusCode::NOT_FOUND, "no existe esa ruta en el simulador") })
@@ -153,6 +155,10 @@ async fn cfdi_xml(State(s): State<AppState>, Path(uuid): Path<String>) -> Respon
         Some(r) => ([(header::CONTENT_TYPE, "application/xml")], r.xml).into_response(),
         None => (StatusCode::NOT_FOUND, "UUID no encontrado").into_response(),
     }
+}
+
+async fn cancel_requests(State(s): State<AppState>, Path(uuid): Path<String>) -> Response {
+    s.engine.cancel_requests(&uuid).to_string().into_response()
 }
 
 async fn sat_consulta(State(s): State<AppState>, body: Bytes) -> Response {
