@@ -5,8 +5,10 @@
 
 use cfdi::sale_draft::SaleDraft;
 use cfdi::secret::Secret;
+use outbox::duplicates::{CancellationPreview, DuplicateGroup};
 use outbox::model::InvoiceRef;
 use outbox::model::{Counts, InvoicePage, Note, Recorded};
+use outbox::reconciliation::ImportReport;
 use outbox::strategy::RefusalCode;
 use outbox::Role;
 use outbox::{EmisorSetup, OutboxError};
@@ -227,8 +229,9 @@ pub async fn invoice_action(
                 .await?
         }
         ActionKindDto::SendToContador => outbox.send_to_contador(&invoice, &note, &actor).await?,
-        ActionKindDto::DownloadXml => {
-            // Download is a file export (`export_xml`).
+        ActionKindDto::DownloadXml | ActionKindDto::Cancel | ActionKindDto::DecideDuplicate => {
+            // A file export (`export_xml`), or an action with its own form (`cancel_cfdi`,
+            // `decide_duplicate`).
             return Err(AppError::Unsupported {
                 feature: format!("action:{}", action_name(action)),
             });
@@ -236,6 +239,109 @@ pub async fn invoice_action(
     }
     announce(&app, ready, Some(invoice_id)).await;
     detail_of(ready, invoice_id).await
+}
+
+// Duplicates and cancellation ------------------------------------------------------------------
+
+fn order(o: &CancelOrderDto) -> outbox::duplicates::CancelOrder<'_> {
+    outbox::duplicates::CancelOrder {
+        motivo: o.motivo,
+        folio_sustitucion: o.folio_sustitucion.as_deref().map(str::trim).filter(|s| !s.is_empty()),
+        note: &o.note,
+    }
+}
+
+/// The contador's queue: every open duplicate group, side by side.
+#[tauri::command]
+pub async fn duplicate_groups(state: State<'_, AppState>) -> Res<Vec<DuplicateGroup>> {
+    Ok(state.ready()?.outbox.duplicate_groups().await?)
+}
+
+/// The contador decides a sale's duplicate: `survivor` stays, the others are cancelled.
+#[tauri::command]
+pub async fn decide_duplicate(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    invoice_id: i64,
+    survivor: String,
+    order_dto: CancelOrderDto,
+) -> Res<InvoiceDetailDto> {
+    let ready = state.ready()?;
+    ready
+        .outbox
+        .decide_duplicate(&InvoiceRef::Id(invoice_id), &survivor, &order(&order_dto), &ready.actor())
+        .await?;
+    announce(&app, ready, Some(invoice_id)).await;
+    detail_of(ready, invoice_id).await
+}
+
+/// The contador decides a likeness candidate: a duplicate (with the survivor and the motivo
+/// for the other) or not.
+#[tauri::command]
+pub async fn decide_candidate(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    candidate_id: i64,
+    survivor: Option<String>,
+    order_dto: Option<CancelOrderDto>,
+    note: String,
+) -> Res<Vec<DuplicateGroup>> {
+    let ready = state.ready()?;
+    let o = order_dto.as_ref().map(order);
+    ready
+        .outbox
+        .decide_candidate(candidate_id, survivor.as_deref(), o.as_ref(), &note, &ready.actor())
+        .await?;
+    announce(&app, ready, None).await;
+    Ok(ready.outbox.duplicate_groups().await?)
+}
+
+/// What a cancellation of `uuid` would look like, before the contador confirms.
+#[tauri::command]
+pub async fn cancellation_preview(state: State<'_, AppState>, uuid: String) -> Res<CancellationPreview> {
+    Ok(state.ready()?.outbox.cancellation_preview(&uuid).await?)
+}
+
+/// The contador cancels an invoice's vigente CFDI; the drain carries it to SAT's last word.
+#[tauri::command]
+pub async fn cancel_cfdi(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    invoice_id: i64,
+    uuid: String,
+    order_dto: CancelOrderDto,
+) -> Res<InvoiceDetailDto> {
+    let ready = state.ready()?;
+    ready
+        .outbox
+        .request_cancellation(&InvoiceRef::Id(invoice_id), &uuid, &order(&order_dto), &ready.actor())
+        .await?;
+    announce(&app, ready, Some(invoice_id)).await;
+    detail_of(ready, invoice_id).await
+}
+
+/// Reconciliation import of stamped XMLs the UI read (files of a folder or of a ZIP).
+#[tauri::command]
+pub async fn import_cfdis(app: AppHandle, state: State<'_, AppState>, files: Vec<ImportFileDto>) -> Res<ImportReport> {
+    let ready = state.ready()?;
+    // A ZIP (SAT's bulk download) is opened here: all of it, or nothing is imported.
+    let mut all: Vec<(String, Vec<u8>)> = Vec::new();
+    for f in files {
+        if f.name.to_ascii_lowercase().ends_with(".zip") {
+            let inner = outbox::reconciliation::zip_xmls(&f.bytes, 512 * 1024 * 1024)
+                .map_err(|e| AppError::validation("files", "zip_invalido", format!("{}: {e}; no se importó nada", f.name)))?;
+            all.extend(inner.into_iter().map(|(n, b)| (format!("{}/{n}", f.name), b)));
+        } else {
+            all.push((f.name, f.bytes));
+        }
+    }
+    let files = all;
+    let report = ready
+        .outbox
+        .import_cfdis(&files, outbox::reconciliation::SaleIdField::None, &ready.actor())
+        .await?;
+    announce(&app, ready, None).await;
+    Ok(report)
 }
 
 fn action_name(a: ActionKindDto) -> String {

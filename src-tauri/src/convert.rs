@@ -26,6 +26,7 @@ pub fn list_filter(q: &ListQueryDto) -> Result<ListFilter, AppError> {
         search,
         after,
         limit: q.limit,
+        flag: q.flag,
         ..ListFilter::default()
     })
 }
@@ -135,6 +136,8 @@ pub fn strategy(d: &InvoiceDetail, v: &Verdict) -> StrategyDto {
             plain(ActionKindDto::VerifyAbsent, ActionKind::VerifyAbsent),
             plain(ActionKindDto::RecordFound, ActionKind::RecordFound),
             plain(ActionKindDto::DownloadXml, ActionKind::Download),
+            plain(ActionKindDto::Cancel, ActionKind::Cancel),
+            plain(ActionKindDto::DecideDuplicate, ActionKind::DecideDuplicate),
         ],
         fecha_at_risk: v.fecha_at_risk,
         open_questions: v.open_questions.clone(),

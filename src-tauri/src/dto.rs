@@ -183,6 +183,10 @@ pub struct ListQueryDto {
     pub badge: Option<Badge>,
     /// A prefix of a sale_id, folio, receptor RFC or UUID.
     pub search: Option<String>,
+    /// Only invoices with this mark (posible duplicado, cancelación en curso, cancelada).
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub flag: Option<outbox::model::ListFlag>,
     /// The previous page's `next`.
     pub after: Option<String>,
     /// Page size (0: 50; at most 1000).
@@ -209,6 +213,27 @@ pub enum ActionKindDto {
     /// The contador records a CFDI found in the PAC's portal (UUID, optionally its XML).
     RecordFound,
     DownloadXml,
+    /// The contador cancels the vigente CFDI (`cancel_cfdi`, with motivo and note).
+    Cancel,
+    /// The contador decides a duplicate (on the Duplicados page: `decide_duplicate`).
+    DecideDuplicate,
+}
+
+/// What the contador confirms for a cancellation.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, TS)]
+pub struct CancelOrderDto {
+    pub motivo: outbox::cancellation::Motivo,
+    /// Motivo 01: the substitute's UUID.
+    pub folio_sustitucion: Option<String>,
+    /// Why (required).
+    pub note: String,
+}
+
+/// A file the UI read for the reconciliation import.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, TS)]
+pub struct ImportFileDto {
+    pub name: String,
+    pub bytes: Vec<u8>,
 }
 
 /// What the contador found for an attempt with an open question (*Encontré el CFDI*).

@@ -36,6 +36,12 @@ macro_rules! ipc_surface {
                 load_demo_data() -> DemoLoadedDto;
                 invoice_action(invoice_id: i64, action: ActionKindDto, note: Option<String>, found: Option<FoundCfdiDto>) -> InvoiceDetailDto;
                 set_sandbox_fault(fault: SandboxFaultDto) -> SandboxFaultDto;
+                duplicate_groups() -> Vec<DuplicateGroup>;
+                decide_duplicate(invoice_id: i64, survivor: String, order_dto: CancelOrderDto) -> InvoiceDetailDto;
+                decide_candidate(candidate_id: i64, survivor: Option<String>, order_dto: Option<CancelOrderDto>, note: String) -> Vec<DuplicateGroup>;
+                cancellation_preview(uuid: String) -> CancellationPreview;
+                cancel_cfdi(invoice_id: i64, uuid: String, order_dto: CancelOrderDto) -> InvoiceDetailDto;
+                import_cfdis(files: Vec<ImportFileDto>) -> ImportReport;
             }
             events {
                 /// An invoice's state, notes or evidence changed.

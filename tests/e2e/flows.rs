@@ -487,6 +487,8 @@ pub async fn finkok_finalizar(app: &App) -> Res {
 /// Finkok answers again its non-creating lookup finds the first CFDI: two CFDIs for one sale —
 /// Duplicado. Every action is refused (the contador decides) except downloading and notes.
 pub async fn finkok_duplicado(app: &App) -> Res {
+    // Then the contador resolves the pair from the Duplicados page and follows the loser's
+    // cancellation to SAT's last word.
     set_fault(app, "timeout_after_certify", "Timbra y no contesta").await?;
     let factura = emit_and_open(app, "4476").await?;
     app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "unknown")
@@ -531,6 +533,55 @@ pub async fn finkok_duplicado(app: &App) -> Res {
     app.wait_contains("[data-testid=timeline] li[data-kind=note_added]", "riesgo de duplicado")
         .await?;
     app.screenshot("factura-duplicado").await?;
+
+    // Soporte sees the queue but cannot decide.
+    app.select("[data-testid=operator]", "Soporte").await?;
+    app.go("#/duplicados").await?;
+    app.find("[data-testid=only-contador]").await?;
+    check(
+        app.all("[data-testid=decide-form]").await?.is_empty(),
+        "soporte no ve el formulario de decisión",
+    )?;
+
+    // The contador keeps the CFDI the invoice shows and cancels the other, motivo 02.
+    app.select("[data-testid=operator]", "Contador").await?;
+    app.go("#/duplicados").await?;
+    app.wait_contains("[data-testid=duplicate-group]", "Dos o más CFDI de una misma venta")
+        .await?;
+    let side = app.all("[data-testid=duplicate-group] tbody tr[data-uuid]").await?;
+    check(
+        side.len() == 2,
+        format!("la cola muestra los dos CFDI lado a lado; hay {}", side.len()),
+    )?;
+    app.screenshot("duplicados-cola").await?;
+    app.click("[data-testid=duplicate-group] tr:has(.chip) input[data-testid=survivor]")
+        .await?;
+    app.select("[data-testid=decide-motivo]", "02").await?;
+    app.type_into(
+        "[data-testid=decide-note]",
+        "Se conserva el CFDI entregado al cliente; el del PAC principal se cancela.",
+    )
+    .await?;
+    app.screenshot("duplicados-decision").await?;
+    app.click("[data-testid=decide]").await?;
+
+    // The drain sends the cancellation through the PAC that stamped it and follows SAT.
+    app.go(&factura).await?;
+    app.wait_text_for(
+        "[data-testid=cancellations]",
+        "Cancelado sin aceptación",
+        |t| t.contains("Cancelado sin aceptación"),
+        std::time::Duration::from_secs(60),
+    )
+    .await?;
+    app.wait_badge("timbrada").await?;
+    app.wait_contains("[data-testid=reasons]", "se cancelaron ante el SAT").await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=duplicado_decidido]", "")
+        .await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=cancellation]", "").await?;
+    app.screenshot("factura-duplicado-cancelado").await?;
+    app.go("#/duplicados").await?;
+    app.find("[data-testid=no-duplicates]").await?;
     app.select("[data-testid=operator]", "Soporte").await?;
     Ok(())
 }

@@ -49,7 +49,7 @@ describe('Bandeja', () => {
     const queries = backend(30);
     render(Bandeja);
     await waitFor(() => expect(queries).toHaveLength(1));
-    expect(queries[0]).toEqual({ state: null, badge: null, search: null, after: null, limit: 200 });
+    expect(queries[0]).toEqual({ state: null, badge: null, flag: null, search: null, after: null, limit: 200 });
 
     await fireEvent.click(document.querySelector('[data-filter-badge=reanudar]')!);
     await waitFor(() => expect(queries.at(-1)?.badge).toBe('reanudar'));

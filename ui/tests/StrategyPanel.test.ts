@@ -82,7 +82,7 @@ describe('StrategyPanel', () => {
     expect(document.querySelector('[data-badge]')?.getAttribute('data-badge')).toBe('pendiente');
     expect(screen.getByTestId('reasons').textContent).toContain('en cola');
     const buttons = document.querySelectorAll<HTMLButtonElement>('button[data-action]');
-    expect(buttons).toHaveLength(9);
+    expect(buttons).toHaveLength(11);
     buttons.forEach((b) => expect(b.disabled).toBe(true));
   });
 

@@ -130,6 +130,7 @@ export function detail(strategy: StrategyDto | null, over: Partial<InvoiceDetail
     cfdis: [],
     notes: [],
     timeline: [],
+    cancellations: [],
     strategy,
     ...over,
   };

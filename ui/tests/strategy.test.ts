@@ -13,7 +13,7 @@ function byAction(states: ButtonState[]) {
 describe('action buttons follow the strategy exactly', () => {
   test('without a strategy every button is shown disabled, saying why', () => {
     const s = buttonStates(null, 'soporte');
-    expect(s).toHaveLength(9);
+    expect(s).toHaveLength(11);
     for (const b of s) {
       expect(b.visible).toBe(true);
       expect(b.enabled).toBe(false);

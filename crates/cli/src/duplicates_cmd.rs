@@ -3,7 +3,6 @@
 //! and the reconciliation import. The rules live in `outbox::{duplicates, cancellation,
 //! reconciliation}`; this file reads files, parses flags and prints.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -349,31 +348,8 @@ fn read_dir_xmls(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, Failure> {
 /// imports nothing).
 fn read_zip_xmls(path: &Path) -> Result<Vec<(String, Vec<u8>)>, Failure> {
     let bytes = read_file(path, "el ZIP")?;
-    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes))
-        .map_err(|e| Failure::invalid(format!("{}: no es un ZIP legible: {e}; no se importó nada", path.display())))?;
-    let mut out = Vec::new();
-    let mut total = 0u64;
-    for i in 0..zip.len() {
-        let mut f = zip
-            .by_index(i)
-            .map_err(|e| Failure::invalid(format!("{}: entrada {i} dañada: {e}; no se importó nada", path.display())))?;
-        let name = f.name().map(|n| n.to_string()).unwrap_or_default();
-        if !f.is_file() || !name.to_ascii_lowercase().ends_with(".xml") {
-            continue;
-        }
-        total += f.size();
-        if total > MAX_IMPORT_BYTES {
-            return Err(Failure::invalid(format!(
-                "{}: más de {MAX_IMPORT_BYTES} bytes de XML",
-                path.display()
-            )));
-        }
-        let mut buf = Vec::new();
-        f.read_to_end(&mut buf)
-            .map_err(|e| Failure::invalid(format!("{}: {name}: {e}; no se importó nada", path.display())))?;
-        out.push((name, buf));
-    }
-    Ok(out)
+    outbox::reconciliation::zip_xmls(&bytes, MAX_IMPORT_BYTES)
+        .map_err(|e| Failure::invalid(format!("{}: {e}; no se importó nada", path.display())))
 }
 
 pub fn import(db: Option<&str>, a: ImportArgs) -> Result<u8, Failure> {

@@ -540,6 +540,10 @@ pub struct Counts {
     pub total: i64,
     pub by_state: BTreeMap<String, i64>,
     pub by_badge: BTreeMap<String, i64>,
+    /// *Posibles duplicados* by likeness the contador has not decided.
+    pub open_candidates: i64,
+    /// Cancellation requests not at SAT's last word yet.
+    pub pending_cancellations: i64,
 }
 
 #[cfg(test)]

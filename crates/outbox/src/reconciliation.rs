@@ -80,6 +80,31 @@ impl ImportReport {
     }
 }
 
+/// The `.xml` entries of a ZIP held in memory (SAT's bulk download), every entry read before
+/// anything is imported: a damaged ZIP yields an error and imports nothing. At most `max_bytes`
+/// of XML together.
+pub fn zip_xmls(bytes: &[u8], max_bytes: u64) -> std::result::Result<Vec<(String, Vec<u8>)>, String> {
+    use std::io::Read;
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| format!("no es un ZIP legible: {e}"))?;
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    for i in 0..zip.len() {
+        let mut f = zip.by_index(i).map_err(|e| format!("la entrada {i} está dañada: {e}"))?;
+        let name = f.name().map(|n| n.to_string()).unwrap_or_default();
+        if !f.is_file() || !name.to_ascii_lowercase().ends_with(".xml") {
+            continue;
+        }
+        total = total.saturating_add(f.size());
+        if total > max_bytes {
+            return Err(format!("trae más de {max_bytes} bytes de XML"));
+        }
+        let mut buf = Vec::new();
+        f.read_to_end(&mut buf).map_err(|e| format!("{name}: {e}"))?;
+        out.push((name, buf));
+    }
+    Ok(out)
+}
+
 /// A verified stamped CFDI.
 struct Checked {
     uuid: String,

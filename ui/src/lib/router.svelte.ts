@@ -1,10 +1,11 @@
-// A tiny hash router: #/bandeja, #/factura/<id>, #/emitir, #/ajustes, #/tablero.
+// A tiny hash router: #/bandeja, #/factura/<id>, #/emitir, #/ajustes, #/tablero, #/duplicados.
 export type Route =
   | { page: 'bandeja' }
   | { page: 'factura'; id: number }
   | { page: 'emitir' }
   | { page: 'ajustes' }
-  | { page: 'tablero' };
+  | { page: 'tablero' }
+  | { page: 'duplicados' };
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean);
@@ -16,6 +17,7 @@ export function parseRoute(hash: string): Route {
     case 'emitir':
     case 'ajustes':
     case 'tablero':
+    case 'duplicados':
       return { page: parts[0] };
     default:
       return { page: 'bandeja' };

@@ -22,6 +22,8 @@ export const ACTION_ORDER: readonly ActionKindDto[] = [
   'verify_absent',
   'record_found',
   'download_xml',
+  'cancel',
+  'decide_duplicate',
 ];
 
 /**
@@ -43,6 +45,8 @@ export function badgeTone(b: Badge): Tone {
   switch (b) {
     case 'timbrada':
       return 'ok';
+    case 'cancelada':
+      return 'info';
     case 'pendiente':
       return 'info';
     case 'reanudar':

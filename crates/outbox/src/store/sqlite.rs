@@ -860,6 +860,12 @@ impl Store for SqliteStore {
             *counts.by_state.entry(state).or_default() += n;
             *counts.by_badge.entry(badge).or_default() += n;
         }
+        let open = sqlx::query(sql!("counts_open_work"))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        counts.open_candidates = get(&open, "open_candidates")?;
+        counts.pending_cancellations = get(&open, "pending_cancellations")?;
         Ok(counts)
     }
 

@@ -3,13 +3,18 @@
 import { call, on } from './call';
 import type { ActionKindDto } from './bindings/ActionKindDto';
 import type { AppStatusDto } from './bindings/AppStatusDto';
+import type { CancelOrderDto } from './bindings/CancelOrderDto';
+import type { CancellationPreview } from './bindings/CancellationPreview';
 import type { Counts } from './bindings/Counts';
 import type { DemoLoadedDto } from './bindings/DemoLoadedDto';
 import type { DrainProgress } from './bindings/DrainProgress';
 import type { DrainSettingsDto } from './bindings/DrainSettingsDto';
+import type { DuplicateGroup } from './bindings/DuplicateGroup';
 import type { EmisorDto } from './bindings/EmisorDto';
 import type { EmisorSetupDto } from './bindings/EmisorSetupDto';
 import type { FoundCfdiDto } from './bindings/FoundCfdiDto';
+import type { ImportFileDto } from './bindings/ImportFileDto';
+import type { ImportReport } from './bindings/ImportReport';
 import type { InvoiceChangedDto } from './bindings/InvoiceChangedDto';
 import type { InvoiceDetailDto } from './bindings/InvoiceDetailDto';
 import type { InvoicePage } from './bindings/InvoicePage';
@@ -46,6 +51,12 @@ export const api = {
   loadDemoData: () => call<DemoLoadedDto>('load_demo_data'),
   invoiceAction: (invoiceId: number, action: ActionKindDto, note: string | null, found: FoundCfdiDto | null) => call<InvoiceDetailDto>('invoice_action', { invoiceId, action, note, found }),
   setSandboxFault: (fault: SandboxFaultDto) => call<SandboxFaultDto>('set_sandbox_fault', { fault }),
+  duplicateGroups: () => call<Array<DuplicateGroup>>('duplicate_groups'),
+  decideDuplicate: (invoiceId: number, survivor: string, orderDto: CancelOrderDto) => call<InvoiceDetailDto>('decide_duplicate', { invoiceId, survivor, orderDto }),
+  decideCandidate: (candidateId: number, survivor: string | null, orderDto: CancelOrderDto | null, note: string) => call<Array<DuplicateGroup>>('decide_candidate', { candidateId, survivor, orderDto, note }),
+  cancellationPreview: (uuid: string) => call<CancellationPreview>('cancellation_preview', { uuid }),
+  cancelCfdi: (invoiceId: number, uuid: string, orderDto: CancelOrderDto) => call<InvoiceDetailDto>('cancel_cfdi', { invoiceId, uuid, orderDto }),
+  importCfdis: (files: Array<ImportFileDto>) => call<ImportReport>('import_cfdis', { files }),
 };
 
 export type Api = typeof api;

@@ -3,4 +3,4 @@
 /**
  * An operator action on one invoice. The Rust API re-checks every one.
  */
-export type ActionKindDto = "retry" | "finalize" | "failover" | "send_to_contador" | "force_failover" | "verify_absent" | "reprocess_accepting_risk" | "record_found" | "download_xml";
+export type ActionKindDto = "retry" | "finalize" | "failover" | "send_to_contador" | "force_failover" | "verify_absent" | "reprocess_accepting_risk" | "record_found" | "download_xml" | "cancel" | "decide_duplicate";

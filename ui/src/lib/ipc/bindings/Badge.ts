@@ -3,4 +3,4 @@
 /**
  * The strategy's verdict (`docs/strategy.md`), cached on the row for lists; computed, never the truth.
  */
-export type Badge = "pendiente" | "finalizar" | "timbrada" | "reanudar" | "respaldo" | "reprocesar" | "duplicado" | "atencion";
+export type Badge = "pendiente" | "finalizar" | "timbrada" | "reanudar" | "respaldo" | "reprocesar" | "duplicado" | "atencion" | "cancelada";

@@ -3,4 +3,12 @@
 /**
  * How many invoices are in each state and badge.
  */
-export type Counts = { total: number, by_state: { [key in string]: number }, by_badge: { [key in string]: number }, };
+export type Counts = { total: number, by_state: { [key in string]: number }, by_badge: { [key in string]: number }, 
+/**
+ * *Posibles duplicados* by likeness the contador has not decided.
+ */
+open_candidates: number, 
+/**
+ * Cancellation requests not at SAT's last word yet.
+ */
+pending_cancellations: number, };

@@ -3,4 +3,4 @@
 /**
  * Why the verdict's badge is what it is: a stable code the UI words in Spanish and English.
  */
-export type ReasonCode = "sin_intentos" | "dos_cfdi" | "timbrada" | "cfdi_sin_xml" | "cfdi_sin_datos" | "evidencia_contradictoria" | "fecha_vencida" | "fecha_fuera_de_rango" | "fecha_por_vencer" | "pendiente" | "pendiente_en_pac" | "resultado_desconocido" | "sin_respuesta_fecha_vencida" | "rechazo_tras_resultado_desconocido" | "cfdi_no_corresponde" | "max_intentos" | "rechazo_documento" | "pac_no_disponible" | "pac_rechaza_trabajar" | "comprobado_sin_cfdi" | "posible_duplicado" | "pac_cambio";
+export type ReasonCode = "sin_intentos" | "dos_cfdi" | "timbrada" | "cfdi_sin_xml" | "cfdi_sin_datos" | "evidencia_contradictoria" | "fecha_vencida" | "fecha_fuera_de_rango" | "fecha_por_vencer" | "pendiente" | "pendiente_en_pac" | "resultado_desconocido" | "sin_respuesta_fecha_vencida" | "rechazo_tras_resultado_desconocido" | "cfdi_no_corresponde" | "max_intentos" | "rechazo_documento" | "pac_no_disponible" | "pac_rechaza_trabajar" | "comprobado_sin_cfdi" | "posible_duplicado" | "pac_cambio" | "cancelacion_en_curso" | "cfdi_cancelado" | "todos_cancelados";
