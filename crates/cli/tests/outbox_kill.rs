@@ -64,7 +64,8 @@ async fn check_atomic(db: &Path, context: &str, parse_bodies: bool) -> i64 {
     assert!(broken.is_empty(), "{context}: incomplete sales {broken:?}");
     let counts: Vec<i64> = sqlx::query_scalar(
         "SELECT COUNT(*) FROM sales UNION ALL SELECT COUNT(*) FROM invoices UNION ALL SELECT COUNT(*) FROM attempts
-         UNION ALL SELECT COUNT(*) FROM timeline_events UNION ALL SELECT COUNT(*) FROM intake_keys WHERE state = 'recorded'",
+         UNION ALL SELECT COUNT(*) FROM timeline_events WHERE kind = 'sale_recorded'
+         UNION ALL SELECT COUNT(*) FROM intake_keys WHERE state = 'recorded'",
     )
     .fetch_all(&mut c)
     .await
