@@ -6,6 +6,7 @@
 use cfdi::sale_draft::SaleDraft;
 use cfdi::secret::Secret;
 use outbox::duplicates::{CancellationPreview, DuplicateGroup};
+use outbox::follow_up::{FollowUpDraft, FollowUpKind};
 use outbox::model::InvoiceRef;
 use outbox::model::{Counts, InvoicePage, Note, Recorded};
 use outbox::reconciliation::ImportReport;
@@ -318,6 +319,13 @@ pub async fn cancel_cfdi(
         .await?;
     announce(&app, ready, Some(invoice_id)).await;
     detail_of(ready, invoice_id).await
+}
+
+/// The prefilled sale of a credit note (egreso, TipoRelacion 01) or a substitute (ingreso,
+/// TipoRelacion 04) of a stamped ingreso; Emitir records it like any sale.
+#[tauri::command]
+pub async fn follow_up_draft(state: State<'_, AppState>, invoice_id: i64, kind: FollowUpKind) -> Res<FollowUpDraft> {
+    Ok(state.ready()?.outbox.follow_up_draft(&InvoiceRef::Id(invoice_id), kind).await?)
 }
 
 /// Reconciliation import of stamped XMLs the UI read (files of a folder or of a ZIP).

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use cfdi::sale_draft::SaleDraft;
 use outbox::drain::DrainProgress;
 use outbox::duplicates::{CancellationPreview, DuplicateGroup};
+use outbox::follow_up::{FollowUpDraft, FollowUpKind};
 use outbox::model::{Counts, InvoicePage, Note, Recorded};
 use outbox::reconciliation::ImportReport;
 use ts_rs::{Config, TypeVisitor, TS};

@@ -42,6 +42,7 @@ macro_rules! ipc_surface {
                 cancellation_preview(uuid: String) -> CancellationPreview;
                 cancel_cfdi(invoice_id: i64, uuid: String, order_dto: CancelOrderDto) -> InvoiceDetailDto;
                 import_cfdis(files: Vec<ImportFileDto>) -> ImportReport;
+                follow_up_draft(invoice_id: i64, kind: FollowUpKind) -> FollowUpDraft;
             }
             events {
                 /// An invoice's state, notes or evidence changed.

@@ -127,4 +127,62 @@ describe('Emitir', () => {
     expect(draft.conceptos[0]).toMatchObject({ cantidad: '2', valor_unitario: '50.00' });
     expect(draft.conceptos[0].traslados).toEqual([{ impuesto: '002', tipo_factor: 'Exento', tasa_o_cuota: null }]);
   });
+
+  test('a credit note opens prefilled from Rust and records under the derived id with its relation', async () => {
+    const calls: Call[] = [];
+    const uuid = '5FB2822E-396D-4725-8521-CDC4BDD20CCF';
+    mockIPC(
+      (cmd, args) => {
+        const a = (args ?? {}) as Record<string, unknown>;
+        calls.push({ cmd, args: a });
+        switch (cmd) {
+          case 'local_now':
+            return '2026-11-29T12:05:00';
+          case 'preview_sale':
+            return { totals: null, errors: [] };
+          case 'follow_up_draft':
+            return {
+              kind: 'credit_note',
+              invoice_id: 5,
+              uuid,
+              sale_id: 'nc-pedido-4471',
+              draft: {
+                sale_id: 'nc-pedido-4471',
+                kind: 'egreso',
+                occurred_at: '',
+                serie: 'F',
+                folio: null,
+                forma_pago: '01',
+                metodo_pago: 'PUE',
+                moneda: 'MXN',
+                tipo_cambio: null,
+                exportacion: null,
+                condiciones_de_pago: null,
+                receptor: { rfc: 'URE180429TM6', nombre: 'UNIVERSIDAD ROBOTICA ESPAÑOLA', domicilio_fiscal: '86991', regimen_fiscal: '601', uso_cfdi: 'G02' },
+                conceptos: [
+                  { clave_prod_serv: '01010101', no_identificacion: null, cantidad: '2', clave_unidad: 'H87', unidad: 'Pieza', descripcion: 'Café de olla', valor_unitario: '50.00', descuento: null, objeto_imp: '02', traslados: [], retenciones: [] },
+                ],
+                relacionados: [{ tipo_relacion: '01', uuids: [uuid] }],
+              },
+            };
+          case 'record_sale':
+            return { invoice_id: 9, sale_id: a.saleId, replayed: false };
+        }
+        throw new Error(`unexpected ${cmd}`);
+      },
+      { shouldMockEvents: true },
+    );
+    render(Emitir, { identity: new ClickIdentity(() => 'random'), followUp: { kind: 'credit_note', id: 5 } });
+    await waitFor(() => expect(screen.getByTestId('emitir-related').textContent).toContain(uuid));
+    expect(input('receptor.rfc').value).toBe('URE180429TM6');
+    expect(calls).toContainEqual({ cmd: 'follow_up_draft', args: { invoiceId: 5, kind: 'credit_note' } });
+    await submit();
+    await waitFor(() => expect(records(calls)).toHaveLength(1));
+    const rec = records(calls)[0].args;
+    expect(rec.saleId).toBe('nc-pedido-4471');
+    const draft = rec.draft as { kind: string; relacionados: unknown[]; occurred_at: string };
+    expect(draft.kind).toBe('egreso');
+    expect(draft.relacionados).toEqual([{ tipo_relacion: '01', uuids: [uuid] }]);
+    expect(draft.occurred_at).toBe('2026-11-29T12:05:00');
+  });
 });

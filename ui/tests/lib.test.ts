@@ -5,7 +5,7 @@ import { deadline, formatAmount } from '../src/lib/format';
 import { toUiError, type UiError } from '../src/lib/ipc';
 import { setLocale, t } from '../src/lib/i18n/index.svelte';
 import { stampsPerHour } from '../src/lib/dashboard.svelte';
-import { parseRoute } from '../src/lib/router.svelte';
+import { href, parseRoute } from '../src/lib/router.svelte';
 import type { AppError } from '../src/lib/ipc/bindings/AppError';
 
 // Every code Rust can send; `satisfies` makes a new AppError variant a type error here until
@@ -120,6 +120,18 @@ describe('Emitir helpers', () => {
     expect(await id.forSubmit(now)).toEqual({ saleId: 'emitir-n2', occurredAt: '2026-11-29T12:00:01' });
   });
 
+  test('a related sale records under the id Rust derived, kept across retries, then ids are random again', async () => {
+    let n = 0;
+    const id = new ClickIdentity(() => `n${++n}`);
+    const now = async () => '2026-11-29T12:00:00';
+    id.fix('nc-pedido-4471');
+    expect((await id.forSubmit(now)).saleId).toBe('nc-pedido-4471');
+    id.fix('nc-otra');
+    expect((await id.forSubmit(now)).saleId).toBe('nc-pedido-4471');
+    id.succeeded();
+    expect((await id.forSubmit(now)).saleId).toBe('emitir-n1');
+  });
+
   test('the default ids are unique', async () => {
     const ids = new Set<string>();
     for (let i = 0; i < 50; i++) {
@@ -147,6 +159,10 @@ describe('routes and locale', () => {
     expect(parseRoute('#/factura/abc')).toEqual({ page: 'bandeja' });
     expect(parseRoute('#/ajustes')).toEqual({ page: 'ajustes' });
     expect(parseRoute('')).toEqual({ page: 'bandeja' });
+    expect(parseRoute('#/emitir/nc/7')).toEqual({ page: 'emitir', followUp: { kind: 'credit_note', id: 7 } });
+    expect(parseRoute('#/emitir/sust/7')).toEqual({ page: 'emitir', followUp: { kind: 'substitute', id: 7 } });
+    expect(parseRoute('#/emitir/otro/7')).toEqual({ page: 'emitir' });
+    expect(href({ page: 'emitir', followUp: { kind: 'credit_note', id: 7 } })).toBe('#/emitir/nc/7');
   });
 
   test('English switch keeps fiscal terms', () => {

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::sale::Sale;
+use crate::sale::{Amount, Sale, SaleImpuesto, SaleKind};
 use crate::validation::ValidationErrors;
 
 /// A sale as text fields. Optional fields may be absent, `null` or blank: all three mean "not
@@ -233,6 +233,69 @@ impl SaleDraft {
     pub fn to_sale(&self) -> Result<Sale, ValidationErrors> {
         Sale::from_json(&self.to_json())
     }
+
+    /// A recorded sale as the form shows it, to start a related one from (a credit note, a
+    /// substitute). What the form has no field for is left out: the receptor's foreign
+    /// residence, customs data, payments and the factura global's period — a sale that needs
+    /// them is refused by [`SaleDraft::to_sale`] naming the field, never sent without them.
+    pub fn from_sale(sale: &Sale) -> SaleDraft {
+        let text = |a: &Amount| a.0.to_string();
+        let tax = |t: &SaleImpuesto| TaxDraft {
+            impuesto: t.impuesto.clone(),
+            tipo_factor: t.tipo_factor.clone(),
+            tasa_o_cuota: t.tasa_o_cuota.as_ref().map(text),
+        };
+        SaleDraft {
+            sale_id: sale.sale_id.clone(),
+            kind: match sale.kind {
+                SaleKind::Ingreso => "ingreso",
+                SaleKind::Egreso => "egreso",
+                SaleKind::Pago => "pago",
+            }
+            .to_string(),
+            occurred_at: sale.occurred_at.0.format("%Y-%m-%dT%H:%M:%S").to_string(),
+            serie: sale.serie.clone(),
+            folio: sale.folio.clone(),
+            forma_pago: sale.forma_pago.clone(),
+            metodo_pago: sale.metodo_pago.clone(),
+            moneda: sale.moneda.clone(),
+            tipo_cambio: sale.tipo_cambio.as_ref().map(text),
+            exportacion: sale.exportacion.clone(),
+            condiciones_de_pago: sale.condiciones_de_pago.clone(),
+            receptor: ReceptorDraft {
+                rfc: sale.receptor.rfc.clone(),
+                nombre: sale.receptor.nombre.clone(),
+                domicilio_fiscal: sale.receptor.domicilio_fiscal.clone(),
+                regimen_fiscal: sale.receptor.regimen_fiscal.clone(),
+                uso_cfdi: sale.receptor.uso_cfdi.clone(),
+            },
+            conceptos: sale
+                .conceptos
+                .iter()
+                .map(|c| ConceptoDraft {
+                    clave_prod_serv: c.clave_prod_serv.clone(),
+                    no_identificacion: c.no_identificacion.clone(),
+                    cantidad: text(&c.cantidad),
+                    clave_unidad: c.clave_unidad.clone(),
+                    unidad: c.unidad.clone(),
+                    descripcion: c.descripcion.clone(),
+                    valor_unitario: text(&c.valor_unitario),
+                    descuento: c.descuento.as_ref().map(text),
+                    objeto_imp: c.objeto_imp.clone(),
+                    traslados: c.traslados.iter().map(tax).collect(),
+                    retenciones: c.retenciones.iter().map(tax).collect(),
+                })
+                .collect(),
+            relacionados: sale
+                .relacionados
+                .iter()
+                .map(|r| RelacionadosDraft {
+                    tipo_relacion: r.tipo_relacion.clone(),
+                    uuids: r.uuids.clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -283,6 +346,28 @@ mod tests {
         assert_eq!(sale.folio, None, "a blank folio is left out, not sent as \" \"");
         assert_eq!(sale.conceptos[0].valor_unitario.0.to_string(), "50.00");
         assert_eq!(sale.occurred_at.0.to_string(), "2026-11-29 12:00:00");
+    }
+
+    #[test]
+    fn a_recorded_sale_comes_back_as_the_draft_that_records_it_again() {
+        let mut d = draft();
+        d.tipo_cambio = None;
+        d.conceptos[0].descuento = Some("5.00".into());
+        d.conceptos[0].retenciones = vec![TaxDraft {
+            impuesto: "001".into(),
+            tipo_factor: "Tasa".into(),
+            tasa_o_cuota: Some("0.100000".into()),
+        }];
+        d.relacionados = vec![RelacionadosDraft {
+            tipo_relacion: "07".into(),
+            uuids: vec!["5E2D6AFF-2DD7-43D1-83D3-14C1ACA396D9".into()],
+        }];
+        let sale = d.to_sale().expect("the draft parses");
+        let back = SaleDraft::from_sale(&sale);
+        assert_eq!(back.occurred_at, "2026-11-29T12:00:00");
+        assert_eq!(back.conceptos[0].valor_unitario, "50.00", "the scale is kept");
+        assert_eq!(back.conceptos[0].traslados[0].tasa_o_cuota.as_deref(), Some("0.160000"));
+        assert_eq!(back.to_sale().expect("the draft of a sale is a sale"), sale);
     }
 
     #[test]

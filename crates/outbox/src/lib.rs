@@ -43,6 +43,7 @@ pub mod email;
 pub mod error;
 pub mod facts;
 mod fiscal_intake;
+pub mod follow_up;
 pub mod global_invoice;
 pub mod intake;
 pub mod location;

@@ -575,3 +575,95 @@ async fn the_database_refuses_a_cancellation_without_a_contador_decision() {
     .unwrap_err();
     assert!(err.to_string().contains("CHECK"), "only the contador decides: {err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credit_note_and_a_substitute_start_from_the_stamped_ingreso() {
+    use outbox::follow_up::FollowUpKind;
+    let w = world(&[("sw", Flavor::Sw, "")]).await;
+    let id = w.record_json(&sale("pedido-nc", false)).await;
+    // Not stamped yet: nothing to relate to.
+    match w.outbox.follow_up_draft(&InvoiceRef::Id(id), FollowUpKind::CreditNote).await {
+        Err(OutboxError::Invalid(v)) => assert_eq!((v.0[0].field.as_str(), v.0[0].code), ("factura", "no_timbrada")),
+        other => panic!("{other:?}"),
+    }
+    let d = w.until_badge(id, Badge::Timbrada).await;
+    let u1 = d.cfdis[0].uuid.clone();
+
+    let nc = w
+        .outbox
+        .follow_up_draft(&InvoiceRef::Id(id), FollowUpKind::CreditNote)
+        .await
+        .unwrap();
+    assert_eq!(nc.sale_id, "nc-pedido-nc");
+    assert_eq!(nc.uuid, u1);
+    assert_eq!(nc.draft.kind, "egreso");
+    assert_eq!(nc.draft.receptor.uso_cfdi, "G02");
+    assert_eq!(nc.draft.receptor.rfc, d.sale.body.receptor.rfc);
+    assert_eq!(nc.draft.relacionados.len(), 1);
+    assert_eq!(nc.draft.relacionados[0].tipo_relacion, "01");
+    assert_eq!(nc.draft.relacionados[0].uuids, vec![u1.clone()]);
+    assert_eq!(nc.draft.conceptos.len(), d.sale.body.conceptos.len());
+    // Recorded as the form would (the click sets occurred_at), it is stamped as an egreso
+    // whose XML carries the relation.
+    let mut draft = nc.draft.clone();
+    draft.occurred_at = cfdi::sale_draft::SaleDraft::from_sale(&d.sale.body).occurred_at;
+    let nid = w.record_json(std::str::from_utf8(&draft.to_json()).unwrap()).await;
+    let nd = w.until_badge(nid, Badge::Timbrada).await;
+    let xml = String::from_utf8(w.outbox.cfdi_xml(&nd.cfdis[0].uuid).await.unwrap().unwrap()).unwrap();
+    assert!(xml.contains("TipoDeComprobante=\"E\""), "{xml}");
+    assert!(xml.contains("TipoRelacion=\"01\"") && xml.contains(&u1), "{xml}");
+    // The next credit note of the same sale gets the next id.
+    let nc2 = w
+        .outbox
+        .follow_up_draft(&InvoiceRef::Id(id), FollowUpKind::CreditNote)
+        .await
+        .unwrap();
+    assert_eq!(nc2.sale_id, "nc-pedido-nc-2");
+    // A credit note has no follow-ups of its own.
+    match w.outbox.follow_up_draft(&InvoiceRef::Id(nid), FollowUpKind::Substitute).await {
+        Err(OutboxError::Invalid(v)) => assert_eq!(v.0[0].code, "no_ingreso"),
+        other => panic!("{other:?}"),
+    }
+
+    // The substitute relates with 04, so the original can be cancelled with motivo 01 naming it
+    // (an original with a vigente credit note is not cancelable: SAT counts the 01 relation).
+    let id = w.record_json(&sale("pedido-sust", false)).await;
+    let d = w.until_badge(id, Badge::Timbrada).await;
+    let u1 = d.cfdis[0].uuid.clone();
+    let sust = w
+        .outbox
+        .follow_up_draft(&InvoiceRef::Id(id), FollowUpKind::Substitute)
+        .await
+        .unwrap();
+    assert_eq!(sust.sale_id, "sust-pedido-sust");
+    assert_eq!(sust.draft.relacionados[0].tipo_relacion, "04");
+    assert_eq!(sust.draft.kind, "ingreso");
+    let mut draft = sust.draft.clone();
+    draft.occurred_at = cfdi::sale_draft::SaleDraft::from_sale(&d.sale.body).occurred_at;
+    let sid = w.record_json(std::str::from_utf8(&draft.to_json()).unwrap()).await;
+    let u_sust = w.until_badge(sid, Badge::Timbrada).await.cfdis[0].uuid.clone();
+    let u_sust: &'static str = Box::leak(u_sust.into_boxed_str());
+    let motivo_01 = CancelOrder {
+        motivo: Motivo::ConRelacion,
+        folio_sustitucion: Some(u_sust),
+        note: "se sustituye",
+    };
+    w.outbox
+        .request_cancellation(&InvoiceRef::Id(id), &u1, &motivo_01, &contador())
+        .await
+        .unwrap();
+    assert_eq!(w.until_final(id).await, "cancelado_sin_aceptacion");
+    // Cancelled: no credit note any more, a substitute still.
+    match w.outbox.follow_up_draft(&InvoiceRef::Id(id), FollowUpKind::CreditNote).await {
+        Err(OutboxError::Invalid(v)) => assert_eq!(v.0[0].code, "cancelada"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        w.outbox
+            .follow_up_draft(&InvoiceRef::Id(id), FollowUpKind::Substitute)
+            .await
+            .unwrap()
+            .sale_id,
+        "sust-pedido-sust-2"
+    );
+}

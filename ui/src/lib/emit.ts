@@ -21,13 +21,20 @@ function randomId(): string {
  */
 export class ClickIdentity {
   private pending: Click | null = null;
+  /** The sale id the next new click takes instead of a random one (a credit note's `nc-…`). */
+  private fixedId: string | null = null;
 
   constructor(private readonly newId: () => string = randomId) {}
+
+  /** The next click records under `saleId` (derived by Rust for a related sale). */
+  fix(saleId: string): void {
+    if (!this.pending) this.fixedId = saleId;
+  }
 
   /** The identity for this submit: the pending one (a retry) or a new one. */
   async forSubmit(localNow: () => Promise<string>): Promise<Click> {
     if (!this.pending) {
-      this.pending = { saleId: `emitir-${this.newId()}`, occurredAt: await localNow() };
+      this.pending = { saleId: this.fixedId ?? `emitir-${this.newId()}`, occurredAt: await localNow() };
     }
     return this.pending;
   }
@@ -35,6 +42,7 @@ export class ClickIdentity {
   /** The sale was recorded: the next click is a new sale. */
   succeeded(): void {
     this.pending = null;
+    this.fixedId = null;
   }
 
   get current(): Click | null {
@@ -121,6 +129,7 @@ export const REGIMENES: [string, string][] = [
 
 export const USOS_CFDI: [string, string][] = [
   ['G01', 'Adquisición de mercancías'],
+  ['G02', 'Devoluciones, descuentos o bonificaciones'],
   ['G03', 'Gastos en general'],
   ['I04', 'Equipo de computo y accesorios'],
   ['D01', 'Honorarios médicos, dentales y gastos hospitalarios'],

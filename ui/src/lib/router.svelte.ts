@@ -1,8 +1,10 @@
-// A tiny hash router: #/bandeja, #/factura/<id>, #/emitir, #/ajustes, #/tablero, #/duplicados.
+// A tiny hash router: #/bandeja, #/factura/<id>, #/emitir, #/emitir/nc/<id> and
+// #/emitir/sust/<id> (a credit note or a substitute of invoice <id>), #/ajustes, #/tablero,
+// #/duplicados.
 export type Route =
   | { page: 'bandeja' }
   | { page: 'factura'; id: number }
-  | { page: 'emitir' }
+  | { page: 'emitir'; followUp?: { kind: 'credit_note' | 'substitute'; id: number } }
   | { page: 'ajustes' }
   | { page: 'tablero' }
   | { page: 'duplicados' };
@@ -14,7 +16,11 @@ export function parseRoute(hash: string): Route {
       const id = Number(parts[1]);
       return Number.isInteger(id) && id > 0 ? { page: 'factura', id } : { page: 'bandeja' };
     }
-    case 'emitir':
+    case 'emitir': {
+      const kind = parts[1] === 'nc' ? 'credit_note' : parts[1] === 'sust' ? 'substitute' : null;
+      const id = Number(parts[2]);
+      return kind && Number.isInteger(id) && id > 0 ? { page: 'emitir', followUp: { kind, id } } : { page: 'emitir' };
+    }
     case 'ajustes':
     case 'tablero':
     case 'duplicados':
@@ -25,7 +31,9 @@ export function parseRoute(hash: string): Route {
 }
 
 export function href(r: Route): string {
-  return r.page === 'factura' ? `#/factura/${r.id}` : `#/${r.page}`;
+  if (r.page === 'factura') return `#/factura/${r.id}`;
+  if (r.page === 'emitir' && r.followUp) return `#/emitir/${r.followUp.kind === 'credit_note' ? 'nc' : 'sust'}/${r.followUp.id}`;
+  return `#/${r.page}`;
 }
 
 let current = $state<Route>(parseRoute(typeof location === 'undefined' ? '' : location.hash));

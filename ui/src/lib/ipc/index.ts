@@ -12,6 +12,8 @@ import type { DrainSettingsDto } from './bindings/DrainSettingsDto';
 import type { DuplicateGroup } from './bindings/DuplicateGroup';
 import type { EmisorDto } from './bindings/EmisorDto';
 import type { EmisorSetupDto } from './bindings/EmisorSetupDto';
+import type { FollowUpDraft } from './bindings/FollowUpDraft';
+import type { FollowUpKind } from './bindings/FollowUpKind';
 import type { FoundCfdiDto } from './bindings/FoundCfdiDto';
 import type { ImportFileDto } from './bindings/ImportFileDto';
 import type { ImportReport } from './bindings/ImportReport';
@@ -57,6 +59,7 @@ export const api = {
   cancellationPreview: (uuid: string) => call<CancellationPreview>('cancellation_preview', { uuid }),
   cancelCfdi: (invoiceId: number, uuid: string, orderDto: CancelOrderDto) => call<InvoiceDetailDto>('cancel_cfdi', { invoiceId, uuid, orderDto }),
   importCfdis: (files: Array<ImportFileDto>) => call<ImportReport>('import_cfdis', { files }),
+  followUpDraft: (invoiceId: number, kind: FollowUpKind) => call<FollowUpDraft>('follow_up_draft', { invoiceId, kind }),
 };
 
 export type Api = typeof api;
