@@ -836,7 +836,11 @@ pub async fn documentos_y_api(app: &App) -> Res {
         "el servidor SMTP debía recibir exactamente un mensaje",
     )?;
     app.client
-        .execute("document.querySelector('[data-testid=documents]').scrollIntoView();", vec![])
+        .execute(
+            "document.querySelector('[data-testid=documents]').scrollIntoView(); window.scrollBy(0, -280); \
+             document.querySelector('main, .content')?.scrollBy?.(0, -280);",
+            vec![],
+        )
         .await
         .map_err(|e| e.to_string())?;
     app.screenshot("factura-documentos").await?;
