@@ -844,5 +844,37 @@ pub async fn documentos_y_api(app: &App) -> Res {
         .await
         .map_err(|e| e.to_string())?;
     app.screenshot("factura-documentos").await?;
+
+    // Bulk export of today's stamped invoices to a ZIP, with its progress.
+    app.go("#/ajustes").await?;
+    app.find("[data-testid=export-form]").await?;
+    let day = &now[..10];
+    app.client
+        .execute(
+            "for (const n of ['desde', 'hasta']) { const e = document.querySelector(`input[name=${n}]`); \
+             e.value = arguments[0]; e.dispatchEvent(new Event('input', { bubbles: true })); }",
+            vec![day.into()],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    app.click("[data-testid=export-form] button[type=submit]").await?;
+    let done = app.wait_contains("[data-testid=channels-message]", "facturas exportadas a").await?;
+    let zip = done
+        .split(" exportadas a ")
+        .nth(1)
+        .map(str::trim)
+        .ok_or_else(|| format!("sin ruta: {done:?}"))?;
+    let bytes = std::fs::read(zip).map_err(|e| format!("{zip}: {e}"))?;
+    check(bytes.starts_with(b"PK"), format!("{zip} no es un ZIP"))?;
+    check(
+        !done.starts_with("0 "),
+        format!("la exportación debía traer la factura timbrada: {done:?}"),
+    )?;
+    app.wait_contains("[data-testid=export-form]", "facturas").await?;
+    app.client
+        .execute("document.querySelector('[data-testid=smtp-form]').scrollIntoView();", vec![])
+        .await
+        .map_err(|e| e.to_string())?;
+    app.screenshot("ajustes-exportar").await?;
     Ok(())
 }

@@ -510,6 +510,7 @@ export const en: Record<keyof typeof es, string> = {
   'channels.smtp_tls': 'Encryption',
   'channels.smtp_tls_none': 'None (local relay only)',
   'channels.smtp_user': 'User',
+  'channels.smtp_password': 'SMTP password (kept in the credential store)',
   'channels.smtp_from': 'From',
   'channels.auto_send': 'Send automatically when stamped',
   'channels.saved_smtp': 'E-mail settings saved.',

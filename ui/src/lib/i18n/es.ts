@@ -506,6 +506,7 @@ export const es = {
   'channels.smtp_tls': 'Cifrado',
   'channels.smtp_tls_none': 'Ninguno (solo un relay local)',
   'channels.smtp_user': 'Usuario',
+  'channels.smtp_password': 'Contraseña SMTP (se guarda en el almacén de credenciales)',
   'channels.smtp_from': 'Remitente',
   'channels.auto_send': 'Enviar automáticamente al timbrar',
   'channels.saved_smtp': 'Ajustes de correo guardados.',
