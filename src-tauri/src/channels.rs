@@ -634,6 +634,37 @@ mod tests {
         assert_eq!(s.contacts["URE180429TM6"], ["compras@ure.mx"], "contacts survive a settings save");
     }
 
+    #[tokio::test]
+    async fn the_outgoing_webhook_needs_a_secret_and_an_empty_url_removes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = outbox(dir.path()).await;
+        let soporte = Actor::new("Soporte", outbox::Role::Soporte, "app");
+        let e = save_webhook(&outbox, "ftp://erp", "", &soporte).await.unwrap_err();
+        assert!(matches!(&e, AppError::Validation { errors } if errors[0].field == "url"), "{e:?}");
+        let e = save_webhook(&outbox, "https://erp.ejemplo.mx/timbra", "corto", &soporte)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, AppError::Validation { errors } if errors[0].field == "secret"),
+            "{e:?}"
+        );
+        assert!(outbox.webhook_endpoints().await.unwrap().is_empty(), "bad input writes nothing");
+        // Without a secret in the credential store, the environment variable of the same name
+        // is the fallback (as for PAC secrets).
+        std::env::set_var(WEBHOOK_SECRET_NAME, "secreto-de-prueba-123456");
+        save_webhook(&outbox, "https://erp.ejemplo.mx/timbra", "", &soporte).await.unwrap();
+        let view = view(&outbox, &ChannelHosts::default()).await.unwrap();
+        assert_eq!(
+            view.webhook,
+            Some(WebhookOutDto {
+                url: "https://erp.ejemplo.mx/timbra".into(),
+                has_secret: true
+            })
+        );
+        save_webhook(&outbox, " ", "", &soporte).await.unwrap();
+        assert!(outbox.webhook_endpoints().await.unwrap().is_empty());
+    }
+
     #[test]
     fn a_zip_export_gets_its_name_only_when_finished() {
         let dir = tempfile::tempdir().unwrap();
