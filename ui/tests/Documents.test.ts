@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import { mockIPC } from '@tauri-apps/api/mocks';
+import { emit } from '@tauri-apps/api/event';
 import DocumentsPanel from '../src/components/DocumentsPanel.svelte';
 import ChannelSettings from '../src/components/ChannelSettings.svelte';
 import type { ChannelsDto } from '../src/lib/ipc/bindings/ChannelsDto';
@@ -92,5 +93,33 @@ describe('Canales in Ajustes', () => {
     await fireEvent.submit(screen.getByTestId('api-form'));
     await waitFor(() => expect(screen.getByTestId('api-form').querySelector('.field-error')?.textContent).toContain('solo 127.0.0.1'));
     expect(calls).toContainEqual(['save_api', { enabled: false, listen: '0.0.0.0:8787' }]);
+  });
+
+  test('a bulk export shows its progress from export-progress and says where it wrote', async () => {
+    let finish: (v: unknown) => void = () => {};
+    const calls: [string, unknown][] = [];
+    mockIPC(
+      (cmd, args) => {
+        calls.push([cmd, args]);
+        if (cmd === 'channel_settings') return channels();
+        if (cmd === 'export_documents') return new Promise((r) => (finish = r));
+      },
+      { shouldMockEvents: true },
+    );
+    render(ChannelSettings, { canEdit: false });
+    await waitFor(() => expect(calls.some(([c]) => c === 'channel_settings')).toBe(true));
+    await fireEvent.input(document.querySelector('input[name=desde]')!, { target: { value: '2026-11-01' } });
+    await fireEvent.input(document.querySelector('input[name=hasta]')!, { target: { value: '2026-11-30' } });
+    await fireEvent.submit(screen.getByTestId('export-form'));
+    await waitFor(() => expect(calls).toContainEqual(['export_documents', { desde: '2026-11-01', hasta: '2026-11-30', zip: true }]));
+    await emit('export-progress', { done: 1, total: 3, uuid: 'U-1' });
+    await waitFor(() => expect(screen.getByTestId('export-form').textContent).toContain('1 de 3 facturas'));
+    expect((screen.getByTestId('export-progress') as HTMLProgressElement).value).toBe(1);
+    finish({ path: '/home/ana/Descargas/facturas-2026-11-01-a-2026-11-30.zip', invoices: 3, files: 6 });
+    await waitFor(() =>
+      expect(screen.getByTestId('channels-message').textContent).toBe('3 facturas exportadas a /home/ana/Descargas/facturas-2026-11-01-a-2026-11-30.zip'),
+    );
+    // Personal may export but not change settings.
+    expect((document.querySelector('[data-testid=api-form] fieldset') as HTMLFieldSetElement).disabled).toBe(true);
   });
 });
