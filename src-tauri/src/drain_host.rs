@@ -26,7 +26,7 @@ use crate::sandbox::SandboxPacs;
 
 /// A configured PAC's credential: the name in its settings is looked up in the OS credential
 /// store first, then as an environment variable (the CLI's convention).
-struct StoredSecrets;
+pub struct StoredSecrets;
 
 impl SecretSource for StoredSecrets {
     fn get(&self, name: &str) -> Option<Secret> {

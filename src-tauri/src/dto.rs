@@ -401,3 +401,109 @@ pub mod events {
     pub const COUNTS_CHANGED: &str = "counts-changed";
     pub const DRAIN_PROGRESS: &str = "drain-progress";
 }
+
+// Documents and channels (issue 12) -------------------------------------------------------------
+
+/// How the SMTP connection is protected (`outbox::email::TlsMode`, with TypeScript).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum TlsModeDto {
+    Starttls,
+    Tls,
+    None,
+}
+
+/// The local intake API as Ajustes shows it: what is saved and what runs.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct ApiServerDto {
+    pub enabled: bool,
+    /// The saved listen address (`127.0.0.1:8787`).
+    pub listen: String,
+    /// `http://HOST:PORT` while the server runs.
+    pub running_at: Option<String>,
+    /// Why it is not running although enabled.
+    pub error: Option<AppError>,
+}
+
+/// An API token without the token (only its prefix).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct ApiTokenDto {
+    pub name: String,
+    pub prefix: String,
+    pub created_at: String,
+    pub created_by: String,
+    pub revoked_at: Option<String>,
+}
+
+/// The outgoing webhook Ajustes configures (the endpoint named `app`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct WebhookOutDto {
+    pub url: String,
+    pub has_secret: bool,
+}
+
+/// The SMTP settings without the password.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct SmtpDto {
+    pub host: String,
+    pub port: u16,
+    pub tls: TlsModeDto,
+    pub user: Option<String>,
+    pub from: String,
+    pub has_password: bool,
+    pub auto_send: bool,
+}
+
+/// The SMTP form. An empty `password` keeps the stored one.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, TS)]
+pub struct SmtpInputDto {
+    pub host: String,
+    pub port: u16,
+    pub tls: TlsModeDto,
+    pub user: String,
+    pub password: String,
+    pub from: String,
+    pub auto_send: bool,
+}
+
+/// Ajustes' channels section: the API server, its tokens, the outgoing webhook, SMTP.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct ChannelsDto {
+    pub api: ApiServerDto,
+    pub tokens: Vec<ApiTokenDto>,
+    pub webhook: Option<WebhookOutDto>,
+    pub smtp: Option<SmtpDto>,
+}
+
+/// A token just created: the only time `token` is shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct CreatedTokenDto {
+    pub name: String,
+    pub prefix: String,
+    pub token: String,
+}
+
+/// A send request recorded in the outbox's e-mail table (`created`: false when this request id
+/// had been recorded before: nothing new is sent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct EmailRequestedDto {
+    pub request_id: String,
+    pub recipients: Vec<String>,
+    pub created: bool,
+}
+
+/// A bulk export written: the folder or ZIP and how many invoices it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct ExportDoneDto {
+    pub path: String,
+    pub invoices: u32,
+    pub files: u32,
+}
+
+/// Event `export-progress`: `done` of `total` invoices written to the export.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct ExportProgressDto {
+    pub done: u32,
+    pub total: u32,
+    pub uuid: String,
+}

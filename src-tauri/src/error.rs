@@ -117,6 +117,15 @@ pub enum AppError {
     /// account needs `replace_open` (the UI asks first).
     #[error("el PAC {pac} tiene {attempts} intento(s) sin resolver; la nueva configuración cambia {changed}")]
     PacHasOpenAttempts { pac: String, attempts: usize, changed: String },
+    /// The local API could not listen on that address (in use, not permitted).
+    #[error("la API local no pudo escuchar en {listen}: {message}")]
+    ApiListen { listen: String, message: String },
+    /// The PDF of a stamped CFDI could not be made.
+    #[error("no se pudo generar el PDF de {uuid}: {message}")]
+    Pdf { uuid: String, message: String },
+    /// An e-mail was asked for before the SMTP settings exist (Ajustes).
+    #[error("el correo no está configurado")]
+    EmailNotConfigured,
 }
 
 impl AppError {
@@ -148,6 +157,9 @@ impl AppError {
             AppError::SandboxOnly => "sandbox_only",
             AppError::ActionRefused { .. } => "action_refused",
             AppError::PacHasOpenAttempts { .. } => "pac_has_open_attempts",
+            AppError::ApiListen { .. } => "api_listen",
+            AppError::Pdf { .. } => "pdf",
+            AppError::EmailNotConfigured => "email_not_configured",
         }
     }
 
@@ -347,6 +359,15 @@ mod tests {
                 attempts: 2,
                 changed: "url".into(),
             },
+            AppError::ApiListen {
+                listen: "127.0.0.1:1".into(),
+                message: "m".into(),
+            },
+            AppError::Pdf {
+                uuid: "u".into(),
+                message: "m".into(),
+            },
+            AppError::EmailNotConfigured,
         ];
         for e in samples {
             assert_eq!(serde_json::to_value(&e).unwrap()["code"], json!(e.code()), "{e:?}");

@@ -43,6 +43,16 @@ macro_rules! ipc_surface {
                 cancel_cfdi(invoice_id: i64, uuid: String, order_dto: CancelOrderDto) -> InvoiceDetailDto;
                 import_cfdis(files: Vec<ImportFileDto>) -> ImportReport;
                 follow_up_draft(invoice_id: i64, kind: FollowUpKind) -> FollowUpDraft;
+                export_pdf(invoice_id: i64) -> SavedFileDto;
+                email_recipients(invoice_id: i64) -> Vec<String>;
+                email_invoice(invoice_id: i64, to: Vec<String>, request_id: String) -> EmailRequestedDto;
+                export_documents(desde: String, hasta: String, zip: bool) -> ExportDoneDto;
+                channel_settings() -> ChannelsDto;
+                save_api(enabled: bool, listen: String) -> ChannelsDto;
+                create_api_token(name: String) -> CreatedTokenDto;
+                revoke_api_token(name: String) -> ChannelsDto;
+                save_webhook(url: String, secret: String) -> ChannelsDto;
+                save_smtp(smtp: SmtpInputDto) -> ChannelsDto;
             }
             events {
                 /// An invoice's state, notes or evidence changed.
@@ -51,6 +61,8 @@ macro_rules! ipc_surface {
                 counts_changed = "counts-changed": Counts;
                 /// The drain's counters since the app started.
                 drain_progress = "drain-progress": DrainProgress;
+                /// A bulk export's progress (invoices written of the total).
+                export_progress = "export-progress": ExportProgressDto;
             }
         }
     };

@@ -13,7 +13,9 @@
 //! - [`drain_host`]: the outbox's drain engine running in the app's runtime, its PAC clients
 //!   and its events; [`pac_settings`]: the PAC form over the outbox's PAC list;
 //! - [`sandbox`]: SAT's test CSD and the in-process PAC simulators; [`demo`]: the demo sales;
-//!   [`credentials`]: the OS credential store; [`app_settings`]: operators, drain concurrency.
+//!   [`credentials`]: the OS credential store; [`app_settings`]: operators, drain concurrency;
+//! - [`channels`]: the local HTTP API (`crates/api`) started from Ajustes, the notification
+//!   worker, tokens, webhook and SMTP settings, the PDF and the bulk export.
 //!
 //! **Architecture invariant:** only this crate knows Tauri.
 
@@ -21,6 +23,7 @@
 pub mod ipc_list;
 
 pub mod app_settings;
+pub mod channels;
 pub mod commands;
 pub mod convert;
 pub mod credentials;
@@ -56,6 +59,7 @@ pub fn run() {
             if let Ok(ready) = state.ready() {
                 tracing::info!(database = %state.database_path, operator = %ready.operator().name, "Timbra iniciado");
                 tauri::async_runtime::block_on(ready.start_drain(app.handle().clone()));
+                tauri::async_runtime::block_on(ready.channels.start(&ready.outbox));
             }
             app.manage(state);
             Ok(())
@@ -76,6 +80,9 @@ pub fn run() {
             if let Some(state) = handle.try_state::<state::AppState>() {
                 if let Ok(host) = state.ready().and_then(|r| r.drain()) {
                     host.stop();
+                }
+                if let Ok(ready) = state.ready() {
+                    ready.channels.stop_all();
                 }
             }
         }

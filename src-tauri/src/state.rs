@@ -10,6 +10,7 @@ use outbox::settings::DEFAULT_PAC;
 use outbox::{Actor, Outbox, SqliteOptions, SystemClock};
 
 use crate::app_settings;
+use crate::channels::ChannelHosts;
 use crate::credentials::CredentialSlot;
 use crate::drain_host::DrainHost;
 use crate::dto::{ModeDto, OperatorDto, SandboxFaultDto};
@@ -33,6 +34,8 @@ pub struct Ready {
     sandbox_fault: Mutex<SandboxFaultDto>,
     /// The drain engine, once started (see [`crate::drain_host`]), or why it could not start.
     drain: RwLock<Option<Result<Arc<DrainHost>, AppError>>>,
+    /// The local API server and the notification worker (see [`crate::channels`]).
+    pub channels: ChannelHosts,
 }
 
 /// Managed Tauri state.
@@ -127,6 +130,7 @@ impl Ready {
             sandbox_error: None,
             sandbox_fault: Mutex::new(SandboxFaultDto::None),
             drain: RwLock::new(None),
+            channels: ChannelHosts::default(),
         };
         if ready.mode().await? == ModeDto::Sandbox {
             match SandboxPacs::start(&database_dir).await {

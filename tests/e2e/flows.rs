@@ -676,3 +676,205 @@ pub async fn rechazo_tras_desconocido(app: &App) -> Res {
     app.select("[data-testid=operator]", "Soporte").await?;
     Ok(())
 }
+
+/// A one-connection-at-a-time SMTP server on 127.0.0.1 that accepts every message and answers
+/// `250 2.0.0 Ok: queued as E2E-<n>`; returns its port and how many messages it accepted.
+fn tiny_smtp() -> Res<(u16, std::sync::Arc<std::sync::atomic::AtomicUsize>)> {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("smtp: {e}"))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut out = match stream.try_clone() {
+                Ok(s) => s,
+                Err(_) => continue,
+            };
+            let mut lines = BufReader::new(stream);
+            let _ = out.write_all(b"220 e2e ESMTP\r\n");
+            let mut in_data = false;
+            let mut line = String::new();
+            while lines.read_line(&mut line).is_ok_and(|n| n > 0) {
+                let l = line.trim_end().to_ascii_uppercase();
+                let reply: Option<String> = if in_data {
+                    (l == ".").then(|| {
+                        in_data = false;
+                        let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                        format!("250 2.0.0 Ok: queued as E2E-{n}")
+                    })
+                } else if l.starts_with("EHLO") || l.starts_with("HELO") {
+                    Some("250 e2e".into())
+                } else if l.starts_with("DATA") {
+                    in_data = true;
+                    Some("354 end with <CRLF>.<CRLF>".into())
+                } else if l.starts_with("QUIT") {
+                    let _ = out.write_all(b"221 bye\r\n");
+                    break;
+                } else {
+                    Some("250 Ok".into())
+                };
+                if let Some(r) = reply {
+                    let _ = out.write_all(format!("{r}\r\n").as_bytes());
+                }
+                line.clear();
+            }
+        }
+    });
+    Ok((port, accepted))
+}
+
+/// `POST /v1/sales` over plain HTTP/1.1 (what a POS would send); the status and the body.
+fn post_sale(base: &str, token: &str, key: &str, body: &str) -> Res<(u16, String)> {
+    use std::io::{Read, Write};
+    let host = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = std::net::TcpStream::connect(host).map_err(|e| format!("{host}: {e}"))?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    let req = format!(
+        "POST /v1/sales HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nIdempotency-Key: {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).map_err(|e| e.to_string())?;
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("respuesta HTTP ilegible: {answer:?}"))?;
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    Ok((status, body))
+}
+
+/// Issue 12 in the console: SMTP and the local API configured in Ajustes (the app starts the
+/// server, a token is shown once), a POS records a sale with `POST /v1/sales` and it shows in
+/// the Bandeja; a stamped invoice's PDF downloaded from the Factura page (a real PDF file) and
+/// e-mailed: the request and the SMTP server's answer on the timeline.
+pub async fn documentos_y_api(app: &App) -> Res {
+    let (smtp_port, accepted) = tiny_smtp()?;
+    app.go("#/ajustes").await?;
+    app.find("[data-testid=smtp-form]").await?;
+    app.type_into("input[name=smtp_host]", "127.0.0.1").await?;
+    app.type_into("input[name=smtp_port]", &smtp_port.to_string()).await?;
+    app.select("select[name=smtp_tls]", "none").await?;
+    app.type_into("input[name=smtp_from]", "facturas@ejemplo.mx").await?;
+    app.click("[data-testid=smtp-form] button[type=submit]").await?;
+    app.wait_contains("[data-testid=channels-message]", "Ajustes de correo guardados")
+        .await?;
+
+    // The API: a bad address is refused naming the field; port 0 picks a free one.
+    app.click("input[name=api_enabled]").await?;
+    app.type_into("input[name=listen]", "0.0.0.0:8787").await?;
+    app.click("[data-testid=api-form] button[type=submit]").await?;
+    app.wait_contains("[data-testid=api-form] .field-error", "solo 127.0.0.1").await?;
+    app.type_into("input[name=listen]", "127.0.0.1:0").await?;
+    app.click("[data-testid=api-form] button[type=submit]").await?;
+    let running = app.wait_contains("[data-testid=api-running]", "http://127.0.0.1:").await?;
+    let base = running
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .ok_or_else(|| format!("sin dirección: {running:?}"))?
+        .to_string();
+    app.type_into("input[name=token_name]", "pos-caja-1").await?;
+    app.click("[data-testid=token-form] button[type=submit]").await?;
+    let token = app
+        .wait_text("[data-testid=token-value]", "el token", |t| t.trim().starts_with("tbr_"))
+        .await?
+        .trim()
+        .to_string();
+    app.wait_contains("[data-testid=tokens]", "pos-caja-1").await?;
+    app.client
+        .execute("document.querySelector('[data-testid=api-form]').scrollIntoView();", vec![])
+        .await
+        .map_err(|e| e.to_string())?;
+    app.screenshot("ajustes-api").await?;
+
+    // A POS records a sale through the API with that token; a wrong token is refused.
+    let now = app.invoke("local_now", serde_json::json!({})).await?;
+    let now = now.as_str().ok_or("local_now no es texto")?;
+    let sale = std::fs::read_to_string(crate::harness::repo_root().join("tests/fixtures/sales/ingreso-pedido-4471.json"))
+        .map_err(|e| e.to_string())?;
+    let mut sale: serde_json::Value = serde_json::from_str(&sale).map_err(|e| e.to_string())?;
+    sale["sale_id"] = "pos-e2e-1".into();
+    sale["occurred_at"] = now.into();
+    let body = sale.to_string();
+    let (status, answer) = post_sale(&base, "tbr_0000", "pos-e2e-1", &body)?;
+    check(status == 401, format!("un token falso debe dar 401; dio {status} {answer}"))?;
+    let (status, answer) = post_sale(&base, &token, "pos-e2e-1", &body)?;
+    check(status == 201, format!("POST /v1/sales debía dar 201; dio {status} {answer}"))?;
+    app.go("#/bandeja").await?;
+    app.wait_contains("a.tr[data-sale-id='pos-e2e-1']", "UNIVERSIDAD ROBOTICA").await?;
+
+    // A stamped invoice: its PDF from the Factura page is a PDF file.
+    emit_and_open(app, "4490").await?;
+    app.wait_badge("timbrada").await?;
+    app.click("[data-testid=download-pdf]").await?;
+    let saved = app.wait_contains("[data-testid=doc-saved]", ".pdf").await?;
+    let path = saved.trim().trim_start_matches("Guardado en").trim().to_string();
+    let pdf = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
+    check(pdf.starts_with(b"%PDF"), format!("{path} no empieza con %PDF"))?;
+    app.click("[data-testid=download-xml]").await?;
+    app.wait_contains("[data-testid=doc-saved]", ".xml").await?;
+
+    // E-mail: queued, then the worker sends it and the server's answer is on the timeline.
+    app.type_into("[data-testid=email-to]", "cliente@ejemplo.mx").await?;
+    app.click("[data-testid=email-send]").await?;
+    app.wait_contains("[data-testid=email-queued]", "cliente@ejemplo.mx").await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=email_requested]", "cliente@ejemplo.mx")
+        .await?;
+    app.wait_text_for(
+        "[data-testid=timeline] li[data-kind=email_attempt]",
+        "la respuesta del servidor SMTP",
+        |t| t.contains("Ok: queued as E2E-1"),
+        std::time::Duration::from_secs(30),
+    )
+    .await?;
+    check(
+        accepted.load(std::sync::atomic::Ordering::SeqCst) == 1,
+        "el servidor SMTP debía recibir exactamente un mensaje",
+    )?;
+    app.client
+        .execute(
+            "document.querySelector('[data-testid=documents]').scrollIntoView(); window.scrollBy(0, -280); \
+             document.querySelector('main, .content')?.scrollBy?.(0, -280);",
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    app.screenshot("factura-documentos").await?;
+
+    // Bulk export of today's stamped invoices to a ZIP, with its progress.
+    app.go("#/ajustes").await?;
+    app.find("[data-testid=export-form]").await?;
+    let day = &now[..10];
+    app.client
+        .execute(
+            "for (const n of ['desde', 'hasta']) { const e = document.querySelector(`input[name=${n}]`); \
+             e.value = arguments[0]; e.dispatchEvent(new Event('input', { bubbles: true })); }",
+            vec![day.into()],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    app.click("[data-testid=export-form] button[type=submit]").await?;
+    let done = app.wait_contains("[data-testid=channels-message]", "facturas exportadas a").await?;
+    let zip = done
+        .split(" exportadas a ")
+        .nth(1)
+        .map(str::trim)
+        .ok_or_else(|| format!("sin ruta: {done:?}"))?;
+    let bytes = std::fs::read(zip).map_err(|e| format!("{zip}: {e}"))?;
+    check(bytes.starts_with(b"PK"), format!("{zip} no es un ZIP"))?;
+    check(
+        !done.starts_with("0 "),
+        format!("la exportación debía traer la factura timbrada: {done:?}"),
+    )?;
+    app.wait_contains("[data-testid=export-form]", "facturas").await?;
+    app.client
+        .execute("document.querySelector('[data-testid=smtp-form]').scrollIntoView();", vec![])
+        .await
+        .map_err(|e| e.to_string())?;
+    app.screenshot("ajustes-exportar").await?;
+    Ok(())
+}

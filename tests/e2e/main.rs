@@ -42,6 +42,7 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("rechazo_tras_desconocido", nothing, |app| {
         Box::pin(flows::rechazo_tras_desconocido(app))
     }),
+    ("documentos_y_api", nothing, |app| Box::pin(flows::documentos_y_api(app))),
 ];
 
 fn main() -> ExitCode {

@@ -36,6 +36,9 @@ const SAMPLES = {
   sandbox_only: { code: 'sandbox_only' },
   action_refused: { code: 'action_refused', details: { action: 'failover', reason: 'resultado_desconocido', evidence: [7, 8] } },
   pac_has_open_attempts: { code: 'pac_has_open_attempts', details: { pac: 'sw-pruebas', attempts: 2, changed: 'url' } },
+  api_listen: { code: 'api_listen', details: { listen: '127.0.0.1:8787', message: 'Address in use' } },
+  pdf: { code: 'pdf', details: { uuid: 'U-1', message: 'm' } },
+  email_not_configured: { code: 'email_not_configured' },
 } satisfies { [C in AppError['code']]: Extract<AppError, { code: C }> };
 
 describe('coded errors', () => {

@@ -51,9 +51,14 @@ export function errorMessage(e: UiError): string {
       return t('error.pac_has_open_attempts', { pac: e.details.pac, attempts: e.details.attempts, changed: e.details.changed });
     case 'ipc':
       return `${t('error.ipc')} ${e.details.message}`;
+    case 'api_listen':
+      return t('error.api_listen', { listen: e.details.listen, message: e.details.message });
+    case 'pdf':
+      return t('error.pdf', { uuid: e.details.uuid, message: e.details.message });
     case 'not_configured':
     case 'csd_locked':
     case 'sandbox_only':
+    case 'email_not_configured':
       return tDynamic(`error.${e.code}`) ?? e.code;
   }
 }

@@ -5,13 +5,18 @@ import type { ActionKindDto } from './bindings/ActionKindDto';
 import type { AppStatusDto } from './bindings/AppStatusDto';
 import type { CancelOrderDto } from './bindings/CancelOrderDto';
 import type { CancellationPreview } from './bindings/CancellationPreview';
+import type { ChannelsDto } from './bindings/ChannelsDto';
 import type { Counts } from './bindings/Counts';
+import type { CreatedTokenDto } from './bindings/CreatedTokenDto';
 import type { DemoLoadedDto } from './bindings/DemoLoadedDto';
 import type { DrainProgress } from './bindings/DrainProgress';
 import type { DrainSettingsDto } from './bindings/DrainSettingsDto';
 import type { DuplicateGroup } from './bindings/DuplicateGroup';
+import type { EmailRequestedDto } from './bindings/EmailRequestedDto';
 import type { EmisorDto } from './bindings/EmisorDto';
 import type { EmisorSetupDto } from './bindings/EmisorSetupDto';
+import type { ExportDoneDto } from './bindings/ExportDoneDto';
+import type { ExportProgressDto } from './bindings/ExportProgressDto';
 import type { FollowUpDraft } from './bindings/FollowUpDraft';
 import type { FollowUpKind } from './bindings/FollowUpKind';
 import type { FoundCfdiDto } from './bindings/FoundCfdiDto';
@@ -30,6 +35,7 @@ import type { SaleDraft } from './bindings/SaleDraft';
 import type { SalePreviewDto } from './bindings/SalePreviewDto';
 import type { SandboxFaultDto } from './bindings/SandboxFaultDto';
 import type { SavedFileDto } from './bindings/SavedFileDto';
+import type { SmtpInputDto } from './bindings/SmtpInputDto';
 import type { XmlSourceDto } from './bindings/XmlSourceDto';
 
 export * from './call';
@@ -60,6 +66,16 @@ export const api = {
   cancelCfdi: (invoiceId: number, uuid: string, orderDto: CancelOrderDto) => call<InvoiceDetailDto>('cancel_cfdi', { invoiceId, uuid, orderDto }),
   importCfdis: (files: Array<ImportFileDto>) => call<ImportReport>('import_cfdis', { files }),
   followUpDraft: (invoiceId: number, kind: FollowUpKind) => call<FollowUpDraft>('follow_up_draft', { invoiceId, kind }),
+  exportPdf: (invoiceId: number) => call<SavedFileDto>('export_pdf', { invoiceId }),
+  emailRecipients: (invoiceId: number) => call<Array<string>>('email_recipients', { invoiceId }),
+  emailInvoice: (invoiceId: number, to: Array<string>, requestId: string) => call<EmailRequestedDto>('email_invoice', { invoiceId, to, requestId }),
+  exportDocuments: (desde: string, hasta: string, zip: boolean) => call<ExportDoneDto>('export_documents', { desde, hasta, zip }),
+  channelSettings: () => call<ChannelsDto>('channel_settings'),
+  saveApi: (enabled: boolean, listen: string) => call<ChannelsDto>('save_api', { enabled, listen }),
+  createApiToken: (name: string) => call<CreatedTokenDto>('create_api_token', { name }),
+  revokeApiToken: (name: string) => call<ChannelsDto>('revoke_api_token', { name }),
+  saveWebhook: (url: string, secret: string) => call<ChannelsDto>('save_webhook', { url, secret }),
+  saveSmtp: (smtp: SmtpInputDto) => call<ChannelsDto>('save_smtp', { smtp }),
 };
 
 export type Api = typeof api;
@@ -68,6 +84,7 @@ export const EVENTS = {
   invoiceChanged: 'invoice-changed',
   countsChanged: 'counts-changed',
   drainProgress: 'drain-progress',
+  exportProgress: 'export-progress',
 } as const;
 
 export const events = {
@@ -77,4 +94,6 @@ export const events = {
   countsChanged: (cb: (payload: Counts) => void) => on<Counts>(EVENTS.countsChanged, cb),
   /** The drain's counters since the app started. */
   drainProgress: (cb: (payload: DrainProgress) => void) => on<DrainProgress>(EVENTS.drainProgress, cb),
+  /** A bulk export's progress (invoices written of the total). */
+  exportProgress: (cb: (payload: ExportProgressDto) => void) => on<ExportProgressDto>(EVENTS.exportProgress, cb),
 };

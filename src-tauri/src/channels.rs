@@ -1,0 +1,680 @@
+//! The intake channels and documents of the desktop: the local HTTP API of `crates/api`
+//! (started and stopped from Ajustes, as `timbra serve` does, shutdown as an injected future),
+//! the notification worker (outgoing webhooks and e-mail, `api::workers::Notifier`), API
+//! tokens, the outgoing webhook and the SMTP settings (their secrets in the OS credential
+//! store), and a stamped invoice's files: its PDF and the bulk export of XML + PDF to a folder
+//! or a ZIP. Every rule (tokens, idempotency, what is due, the one send per request) is the
+//! outbox's; this only wires the pieces to the app's runtime.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use cfdi::secret::Secret;
+use outbox::email::{EmailSettings, TlsMode};
+use outbox::model::InvoiceRef;
+use outbox::webhooks::{RetryPolicy, WebhookEndpoint};
+use outbox::{Actor, Outbox};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use crate::app_settings;
+use crate::credentials::CredentialSlot;
+use crate::drain_host::StoredSecrets;
+use crate::dto::{ApiServerDto, ApiTokenDto, ChannelsDto, SmtpDto, SmtpInputDto, TlsModeDto, WebhookOutDto};
+use crate::error::AppError;
+
+/// Setting (JSON) with the API server's [`ApiSetting`].
+pub const API_SETTING: &str = "app.api";
+/// Where the API listens unless Ajustes says otherwise (loopback only).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
+/// The outgoing webhook endpoint Ajustes edits.
+pub const WEBHOOK_ENDPOINT: &str = "app";
+/// Credential-store name of that endpoint's signing secret (the environment variable of the same
+/// name is the fallback, as for PAC secrets).
+pub const WEBHOOK_SECRET_NAME: &str = "TIMBRA_WEBHOOK_SECRET";
+/// Credential-store name of the SMTP password (same fallback).
+pub const SMTP_PASSWORD_NAME: &str = "TIMBRA_SMTP_PASSWORD";
+
+/// Whether the app serves the local API, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiSetting {
+    pub enabled: bool,
+    pub listen: String,
+}
+
+impl Default for ApiSetting {
+    fn default() -> ApiSetting {
+        ApiSetting {
+            enabled: false,
+            listen: DEFAULT_LISTEN.into(),
+        }
+    }
+}
+
+/// A background task that stops when its flag is raised.
+struct Running {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+/// The channel tasks of this app: the API server (with the address it listens on) and the
+/// notification worker.
+#[derive(Default)]
+pub struct ChannelHosts {
+    api: Mutex<Option<(SocketAddr, Running)>>,
+    api_error: Mutex<Option<AppError>>,
+    notifier: Mutex<Option<Running>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The listen address as typed: an IP and a port, loopback unless it is not.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, AppError> {
+    let addr: SocketAddr = text.trim().parse().map_err(|_| {
+        AppError::validation(
+            "listen",
+            "direccion_invalida",
+            format!("{text:?} no es una dirección IP con puerto (p. ej. {DEFAULT_LISTEN})"),
+        )
+    })?;
+    api::check_listen(addr, false).map_err(|why| AppError::validation("listen", "direccion_no_local", why))?;
+    Ok(addr)
+}
+
+impl ChannelHosts {
+    /// Starts what the settings ask for: the notification worker always, the API when enabled.
+    /// Failures are logged and kept for Ajustes.
+    pub async fn start(&self, outbox: &Arc<Outbox>) {
+        self.start_notifier(outbox);
+        match app_settings::get::<ApiSetting>(outbox, API_SETTING).await {
+            Ok(Some(s)) if s.enabled => {
+                if let Err(e) = self.start_api(outbox, &s.listen).await {
+                    tracing::error!(code = e.code(), error = %e, "la API local no pudo iniciar");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "no se pudieron leer los ajustes de la API local"),
+        }
+    }
+
+    fn start_notifier(&self, outbox: &Arc<Outbox>) {
+        let sender = match api::sender::ReqwestSender::new(Duration::from_secs(15)) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "no se pudo crear el cliente de webhooks; no se enviarán notificaciones");
+                return;
+            }
+        };
+        let notifier = api::workers::Notifier {
+            outbox: outbox.clone(),
+            sender: Arc::new(sender),
+            mailer: Arc::new(api::mailer::SmtpMailer::default()),
+            secrets: Arc::new(StoredSecrets),
+            policy: RetryPolicy::default(),
+            worker: "app".into(),
+        };
+        let (stop, mut rx) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            notifier
+                .run(Duration::from_secs(1), async move {
+                    let _ = rx.wait_for(|s| *s).await;
+                })
+                .await
+        });
+        if let Some(old) = lock(&self.notifier).replace(Running { stop, task }) {
+            let _ = old.stop.send(true);
+        }
+    }
+
+    /// Starts the API on `listen` (stopping a running one first); returns where it listens.
+    pub async fn start_api(&self, outbox: &Arc<Outbox>, listen: &str) -> Result<SocketAddr, AppError> {
+        self.stop_api().await;
+        let result = async {
+            let addr = parse_listen(listen)?;
+            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| AppError::ApiListen {
+                listen: addr.to_string(),
+                message: e.to_string(),
+            })?;
+            let local = listener.local_addr().map_err(|e| AppError::ApiListen {
+                listen: addr.to_string(),
+                message: e.to_string(),
+            })?;
+            let state = api::ApiState {
+                outbox: outbox.clone(),
+                secrets: Arc::new(StoredSecrets),
+            };
+            let (stop, mut rx) = watch::channel(false);
+            let task = tokio::spawn(async move {
+                let shutdown = async move {
+                    let _ = rx.wait_for(|s| *s).await;
+                };
+                if let Err(e) = api::serve(listener, state, shutdown).await {
+                    tracing::error!(error = %e, "la API local terminó con error");
+                }
+            });
+            tracing::info!(listen = %local, "API local de Timbra iniciada");
+            *lock(&self.api) = Some((local, Running { stop, task }));
+            Ok(local)
+        }
+        .await;
+        *lock(&self.api_error) = result.as_ref().err().cloned();
+        result
+    }
+
+    /// Stops the API (requests in flight finish first).
+    pub async fn stop_api(&self) {
+        let running = lock(&self.api).take();
+        if let Some((addr, r)) = running {
+            r.stop().await;
+            tracing::info!(listen = %addr, "API local detenida");
+        }
+        *lock(&self.api_error) = None;
+    }
+
+    /// Stops everything (the app is exiting).
+    pub fn stop_all(&self) {
+        if let Some((_, r)) = lock(&self.api).take() {
+            let _ = r.stop.send(true);
+        }
+        if let Some(r) = lock(&self.notifier).take() {
+            let _ = r.stop.send(true);
+        }
+    }
+
+    /// `http://HOST:PORT` while the API runs.
+    pub fn running_at(&self) -> Option<String> {
+        lock(&self.api).as_ref().map(|(a, _)| format!("http://{a}"))
+    }
+
+    pub fn api_error(&self) -> Option<AppError> {
+        lock(&self.api_error).clone()
+    }
+}
+
+fn tls_dto(t: TlsMode) -> TlsModeDto {
+    match t {
+        TlsMode::Starttls => TlsModeDto::Starttls,
+        TlsMode::Tls => TlsModeDto::Tls,
+        TlsMode::None => TlsModeDto::None,
+    }
+}
+
+fn tls_mode(t: TlsModeDto) -> TlsMode {
+    match t {
+        TlsModeDto::Starttls => TlsMode::Starttls,
+        TlsModeDto::Tls => TlsMode::Tls,
+        TlsModeDto::None => TlsMode::None,
+    }
+}
+
+fn secret_slot(name: &str) -> CredentialSlot {
+    CredentialSlot::Named { name: name.to_string() }
+}
+
+/// Whether a secret is known under `name`: in the credential store or the environment.
+fn has_secret(name: &str) -> bool {
+    use outbox::pacs::SecretSource;
+    StoredSecrets.get(name).is_some()
+}
+
+/// Ajustes' channels section as it stands.
+pub async fn view(outbox: &Outbox, hosts: &ChannelHosts) -> Result<ChannelsDto, AppError> {
+    let api = app_settings::get::<ApiSetting>(outbox, API_SETTING).await?.unwrap_or_default();
+    let tokens = outbox
+        .api_tokens()
+        .await?
+        .into_iter()
+        .map(|t| ApiTokenDto {
+            name: t.name,
+            prefix: t.prefix,
+            created_at: t.created_at.to_rfc3339(),
+            created_by: t.created_by.name,
+            revoked_at: t.revoked_at.map(|r| r.to_rfc3339()),
+        })
+        .collect();
+    let webhook = outbox
+        .webhook_endpoints()
+        .await?
+        .into_iter()
+        .find(|e| e.name == WEBHOOK_ENDPOINT)
+        .map(|e| WebhookOutDto {
+            has_secret: has_secret(&e.secret_env),
+            url: e.url,
+        });
+    let smtp = outbox.email_settings().await?.map(|s| SmtpDto {
+        has_password: s.password_env.as_deref().is_some_and(has_secret),
+        host: s.host,
+        port: s.port,
+        tls: tls_dto(s.tls),
+        user: s.user,
+        from: s.from,
+        auto_send: s.auto_send,
+    });
+    Ok(ChannelsDto {
+        api: ApiServerDto {
+            enabled: api.enabled,
+            listen: api.listen,
+            running_at: hosts.running_at(),
+            error: hosts.api_error(),
+        },
+        tokens,
+        webhook,
+        smtp,
+    })
+}
+
+/// Saves the API setting and starts or stops the server to match. An address that cannot be
+/// used is refused before anything is saved.
+pub async fn save_api(outbox: &Arc<Outbox>, hosts: &ChannelHosts, enabled: bool, listen: &str, actor: &Actor) -> Result<(), AppError> {
+    outbox::settings::may_change_settings(actor, "configurar la API local")?;
+    let addr = parse_listen(listen)?;
+    let setting = ApiSetting {
+        enabled,
+        listen: addr.to_string(),
+    };
+    if enabled {
+        // Bound first: a busy port is an error and nothing is saved.
+        hosts.start_api(outbox, &setting.listen).await?;
+    } else {
+        hosts.stop_api().await;
+    }
+    app_settings::put(outbox, API_SETTING, &setting, actor).await
+}
+
+/// Sets the outgoing webhook (`url` empty: removes it). An empty `secret` keeps the stored one.
+pub async fn save_webhook(outbox: &Outbox, url: &str, secret: &str, actor: &Actor) -> Result<(), AppError> {
+    outbox::settings::may_change_settings(actor, "configurar el webhook saliente")?;
+    let url = url.trim();
+    if url.is_empty() {
+        if outbox.webhook_endpoints().await?.iter().any(|e| e.name == WEBHOOK_ENDPOINT) {
+            outbox.remove_webhook_endpoint(WEBHOOK_ENDPOINT, actor).await?;
+        }
+        return Ok(());
+    }
+    let endpoint = WebhookEndpoint {
+        name: WEBHOOK_ENDPOINT.into(),
+        url: url.into(),
+        secret_env: WEBHOOK_SECRET_NAME.into(),
+        events: vec![],
+    };
+    endpoint.validate()?;
+    if secret.is_empty() {
+        if !has_secret(WEBHOOK_SECRET_NAME) {
+            return Err(AppError::validation(
+                "secret",
+                "requerido",
+                "falta el secreto con que se firman los webhooks",
+            ));
+        }
+    } else {
+        if secret.chars().count() < 16 {
+            return Err(AppError::validation(
+                "secret",
+                "muy_corto",
+                "el secreto debe tener al menos 16 caracteres",
+            ));
+        }
+        secret_slot(WEBHOOK_SECRET_NAME).store(&Secret::new(secret.to_string()))?;
+    }
+    outbox.set_webhook_endpoint(endpoint, actor).await?;
+    Ok(())
+}
+
+/// Saves the SMTP settings (contacts kept); the password goes to the credential store.
+pub async fn save_smtp(outbox: &Outbox, input: &SmtpInputDto, actor: &Actor) -> Result<(), AppError> {
+    outbox::settings::may_change_settings(actor, "configurar el correo")?;
+    let current = outbox.email_settings().await?;
+    let user = Some(input.user.trim().to_string()).filter(|u| !u.is_empty());
+    let wants_password = !input.password.is_empty() || (user.is_some() && has_secret(SMTP_PASSWORD_NAME));
+    let settings = EmailSettings {
+        host: input.host.trim().to_string(),
+        port: input.port,
+        tls: tls_mode(input.tls),
+        user,
+        password_env: wants_password.then(|| SMTP_PASSWORD_NAME.to_string()),
+        from: input.from.trim().to_string(),
+        from_name: current.as_ref().and_then(|c| c.from_name.clone()),
+        auto_send: input.auto_send,
+        contacts: current.map(|c| c.contacts).unwrap_or_default(),
+    };
+    // Checked before the password is stored: bad input writes nothing.
+    settings.validate()?;
+    if !input.password.is_empty() {
+        secret_slot(SMTP_PASSWORD_NAME).store(&Secret::new(input.password.clone()))?;
+    }
+    outbox.set_email_settings(&settings, actor).await?;
+    Ok(())
+}
+
+/// The addresses known for the invoice's receptor (the SMTP settings' contacts).
+pub async fn known_recipients(outbox: &Outbox, invoice_id: i64) -> Result<Vec<String>, AppError> {
+    let detail = outbox.invoice(&InvoiceRef::Id(invoice_id)).await?;
+    Ok(outbox
+        .email_settings()
+        .await?
+        .and_then(|s| s.contacts.get(&detail.invoice.receptor_rfc).cloned())
+        .unwrap_or_default())
+}
+
+/// Remembers `to` as the receptor's addresses when the operator may change settings (so the
+/// next send is prefilled and the automatic send knows them); otherwise nothing.
+pub async fn remember_recipients(outbox: &Outbox, invoice_id: i64, to: &[String], actor: &Actor) -> Result<(), AppError> {
+    if outbox::settings::may_change_settings(actor, "guardar contactos").is_err() {
+        return Ok(());
+    }
+    let Some(mut settings) = outbox.email_settings().await? else {
+        return Ok(());
+    };
+    let rfc = outbox.invoice(&InvoiceRef::Id(invoice_id)).await?.invoice.receptor_rfc;
+    if settings.contacts.get(&rfc).map(Vec::as_slice) == Some(to) {
+        return Ok(());
+    }
+    settings.contacts.insert(rfc, to.to_vec());
+    outbox.set_email_settings(&settings, actor).await?;
+    Ok(())
+}
+
+/// The PDF of an invoice's stamped CFDI: `(UUID, bytes)`.
+pub async fn invoice_pdf(outbox: &Outbox, invoice_id: i64) -> Result<(String, Vec<u8>), AppError> {
+    let (uuid, xml) = outbox.stamped_xml(&InvoiceRef::Id(invoice_id)).await?;
+    let pdf = api::documents::render_pdf(&xml).map_err(|e| AppError::Pdf {
+        uuid: uuid.clone(),
+        message: e.to_string(),
+    })?;
+    Ok((uuid, pdf))
+}
+
+/// Writes `bytes` to `path` under a temporary name first, so a half-written file never has
+/// the final name.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), AppError> {
+    let file_err = |e: std::io::Error| AppError::File {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(file_err)?;
+    }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        file_err(e)
+    })
+}
+
+/// The day range of a bulk export, as `[from, to)` in the CFDI's Fecha text.
+pub fn export_range(desde: &str, hasta: &str) -> Result<(String, String), AppError> {
+    let day = |s: &str, field: &str| {
+        chrono::NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d")
+            .map_err(|_| AppError::validation(field, "fecha_invalida", format!("{s:?} no es una fecha AAAA-MM-DD")))
+    };
+    let (d, h) = (day(desde, "desde")?, day(hasta, "hasta")?);
+    if h < d {
+        return Err(AppError::validation("hasta", "fuera_de_rango", "«hasta» es anterior a «desde»"));
+    }
+    Ok((
+        format!("{}T00:00:00", d.format("%Y-%m-%d")),
+        format!("{}T00:00:00", (h + chrono::Duration::days(1)).format("%Y-%m-%d")),
+    ))
+}
+
+/// Where a bulk export is written: a folder, or a ZIP, under a temporary name until done.
+pub enum ExportSink {
+    Dir {
+        tmp: PathBuf,
+        dest: PathBuf,
+    },
+    Zip {
+        tmp: PathBuf,
+        dest: PathBuf,
+        zip: Box<zip::ZipWriter<std::fs::File>>,
+    },
+}
+
+impl ExportSink {
+    /// A new destination `dest` (a folder that must not exist yet, or a `.zip` file).
+    pub fn open(dest: PathBuf, zip: bool) -> Result<ExportSink, AppError> {
+        let file_err = |p: &Path, e: std::io::Error| AppError::File {
+            path: p.display().to_string(),
+            message: e.to_string(),
+        };
+        if dest.exists() {
+            return Err(AppError::File {
+                path: dest.display().to_string(),
+                message: "ya existe".into(),
+            });
+        }
+        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = dest.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| file_err(parent, e))?;
+        }
+        if zip {
+            let file = std::fs::File::create(&tmp).map_err(|e| file_err(&tmp, e))?;
+            Ok(ExportSink::Zip {
+                tmp,
+                dest,
+                zip: Box::new(zip::ZipWriter::new(file)),
+            })
+        } else {
+            std::fs::create_dir_all(&tmp).map_err(|e| file_err(&tmp, e))?;
+            Ok(ExportSink::Dir { tmp, dest })
+        }
+    }
+
+    pub fn add(&mut self, name: &str, bytes: &[u8]) -> Result<(), AppError> {
+        let err = |p: String, m: String| AppError::File { path: p, message: m };
+        match self {
+            ExportSink::Dir { tmp, .. } => {
+                let p = tmp.join(name);
+                std::fs::write(&p, bytes).map_err(|e| err(p.display().to_string(), e.to_string()))
+            }
+            ExportSink::Zip { zip, dest, .. } => {
+                let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+                let at = || format!("{}!{name}", dest.display());
+                zip.start_file(name, opts).map_err(|e| err(at(), e.to_string()))?;
+                zip.write_all(bytes).map_err(|e| err(at(), e.to_string()))
+            }
+        }
+    }
+
+    /// Gives the export its final name.
+    pub fn finish(self) -> Result<PathBuf, AppError> {
+        let err = |p: &Path, m: String| AppError::File {
+            path: p.display().to_string(),
+            message: m,
+        };
+        match self {
+            ExportSink::Dir { tmp, dest } => {
+                std::fs::rename(&tmp, &dest).map_err(|e| err(&dest, e.to_string()))?;
+                Ok(dest)
+            }
+            ExportSink::Zip { tmp, dest, zip } => {
+                let file = zip.finish().map_err(|e| err(&dest, e.to_string()))?;
+                file.sync_all().map_err(|e| err(&dest, e.to_string()))?;
+                std::fs::rename(&tmp, &dest).map_err(|e| err(&dest, e.to_string()))?;
+                Ok(dest)
+            }
+        }
+    }
+
+    /// Removes the half-written export.
+    pub fn abandon(self) {
+        match self {
+            ExportSink::Dir { tmp, .. } => {
+                let _ = std::fs::remove_dir_all(tmp);
+            }
+            ExportSink::Zip { tmp, zip, .. } => {
+                drop(zip);
+                let _ = std::fs::remove_file(tmp);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_are_loopback_with_a_port() {
+        assert_eq!(parse_listen(" 127.0.0.1:8787 ").unwrap().port(), 8787);
+        assert!(parse_listen("[::1]:0").is_ok());
+        let field = |r: Result<SocketAddr, AppError>| match r {
+            Err(AppError::Validation { errors }) => (errors[0].field.clone(), errors[0].code.clone()),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(field(parse_listen("localhost")), ("listen".into(), "direccion_invalida".into()));
+        assert_eq!(field(parse_listen("0.0.0.0:8787")), ("listen".into(), "direccion_no_local".into()));
+    }
+
+    #[test]
+    fn export_ranges_include_the_last_day() {
+        assert_eq!(
+            export_range("2026-11-01", "2026-11-30").unwrap(),
+            ("2026-11-01T00:00:00".to_string(), "2026-12-01T00:00:00".to_string())
+        );
+        assert!(matches!(export_range("2026-11-02", "2026-11-01"), Err(AppError::Validation { .. })));
+        assert!(matches!(export_range("1/11/2026", "2026-11-01"), Err(AppError::Validation { .. })));
+    }
+
+    async fn outbox(dir: &Path) -> Arc<Outbox> {
+        let opts = outbox::SqliteOptions::new(dir.join("timbra.db")).create(true);
+        Arc::new(Outbox::open_sqlite(&opts, Arc::new(outbox::SystemClock)).await.unwrap())
+    }
+
+    fn get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
+        use std::io::Read;
+        let mut s = std::net::TcpStream::connect(addr)?;
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())?;
+        let mut answer = String::new();
+        s.read_to_string(&mut answer)?;
+        Ok(answer)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_api_is_started_and_stopped_from_its_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = outbox(dir.path()).await;
+        let hosts = ChannelHosts::default();
+        let soporte = Actor::new("Soporte", outbox::Role::Soporte, "app");
+        save_api(&outbox, &hosts, true, "127.0.0.1:0", &soporte).await.unwrap();
+        let at = hosts.running_at().expect("running");
+        let addr: SocketAddr = at.trim_start_matches("http://").parse().unwrap();
+        let health = tokio::task::spawn_blocking(move || get(addr, "/v1/health")).await.unwrap().unwrap();
+        assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+        let unauthenticated = tokio::task::spawn_blocking(move || get(addr, "/v1/sales/x"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(unauthenticated.starts_with("HTTP/1.1 401"), "{unauthenticated}");
+        let saved: ApiSetting = app_settings::get(&outbox, API_SETTING).await.unwrap().unwrap();
+        assert!(saved.enabled);
+
+        // A busy port is refused and nothing is saved (the running one is stopped first, so
+        // take a port another listener holds).
+        let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let busy = holder.local_addr().unwrap().to_string();
+        let e = save_api(&outbox, &hosts, true, &busy, &soporte).await.unwrap_err();
+        assert_eq!(e.code(), "api_listen", "{e:?}");
+        assert_eq!(
+            app_settings::get::<ApiSetting>(&outbox, API_SETTING).await.unwrap().unwrap().listen,
+            "127.0.0.1:0"
+        );
+        assert!(hosts.api_error().is_some());
+
+        // Personal may not change it; disabling stops the server.
+        let personal = Actor::new("Mostrador", outbox::Role::Personal, "app");
+        assert!(save_api(&outbox, &hosts, false, "127.0.0.1:0", &personal).await.is_err());
+        save_api(&outbox, &hosts, false, "127.0.0.1:0", &soporte).await.unwrap();
+        assert!(hosts.running_at().is_none());
+        assert!(std::net::TcpStream::connect(addr).is_err(), "stopped");
+        hosts.stop_all();
+    }
+
+    #[tokio::test]
+    async fn smtp_settings_keep_contacts_and_refuse_bad_input_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = outbox(dir.path()).await;
+        let soporte = Actor::new("Soporte", outbox::Role::Soporte, "app");
+        let input = SmtpInputDto {
+            host: "127.0.0.1".into(),
+            port: 2525,
+            tls: TlsModeDto::None,
+            user: String::new(),
+            password: String::new(),
+            from: "facturas@ejemplo.mx".into(),
+            auto_send: true,
+        };
+        save_smtp(&outbox, &input, &soporte).await.unwrap();
+        let mut s = outbox.email_settings().await.unwrap().unwrap();
+        assert!(s.auto_send && s.password_env.is_none());
+        s.contacts.insert("URE180429TM6".into(), vec!["compras@ure.mx".into()]);
+        outbox.set_email_settings(&s, &soporte).await.unwrap();
+        let bad = SmtpInputDto {
+            from: "no-es-correo".into(),
+            ..input.clone()
+        };
+        let e = save_smtp(&outbox, &bad, &soporte).await.unwrap_err();
+        assert!(matches!(&e, AppError::Validation { errors } if errors[0].field == "from"), "{e:?}");
+        save_smtp(&outbox, &SmtpInputDto { port: 2526, ..input }, &soporte).await.unwrap();
+        let s = outbox.email_settings().await.unwrap().unwrap();
+        assert_eq!((s.port, s.from.as_str()), (2526, "facturas@ejemplo.mx"));
+        assert_eq!(s.contacts["URE180429TM6"], ["compras@ure.mx"], "contacts survive a settings save");
+    }
+
+    #[tokio::test]
+    async fn the_outgoing_webhook_needs_a_secret_and_an_empty_url_removes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = outbox(dir.path()).await;
+        let soporte = Actor::new("Soporte", outbox::Role::Soporte, "app");
+        let e = save_webhook(&outbox, "ftp://erp", "", &soporte).await.unwrap_err();
+        assert!(matches!(&e, AppError::Validation { errors } if errors[0].field == "url"), "{e:?}");
+        let e = save_webhook(&outbox, "https://erp.ejemplo.mx/timbra", "corto", &soporte)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&e, AppError::Validation { errors } if errors[0].field == "secret"),
+            "{e:?}"
+        );
+        assert!(outbox.webhook_endpoints().await.unwrap().is_empty(), "bad input writes nothing");
+        // Without a secret in the credential store, the environment variable of the same name
+        // is the fallback (as for PAC secrets).
+        std::env::set_var(WEBHOOK_SECRET_NAME, "secreto-de-prueba-123456");
+        save_webhook(&outbox, "https://erp.ejemplo.mx/timbra", "", &soporte).await.unwrap();
+        let view = view(&outbox, &ChannelHosts::default()).await.unwrap();
+        assert_eq!(
+            view.webhook,
+            Some(WebhookOutDto {
+                url: "https://erp.ejemplo.mx/timbra".into(),
+                has_secret: true
+            })
+        );
+        save_webhook(&outbox, " ", "", &soporte).await.unwrap();
+        assert!(outbox.webhook_endpoints().await.unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_zip_export_gets_its_name_only_when_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("facturas.zip");
+        let mut sink = ExportSink::open(dest.clone(), true).unwrap();
+        sink.add("A.xml", b"<x/>").unwrap();
+        assert!(!dest.exists());
+        assert_eq!(sink.finish().unwrap(), dest);
+        let bytes = std::fs::read(&dest).unwrap();
+        assert_eq!(&bytes[..2], b"PK");
+        assert!(ExportSink::open(dest, true).is_err(), "an existing export is never overwritten");
+    }
+}
