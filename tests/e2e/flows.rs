@@ -127,6 +127,19 @@ pub async fn emitir_y_notas(app: &App) -> Res {
     app.wait_contains("[data-count-badge=timbrada]", "1").await?;
     app.wait_contains("[data-testid=drain-progress]", "1 timbradas").await?;
     app.screenshot("bandeja-timbrada").await?;
+
+    // A credit note of it from its Factura page: Emitir opens prefilled by Rust (egreso,
+    // relation 01 to the UUID) under the derived id nc-<sale>, and the drain stamps it.
+    app.click(&format!("a.tr[data-sale-id='{click_id}']")).await?;
+    app.click("[data-testid=credit-note]").await?;
+    app.wait_contains("[data-testid=emitir-related]", uuid.trim()).await?;
+    app.screenshot("emitir-nota-de-credito").await?;
+    app.click("[data-testid=emitir-submit]").await?;
+    app.wait_contains("[data-testid=emitir-recorded]", &format!("nc-{click_id}"))
+        .await?;
+    app.click("[data-testid=recorded-link]").await?;
+    app.wait_badge("timbrada").await?;
+    app.wait_contains("[data-testid=factura-head]", "Nota de crédito (egreso)").await?;
     Ok(())
 }
 
