@@ -187,6 +187,10 @@ pub struct ListQueryDto {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub flag: Option<outbox::model::ListFlag>,
+    /// Only "PPD con saldo": stamped PPD ingresos whose stamped payments leave a balance.
+    #[serde(default)]
+    #[ts(optional)]
+    pub ppd_con_saldo: Option<bool>,
     /// The previous page's `next`.
     pub after: Option<String>,
     /// Page size (0: 50; at most 1000).
@@ -400,4 +404,34 @@ pub mod events {
     pub const INVOICE_CHANGED: &str = "invoice-changed";
     pub const COUNTS_CHANGED: &str = "counts-changed";
     pub const DRAIN_PROGRESS: &str = "drain-progress";
+}
+
+// Fiscal workflows -----------------------------------------------------------------------------
+
+/// The *Registrar pago* form, as typed (the outbox computes parcialidad, saldos and taxes from
+/// the stamped CFDIs; `commands::record_payment` parses the texts and names a bad field).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, TS)]
+pub struct PaymentInputDto {
+    /// Monto, in `moneda`.
+    pub amount: String,
+    /// c_FormaPago (not 99).
+    pub forma_pago: String,
+    /// When the money arrived, local time `AAAA-MM-DDThh:mm[:ss]`.
+    pub fecha_pago: String,
+    /// MonedaP; blank or None: MXN.
+    pub moneda: Option<String>,
+    /// TipoCambioP (pesos per unit of `moneda`), when it is not MXN.
+    pub tipo_cambio: Option<String>,
+    /// The bank's reference (NumOperacion).
+    pub num_operacion: Option<String>,
+}
+
+/// Which file of the month to save.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum MonthExportDto {
+    /// The report as CSV (`reporte-AAAA-MM.csv`).
+    Csv,
+    /// Every stamped XML of the month and its PDF, named by UUID (`cfdi-AAAA-MM.zip`).
+    Zip,
 }

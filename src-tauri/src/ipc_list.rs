@@ -42,6 +42,14 @@ macro_rules! ipc_surface {
                 cancellation_preview(uuid: String) -> CancellationPreview;
                 cancel_cfdi(invoice_id: i64, uuid: String, order_dto: CancelOrderDto) -> InvoiceDetailDto;
                 import_cfdis(files: Vec<ImportFileDto>) -> ImportReport;
+                invoice_balance(invoice_id: i64) -> InvoiceBalance;
+                record_payment(invoice_id: i64, payment: PaymentInputDto) -> Recorded;
+                global_invoice_preview(periodicidad: String, desde: String, hasta: String) -> GlobalInvoicePreview;
+                create_global_invoice(periodicidad: String, desde: String, hasta: String) -> GlobalInvoiceResult;
+                month_report(month: String) -> MonthReport;
+                export_month(month: String, format: MonthExportDto) -> SavedFileDto;
+                import_screening_list(file: ImportFileDto, list_date: Option<String>, skip_bad_lines: bool) -> ScreeningImport;
+                screening_check(rfc: String) -> ScreeningStatus;
             }
             events {
                 /// An invoice's state, notes or evidence changed.

@@ -676,3 +676,90 @@ pub async fn rechazo_tras_desconocido(app: &App) -> Res {
     app.select("[data-testid=operator]", "Soporte").await?;
     Ok(())
 }
+
+/// A PPD invoice from the Emitir form, stamped; from its Factura page a payment above the
+/// balance is refused with the numbers, then a partial payment is registered: its CFDI is
+/// stamped by the drain and the balance drops. The Bandeja's "PPD con saldo" lists it; the
+/// Reportes page shows the month with its chart.
+pub async fn pago_parcial(app: &App) -> Res {
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    app.go("#/emitir").await?;
+    fill_sale(app, "URE180429TM6").await?;
+    app.select("select[name='metodo_pago']", "PPD").await?;
+    app.select("select[name='forma_pago']", "99").await?;
+    app.wait_contains("[data-total=total]", "$116.00").await?;
+    app.click("[data-testid=emitir-submit]").await?;
+    app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
+    app.click("[data-testid=recorded-link]").await?;
+    app.wait_badge("timbrada").await?;
+
+    // The balance of a stamped PPD invoice: all of it, no payments yet.
+    app.wait_contains("[data-testid=payments] [data-testid=balance]", "$116.00").await?;
+    app.wait_contains("[data-testid=payments]", "Aún no hay pagos").await?;
+
+    // More than the balance: refused with the numbers, nothing recorded.
+    app.click("[data-testid=payment-open]").await?;
+    app.type_into("[data-testid=payment-form] input[name=amount]", "200.00").await?;
+    app.select("[data-testid=payment-form] select[name=forma_pago]", "03").await?;
+    app.click("[data-testid=payment-submit]").await?;
+    let refused = app.wait_contains("[data-testid=payment-error]", "excede el saldo").await?;
+    check(
+        refused.contains("$200.00") && refused.contains("$116.00"),
+        format!("la negativa debe decir el monto y el saldo: {refused:?}"),
+    )?;
+    check(
+        app.all("[data-testid=payment-rows] tbody tr").await?.is_empty(),
+        "un pago rechazado no debe registrarse",
+    )?;
+
+    // A partial payment: recorded, then its CFDI stamped; the balance drops to 66.00.
+    app.type_into("[data-testid=payment-form] input[name=amount]", "50.00").await?;
+    app.click("[data-testid=payment-submit]").await?;
+    app.wait_contains("[data-testid=payment-recorded]", "Pago registrado").await?;
+    app.wait_text_for(
+        "[data-testid=payment-rows] tbody tr[data-status=timbrado]",
+        "el pago timbrado",
+        |t| t.contains("$50.00") && t.contains("$66.00"),
+        std::time::Duration::from_secs(30),
+    )
+    .await?;
+    app.wait_contains("[data-testid=payments] [data-testid=balance]", "$66.00").await?;
+    app.wait_contains("[data-testid=payments] [data-testid=balance-paid]", "$50.00")
+        .await?;
+    let row = app
+        .find("[data-testid=payment-rows] tbody tr")
+        .await?
+        .text()
+        .await
+        .map_err(|e| e.to_string())?;
+    check(row.starts_with('1'), format!("la primera parcialidad es 1: {row:?}"))?;
+    app.screenshot("pago-parcial").await?;
+
+    // The Bandeja's "PPD con saldo" lists it.
+    app.go("#/bandeja").await?;
+    app.select("[data-testid=flag-filter]", "ppd_con_saldo").await?;
+    app.wait_contains("[data-testid=rows]", "URE180429TM6").await?;
+
+    // The month: totals from the stamped XMLs (the invoice's 100.00 + 16.00 IVA, the payment's
+    // 50.00), the receptor in the chart, the PPD still open.
+    app.go("#/reportes").await?;
+    app.find("[data-testid=report-chart]").await?;
+    app.wait_contains("[data-testid=report-chart]", "URE180429TM6").await?;
+    app.wait_contains("[data-testid=report-totals] tr[data-row=ingresos]", "$100.00")
+        .await?;
+    app.wait_contains("[data-testid=report-totals] tr[data-row=ingresos]", "$16.00")
+        .await?;
+    app.wait_contains("[data-testid=report-totals] tr[data-row=pagos]", "$50.00")
+        .await?;
+    app.wait_contains("[data-testid=report-ppd]", "$66.00").await?;
+    app.screenshot("reporte-mes").await?;
+    app.click("[data-testid=export-csv]").await?;
+    let saved = app.wait_contains("[data-testid=report-saved]", "Guardado en").await?;
+    let path = saved.trim().trim_start_matches("Guardado en").trim().to_string();
+    let csv = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    check(
+        csv.contains("receptor,URE180429TM6") && csv.contains("ppd_con_saldo,"),
+        format!("el CSV debe traer el receptor y la PPD con saldo: {csv:?}"),
+    )?;
+    Ok(())
+}

@@ -42,6 +42,7 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("rechazo_tras_desconocido", nothing, |app| {
         Box::pin(flows::rechazo_tras_desconocido(app))
     }),
+    ("pago_parcial", nothing, |app| Box::pin(flows::pago_parcial(app))),
 ];
 
 fn main() -> ExitCode {

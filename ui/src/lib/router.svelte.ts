@@ -1,11 +1,14 @@
-// A tiny hash router: #/bandeja, #/factura/<id>, #/emitir, #/ajustes, #/tablero, #/duplicados.
+// A tiny hash router: #/bandeja, #/factura/<id>, #/emitir, #/ajustes, #/tablero, #/duplicados,
+// #/global (factura global), #/reportes.
 export type Route =
   | { page: 'bandeja' }
   | { page: 'factura'; id: number }
   | { page: 'emitir' }
   | { page: 'ajustes' }
   | { page: 'tablero' }
-  | { page: 'duplicados' };
+  | { page: 'duplicados' }
+  | { page: 'global' }
+  | { page: 'reportes' };
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean);
@@ -18,6 +21,8 @@ export function parseRoute(hash: string): Route {
     case 'ajustes':
     case 'tablero':
     case 'duplicados':
+    case 'global':
+    case 'reportes':
       return { page: parts[0] };
     default:
       return { page: 'bandeja' };

@@ -13,21 +13,29 @@ import type { DuplicateGroup } from './bindings/DuplicateGroup';
 import type { EmisorDto } from './bindings/EmisorDto';
 import type { EmisorSetupDto } from './bindings/EmisorSetupDto';
 import type { FoundCfdiDto } from './bindings/FoundCfdiDto';
+import type { GlobalInvoicePreview } from './bindings/GlobalInvoicePreview';
+import type { GlobalInvoiceResult } from './bindings/GlobalInvoiceResult';
 import type { ImportFileDto } from './bindings/ImportFileDto';
 import type { ImportReport } from './bindings/ImportReport';
+import type { InvoiceBalance } from './bindings/InvoiceBalance';
 import type { InvoiceChangedDto } from './bindings/InvoiceChangedDto';
 import type { InvoiceDetailDto } from './bindings/InvoiceDetailDto';
 import type { InvoicePage } from './bindings/InvoicePage';
 import type { ListQueryDto } from './bindings/ListQueryDto';
+import type { MonthExportDto } from './bindings/MonthExportDto';
+import type { MonthReport } from './bindings/MonthReport';
 import type { Note } from './bindings/Note';
 import type { OperatorDto } from './bindings/OperatorDto';
 import type { PacInputDto } from './bindings/PacInputDto';
 import type { PacsDto } from './bindings/PacsDto';
+import type { PaymentInputDto } from './bindings/PaymentInputDto';
 import type { Recorded } from './bindings/Recorded';
 import type { SaleDraft } from './bindings/SaleDraft';
 import type { SalePreviewDto } from './bindings/SalePreviewDto';
 import type { SandboxFaultDto } from './bindings/SandboxFaultDto';
 import type { SavedFileDto } from './bindings/SavedFileDto';
+import type { ScreeningImport } from './bindings/ScreeningImport';
+import type { ScreeningStatus } from './bindings/ScreeningStatus';
 import type { XmlSourceDto } from './bindings/XmlSourceDto';
 
 export * from './call';
@@ -57,6 +65,14 @@ export const api = {
   cancellationPreview: (uuid: string) => call<CancellationPreview>('cancellation_preview', { uuid }),
   cancelCfdi: (invoiceId: number, uuid: string, orderDto: CancelOrderDto) => call<InvoiceDetailDto>('cancel_cfdi', { invoiceId, uuid, orderDto }),
   importCfdis: (files: Array<ImportFileDto>) => call<ImportReport>('import_cfdis', { files }),
+  invoiceBalance: (invoiceId: number) => call<InvoiceBalance>('invoice_balance', { invoiceId }),
+  recordPayment: (invoiceId: number, payment: PaymentInputDto) => call<Recorded>('record_payment', { invoiceId, payment }),
+  globalInvoicePreview: (periodicidad: string, desde: string, hasta: string) => call<GlobalInvoicePreview>('global_invoice_preview', { periodicidad, desde, hasta }),
+  createGlobalInvoice: (periodicidad: string, desde: string, hasta: string) => call<GlobalInvoiceResult>('create_global_invoice', { periodicidad, desde, hasta }),
+  monthReport: (month: string) => call<MonthReport>('month_report', { month }),
+  exportMonth: (month: string, format: MonthExportDto) => call<SavedFileDto>('export_month', { month, format }),
+  importScreeningList: (file: ImportFileDto, listDate: string | null, skipBadLines: boolean) => call<ScreeningImport>('import_screening_list', { file, listDate, skipBadLines }),
+  screeningCheck: (rfc: string) => call<ScreeningStatus>('screening_check', { rfc }),
 };
 
 export type Api = typeof api;
