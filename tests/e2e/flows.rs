@@ -763,3 +763,85 @@ pub async fn pago_parcial(app: &App) -> Res {
     )?;
     Ok(())
 }
+
+/// SAT's 69-B list imported from Ajustes (a CSV chosen in the file input): its date and count;
+/// a listed receptor is warned about at Emitir as it is typed, in the recorded answer and on
+/// its Factura page, and the sale is recorded all the same. The Factura global page previews a
+/// period (no tickets here) and refuses a period its periodicidad does not allow.
+pub async fn lista_69b_y_global(app: &App) -> Res {
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    let dir = std::env::temp_dir().join(format!("timbra-e2e-69b-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let csv = dir.join("Listado_Completo_69-B.csv");
+    std::fs::write(
+        &csv,
+        "Información actualizada al 15 de noviembre de 2026\n\
+No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación página SAT presuntos,Publicación página SAT definitivos\n\
+1,AAA010101AAA,EMPRESA FANTASMA SA DE CV,Definitivo,05/10/2020,15/01/2021\n\
+2,BBB020202BB2,\"OTRA, SA DE CV\",Presunto,01/03/2026,\n",
+    )
+    .map_err(|e| e.to_string())?;
+
+    app.go("#/ajustes").await?;
+    app.wait_contains("[data-testid=screening-current]", "Aún no se ha importado").await?;
+    app.find("[data-testid=screening-form] input[type=file]")
+        .await?
+        .send_keys(&csv.display().to_string())
+        .await
+        .map_err(|e| format!("elegir el archivo: {e}"))?;
+    app.click("[data-testid=screening-import]").await?;
+    app.wait_contains("[data-testid=screening-imported]", "Lista del 2026-11-15 importada: 2 contribuyentes")
+        .await?;
+    app.wait_contains("[data-testid=screening-current]", "del 2026-11-15, 2 contribuyentes").await?;
+    app.client
+        .execute("document.querySelector('[data-testid=screening-form]').scrollIntoView();", vec![])
+        .await
+        .map_err(|e| e.to_string())?;
+    app.screenshot("lista-69b").await?;
+
+    // Emitir: the warning appears as the RFC is typed, never blocking.
+    app.go("#/emitir").await?;
+    fill_sale(app, "AAA010101AAA").await?;
+    let w = app.wait_contains("[data-testid=screening-warning]", "definitivo").await?;
+    check(
+        w.contains("2026-11-15") && w.contains("2021-01-15"),
+        format!("el aviso debe decir la fecha de la lista y de la situación: {w:?}"),
+    )?;
+    app.click("[data-testid=emitir-submit]").await?;
+    app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
+    app.wait_contains("[data-testid=recorded-warning]", "lista 69-B").await?;
+    app.click("[data-testid=recorded-link]").await?;
+    app.wait_contains("[data-testid=factura-head] [data-testid=screening-warning]", "definitivo")
+        .await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=receptor_69b]", "lista 69-B").await?;
+
+    // A receptor not listed: no warning.
+    app.go("#/emitir").await?;
+    app.type_into("input[name='receptor.rfc']", "URE180429TM6").await?;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    check(
+        app.all("[data-testid=screening-warning]").await?.is_empty(),
+        "un receptor que no está en la lista no lleva aviso",
+    )?;
+
+    // Factura global: a day with no tickets; a daily periodicidad over two days is refused.
+    app.go("#/global").await?;
+    app.click("[data-testid=global-preview]").await?;
+    app.wait_contains("[data-testid=global-tickets]", "No hay tickets pendientes").await?;
+    app.screenshot("factura-global").await?;
+    // Two days for a daily global invoice (the date set as a person's pick would set it).
+    app.client
+        .execute(
+            "const e = document.querySelector('[data-testid=global-form] input[name=hasta]'); \
+             const d = new Date(e.value + 'T12:00:00'); d.setDate(d.getDate() + 1); \
+             e.value = d.toISOString().slice(0, 10); \
+             e.dispatchEvent(new Event('input', { bubbles: true })); e.dispatchEvent(new Event('change', { bubbles: true }));",
+            vec![],
+        )
+        .await
+        .map_err(|e| format!("cambiar la fecha: {e}"))?;
+    app.click("[data-testid=global-preview]").await?;
+    app.wait_contains("[data-testid=global-error]", "cubre un día").await?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

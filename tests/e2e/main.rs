@@ -43,6 +43,7 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
         Box::pin(flows::rechazo_tras_desconocido(app))
     }),
     ("pago_parcial", nothing, |app| Box::pin(flows::pago_parcial(app))),
+    ("lista_69b_y_global", nothing, |app| Box::pin(flows::lista_69b_y_global(app))),
 ];
 
 fn main() -> ExitCode {

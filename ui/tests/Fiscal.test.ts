@@ -52,7 +52,10 @@ describe('Pagos panel', () => {
     expect(row.textContent).toContain('$1,160.00');
     expect(row.textContent).toContain('$660.00');
     expect(row.textContent).toContain('Timbrado');
-    expect(row.textContent).toContain(firstPayment.uuid);
+    const link = row.querySelector('a')!;
+    expect(link.getAttribute('href')).toBe('#/factura/8');
+    expect(link.textContent).toBe('AAAAAAAA');
+    expect(link.getAttribute('title')).toContain(firstPayment.uuid);
   });
 
   test('records the typed payment and words a refusal over the balance with its numbers', async () => {
