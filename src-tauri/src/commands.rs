@@ -627,7 +627,7 @@ pub async fn select_operator(state: State<'_, AppState>, name: String) -> Res<Op
 fn decimal_field(field: &str, text: &str) -> Res<rust_decimal::Decimal> {
     let text = text.trim();
     if text.is_empty() {
-        return Err(AppError::validation(field, "requerido", format!("falta {field}")));
+        return Err(AppError::validation(field, "requerido", "es obligatorio"));
     }
     cfdi::sale::parse_amount(text)
         .map(|a| a.0)
@@ -760,8 +760,10 @@ pub async fn export_month(state: State<'_, AppState>, month: String, format: Mon
             let sandbox = ready.mode().await? == ModeDto::Sandbox;
             let mut entries = Vec::new();
             for d in ready.outbox.month_documents(y, m).await? {
-                let pdf = pdf::render(&d.xml, &pdf::RenderOptions { sandbox })
-                    .map_err(|e| AppError::validation("mes", "pdf", format!("el PDF del CFDI {} no se pudo generar: {e}", d.uuid)))?;
+                let pdf = pdf::render(&d.xml, &pdf::RenderOptions { sandbox }).map_err(|e| AppError::File {
+                    path: format!("cfdi-{y:04}-{m:02}.zip"),
+                    message: format!("el PDF del CFDI {} no se pudo generar: {e}; no se guardó el ZIP", d.uuid),
+                })?;
                 entries.push((format!("{}.pdf", d.uuid), pdf));
                 entries.push((format!("{}.xml", d.uuid), d.xml));
             }

@@ -692,6 +692,8 @@ pub async fn pago_parcial(app: &App) -> Res {
     app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
     app.click("[data-testid=recorded-link]").await?;
     app.wait_badge("timbrada").await?;
+    let uuid = app.wait_text("[data-testid=uuid]", "un UUID", |t| t.trim().len() == 36).await?;
+    let uuid = uuid.trim().to_string();
 
     // The balance of a stamped PPD invoice: all of it, no payments yet.
     app.wait_contains("[data-testid=payments] [data-testid=balance]", "$116.00").await?;
@@ -761,6 +763,16 @@ pub async fn pago_parcial(app: &App) -> Res {
         csv.contains("receptor,URE180429TM6") && csv.contains("ppd_con_saldo,"),
         format!("el CSV debe traer el receptor y la PPD con saldo: {csv:?}"),
     )?;
+    // The month's ZIP: every stamped XML with its PDF, named by UUID.
+    app.click("[data-testid=export-zip]").await?;
+    let saved = app.wait_contains("[data-testid=report-saved]", ".zip").await?;
+    let path = saved.trim().trim_start_matches("Guardado en").trim().to_string();
+    let zip = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
+    let names = String::from_utf8_lossy(&zip);
+    check(
+        zip.starts_with(b"PK") && names.contains(&format!("{uuid}.xml")) && names.contains(&format!("{uuid}.pdf")),
+        format!("el ZIP {path} debe traer {uuid}.xml y {uuid}.pdf"),
+    )?;
     Ok(())
 }
 
@@ -783,16 +795,21 @@ No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación págin
     .map_err(|e| e.to_string())?;
 
     app.go("#/ajustes").await?;
-    app.wait_contains("[data-testid=screening-current]", "Aún no se ha importado").await?;
+    app.wait_contains("[data-testid=screening-current]", "Aún no se ha importado")
+        .await?;
     app.find("[data-testid=screening-form] input[type=file]")
         .await?
         .send_keys(&csv.display().to_string())
         .await
         .map_err(|e| format!("elegir el archivo: {e}"))?;
     app.click("[data-testid=screening-import]").await?;
-    app.wait_contains("[data-testid=screening-imported]", "Lista del 2026-11-15 importada: 2 contribuyentes")
+    app.wait_contains(
+        "[data-testid=screening-imported]",
+        "Lista del 2026-11-15 importada: 2 contribuyentes",
+    )
+    .await?;
+    app.wait_contains("[data-testid=screening-current]", "del 2026-11-15, 2 contribuyentes")
         .await?;
-    app.wait_contains("[data-testid=screening-current]", "del 2026-11-15, 2 contribuyentes").await?;
     app.client
         .execute("document.querySelector('[data-testid=screening-form]').scrollIntoView();", vec![])
         .await
@@ -813,7 +830,8 @@ No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación págin
     app.click("[data-testid=recorded-link]").await?;
     app.wait_contains("[data-testid=factura-head] [data-testid=screening-warning]", "definitivo")
         .await?;
-    app.wait_contains("[data-testid=timeline] li[data-kind=receptor_69b]", "lista 69-B").await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=receptor_69b]", "lista 69-B")
+        .await?;
 
     // A receptor not listed: no warning.
     app.go("#/emitir").await?;
@@ -827,7 +845,8 @@ No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación págin
     // Factura global: a day with no tickets; a daily periodicidad over two days is refused.
     app.go("#/global").await?;
     app.click("[data-testid=global-preview]").await?;
-    app.wait_contains("[data-testid=global-tickets]", "No hay tickets pendientes").await?;
+    app.wait_contains("[data-testid=global-tickets]", "No hay tickets pendientes")
+        .await?;
     app.screenshot("factura-global").await?;
     // Two days for a daily global invoice (the date set as a person's pick would set it).
     app.client
