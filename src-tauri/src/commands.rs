@@ -683,11 +683,15 @@ pub async fn record_payment(app: AppHandle, state: State<'_, AppState>, invoice_
         Some(t) => Some(decimal_field("tipo_cambio", &t)?),
         None => None,
     };
+    let to_invoice = match blank_to_none(&payment.amount_to_invoice) {
+        Some(a) => Some(decimal_field("invoices[0].amount", &a)?),
+        None => None,
+    };
     let req = outbox::payments::PaymentRequest {
         sale_id: None,
         invoices: vec![outbox::payments::PaymentTarget {
             invoice: InvoiceRef::Id(invoice_id),
-            amount: None,
+            amount: to_invoice,
             equivalencia: None,
         }],
         amount,

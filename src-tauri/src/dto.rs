@@ -424,6 +424,9 @@ pub struct PaymentInputDto {
     pub tipo_cambio: Option<String>,
     /// The bank's reference (NumOperacion).
     pub num_operacion: Option<String>,
+    /// ImpPagado in the invoice's currency, when the payment is in another one (EquivalenciaDR
+    /// is derived from it and `amount`); blank or None when the currencies are the same.
+    pub amount_to_invoice: Option<String>,
 }
 
 /// Which file of the month to save.

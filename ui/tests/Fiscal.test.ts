@@ -82,7 +82,32 @@ describe('Pagos panel', () => {
     );
     expect(calls).toContainEqual([
       'record_payment',
-      { invoiceId: 7, payment: { amount: '2000.00', forma_pago: '03', fecha_pago: '2026-12-01T10:15', moneda: null, tipo_cambio: null, num_operacion: null } },
+      { invoiceId: 7, payment: { amount: '2000.00', forma_pago: '03', fecha_pago: '2026-12-01T10:15', moneda: null, tipo_cambio: null, num_operacion: null, amount_to_invoice: null } },
+    ]);
+  });
+
+  test('a payment in another currency asks for the amount applied to the invoice', async () => {
+    const calls: [string, unknown][] = [];
+    mockIPC((cmd, args) => {
+      calls.push([cmd, args]);
+      if (cmd === 'invoice_balance') return balance('0.00', '1160.00');
+      if (cmd === 'local_now') return '2026-12-01T10:15:00';
+      if (cmd === 'record_payment') return { invoice_id: 9, sale_id: 'pago-v-7-1', state: 'pending', replayed: false, warnings: [] };
+    }, { shouldMockEvents: true });
+    render(PaymentsPanel, { invoiceId: 7 });
+    await fireEvent.click(await screen.findByTestId('payment-open'));
+    expect(document.querySelector('input[name=amount_to_invoice]')).toBeNull();
+    const moneda = document.querySelector<HTMLSelectElement>('select[name=moneda]')!;
+    moneda.value = 'USD';
+    await fireEvent.change(moneda);
+    await fireEvent.input(document.querySelector('input[name=amount]')!, { target: { value: '50.00' } });
+    await fireEvent.input(document.querySelector('input[name=tipo_cambio]')!, { target: { value: '18.50' } });
+    await fireEvent.input(document.querySelector('input[name=amount_to_invoice]')!, { target: { value: '925.00' } });
+    await fireEvent.click(screen.getByTestId('payment-submit'));
+    await waitFor(() => expect(screen.getByTestId('payment-recorded').textContent).toContain('pago-v-7-1'));
+    expect(calls).toContainEqual([
+      'record_payment',
+      { invoiceId: 7, payment: { amount: '50.00', forma_pago: '03', fecha_pago: '2026-12-01T10:15', moneda: 'USD', tipo_cambio: '18.50', num_operacion: null, amount_to_invoice: '925.00' } },
     ]);
   });
 

@@ -596,4 +596,6 @@ export const en: Record<keyof typeof es, string> = {
   'timeline.field.global_sale_id': "global invoice",
   'pago.col.parcialidad': "#",
   'pago.col.saldo_anterior': "Prev. balance",
+  'pago.amount_to_invoice': "Amount applied to the invoice ({moneda})",
+  'pago.amount_to_invoice_hint': "The invoice is in another currency: EquivalenciaDR is computed from both amounts.",
 };

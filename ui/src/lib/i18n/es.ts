@@ -592,4 +592,6 @@ export const es = {
   'timeline.field.global_sale_id': "factura global",
   'pago.col.parcialidad': "#",
   'pago.col.saldo_anterior': "Saldo ant.",
+  'pago.amount_to_invoice': "Importe aplicado a la factura ({moneda})",
+  'pago.amount_to_invoice_hint': "La factura está en otra moneda: la EquivalenciaDR se calcula de los dos importes.",
 };

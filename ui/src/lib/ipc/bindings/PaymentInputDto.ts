@@ -28,4 +28,9 @@ tipo_cambio: string | null,
 /**
  * The bank's reference (NumOperacion).
  */
-num_operacion: string | null, };
+num_operacion: string | null, 
+/**
+ * ImpPagado in the invoice's currency, when the payment is in another one (EquivalenciaDR
+ * is derived from it and `amount`); blank or None when the currencies are the same.
+ */
+amount_to_invoice: string | null, };
