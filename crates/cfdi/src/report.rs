@@ -450,3 +450,56 @@ pub fn to_csv(r: &MonthReport) -> String {
     }
     s.trim_end().to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn amount(s: &str) -> Decimal {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_csv_has_one_section_per_table_and_quotes_what_needs_it() {
+        let mut r = month_report(2026, 12, &[]).unwrap();
+        r.ingresos.documentos = 2;
+        r.ingresos.subtotal = amount("1000.00");
+        r.ingresos.iva16 = amount("160.00");
+        r.ingresos.total = amount("1160.00");
+        r.por_receptor.push(ReceptorLine {
+            rfc: "URE180429TM6".into(),
+            nombre: "UNIVERSIDAD \"ROBOTICA\", ESPAÑOLA".into(),
+            ingresos: CountAmount {
+                documentos: 2,
+                importe: amount("1160.00"),
+            },
+            egresos: CountAmount::default(),
+            pagos: CountAmount::default(),
+            cancelados: CountAmount::default(),
+        });
+        r.ppd_con_saldo.push(OpenPpd {
+            uuid: "U-1".into(),
+            fecha: "2026-12-01T10:00:00".into(),
+            serie: None,
+            folio: None,
+            receptor_rfc: "URE180429TM6".into(),
+            moneda: "MXN".into(),
+            total: amount("1160.00"),
+            pagado: amount("500.00"),
+            saldo: amount("660.00"),
+        });
+        let csv = to_csv(&r);
+        let sections: Vec<&str> = csv.split("\n\n").collect();
+        assert_eq!(sections.len(), 4, "{csv}");
+        assert!(sections[0].starts_with("seccion,tipo,cfdi,subtotal"), "{csv}");
+        assert!(sections[0].contains("\ntotales,ingresos,2,1000.00,0,0,160.00,"), "{csv}");
+        assert!(
+            sections[1].contains("\nreceptor,URE180429TM6,\"UNIVERSIDAD \"\"ROBOTICA\"\", ESPAÑOLA\",2,1160.00,"),
+            "{csv}"
+        );
+        assert!(
+            sections[3].ends_with("\nppd_con_saldo,U-1,2026-12-01T10:00:00,URE180429TM6,MXN,1160.00,500.00,660.00"),
+            "{csv}"
+        );
+    }
+}
