@@ -523,6 +523,34 @@ pub async fn load_demo_data(app: AppHandle, state: State<'_, AppState>) -> Res<D
     })
 }
 
+/// Records today's demo counter tickets (sandbox only), for the Factura global page. No
+/// simulator fault is scheduled.
+#[tauri::command]
+pub async fn load_demo_tickets(app: AppHandle, state: State<'_, AppState>) -> Res<DemoLoadedDto> {
+    let ready = state.ready()?;
+    if ready.mode().await? != ModeDto::Sandbox {
+        return Err(AppError::SandboxOnly);
+    }
+    let emisor = ready.outbox.emisor_settings().await?.ok_or(AppError::NotConfigured)?;
+    let now_local = cfdi::tz::local_at(ready.outbox.now(), &emisor.profile.lugar_expedicion);
+    let actor = ready.actor();
+    let (mut recorded, mut already_present) = (0, 0);
+    for i in 0..demo::DEMO_TICKETS {
+        match ready.outbox.record_sale_json(&demo::ticket_json(i, now_local), None, &actor).await {
+            Ok(r) if r.replayed => already_present += 1,
+            Ok(_) => recorded += 1,
+            Err(OutboxError::IdempotencyConflict { .. }) => already_present += 1,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    announce(&app, ready, None).await;
+    Ok(DemoLoadedDto {
+        recorded,
+        already_present,
+        faults_scheduled: false,
+    })
+}
+
 /// Makes the sandbox PAC simulator play a fault (sandbox only), to see Timbra handle it.
 #[tauri::command]
 pub async fn set_sandbox_fault(state: State<'_, AppState>, fault: SandboxFaultDto) -> Res<SandboxFaultDto> {

@@ -34,6 +34,7 @@ macro_rules! ipc_surface {
                 save_operators(operators: Vec<OperatorDto>) -> Vec<OperatorDto>;
                 select_operator(name: String) -> OperatorDto;
                 load_demo_data() -> DemoLoadedDto;
+                load_demo_tickets() -> DemoLoadedDto;
                 invoice_action(invoice_id: i64, action: ActionKindDto, note: Option<String>, found: Option<FoundCfdiDto>) -> InvoiceDetailDto;
                 set_sandbox_fault(fault: SandboxFaultDto) -> SandboxFaultDto;
                 duplicate_groups() -> Vec<DuplicateGroup>;

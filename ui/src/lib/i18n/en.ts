@@ -598,4 +598,6 @@ export const en: Record<keyof typeof es, string> = {
   'pago.col.saldo_anterior': "Prev. balance",
   'pago.amount_to_invoice': "Amount applied to the invoice ({moneda})",
   'pago.amount_to_invoice_hint': "The invoice is in another currency: EquivalenciaDR is computed from both amounts.",
+  'global.load_demo': "Load demo tickets",
+  'global.demo_loaded': "Today's demo tickets: {n} recorded, {m} already there.",
 };

@@ -594,4 +594,6 @@ export const es = {
   'pago.col.saldo_anterior': "Saldo ant.",
   'pago.amount_to_invoice': "Importe aplicado a la factura ({moneda})",
   'pago.amount_to_invoice_hint': "La factura está en otra moneda: la EquivalenciaDR se calcula de los dos importes.",
+  'global.load_demo': "Cargar tickets de demostración",
+  'global.demo_loaded': "Tickets de demostración de hoy: {n} registrados, {m} ya estaban.",
 };

@@ -57,6 +57,7 @@ export const api = {
   saveOperators: (operators: Array<OperatorDto>) => call<Array<OperatorDto>>('save_operators', { operators }),
   selectOperator: (name: string) => call<OperatorDto>('select_operator', { name }),
   loadDemoData: () => call<DemoLoadedDto>('load_demo_data'),
+  loadDemoTickets: () => call<DemoLoadedDto>('load_demo_tickets'),
   invoiceAction: (invoiceId: number, action: ActionKindDto, note: string | null, found: FoundCfdiDto | null) => call<InvoiceDetailDto>('invoice_action', { invoiceId, action, note, found }),
   setSandboxFault: (fault: SandboxFaultDto) => call<SandboxFaultDto>('set_sandbox_fault', { fault }),
   duplicateGroups: () => call<Array<DuplicateGroup>>('duplicate_groups'),
