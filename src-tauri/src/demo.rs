@@ -64,7 +64,7 @@ pub fn sale_json(i: usize, now_local: NaiveDateTime) -> Vec<u8> {
 /// never before midnight, so every ticket falls on today's factura global).
 pub fn ticket_json(i: usize, now_local: NaiveDateTime) -> Vec<u8> {
     // Counter goods: the coffee and the scissors.
-    let (clave, unidad_clave, unidad, descripcion, precio) = PRODUCTS[if i % 2 == 0 { 0 } else { 4 }];
+    let (clave, unidad_clave, unidad, descripcion, precio) = PRODUCTS[if i.is_multiple_of(2) { 0 } else { 4 }];
     let midnight = now_local.date().and_hms_opt(0, 0, 0).unwrap_or(now_local);
     let occurred = (now_local - Duration::minutes(11 * i as i64)).max(midnight);
     let sale = json!({
@@ -72,7 +72,7 @@ pub fn ticket_json(i: usize, now_local: NaiveDateTime) -> Vec<u8> {
         "kind": "ingreso",
         "ticket": true,
         "occurred_at": occurred.format(cfdi::write::FECHA_FORMAT).to_string(),
-        "forma_pago": if i % 3 == 0 { "04" } else { "01" },
+        "forma_pago": if i.is_multiple_of(3) { "04" } else { "01" },
         "conceptos": [{
             "clave_prod_serv": clave, "cantidad": format!("{}", 1 + i % 2), "clave_unidad": unidad_clave,
             "unidad": unidad, "descripcion": descripcion, "valor_unitario": precio, "objeto_imp": "02",
