@@ -5,6 +5,7 @@ import PaymentsPanel from '../src/components/PaymentsPanel.svelte';
 import ScreeningWarning from '../src/components/ScreeningWarning.svelte';
 import Reportes from '../src/pages/Reportes.svelte';
 import FacturaGlobal from '../src/pages/FacturaGlobal.svelte';
+import ScreeningSettings from '../src/components/ScreeningSettings.svelte';
 import { receptorBars } from '../src/lib/report';
 import type { InvoiceBalance } from '../src/lib/ipc/bindings/InvoiceBalance';
 import type { MonthReport } from '../src/lib/ipc/bindings/MonthReport';
@@ -215,5 +216,40 @@ describe('Factura global', () => {
     await fireEvent.click(screen.getByTestId('global-create'));
     await waitFor(() => expect(screen.getByTestId('global-created').textContent).toContain('registrada con 1 tickets'));
     expect(calls).toContainEqual(['create_global_invoice', { periodicidad: '01', desde: '2026-12-01', hasta: '2026-12-01' }]);
+  });
+});
+
+describe('69-B list in Ajustes', () => {
+  test('shows the current list and names each bad line of a refused file', async () => {
+    const calls: [string, unknown][] = [];
+    mockIPC((cmd, args) => {
+      calls.push([cmd, args]);
+      if (cmd === 'screening_check') return { rfc: '', list: null, entry: null, warns: false };
+      if (cmd === 'import_screening_list')
+        throw {
+          code: 'validation',
+          details: {
+            errors: [
+              { field: 'línea 6', code: 'lista_69b', message: 'el RFC "XYZ" no es válido' },
+              { field: 'línea 8', code: 'lista_69b', message: 'situación desconocida: "Quién sabe"' },
+            ],
+          },
+        };
+    });
+    render(ScreeningSettings);
+    await waitFor(() => expect(screen.getByTestId('screening-current').textContent).toContain('Aún no se ha importado'));
+    const input = document.querySelector<HTMLInputElement>('input[type=file]')!;
+    // jsdom's File has no arrayBuffer(): a stand-in with the two members the form reads.
+    const file = { name: 'lista.csv', arrayBuffer: async () => new TextEncoder().encode('RFC,Situación\n').buffer };
+    Object.defineProperty(input, 'files', { value: [file] });
+    await fireEvent.change(input);
+    await fireEvent.click(screen.getByTestId('screening-import'));
+    await waitFor(() => expect(screen.getByTestId('screening-error').textContent).toContain('línea 6: el RFC "XYZ" no es válido'));
+    expect(screen.getByTestId('screening-error').textContent).toContain('línea 8');
+    const sent = calls.find(([c]) => c === 'import_screening_list')![1] as { file: { name: string; bytes: number[] }; listDate: string | null; skipBadLines: boolean };
+    expect(sent.file.name).toBe('lista.csv');
+    expect(sent.file.bytes.length).toBeGreaterThan(0);
+    expect(sent.listDate).toBeNull();
+    expect(sent.skipBadLines).toBe(false);
   });
 });
