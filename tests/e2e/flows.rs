@@ -827,6 +827,7 @@ No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación págin
     app.click("[data-testid=emitir-submit]").await?;
     app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
     app.wait_contains("[data-testid=recorded-warning]", "lista 69-B").await?;
+    app.screenshot("emitir-69b").await?;
     app.click("[data-testid=recorded-link]").await?;
     app.wait_contains("[data-testid=factura-head] [data-testid=screening-warning]", "definitivo")
         .await?;
