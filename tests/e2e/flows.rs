@@ -833,6 +833,7 @@ No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación págin
         .await?;
     app.wait_contains("[data-testid=timeline] li[data-kind=receptor_69b]", "lista 69-B")
         .await?;
+    app.screenshot("factura-69b").await?;
 
     // A receptor not listed: no warning.
     app.go("#/emitir").await?;

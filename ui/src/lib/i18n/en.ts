@@ -506,7 +506,7 @@ export const en: Record<keyof typeof es, string> = {
   'pago.no_ppd': "Only a PPD ingreso invoice receives payments.",
   'pago.cancelada': "The invoice is cancelled; it receives no payments.",
   'pago.pago_repetido': "The same payment (same payment date, amount and form) was already recorded.",
-  'screening.warning': "Warning: RFC {rfc} appears as {situacion}{since} in SAT's 69-B list of {date} (non-existent operations). Timbra does not block the invoice; check before issuing.",
+  'screening.warning': "Warning: RFC {rfc} appears as {situacion}{since} in SAT's 69-B list of {date} (non-existent operations).",
   'screening.since': " since {date}",
   'screening.situacion.definitivo': "definitive",
   'screening.situacion.presunto': "presumed",
@@ -600,4 +600,6 @@ export const en: Record<keyof typeof es, string> = {
   'pago.amount_to_invoice_hint': "The invoice is in another currency: EquivalenciaDR is computed from both amounts.",
   'global.load_demo': "Load demo tickets",
   'global.demo_loaded': "Today's demo tickets: {n} recorded, {m} already there.",
+  'screening.tail.emitir': " Timbra does not block the invoice; check before issuing.",
+  'screening.tail.factura': " Timbra did not block the invoice; review it with the contador.",
 };

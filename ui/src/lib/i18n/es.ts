@@ -502,7 +502,7 @@ export const es = {
   'pago.no_ppd': "Solo una factura de ingreso PPD recibe pagos.",
   'pago.cancelada': "La factura está cancelada; no recibe pagos.",
   'pago.pago_repetido': "Ya se registró un pago igual (misma fecha de pago, monto y forma).",
-  'screening.warning': "Atención: el RFC {rfc} aparece como {situacion}{since} en la lista 69-B del SAT del {date} (operaciones inexistentes). Timbra no bloquea la factura; revise antes de emitir.",
+  'screening.warning': "Atención: el RFC {rfc} aparece como {situacion}{since} en la lista 69-B del SAT del {date} (operaciones inexistentes).",
   'screening.since': " desde el {date}",
   'screening.situacion.definitivo': "definitivo",
   'screening.situacion.presunto': "presunto",
@@ -596,4 +596,6 @@ export const es = {
   'pago.amount_to_invoice_hint': "La factura está en otra moneda: la EquivalenciaDR se calcula de los dos importes.",
   'global.load_demo': "Cargar tickets de demostración",
   'global.demo_loaded': "Tickets de demostración de hoy: {n} registrados, {m} ya estaban.",
+  'screening.tail.emitir': " Timbra no bloquea la factura; revise antes de emitir.",
+  'screening.tail.factura': " Timbra no bloqueó la factura; revísela con el contador.",
 };
