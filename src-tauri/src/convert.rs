@@ -27,6 +27,7 @@ pub fn list_filter(q: &ListQueryDto) -> Result<ListFilter, AppError> {
         after,
         limit: q.limit,
         flag: q.flag,
+        ppd_con_saldo: q.ppd_con_saldo.unwrap_or(false),
         ..ListFilter::default()
     })
 }

@@ -8,6 +8,9 @@ use serde_json::json;
 /// How many demo sales are recorded.
 pub const DEMO_SALES: usize = 36;
 
+/// How many demo counter tickets *Cargar tickets de demostración* records (Factura global).
+pub const DEMO_TICKETS: usize = 6;
+
 /// Receptors from SAT's test CFDIs: (RFC, nombre, domicilio fiscal, régimen, uso).
 const RECEPTORS: &[(&str, &str, &str, &str, &str)] = &[
     ("URE180429TM6", "UNIVERSIDAD ROBOTICA ESPAÑOLA", "86991", "601", "G01"),
@@ -57,6 +60,28 @@ pub fn sale_json(i: usize, now_local: NaiveDateTime) -> Vec<u8> {
     serde_json::to_vec(&sale).unwrap_or_default()
 }
 
+/// Demo counter ticket number `i` (0-based) of today, `i * 11` minutes before `now_local` (and
+/// never before midnight, so every ticket falls on today's factura global).
+pub fn ticket_json(i: usize, now_local: NaiveDateTime) -> Vec<u8> {
+    // Counter goods: the coffee and the scissors.
+    let (clave, unidad_clave, unidad, descripcion, precio) = PRODUCTS[if i.is_multiple_of(2) { 0 } else { 4 }];
+    let midnight = now_local.date().and_hms_opt(0, 0, 0).unwrap_or(now_local);
+    let occurred = (now_local - Duration::minutes(11 * i as i64)).max(midnight);
+    let sale = json!({
+        "sale_id": format!("ticket-{}-{:02}", now_local.format("%Y%m%d"), i + 1),
+        "kind": "ingreso",
+        "ticket": true,
+        "occurred_at": occurred.format(cfdi::write::FECHA_FORMAT).to_string(),
+        "forma_pago": if i.is_multiple_of(3) { "04" } else { "01" },
+        "conceptos": [{
+            "clave_prod_serv": clave, "cantidad": format!("{}", 1 + i % 2), "clave_unidad": unidad_clave,
+            "unidad": unidad, "descripcion": descripcion, "valor_unitario": precio, "objeto_imp": "02",
+            "traslados": [{"impuesto": "002", "tipo_factor": "Tasa", "tasa_o_cuota": "0.160000"}], "retenciones": []
+        }],
+    });
+    serde_json::to_vec(&sale).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,6 +94,18 @@ mod tests {
         for i in 0..DEMO_SALES {
             let sale = cfdi::sale::Sale::from_json(&sale_json(i, now)).unwrap_or_else(|e| panic!("demo {i}: {e:?}"));
             cfdi::mapping::map_sale(&sale, &profile, sale.occurred_at.0).unwrap_or_else(|e| panic!("demo {i}: {e:?}"));
+            assert!(ids.insert(sale.sale_id.clone()), "duplicate {}", sale.sale_id);
+        }
+    }
+
+    #[test]
+    fn every_demo_ticket_is_a_ticket_of_today() {
+        let now = NaiveDateTime::parse_from_str("2026-11-29T00:30:00", cfdi::write::FECHA_FORMAT).unwrap();
+        let mut ids = std::collections::BTreeSet::new();
+        for i in 0..DEMO_TICKETS {
+            let sale = cfdi::sale::Sale::from_json(&ticket_json(i, now)).unwrap_or_else(|e| panic!("ticket {i}: {e:?}"));
+            assert!(sale.ticket, "ticket {i}");
+            assert_eq!(sale.occurred_at.0.date(), now.date(), "ticket {i}");
             assert!(ids.insert(sale.sale_id.clone()), "duplicate {}", sale.sale_id);
         }
     }

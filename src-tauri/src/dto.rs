@@ -187,6 +187,10 @@ pub struct ListQueryDto {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub flag: Option<outbox::model::ListFlag>,
+    /// Only "PPD con saldo": stamped PPD ingresos whose stamped payments leave a balance.
+    #[serde(default)]
+    #[ts(optional)]
+    pub ppd_con_saldo: Option<bool>,
     /// The previous page's `next`.
     pub after: Option<String>,
     /// Page size (0: 50; at most 1000).
@@ -506,4 +510,37 @@ pub struct ExportProgressDto {
     pub done: u32,
     pub total: u32,
     pub uuid: String,
+}
+
+// Fiscal workflows -----------------------------------------------------------------------------
+
+/// The *Registrar pago* form, as typed (the outbox computes parcialidad, saldos and taxes from
+/// the stamped CFDIs; `commands::record_payment` parses the texts and names a bad field).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, TS)]
+pub struct PaymentInputDto {
+    /// Monto, in `moneda`.
+    pub amount: String,
+    /// c_FormaPago (not 99).
+    pub forma_pago: String,
+    /// When the money arrived, local time `AAAA-MM-DDThh:mm[:ss]`.
+    pub fecha_pago: String,
+    /// MonedaP; blank or None: MXN.
+    pub moneda: Option<String>,
+    /// TipoCambioP (pesos per unit of `moneda`), when it is not MXN.
+    pub tipo_cambio: Option<String>,
+    /// The bank's reference (NumOperacion).
+    pub num_operacion: Option<String>,
+    /// ImpPagado in the invoice's currency, when the payment is in another one (EquivalenciaDR
+    /// is derived from it and `amount`); blank or None when the currencies are the same.
+    pub amount_to_invoice: Option<String>,
+}
+
+/// Which file of the month to save.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum MonthExportDto {
+    /// The report as CSV (`reporte-AAAA-MM.csv`).
+    Csv,
+    /// Every stamped XML of the month and its PDF, named by UUID (`cfdi-AAAA-MM.zip`).
+    Zip,
 }

@@ -5,12 +5,16 @@
 use std::any::TypeId;
 use std::collections::{BTreeMap, BTreeSet};
 
+use cfdi::report::MonthReport;
 use cfdi::sale_draft::SaleDraft;
 use outbox::drain::DrainProgress;
 use outbox::duplicates::{CancellationPreview, DuplicateGroup};
 use outbox::follow_up::{FollowUpDraft, FollowUpKind};
+use outbox::global_invoice::{GlobalInvoicePreview, GlobalInvoiceResult};
 use outbox::model::{Counts, InvoicePage, Note, Recorded};
+use outbox::payments::InvoiceBalance;
 use outbox::reconciliation::ImportReport;
+use outbox::screening::{ScreeningImport, ScreeningStatus};
 use ts_rs::{Config, TypeVisitor, TS};
 
 use crate::dto::*;

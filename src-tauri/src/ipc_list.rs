@@ -34,6 +34,7 @@ macro_rules! ipc_surface {
                 save_operators(operators: Vec<OperatorDto>) -> Vec<OperatorDto>;
                 select_operator(name: String) -> OperatorDto;
                 load_demo_data() -> DemoLoadedDto;
+                load_demo_tickets() -> DemoLoadedDto;
                 invoice_action(invoice_id: i64, action: ActionKindDto, note: Option<String>, found: Option<FoundCfdiDto>) -> InvoiceDetailDto;
                 set_sandbox_fault(fault: SandboxFaultDto) -> SandboxFaultDto;
                 duplicate_groups() -> Vec<DuplicateGroup>;
@@ -53,6 +54,14 @@ macro_rules! ipc_surface {
                 revoke_api_token(name: String) -> ChannelsDto;
                 save_webhook(url: String, secret: String) -> ChannelsDto;
                 save_smtp(smtp: SmtpInputDto) -> ChannelsDto;
+                invoice_balance(invoice_id: i64) -> InvoiceBalance;
+                record_payment(invoice_id: i64, payment: PaymentInputDto) -> Recorded;
+                global_invoice_preview(periodicidad: String, desde: String, hasta: String) -> GlobalInvoicePreview;
+                create_global_invoice(periodicidad: String, desde: String, hasta: String) -> GlobalInvoiceResult;
+                month_report(month: String) -> MonthReport;
+                export_month(month: String, format: MonthExportDto) -> SavedFileDto;
+                import_screening_list(file: ImportFileDto, list_date: Option<String>, skip_bad_lines: bool) -> ScreeningImport;
+                screening_check(rfc: String) -> ScreeningStatus;
             }
             events {
                 /// An invoice's state, notes or evidence changed.

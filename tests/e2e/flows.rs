@@ -891,3 +891,226 @@ pub async fn documentos_y_api(app: &App) -> Res {
     app.screenshot("ajustes-exportar").await?;
     Ok(())
 }
+
+/// A PPD invoice from the Emitir form, stamped; from its Factura page a payment above the
+/// balance is refused with the numbers, then a partial payment is registered: its CFDI is
+/// stamped by the drain and the balance drops. The Bandeja's "PPD con saldo" lists it; the
+/// Reportes page shows the month with its chart.
+pub async fn pago_parcial(app: &App) -> Res {
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    app.go("#/emitir").await?;
+    fill_sale(app, "URE180429TM6").await?;
+    app.select("select[name='metodo_pago']", "PPD").await?;
+    app.select("select[name='forma_pago']", "99").await?;
+    app.wait_contains("[data-total=total]", "$116.00").await?;
+    app.click("[data-testid=emitir-submit]").await?;
+    app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
+    app.click("[data-testid=recorded-link]").await?;
+    app.wait_badge("timbrada").await?;
+    let uuid = app.wait_text("[data-testid=uuid]", "un UUID", |t| t.trim().len() == 36).await?;
+    let uuid = uuid.trim().to_string();
+
+    // The balance of a stamped PPD invoice: all of it, no payments yet.
+    app.wait_contains("[data-testid=payments] [data-testid=balance]", "$116.00").await?;
+    app.wait_contains("[data-testid=payments]", "Aún no hay pagos").await?;
+
+    // More than the balance: refused with the numbers, nothing recorded.
+    app.click("[data-testid=payment-open]").await?;
+    app.type_into("[data-testid=payment-form] input[name=amount]", "200.00").await?;
+    app.select("[data-testid=payment-form] select[name=forma_pago]", "03").await?;
+    app.click("[data-testid=payment-submit]").await?;
+    let refused = app.wait_contains("[data-testid=payment-error]", "excede el saldo").await?;
+    check(
+        refused.contains("$200.00") && refused.contains("$116.00"),
+        format!("la negativa debe decir el monto y el saldo: {refused:?}"),
+    )?;
+    check(
+        app.all("[data-testid=payment-rows] tbody tr").await?.is_empty(),
+        "un pago rechazado no debe registrarse",
+    )?;
+
+    // A partial payment: recorded, then its CFDI stamped; the balance drops to 66.00.
+    app.type_into("[data-testid=payment-form] input[name=amount]", "50.00").await?;
+    app.click("[data-testid=payment-submit]").await?;
+    app.wait_contains("[data-testid=payment-recorded]", "Pago registrado").await?;
+    app.wait_text_for(
+        "[data-testid=payment-rows] tbody tr[data-status=timbrado]",
+        "el pago timbrado",
+        |t| t.contains("$50.00") && t.contains("$66.00"),
+        std::time::Duration::from_secs(30),
+    )
+    .await?;
+    app.wait_contains("[data-testid=payments] [data-testid=balance]", "$66.00").await?;
+    app.wait_contains("[data-testid=payments] [data-testid=balance-paid]", "$50.00")
+        .await?;
+    let row = app
+        .find("[data-testid=payment-rows] tbody tr")
+        .await?
+        .text()
+        .await
+        .map_err(|e| e.to_string())?;
+    check(row.starts_with('1'), format!("la primera parcialidad es 1: {row:?}"))?;
+    app.screenshot("pago-parcial").await?;
+
+    // The Bandeja's "PPD con saldo" lists it.
+    app.go("#/bandeja").await?;
+    app.select("[data-testid=flag-filter]", "ppd_con_saldo").await?;
+    app.wait_contains("[data-testid=rows]", "URE180429TM6").await?;
+
+    // The month: totals from the stamped XMLs (the invoice's 100.00 + 16.00 IVA, the payment's
+    // 50.00), the receptor in the chart, the PPD still open.
+    app.go("#/reportes").await?;
+    app.find("[data-testid=report-chart]").await?;
+    app.wait_contains("[data-testid=report-chart]", "URE180429TM6").await?;
+    app.wait_contains("[data-testid=report-totals] tr[data-row=ingresos]", "$100.00")
+        .await?;
+    app.wait_contains("[data-testid=report-totals] tr[data-row=ingresos]", "$16.00")
+        .await?;
+    app.wait_contains("[data-testid=report-totals] tr[data-row=pagos]", "$50.00")
+        .await?;
+    app.wait_contains("[data-testid=report-ppd]", "$66.00").await?;
+    app.screenshot("reporte-mes").await?;
+    app.click("[data-testid=export-csv]").await?;
+    let saved = app.wait_contains("[data-testid=report-saved]", "Guardado en").await?;
+    let path = saved.trim().trim_start_matches("Guardado en").trim().to_string();
+    let csv = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    check(
+        csv.contains("receptor,URE180429TM6") && csv.contains("ppd_con_saldo,"),
+        format!("el CSV debe traer el receptor y la PPD con saldo: {csv:?}"),
+    )?;
+    // The month's ZIP: every stamped XML with its PDF, named by UUID.
+    app.click("[data-testid=export-zip]").await?;
+    let saved = app.wait_contains("[data-testid=report-saved]", ".zip").await?;
+    let path = saved.trim().trim_start_matches("Guardado en").trim().to_string();
+    let zip = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
+    let names = String::from_utf8_lossy(&zip);
+    check(
+        zip.starts_with(b"PK") && names.contains(&format!("{uuid}.xml")) && names.contains(&format!("{uuid}.pdf")),
+        format!("el ZIP {path} debe traer {uuid}.xml y {uuid}.pdf"),
+    )?;
+    Ok(())
+}
+
+/// SAT's 69-B list imported from Ajustes (a CSV chosen in the file input): its date and count;
+/// a listed receptor is warned about at Emitir as it is typed, in the recorded answer and on
+/// its Factura page, and the sale is recorded all the same. The Factura global page previews a
+/// period (no tickets here) and refuses a period its periodicidad does not allow.
+pub async fn lista_69b_y_global(app: &App) -> Res {
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    let dir = std::env::temp_dir().join(format!("timbra-e2e-69b-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let csv = dir.join("Listado_Completo_69-B.csv");
+    std::fs::write(
+        &csv,
+        "Información actualizada al 15 de noviembre de 2026\n\
+No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación página SAT presuntos,Publicación página SAT definitivos\n\
+1,AAA010101AAA,EMPRESA FANTASMA SA DE CV,Definitivo,05/10/2020,15/01/2021\n\
+2,BBB020202BB2,\"OTRA, SA DE CV\",Presunto,01/03/2026,\n",
+    )
+    .map_err(|e| e.to_string())?;
+
+    app.go("#/ajustes").await?;
+    app.wait_contains("[data-testid=screening-current]", "Aún no se ha importado")
+        .await?;
+    app.find("[data-testid=screening-form] input[type=file]")
+        .await?
+        .send_keys(&csv.display().to_string())
+        .await
+        .map_err(|e| format!("elegir el archivo: {e}"))?;
+    app.click("[data-testid=screening-import]").await?;
+    app.wait_contains(
+        "[data-testid=screening-imported]",
+        "Lista del 2026-11-15 importada: 2 contribuyentes",
+    )
+    .await?;
+    app.wait_contains("[data-testid=screening-current]", "del 2026-11-15, 2 contribuyentes")
+        .await?;
+    app.client
+        .execute("document.querySelector('[data-testid=screening-form]').scrollIntoView();", vec![])
+        .await
+        .map_err(|e| e.to_string())?;
+    app.screenshot("lista-69b").await?;
+
+    // Emitir: the warning appears as the RFC is typed, never blocking.
+    app.go("#/emitir").await?;
+    fill_sale(app, "AAA010101AAA").await?;
+    let w = app.wait_contains("[data-testid=screening-warning]", "definitivo").await?;
+    check(
+        w.contains("2026-11-15") && w.contains("2021-01-15"),
+        format!("el aviso debe decir la fecha de la lista y de la situación: {w:?}"),
+    )?;
+    app.click("[data-testid=emitir-submit]").await?;
+    app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
+    app.wait_contains("[data-testid=recorded-warning]", "lista 69-B").await?;
+    app.screenshot("emitir-69b").await?;
+    app.click("[data-testid=recorded-link]").await?;
+    app.wait_contains("[data-testid=factura-head] [data-testid=screening-warning]", "definitivo")
+        .await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=receptor_69b]", "lista 69-B")
+        .await?;
+    app.screenshot("factura-69b").await?;
+
+    // A receptor not listed: no warning.
+    app.go("#/emitir").await?;
+    app.type_into("input[name='receptor.rfc']", "URE180429TM6").await?;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    check(
+        app.all("[data-testid=screening-warning]").await?.is_empty(),
+        "un receptor que no está en la lista no lleva aviso",
+    )?;
+
+    // Factura global: a day with no tickets; a daily periodicidad over two days is refused.
+    app.go("#/global").await?;
+    app.click("[data-testid=global-preview]").await?;
+    app.wait_contains("[data-testid=global-tickets]", "No hay tickets pendientes")
+        .await?;
+    // Two days for a daily global invoice (the date set as a person's pick would set it).
+    app.client
+        .execute(
+            "const e = document.querySelector('[data-testid=global-form] input[name=hasta]'); \
+             const d = new Date(e.value + 'T12:00:00'); d.setDate(d.getDate() + 1); \
+             e.value = d.toISOString().slice(0, 10); \
+             e.dispatchEvent(new Event('input', { bubbles: true })); e.dispatchEvent(new Event('change', { bubbles: true }));",
+            vec![],
+        )
+        .await
+        .map_err(|e| format!("cambiar la fecha: {e}"))?;
+    app.click("[data-testid=global-preview]").await?;
+    app.wait_contains("[data-testid=global-error]", "cubre un día").await?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Today's counter tickets (the sandbox's demo tickets) collected into the factura global from
+/// its page: the preview lists them, *Crear* records it, the drain stamps it to público en
+/// general; a second look says it exists and adds nothing.
+pub async fn factura_global(app: &App) -> Res {
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    app.go("#/global").await?;
+    app.click("[data-testid=load-demo-tickets]").await?;
+    app.wait_contains("[data-testid=demo-tickets]", "6 registrados").await?;
+    app.wait_contains("[data-testid=global-tickets] h2", "Entran 6 tickets").await?;
+    let rows = app.all("[data-testid=global-tickets] tr[data-ticket]").await?;
+    check(rows.len() == 6, format!("6 tickets en la vista previa, no {}", rows.len()))?;
+    app.client
+        .execute("document.querySelector('[data-testid=global-tickets]').scrollIntoView();", vec![])
+        .await
+        .map_err(|e| e.to_string())?;
+    app.screenshot("factura-global").await?;
+
+    app.click("[data-testid=global-create]").await?;
+    app.wait_contains("[data-testid=global-created]", "registrada con 6 tickets")
+        .await?;
+    app.wait_contains("[data-testid=global-tickets]", "ya existe").await?;
+    check(
+        app.all("[data-testid=global-create]").await?.is_empty(),
+        "una factura global existente no se vuelve a crear",
+    )?;
+    app.click("[data-testid=global-created] a").await?;
+    app.wait_contains("[data-testid=factura-head]", "XAXX010101000").await?;
+    app.wait_badge("timbrada").await?;
+    app.wait_contains("[data-testid=factura-head]", "PUBLICO EN GENERAL").await?;
+    app.find("[data-testid=timeline] li[data-kind=global_invoice_tickets]").await?;
+    app.screenshot("factura-global-timbrada").await?;
+    Ok(())
+}

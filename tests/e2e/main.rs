@@ -43,6 +43,9 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
         Box::pin(flows::rechazo_tras_desconocido(app))
     }),
     ("documentos_y_api", nothing, |app| Box::pin(flows::documentos_y_api(app))),
+    ("pago_parcial", nothing, |app| Box::pin(flows::pago_parcial(app))),
+    ("lista_69b_y_global", nothing, |app| Box::pin(flows::lista_69b_y_global(app))),
+    ("factura_global", nothing, |app| Box::pin(flows::factura_global(app))),
 ];
 
 fn main() -> ExitCode {

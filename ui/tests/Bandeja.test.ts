@@ -49,7 +49,7 @@ describe('Bandeja', () => {
     const queries = backend(30);
     render(Bandeja);
     await waitFor(() => expect(queries).toHaveLength(1));
-    expect(queries[0]).toEqual({ state: null, badge: null, flag: null, search: null, after: null, limit: 200 });
+    expect(queries[0]).toEqual({ state: null, badge: null, flag: null, ppd_con_saldo: false, search: null, after: null, limit: 200 });
 
     await fireEvent.click(document.querySelector('[data-filter-badge=reanudar]')!);
     await waitFor(() => expect(queries.at(-1)?.badge).toBe('reanudar'));
@@ -57,6 +57,22 @@ describe('Bandeja', () => {
     await fireEvent.input(screen.getByTestId('search'), { target: { value: '  URE18 ' } });
     await waitFor(() => expect(queries.at(-1)?.search).toBe('URE18'));
     expect(queries.at(-1)?.badge).toBe('reanudar');
+  });
+
+  test('"PPD con saldo" is its own filter in Rust, not a mark', async () => {
+    const queries = backend(3);
+    render(Bandeja);
+    await waitFor(() => expect(queries).toHaveLength(1));
+    const marks = screen.getByTestId('flag-filter') as HTMLSelectElement;
+    expect([...marks.options].map((o) => o.textContent)).toContain('PPD con saldo');
+    marks.value = 'ppd_con_saldo';
+    await fireEvent.change(marks);
+    await waitFor(() => expect(queries.at(-1)?.ppd_con_saldo).toBe(true));
+    expect(queries.at(-1)?.flag).toBeNull();
+    marks.value = 'cancelada';
+    await fireEvent.change(marks);
+    await waitFor(() => expect(queries.at(-1)?.flag).toBe('cancelada'));
+    expect(queries.at(-1)?.ppd_con_saldo).toBe(false);
   });
 
   test('a counts-changed event refreshes counts and rows', async () => {

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use chrono::{Datelike, NaiveDate};
 use rust_decimal::Decimal;
 use serde::Serialize;
+use ts_rs::TS;
 
 use crate::fiscal::{FiscalDocument, TaxLine};
 use crate::payment::round_money;
@@ -30,48 +31,71 @@ pub struct ReportDocument<'a> {
 }
 
 /// Amounts of ingresos or egresos, MXN.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, TS)]
 pub struct IngresoTotals {
     pub documentos: u32,
+    #[ts(as = "String")]
     pub subtotal: Decimal,
+    #[ts(as = "String")]
     pub descuento: Decimal,
+    #[ts(as = "String")]
     pub base_iva16: Decimal,
+    #[ts(as = "String")]
     pub iva16: Decimal,
+    #[ts(as = "String")]
     pub base_iva8: Decimal,
+    #[ts(as = "String")]
     pub iva8: Decimal,
+    #[ts(as = "String")]
     pub base_iva0: Decimal,
+    #[ts(as = "String")]
     pub iva0: Decimal,
+    #[ts(as = "String")]
     pub base_iva_exento: Decimal,
+    #[ts(as = "String")]
     pub iva_retenido: Decimal,
+    #[ts(as = "String")]
     pub isr_retenido: Decimal,
+    #[ts(as = "String")]
     pub total: Decimal,
 }
 
 /// Amounts of payment CFDIs, MXN.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, TS)]
 pub struct PagoTotals {
     pub documentos: u32,
+    #[ts(as = "String")]
     pub monto: Decimal,
+    #[ts(as = "String")]
     pub base_iva16: Decimal,
+    #[ts(as = "String")]
     pub iva16: Decimal,
+    #[ts(as = "String")]
     pub base_iva8: Decimal,
+    #[ts(as = "String")]
     pub iva8: Decimal,
+    #[ts(as = "String")]
     pub base_iva0: Decimal,
+    #[ts(as = "String")]
     pub iva0: Decimal,
+    #[ts(as = "String")]
     pub base_iva_exento: Decimal,
+    #[ts(as = "String")]
     pub iva_retenido: Decimal,
+    #[ts(as = "String")]
     pub isr_retenido: Decimal,
 }
 
 /// Count and amount (MXN) of one kind of document.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, TS)]
 pub struct CountAmount {
     pub documentos: u32,
+    #[ts(as = "String")]
     pub importe: Decimal,
 }
 
 /// One receptor's month.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, TS)]
 pub struct ReceptorLine {
     pub rfc: String,
     pub nombre: String,
@@ -85,7 +109,7 @@ pub struct ReceptorLine {
 }
 
 /// One document of the month.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct DocumentLine {
     pub uuid: String,
     pub tipo: String,
@@ -95,14 +119,16 @@ pub struct DocumentLine {
     pub receptor_rfc: String,
     pub receptor_nombre: String,
     pub moneda: String,
+    #[ts(as = "String")]
     pub total: Decimal,
     /// Total in MXN (MontoTotalPagos for a pago).
+    #[ts(as = "String")]
     pub importe_mxn: Decimal,
     pub cancelado: bool,
 }
 
 /// A PPD invoice with an open balance at the end of the month.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct OpenPpd {
     pub uuid: String,
     pub fecha: String,
@@ -110,13 +136,16 @@ pub struct OpenPpd {
     pub folio: Option<String>,
     pub receptor_rfc: String,
     pub moneda: String,
+    #[ts(as = "String")]
     pub total: Decimal,
+    #[ts(as = "String")]
     pub pagado: Decimal,
+    #[ts(as = "String")]
     pub saldo: Decimal,
 }
 
 /// The contador's month.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct MonthReport {
     pub year: i32,
     pub month: u32,
@@ -322,4 +351,155 @@ pub fn month_bounds(year: i32, month: u32) -> Option<(String, String)> {
 /// Whether `d` is a valid (year, month).
 pub fn valid_month(year: i32, month: u32) -> bool {
     NaiveDate::from_ymd_opt(year, month, 1).is_some_and(|d| d.year() == year)
+}
+/// A CSV field, quoted when it holds a comma, a quote or a line end.
+fn csv_field(v: &str) -> String {
+    if v.contains([',', '"', '\n']) {
+        format!("\"{}\"", v.replace('"', "\"\""))
+    } else {
+        v.to_string()
+    }
+}
+
+/// The report as CSV, one section per table (each with its own header line, sections apart by
+/// an empty line): totals, by receptor, every CFDI, PPD con saldo. What `timbra report month
+/// --csv` prints and the console's *Exportar CSV* saves.
+pub fn to_csv(r: &MonthReport) -> String {
+    let mut s = String::from(
+        "seccion,tipo,cfdi,subtotal,descuento,base_iva16,iva16,base_iva8,iva8,base_iva0,iva0,base_exento,iva_retenido,isr_retenido,total\n",
+    );
+    for (name, t) in [("ingresos", &r.ingresos), ("egresos", &r.egresos)] {
+        s.push_str(&format!(
+            "totales,{name},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            t.documentos,
+            t.subtotal,
+            t.descuento,
+            t.base_iva16,
+            t.iva16,
+            t.base_iva8,
+            t.iva8,
+            t.base_iva0,
+            t.iva0,
+            t.base_iva_exento,
+            t.iva_retenido,
+            t.isr_retenido,
+            t.total
+        ));
+    }
+    let p = &r.pagos;
+    s.push_str(&format!(
+        "totales,pagos,{},,,{},{},{},{},{},{},{},{},{},{}\n",
+        p.documentos,
+        p.base_iva16,
+        p.iva16,
+        p.base_iva8,
+        p.iva8,
+        p.base_iva0,
+        p.iva0,
+        p.base_iva_exento,
+        p.iva_retenido,
+        p.isr_retenido,
+        p.monto
+    ));
+    s.push_str(
+        "\nseccion,rfc,nombre,ingresos,importe_ingresos,egresos,importe_egresos,pagos,importe_pagos,cancelados,importe_cancelados\n",
+    );
+    for l in &r.por_receptor {
+        s.push_str(&format!(
+            "receptor,{},{},{},{},{},{},{},{},{},{}\n",
+            csv_field(&l.rfc),
+            csv_field(&l.nombre),
+            l.ingresos.documentos,
+            l.ingresos.importe,
+            l.egresos.documentos,
+            l.egresos.importe,
+            l.pagos.documentos,
+            l.pagos.importe,
+            l.cancelados.documentos,
+            l.cancelados.importe
+        ));
+    }
+    s.push_str("\nseccion,uuid,tipo,fecha,serie,folio,rfc,moneda,total,importe_mxn,cancelado\n");
+    for d in &r.documentos {
+        s.push_str(&format!(
+            "cfdi,{},{},{},{},{},{},{},{},{},{}\n",
+            d.uuid,
+            d.tipo,
+            d.fecha,
+            csv_field(d.serie.as_deref().unwrap_or("")),
+            csv_field(d.folio.as_deref().unwrap_or("")),
+            csv_field(&d.receptor_rfc),
+            d.moneda,
+            d.total,
+            d.importe_mxn,
+            d.cancelado
+        ));
+    }
+    s.push_str("\nseccion,uuid,fecha,rfc,moneda,total,pagado,saldo\n");
+    for o in &r.ppd_con_saldo {
+        s.push_str(&format!(
+            "ppd_con_saldo,{},{},{},{},{},{},{}\n",
+            o.uuid,
+            o.fecha,
+            csv_field(&o.receptor_rfc),
+            o.moneda,
+            o.total,
+            o.pagado,
+            o.saldo
+        ));
+    }
+    s.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn amount(s: &str) -> Decimal {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_csv_has_one_section_per_table_and_quotes_what_needs_it() {
+        let mut r = month_report(2026, 12, &[]).unwrap();
+        r.ingresos.documentos = 2;
+        r.ingresos.subtotal = amount("1000.00");
+        r.ingresos.iva16 = amount("160.00");
+        r.ingresos.total = amount("1160.00");
+        r.por_receptor.push(ReceptorLine {
+            rfc: "URE180429TM6".into(),
+            nombre: "UNIVERSIDAD \"ROBOTICA\", ESPAÑOLA".into(),
+            ingresos: CountAmount {
+                documentos: 2,
+                importe: amount("1160.00"),
+            },
+            egresos: CountAmount::default(),
+            pagos: CountAmount::default(),
+            cancelados: CountAmount::default(),
+        });
+        r.ppd_con_saldo.push(OpenPpd {
+            uuid: "U-1".into(),
+            fecha: "2026-12-01T10:00:00".into(),
+            serie: None,
+            folio: None,
+            receptor_rfc: "URE180429TM6".into(),
+            moneda: "MXN".into(),
+            total: amount("1160.00"),
+            pagado: amount("500.00"),
+            saldo: amount("660.00"),
+        });
+        let csv = to_csv(&r);
+        let sections: Vec<&str> = csv.split("\n\n").collect();
+        assert_eq!(sections.len(), 4, "{csv}");
+        assert!(sections[0].starts_with("seccion,tipo,cfdi,subtotal"), "{csv}");
+        assert!(sections[0].contains("\ntotales,ingresos,2,1000.00,0,0,160.00,"), "{csv}");
+        assert!(
+            sections[1].contains("\nreceptor,URE180429TM6,\"UNIVERSIDAD \"\"ROBOTICA\"\", ESPAÑOLA\",2,1160.00,"),
+            "{csv}"
+        );
+        assert!(
+            sections[3].ends_with("\nppd_con_saldo,U-1,2026-12-01T10:00:00,URE180429TM6,MXN,1160.00,500.00,660.00"),
+            "{csv}"
+        );
+    }
 }

@@ -75,7 +75,7 @@ pub fn run(db: Option<&str>, cmd: ReportCommand) -> Result<u8, Failure> {
         if a.json {
             print_json(&report)?;
         } else if a.csv {
-            print_out(&csv(&report))?;
+            print_out(&cfdi::report::to_csv(&report))?;
         } else {
             let mut text = describe(&report);
             if let Some(path) = &a.zip {
@@ -131,101 +131,6 @@ fn describe(r: &MonthReport) -> String {
         ));
     }
     s
-}
-
-fn field(v: &str) -> String {
-    if v.contains([',', '"', '\n']) {
-        format!("\"{}\"", v.replace('"', "\"\""))
-    } else {
-        v.to_string()
-    }
-}
-
-fn csv(r: &MonthReport) -> String {
-    let mut s = String::from(
-        "seccion,tipo,cfdi,subtotal,descuento,base_iva16,iva16,base_iva8,iva8,base_iva0,iva0,base_exento,iva_retenido,isr_retenido,total\n",
-    );
-    for (name, t) in [("ingresos", &r.ingresos), ("egresos", &r.egresos)] {
-        s.push_str(&format!(
-            "totales,{name},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            t.documentos,
-            t.subtotal,
-            t.descuento,
-            t.base_iva16,
-            t.iva16,
-            t.base_iva8,
-            t.iva8,
-            t.base_iva0,
-            t.iva0,
-            t.base_iva_exento,
-            t.iva_retenido,
-            t.isr_retenido,
-            t.total
-        ));
-    }
-    let p = &r.pagos;
-    s.push_str(&format!(
-        "totales,pagos,{},,,{},{},{},{},{},{},{},{},{},{}\n",
-        p.documentos,
-        p.base_iva16,
-        p.iva16,
-        p.base_iva8,
-        p.iva8,
-        p.base_iva0,
-        p.iva0,
-        p.base_iva_exento,
-        p.iva_retenido,
-        p.isr_retenido,
-        p.monto
-    ));
-    s.push_str(
-        "\nseccion,rfc,nombre,ingresos,importe_ingresos,egresos,importe_egresos,pagos,importe_pagos,cancelados,importe_cancelados\n",
-    );
-    for l in &r.por_receptor {
-        s.push_str(&format!(
-            "receptor,{},{},{},{},{},{},{},{},{},{}\n",
-            field(&l.rfc),
-            field(&l.nombre),
-            l.ingresos.documentos,
-            l.ingresos.importe,
-            l.egresos.documentos,
-            l.egresos.importe,
-            l.pagos.documentos,
-            l.pagos.importe,
-            l.cancelados.documentos,
-            l.cancelados.importe
-        ));
-    }
-    s.push_str("\nseccion,uuid,tipo,fecha,serie,folio,rfc,moneda,total,importe_mxn,cancelado\n");
-    for d in &r.documentos {
-        s.push_str(&format!(
-            "cfdi,{},{},{},{},{},{},{},{},{},{}\n",
-            d.uuid,
-            d.tipo,
-            d.fecha,
-            field(d.serie.as_deref().unwrap_or("")),
-            field(d.folio.as_deref().unwrap_or("")),
-            field(&d.receptor_rfc),
-            d.moneda,
-            d.total,
-            d.importe_mxn,
-            d.cancelado
-        ));
-    }
-    s.push_str("\nseccion,uuid,fecha,rfc,moneda,total,pagado,saldo\n");
-    for o in &r.ppd_con_saldo {
-        s.push_str(&format!(
-            "ppd_con_saldo,{},{},{},{},{},{},{}\n",
-            o.uuid,
-            o.fecha,
-            field(&o.receptor_rfc),
-            o.moneda,
-            o.total,
-            o.pagado,
-            o.saldo
-        ));
-    }
-    s.trim_end().to_string()
 }
 
 /// CRC-32 (IEEE 802.3, the one ZIP uses), bitwise.

@@ -23,6 +23,7 @@
 use chrono::{NaiveDate, SubsecRound};
 use serde::Serialize;
 use serde_json::json;
+use ts_rs::TS;
 
 use cfdi::global::GlobalPeriod;
 use cfdi::sale::{LocalDateTime, Sale, SaleKind, SaleReceptor};
@@ -35,7 +36,7 @@ use crate::outbox::Outbox;
 use crate::store::{IntakeLinks, NewEvent, NewIntake, NewInvoice, NewSale, RecordOutcome, Store};
 
 /// What [`Outbox::create_global_invoice`] did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct GlobalInvoiceResult {
     pub recorded: Recorded,
     /// Tickets in this global invoice (all of them, also on a second run).
@@ -46,6 +47,33 @@ pub struct GlobalInvoiceResult {
     pub excluded_named: Vec<String>,
     /// Tickets of the period in no global invoice and not added (recorded after it was made).
     pub left_out: Vec<String>,
+}
+
+/// One ticket of a period, as *Crear factura global* previews it.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct PeriodTicket {
+    pub invoice_id: i64,
+    pub sale_id: String,
+    /// The day it was recorded for (`AAAA-MM-DD`).
+    pub day: String,
+    /// Its Total as the factura global will carry it (None when the ticket does not map).
+    pub total: Option<String>,
+    /// Why it stays out (None: it goes in): already in a factura global, or invoiced to a
+    /// named customer.
+    pub excluded: Option<String>,
+}
+
+/// What [`Outbox::global_invoice_preview`] sees for a period, before anything is written.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct GlobalInvoicePreview {
+    /// The factura global's sale_id for the period.
+    pub sale_id: String,
+    /// The factura global of this period, when it was already made (a new run adds nothing).
+    pub existing_invoice_id: Option<i64>,
+    /// Every ticket of the period; those with no `excluded` go in (or, when it exists, are in).
+    pub tickets: Vec<PeriodTicket>,
+    /// Sum of the totals of the tickets that go in.
+    pub total: String,
 }
 
 impl<S: Store> Outbox<S> {
@@ -105,6 +133,55 @@ impl<S: Store> Outbox<S> {
             links,
         };
         self.store().record_intake(&intake).await?.into_record_outcome()
+    }
+
+    /// Which tickets of `[desde, hasta]` would go into its factura global and which stay out
+    /// (with the reason); writes nothing. The period is checked as *Crear* checks it.
+    pub async fn global_invoice_preview(&self, periodicidad: &str, desde: NaiveDate, hasta: NaiveDate) -> Result<GlobalInvoicePreview> {
+        let period = GlobalPeriod::new(periodicidad, desde, hasta)?;
+        let sale_id = period.sale_id();
+        let existing = self.store().find_invoice(&InvoiceRef::SaleId(sale_id.clone())).await?;
+        let rows = self
+            .store()
+            .tickets_in_period(&desde.format("%Y-%m-%d").to_string(), &hasta.format("%Y-%m-%d").to_string())
+            .await?;
+        let emisor = self.emisor_settings().await?;
+        let mut sum = rust_decimal::Decimal::ZERO;
+        let mut tickets = Vec::with_capacity(rows.len());
+        for t in rows {
+            let excluded = match (t.named_invoice_id, t.global_invoice_id) {
+                (Some(n), _) => Some(format!(
+                    "facturado a un cliente con nombre (factura {n}): no entra en ninguna factura global"
+                )),
+                // In this period's factura global already: it is one of its tickets.
+                (None, Some(g)) if Some(g) == existing => None,
+                (None, Some(g)) => Some(format!("ya está en otra factura global (factura {g})")),
+                (None, None) if existing.is_some() => {
+                    Some("registrado después de crear la factura global de este periodo: no se agrega".to_string())
+                }
+                (None, None) => None,
+            };
+            let total = emisor
+                .as_ref()
+                .and_then(|e| cfdi::mapping::map_sale(&t.sale, &e.profile, t.sale.occurred_at.0).ok())
+                .map(|c| c.total);
+            if excluded.is_none() {
+                sum += total.unwrap_or_default();
+            }
+            tickets.push(PeriodTicket {
+                invoice_id: t.invoice_id,
+                sale_id: t.sale_id,
+                day: t.day,
+                total: total.map(|d| d.to_string()),
+                excluded,
+            });
+        }
+        Ok(GlobalInvoicePreview {
+            sale_id,
+            existing_invoice_id: existing,
+            tickets,
+            total: sum.to_string(),
+        })
     }
 
     /// The factura global of the tickets of `[desde, hasta]` (see the module docs).

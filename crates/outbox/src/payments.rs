@@ -22,6 +22,7 @@
 use chrono::NaiveDateTime;
 use rust_decimal::Decimal;
 use serde::Serialize;
+use ts_rs::TS;
 
 use cfdi::fiscal::FiscalDocument;
 use cfdi::payment::{self as pay, Balance, PaymentError};
@@ -39,7 +40,7 @@ use crate::store::{PaymentLinkRow, Store};
 pub const CANCELLED: &str = crate::cancellation::STATUS_CANCELLED;
 
 /// Where a payment of an invoice stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum PaymentStatus {
     /// Its CFDI is stamped and counts.
@@ -51,7 +52,7 @@ pub enum PaymentStatus {
 }
 
 /// One payment of an invoice.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct BalancePayment {
     pub payment_invoice_id: i64,
     pub sale_id: String,
@@ -65,16 +66,19 @@ pub struct BalancePayment {
 }
 
 /// The balance of a PPD invoice, from its stamped XML and its payments' stamped XMLs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct InvoiceBalance {
     pub invoice_id: i64,
     pub sale_id: String,
     pub uuid: String,
     pub receptor_rfc: String,
     pub moneda: String,
+    #[ts(as = "String")]
     pub total: Decimal,
     /// Paid by stamped, not cancelled payment CFDIs.
+    #[ts(as = "String")]
     pub paid: Decimal,
+    #[ts(as = "String")]
     pub balance: Decimal,
     pub next_parcialidad: u32,
     pub payments: Vec<BalancePayment>,

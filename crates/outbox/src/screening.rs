@@ -18,6 +18,7 @@
 
 use chrono::NaiveDate;
 use serde::Serialize;
+use ts_rs::TS;
 
 use cfdi::validation::{FieldError, ValidationErrors};
 
@@ -31,7 +32,7 @@ use crate::store::{NewScreeningList, ScreeningEntry, ScreeningListRow, Store};
 pub const MAX_LIST_BYTES: usize = 64 * 1024 * 1024;
 
 /// A line of the file that is not an entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct BadLine {
     pub line: u64,
     pub message: String,
@@ -47,7 +48,7 @@ pub struct ParsedList {
 }
 
 /// What an import did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct ScreeningImport {
     pub list_id: i64,
     pub list_date: String,
@@ -57,7 +58,7 @@ pub struct ScreeningImport {
 }
 
 /// What is known about an RFC.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct ScreeningStatus {
     pub rfc: String,
     /// The list consulted (None: no list imported yet).

@@ -541,8 +541,36 @@ async fn thirty_tickets_of_a_day_make_one_global_invoice_once() {
     let day = chrono::NaiveDateTime::parse_from_str(&local_now(), "%Y-%m-%dT%H:%M:%S")
         .unwrap()
         .date();
+    // The preview writes nothing and says which tickets go in and why ticket 7 stays out.
+    let p = w.outbox.global_invoice_preview("01", day, day).await.unwrap();
+    assert_eq!(p.existing_invoice_id, None);
+    assert_eq!(p.tickets.len(), 30);
+    let out: Vec<&str> = p
+        .tickets
+        .iter()
+        .filter(|t| t.excluded.is_some())
+        .map(|t| t.sale_id.as_str())
+        .collect();
+    assert_eq!(out, vec!["ticket-007"]);
+    let t0 = p.tickets.iter().find(|t| t.sale_id == "ticket-000").unwrap();
+    assert_eq!(t0.total.as_deref(), Some("47.56"));
+    // Σ over the 29 that go in of 2 × (20.50 + n) × 1.16, n ≠ 7.
+    let expected: Decimal = (0..30)
+        .filter(|n| *n != 7)
+        .map(|n| cfdi::payment::round_money(Decimal::from(2) * (dec("20.50") + Decimal::from(n)) * dec("1.16"), 2))
+        .sum();
+    assert_eq!(dec(&p.total), expected);
+    assert_eq!(w.count("global_invoice_tickets").await, 0);
+    assert!(matches!(
+        w.outbox.global_invoice_preview("01", day, day + chrono::Days::new(1)).await,
+        Err(OutboxError::Invalid(_))
+    ));
+
     let g = w.outbox.create_global_invoice("01", day, day, &ana()).await.unwrap();
     assert_eq!((g.added, g.tickets.len()), (29, 29));
+    let p = w.outbox.global_invoice_preview("01", day, day).await.unwrap();
+    assert_eq!(p.existing_invoice_id, Some(g.recorded.invoice_id));
+    assert_eq!(p.tickets.iter().filter(|t| t.excluded.is_none()).count(), 29);
     assert_eq!(g.excluded_named, vec!["ticket-007"]);
     assert!(!g.tickets.contains(&"ticket-007".to_string()));
     w.drain().await;

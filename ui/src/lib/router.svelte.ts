@@ -1,13 +1,15 @@
 // A tiny hash router: #/bandeja, #/factura/<id>, #/emitir, #/emitir/nc/<id> and
 // #/emitir/sust/<id> (a credit note or a substitute of invoice <id>), #/ajustes, #/tablero,
-// #/duplicados.
+// #/duplicados, #/global (factura global), #/reportes.
 export type Route =
   | { page: 'bandeja' }
   | { page: 'factura'; id: number }
   | { page: 'emitir'; followUp?: { kind: 'credit_note' | 'substitute'; id: number } }
   | { page: 'ajustes' }
   | { page: 'tablero' }
-  | { page: 'duplicados' };
+  | { page: 'duplicados' }
+  | { page: 'global' }
+  | { page: 'reportes' };
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean);
@@ -24,6 +26,8 @@ export function parseRoute(hash: string): Route {
     case 'ajustes':
     case 'tablero':
     case 'duplicados':
+    case 'global':
+    case 'reportes':
       return { page: parts[0] };
     default:
       return { page: 'bandeja' };

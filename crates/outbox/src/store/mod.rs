@@ -919,7 +919,7 @@ pub struct StoredCfdi {
 }
 
 /// One line of SAT's 69-B list.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
 pub struct ScreeningEntry {
     pub line_no: i64,
     pub rfc: String,
@@ -940,7 +940,7 @@ pub struct NewScreeningList {
 }
 
 /// An imported 69-B list.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
 pub struct ScreeningListRow {
     pub id: i64,
     pub list_date: String,

@@ -20,21 +20,29 @@ import type { ExportProgressDto } from './bindings/ExportProgressDto';
 import type { FollowUpDraft } from './bindings/FollowUpDraft';
 import type { FollowUpKind } from './bindings/FollowUpKind';
 import type { FoundCfdiDto } from './bindings/FoundCfdiDto';
+import type { GlobalInvoicePreview } from './bindings/GlobalInvoicePreview';
+import type { GlobalInvoiceResult } from './bindings/GlobalInvoiceResult';
 import type { ImportFileDto } from './bindings/ImportFileDto';
 import type { ImportReport } from './bindings/ImportReport';
+import type { InvoiceBalance } from './bindings/InvoiceBalance';
 import type { InvoiceChangedDto } from './bindings/InvoiceChangedDto';
 import type { InvoiceDetailDto } from './bindings/InvoiceDetailDto';
 import type { InvoicePage } from './bindings/InvoicePage';
 import type { ListQueryDto } from './bindings/ListQueryDto';
+import type { MonthExportDto } from './bindings/MonthExportDto';
+import type { MonthReport } from './bindings/MonthReport';
 import type { Note } from './bindings/Note';
 import type { OperatorDto } from './bindings/OperatorDto';
 import type { PacInputDto } from './bindings/PacInputDto';
 import type { PacsDto } from './bindings/PacsDto';
+import type { PaymentInputDto } from './bindings/PaymentInputDto';
 import type { Recorded } from './bindings/Recorded';
 import type { SaleDraft } from './bindings/SaleDraft';
 import type { SalePreviewDto } from './bindings/SalePreviewDto';
 import type { SandboxFaultDto } from './bindings/SandboxFaultDto';
 import type { SavedFileDto } from './bindings/SavedFileDto';
+import type { ScreeningImport } from './bindings/ScreeningImport';
+import type { ScreeningStatus } from './bindings/ScreeningStatus';
 import type { SmtpInputDto } from './bindings/SmtpInputDto';
 import type { XmlSourceDto } from './bindings/XmlSourceDto';
 
@@ -57,6 +65,7 @@ export const api = {
   saveOperators: (operators: Array<OperatorDto>) => call<Array<OperatorDto>>('save_operators', { operators }),
   selectOperator: (name: string) => call<OperatorDto>('select_operator', { name }),
   loadDemoData: () => call<DemoLoadedDto>('load_demo_data'),
+  loadDemoTickets: () => call<DemoLoadedDto>('load_demo_tickets'),
   invoiceAction: (invoiceId: number, action: ActionKindDto, note: string | null, found: FoundCfdiDto | null) => call<InvoiceDetailDto>('invoice_action', { invoiceId, action, note, found }),
   setSandboxFault: (fault: SandboxFaultDto) => call<SandboxFaultDto>('set_sandbox_fault', { fault }),
   duplicateGroups: () => call<Array<DuplicateGroup>>('duplicate_groups'),
@@ -76,6 +85,14 @@ export const api = {
   revokeApiToken: (name: string) => call<ChannelsDto>('revoke_api_token', { name }),
   saveWebhook: (url: string, secret: string) => call<ChannelsDto>('save_webhook', { url, secret }),
   saveSmtp: (smtp: SmtpInputDto) => call<ChannelsDto>('save_smtp', { smtp }),
+  invoiceBalance: (invoiceId: number) => call<InvoiceBalance>('invoice_balance', { invoiceId }),
+  recordPayment: (invoiceId: number, payment: PaymentInputDto) => call<Recorded>('record_payment', { invoiceId, payment }),
+  globalInvoicePreview: (periodicidad: string, desde: string, hasta: string) => call<GlobalInvoicePreview>('global_invoice_preview', { periodicidad, desde, hasta }),
+  createGlobalInvoice: (periodicidad: string, desde: string, hasta: string) => call<GlobalInvoiceResult>('create_global_invoice', { periodicidad, desde, hasta }),
+  monthReport: (month: string) => call<MonthReport>('month_report', { month }),
+  exportMonth: (month: string, format: MonthExportDto) => call<SavedFileDto>('export_month', { month, format }),
+  importScreeningList: (file: ImportFileDto, listDate: string | null, skipBadLines: boolean) => call<ScreeningImport>('import_screening_list', { file, listDate, skipBadLines }),
+  screeningCheck: (rfc: string) => call<ScreeningStatus>('screening_check', { rfc }),
 };
 
 export type Api = typeof api;

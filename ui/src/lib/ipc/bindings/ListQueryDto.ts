@@ -16,6 +16,10 @@ search: string | null,
  */
 flag?: ListFlag | null, 
 /**
+ * Only "PPD con saldo": stamped PPD ingresos whose stamped payments leave a balance.
+ */
+ppd_con_saldo?: boolean, 
+/**
  * The previous page's `next`.
  */
 after: string | null, 
