@@ -233,8 +233,14 @@ struct ProgressLine {
 
 impl DrainSink for ProgressLine {
     fn event(&self, event: DrainEvent) {
-        if let DrainEvent::Progress(p) = event {
-            *self.state.lock().unwrap_or_else(|e| e.into_inner()) = p;
+        match event {
+            DrainEvent::Progress(p) => *self.state.lock().unwrap_or_else(|e| e.into_inner()) = p,
+            // Said even with --quiet: a person must know why nothing moves.
+            DrainEvent::Storage { paused: true, reason } => {
+                eprintln!("aviso: el drenado se pausa: {reason}; sigue solo cuando la base de datos vuelva a aceptar escrituras")
+            }
+            DrainEvent::Storage { paused: false, .. } => eprintln!("aviso: la base de datos acepta escrituras otra vez; el drenado sigue"),
+            DrainEvent::InvoiceChanged { .. } => {}
         }
     }
 }

@@ -26,7 +26,20 @@ pub fn read_file(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
             meta.len()
         )));
     }
-    std::fs::read(path).map_err(|e| Failure::invalid(format!("{what} {}: {}", path.display(), io_reason(&e))))
+    // The size the metadata reports is not a bound (`/dev/zero`, a FIFO, a file still growing):
+    // read at most one byte past the limit.
+    use std::io::Read;
+    let io = |e: std::io::Error| Failure::invalid(format!("{what} {}: {}", path.display(), io_reason(&e)));
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(Failure::invalid(format!(
+            "{what} {}: pesa más de {MAX_FILE_BYTES} bytes; el máximo es {MAX_FILE_BYTES}",
+            path.display()
+        )));
+    }
+    Ok(bytes)
 }
 
 /// Reads a UTF-8 text file.

@@ -33,6 +33,7 @@ pub mod actions;
 pub mod actor;
 pub mod api_tokens;
 pub mod attempts;
+pub mod backup;
 pub mod cancel_step;
 pub mod cancellation;
 pub mod channel_rows;

@@ -172,8 +172,59 @@ impl SqliteStore {
             path,
             busy_timeout: opts.busy_timeout,
         };
+        // A damaged file is named before anything writes to it (the migrations would).
+        let problems = store.quick_check().await?;
+        if !problems.is_empty() {
+            return Err(OutboxError::DatabaseCorrupt {
+                path: store.path.clone(),
+                detail: format!(
+                    "PRAGMA quick_check: {}; revísela con `timbra db check` y recupere un respaldo con `timbra restore RESPALDO`",
+                    problems.join("; ")
+                ),
+            });
+        }
         store.migrate().await?;
         Ok(store)
+    }
+
+    /// SQLite's `quick_check` (pages, records, no index cross-check): the problems found, empty
+    /// when the database is sound. Runs on every open.
+    pub async fn quick_check(&self) -> Result<Vec<String>> {
+        self.check(sql!("quick_check")).await
+    }
+
+    /// SQLite's full `integrity_check` (also every index against its table): the problems
+    /// found (at most 100), empty when the database is sound. On demand: `timbra db check`.
+    pub async fn integrity_check(&self) -> Result<Vec<String>> {
+        self.check(sql!("integrity_check")).await
+    }
+
+    async fn check(&self, pragma: &'static str) -> Result<Vec<String>> {
+        let rows: Vec<String> = sqlx::query_scalar(pragma).fetch_all(&self.pool).await.map_err(|e| self.err(e))?;
+        Ok(rows.into_iter().filter(|r| r != "ok").collect())
+    }
+
+    /// Writes a consistent copy of the whole database to `dest` (which must not exist) with
+    /// `VACUUM INTO`: one read transaction, so writers — a running drain, the app — go on while
+    /// it copies, and the copy is the database as of one instant. Compacted; no WAL beside it.
+    pub async fn vacuum_into(&self, dest: &Path) -> Result<()> {
+        let dest = dest.to_str().ok_or_else(|| OutboxError::invalid("destino", "ruta", "la ruta del respaldo no es texto UTF-8"))?;
+        sqlx::query(sql!("vacuum_into"))
+            .bind(dest)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Moves everything in the WAL into the database file and empties the WAL (before the file
+    /// is moved aside by a restore).
+    pub async fn checkpoint(&self) -> Result<()> {
+        sqlx::query(sql!("wal_checkpoint_truncate"))
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
     }
 
     /// The database file.
@@ -328,7 +379,7 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
                 10 | 14 => OutboxError::DatabaseUnavailable { path, detail: message },
                 13 => OutboxError::DatabaseUnavailable {
                     path,
-                    detail: format!("disco lleno: {message}"),
+                    detail: format!("{}: {message}; libere espacio y reintente (no se escribió nada)", crate::error::DISK_FULL),
                 },
                 19 => OutboxError::Integrity(message),
                 _ => OutboxError::Database(format!("{message} (código {code})")),
@@ -337,6 +388,10 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
         sqlx::Error::PoolTimedOut => OutboxError::DatabaseLocked {
             path,
             waited: busy_timeout,
+        },
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::StorageFull => OutboxError::DatabaseUnavailable {
+            path,
+            detail: format!("{}: {io}; libere espacio y reintente (no se escribió nada)", crate::error::DISK_FULL),
         },
         sqlx::Error::Io(io) => OutboxError::DatabaseUnavailable {
             path,
