@@ -173,7 +173,11 @@ impl SqliteStore {
             busy_timeout: opts.busy_timeout,
         };
         // A damaged file is named before anything writes to it (the migrations would).
-        let problems = store.quick_check().await?;
+        let problems = match store.quick_check().await {
+            Ok(problems) => problems,
+            Err(OutboxError::DatabaseCorrupt { detail, .. }) => vec![detail],
+            Err(e) => return Err(e),
+        };
         if !problems.is_empty() {
             return Err(OutboxError::DatabaseCorrupt {
                 path: store.path.clone(),
@@ -351,14 +355,59 @@ fn preflight(path: &Path, create: bool) -> Result<()> {
             if !create {
                 return Err(OutboxError::DatabaseMissing { path: path.to_path_buf() });
             }
-            match path.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => {
-                    std::fs::create_dir_all(dir).map_err(|e| unavailable(format!("no se pudo crear la carpeta {}: {e}", dir.display())))
-                }
-                _ => Ok(()),
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+                let mut builder = std::fs::DirBuilder::new();
+                builder.recursive(true);
+                #[cfg(unix)]
+                std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+                builder
+                    .create(dir)
+                    .map_err(|e| unavailable(format!("no se pudo crear la carpeta {}: {e}", dir.display())))?;
+            }
+            // Created empty and readable by its owner only (SQLite gives its WAL and shared-memory
+            // files the same mode): other local users cannot read the fiscal history.
+            let mut file = std::fs::OpenOptions::new();
+            file.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
+            match file.open(path) {
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                Err(e) => Err(unavailable(format!("no se pudo crear {}: {e}", path.display()))),
             }
         }
         Err(e) => Err(unavailable(e.to_string())),
+    }
+}
+
+/// When SQLite only says "disk I/O error" or "unable to open database file", asks the file
+/// system why: a probe file written beside the database tells a full disk and read-only
+/// storage apart from the rest (error paths only; the probe is removed).
+fn storage_probe(path: &Path) -> Option<OutboxError> {
+    use std::io::Write;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let probe = dir.join(format!(".timbra-probe-{}", std::process::id()));
+    let result = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|mut f| f.write_all(&[0u8; 64 * 1024]).and_then(|_| f.sync_all()));
+    let _ = std::fs::remove_file(&probe);
+    let e = result.err()?;
+    let path = path.to_path_buf();
+    match e.kind() {
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => Some(OutboxError::DatabaseUnavailable {
+            path,
+            detail: format!("{}: no queda espacio en el disco; libere espacio y reintente (no se escribió nada)", crate::error::DISK_FULL),
+        }),
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied => Some(OutboxError::DatabaseReadOnly {
+            path,
+            detail: format!(
+                "no se puede escribir en la carpeta {} ({e}); SQLite necesita crear ahí sus archivos -wal y -shm",
+                dir.display()
+            ),
+        }),
+        _ => None,
     }
 }
 
@@ -376,7 +425,7 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
                 },
                 8 => OutboxError::DatabaseReadOnly { path, detail: message },
                 11 | 26 => OutboxError::DatabaseCorrupt { path, detail: message },
-                10 | 14 => OutboxError::DatabaseUnavailable { path, detail: message },
+                10 | 14 => storage_probe(&path).unwrap_or(OutboxError::DatabaseUnavailable { path, detail: message }),
                 13 => OutboxError::DatabaseUnavailable {
                     path,
                     detail: format!("{}: {message}; libere espacio y reintente (no se escribió nada)", crate::error::DISK_FULL),
