@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
 use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainProgress, DrainSink, RunMode};
-use outbox::pacs::{build_pac_set, EnvSecrets, PacConfig, PacRole};
+use outbox::pacs::{build_pac_set, PacConfig, PacRole};
 use outbox::pacs::{PacEntry, PacSet};
 use outbox::strategy::Policy;
 use outbox::{Actor, Outbox, SqliteStore};
@@ -206,7 +206,7 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
 async fn pac_set(outbox: &Outbox<SqliteStore>, sandbox: Option<&pac_sim::SimHandle>) -> Result<PacSet, Failure> {
     let configs = outbox.pacs().await.map_err(|e| failure(e, ""))?;
     let set =
-        build_pac_set(&configs, &EnvSecrets, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).map_err(|e| failure(e, "pac: "))?;
+        build_pac_set(&configs, crate::input::secrets()?, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).map_err(|e| failure(e, "pac: "))?;
     let Some(sim) = sandbox else {
         return Ok(set);
     };

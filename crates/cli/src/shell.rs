@@ -93,10 +93,8 @@ pub async fn open(db: Option<&str>, create: bool) -> Result<Outbox, Failure> {
         .await
         .map_err(|e| failure(e, ""))?;
     if let Some(settings) = outbox.emisor_settings().await.map_err(|e| failure(e, ""))? {
-        if let Ok(p) = std::env::var(&settings.password_env) {
-            if !p.is_empty() {
-                outbox.provide_csd_password(cfdi::secret::Secret::new(p));
-            }
+        if let Some(p) = outbox::pacs::SecretSource::get(crate::input::secrets()?, &settings.password_env) {
+            outbox.provide_csd_password(p);
         }
     }
     Ok(outbox)
