@@ -158,7 +158,10 @@ async fn require_token(State(guard): State<Guard>, mut req: Request, next: Next)
         Ok(Some(token)) => {
             if let Err(wait) = guard.limits.per_token.take(&token.name, now) {
                 tracing::warn!(token = %token.name, "límite de peticiones del token alcanzado");
-                return rate_limited(wait, &format!("demasiadas peticiones con el token {}; espere y reintente", token.name));
+                return rate_limited(
+                    wait,
+                    &format!("demasiadas peticiones con el token {}; espere y reintente", token.name),
+                );
             }
             req.extensions_mut()
                 .insert(ApiActor(Actor::new(format!("api:{}", token.name), Role::Personal, "api")));

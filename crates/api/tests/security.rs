@@ -99,6 +99,9 @@ fn only_loopback_unless_remote_is_allowed() {
     for remote in ["0.0.0.0:8787", "[::]:8787", "192.168.1.20:8787", "10.0.0.1:80"] {
         let err = api::check_listen(remote.parse().unwrap(), false).unwrap_err();
         assert!(err.contains("--allow-remote"), "{remote}: {err}");
-        assert!(api::check_listen(remote.parse().unwrap(), true).is_ok(), "{remote} with --allow-remote");
+        assert!(
+            api::check_listen(remote.parse().unwrap(), true).is_ok(),
+            "{remote} with --allow-remote"
+        );
     }
 }

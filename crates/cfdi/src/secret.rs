@@ -69,11 +69,11 @@ mod tests {
         const DESERIALIZE: bool = true;
     }
 
-    #[test]
-    fn cannot_be_serialized_or_deserialized() {
+    // Checked when the tests compile: adding a serde impl to `Secret` breaks the build.
+    const _: () = {
         assert!(Probe::<String>::SERIALIZE, "the probe sees a Serialize type");
         assert!(!Probe::<Secret>::SERIALIZE, "Secret must not implement Serialize");
-        assert!(DeProbe::<String>::DESERIALIZE);
+        assert!(DeProbe::<String>::DESERIALIZE, "the probe sees a Deserialize type");
         assert!(!DeProbe::<Secret>::DESERIALIZE, "Secret must not implement Deserialize");
-    }
+    };
 }

@@ -205,8 +205,13 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
 /// The PAC set from the settings, plus the in-process sandbox simulator when asked.
 async fn pac_set(outbox: &Outbox<SqliteStore>, sandbox: Option<&pac_sim::SimHandle>) -> Result<PacSet, Failure> {
     let configs = outbox.pacs().await.map_err(|e| failure(e, ""))?;
-    let set =
-        build_pac_set(&configs, crate::input::secrets()?, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).map_err(|e| failure(e, "pac: "))?;
+    let set = build_pac_set(
+        &configs,
+        crate::input::secrets()?,
+        Arc::new(pac::SystemClock),
+        &pac_clients::HttpConnector,
+    )
+    .map_err(|e| failure(e, "pac: "))?;
     let Some(sim) = sandbox else {
         return Ok(set);
     };

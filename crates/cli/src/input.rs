@@ -101,9 +101,7 @@ pub fn secrets() -> Result<&'static CliSecrets, Failure> {
         Some(path) if !path.is_empty() => CliSecrets {
             file: read_secrets_file(Path::new(&path))?,
         },
-        _ => CliSecrets {
-            file: Default::default(),
-        },
+        _ => CliSecrets { file: Default::default() },
     };
     Ok(SECRETS.get_or_init(|| loaded))
 }
@@ -158,12 +156,15 @@ pub fn read_secrets_file(path: &Path) -> Result<std::collections::BTreeMap<Strin
 
 /// The secret named `var` (environment, then the secrets file).
 pub fn secret_from_env(var: &str, what: &str) -> Result<Secret, Failure> {
-    if let Err(std::env::VarError::NotUnicode(_)) = std::env::var(var) {
+    let env = std::env::var(var);
+    if let Err(std::env::VarError::NotUnicode(_)) = env {
         return Err(Failure::invalid(format!("la variable de entorno {var} ({what}) no es texto UTF-8")));
     }
-    outbox::pacs::SecretSource::get(secrets()?, var).ok_or_else(|| {
-        Failure::invalid(format!(
-            "{what}: defina la variable de entorno {var} o póngala en el archivo de secretos ({SECRETS_FILE_ENV}, modo 0600)"
-        ))
-    })
+    if let Some(s) = outbox::pacs::SecretSource::get(secrets()?, var) {
+        return Ok(s);
+    }
+    let state = if env.is_ok() { "está vacía" } else { "no está definida" };
+    Err(Failure::invalid(format!(
+        "la variable de entorno {var} ({what}) {state}; defínala o póngala en el archivo de secretos ({SECRETS_FILE_ENV}, modo 0600)"
+    )))
 }

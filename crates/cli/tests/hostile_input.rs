@@ -134,11 +134,17 @@ fn hostile_sales_are_refused_with_the_reason_and_write_nothing() {
     // (and serde_json's nesting limit, 128, stands behind it): an error naming the field, not
     // a stack overflow.
     let deep = format!("{{\"sale_id\":{}{}}}", "[".repeat(200_000), "]".repeat(200_000));
-    db.refused(&["sale", "add", &db.file("deep.json", deep.as_bytes())], &["sale_id", "tipo de dato incorrecto"]);
+    db.refused(
+        &["sale", "add", &db.file("deep.json", deep.as_bytes())],
+        &["sale_id", "tipo de dato incorrecto"],
+    );
     let deep_objects = format!("{}1{}", "{\"a\":".repeat(200_000), "}".repeat(200_000));
     db.refused(&["sale", "add", &db.file("deep2.json", deep_objects.as_bytes())], &["a"]);
     let deep_array = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
-    db.refused(&["sale", "add", &db.file("deep3.json", deep_array.as_bytes())], &["tipo de dato incorrecto"]);
+    db.refused(
+        &["sale", "add", &db.file("deep3.json", deep_array.as_bytes())],
+        &["tipo de dato incorrecto"],
+    );
     // Over the sale limit (16 MiB), under the file limit: the limit is named.
     let big = format!("{{\"sale_id\":\"{}\"}}", "x".repeat(17 << 20));
     db.refused(&["sale", "add", &db.file("big.json", big.as_bytes())], &["16777216"]);

@@ -120,7 +120,18 @@ impl Scenario {
 fn key_with_password(dir: &Path) -> PathBuf {
     let key = dir.join("csd.key");
     let st = Command::new("openssl")
-        .args(["pkcs8", "-topk8", "-inform", "DER", "-outform", "DER", "-v2", "des3", "-v2prf", "hmacWithSHA1"])
+        .args([
+            "pkcs8",
+            "-topk8",
+            "-inform",
+            "DER",
+            "-outform",
+            "DER",
+            "-v2",
+            "des3",
+            "-v2prf",
+            "hmacWithSHA1",
+        ])
         .arg("-in")
         .arg(fixtures().join("cfdi/certs/EKU9003173C9.key"))
         .args(["-passin", "pass:12345678a", "-passout"])
@@ -148,11 +159,18 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
 fn needles(extra: &[String]) -> Vec<(String, Vec<u8>)> {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let mut n: Vec<(String, Vec<u8>)> = Vec::new();
-    for s in [CSD_PASSWORD, SW_TOKEN, FINKOK_PASSWORD].iter().map(|s| s.to_string()).chain(extra.iter().cloned()) {
+    for s in [CSD_PASSWORD, SW_TOKEN, FINKOK_PASSWORD]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(extra.iter().cloned())
+    {
         n.push((s.clone(), s.as_bytes().to_vec()));
         n.push((format!("base64({s})"), b64(&s).into_bytes()));
     }
-    n.push(("base64(user:password)".into(), b64(&format!("{FINKOK_USER}:{FINKOK_PASSWORD}")).into_bytes()));
+    n.push((
+        "base64(user:password)".into(),
+        b64(&format!("{FINKOK_USER}:{FINKOK_PASSWORD}")).into_bytes(),
+    ));
     n
 }
 
@@ -214,7 +232,21 @@ fn a_full_scenario_leaves_no_secret_in_the_database_wal_logs_or_exports() {
     std::fs::set_permissions(s.secrets(), std::fs::Permissions::from_mode(0o600)).unwrap();
 
     s.ok(&init);
-    s.ok(&["pac", "add", "sw-1", "--flavor", "sw", "--url", &primary.url, "--role", "primary", "--timeout-ms", "3000", "--token-env", "SW_TOKEN"]);
+    s.ok(&[
+        "pac",
+        "add",
+        "sw-1",
+        "--flavor",
+        "sw",
+        "--url",
+        &primary.url,
+        "--role",
+        "primary",
+        "--timeout-ms",
+        "3000",
+        "--token-env",
+        "SW_TOKEN",
+    ]);
     s.ok(&[
         "pac",
         "add",
@@ -255,7 +287,16 @@ fn a_full_scenario_leaves_no_secret_in_the_database_wal_logs_or_exports() {
     // The drain runs until every sale is stamped; the database, its WAL and its shared memory
     // are read while it still holds them.
     let mut drain = s
-        .timbra(&["drain", "--quiet", "--concurrency", "3", "--backoff-ms", "50", "--backoff-cap-ms", "300"])
+        .timbra(&[
+            "drain",
+            "--quiet",
+            "--concurrency",
+            "3",
+            "--backoff-ms",
+            "50",
+            "--backoff-cap-ms",
+            "300",
+        ])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -318,7 +359,15 @@ fn a_full_scenario_leaves_no_secret_in_the_database_wal_logs_or_exports() {
         s.ok(&["invoice", "xml", &id, "-o", xml.to_str().unwrap()]);
     }
     assert_eq!(pacs.len(), 2, "both PACs were used: {pacs:?}");
-    s.ok(&["export", "--desde", "2000-01-01", "--hasta", "2100-12-31", "--dir", s.out().join("exportado").to_str().unwrap()]);
+    s.ok(&[
+        "export",
+        "--desde",
+        "2000-01-01",
+        "--hasta",
+        "2100-12-31",
+        "--dir",
+        s.out().join("exportado").to_str().unwrap(),
+    ]);
     s.ok(&["backup", s.out().join("respaldo.db").to_str().unwrap()]);
 
     let log = std::fs::read_to_string(s.log()).unwrap();

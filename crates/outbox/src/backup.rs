@@ -75,7 +75,8 @@ fn sync_file_and_dir(path: &Path) -> Result<()> {
 #[cfg(unix)]
 fn owner_only(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| file_error(path, "no se pudieron fijar los permisos", e))
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| file_error(path, "no se pudieron fijar los permisos", e))
 }
 
 #[cfg(not(unix))]
@@ -144,7 +145,11 @@ pub async fn backup(store: &SqliteStore, dest: &Path) -> Result<BackupReport> {
     }
     if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.is_dir() {
-            return Err(OutboxError::invalid("destino", "carpeta", format!("la carpeta {} no existe", dir.display())));
+            return Err(OutboxError::invalid(
+                "destino",
+                "carpeta",
+                format!("la carpeta {} no existe", dir.display()),
+            ));
         }
     }
     let partial = sibling(dest, ".parcial");
@@ -176,11 +181,19 @@ pub async fn backup(store: &SqliteStore, dest: &Path) -> Result<BackupReport> {
 /// the module docs. `now` names the file moved aside.
 pub async fn restore(src: &Path, target: &Path, now: DateTime<Utc>) -> Result<RestoreReport> {
     if !src.is_file() {
-        return Err(OutboxError::invalid("respaldo", "no_existe", format!("{} no existe o no es un archivo", src.display())));
+        return Err(OutboxError::invalid(
+            "respaldo",
+            "no_existe",
+            format!("{} no existe o no es un archivo", src.display()),
+        ));
     }
     if let (Ok(a), Ok(b)) = (src.canonicalize(), target.canonicalize()) {
         if a == b {
-            return Err(OutboxError::invalid("respaldo", "mismo_archivo", "el respaldo es la misma base de datos"));
+            return Err(OutboxError::invalid(
+                "respaldo",
+                "mismo_archivo",
+                "el respaldo es la misma base de datos",
+            ));
         }
     }
     // The source is checked whole before anything moves.

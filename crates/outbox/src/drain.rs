@@ -115,7 +115,10 @@ pub enum DrainEvent {
     /// The database stopped accepting writes (disk full, read-only, locked, unavailable): the
     /// drain claims nothing more and retries, slower each time up to [`STORAGE_PAUSE_CAP`],
     /// until it does (`paused: false`). Sent once per change, never per retry.
-    Storage { paused: bool, reason: String },
+    Storage {
+        paused: bool,
+        reason: String,
+    },
 }
 
 /// The longest wait between two checks while the database refuses writes.

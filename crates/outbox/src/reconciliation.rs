@@ -105,7 +105,9 @@ pub fn zip_xmls(bytes: &[u8], max_bytes: u64) -> std::result::Result<Vec<(String
         let f = zip.by_index(i).map_err(|e| format!("la entrada {i} está dañada: {e}"))?;
         let name = f.name().map(|n| n.to_string()).unwrap_or_default();
         if let Some(why) = unsafe_entry_name(&name) {
-            return Err(format!("la entrada {name:?} tiene un nombre inseguro ({why}); se rechaza como intento de salir de la carpeta"));
+            return Err(format!(
+                "la entrada {name:?} tiene un nombre inseguro ({why}); se rechaza como intento de salir de la carpeta"
+            ));
         }
         if f.is_symlink() {
             return Err(format!("la entrada {name:?} es un enlace simbólico; no se aceptan"));
@@ -114,7 +116,10 @@ pub fn zip_xmls(bytes: &[u8], max_bytes: u64) -> std::result::Result<Vec<(String
             continue;
         }
         if f.size() > per_entry {
-            return Err(format!("{name}: declara {} bytes; un XML puede pesar a lo más {per_entry}", f.size()));
+            return Err(format!(
+                "{name}: declara {} bytes; un XML puede pesar a lo más {per_entry}",
+                f.size()
+            ));
         }
         let room = per_entry.min(max_bytes.saturating_sub(total));
         let mut buf = Vec::new();

@@ -324,7 +324,12 @@ mod tests {
     #[tokio::test]
     async fn an_oversized_answer_is_cut_at_the_limit_whatever_it_declares() {
         let body = vec![b'x'; 5000];
-        let declared = bounded_read_of(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()), body.clone(), 1000).await;
+        let declared = bounded_read_of(
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()),
+            body.clone(),
+            1000,
+        )
+        .await;
         assert!(declared.as_ref().is_err_and(|e| e.contains("más de 1000 bytes")), "{declared:?}");
         // No Content-Length: read until the connection closes, but never past the limit.
         let undeclared = bounded_read_of("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".into(), body.clone(), 1000).await;
@@ -335,7 +340,11 @@ mod tests {
 
     #[tokio::test]
     async fn an_oversized_answer_after_sending_is_unknown() {
-        let port = serve_raw(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", MAX_RESPONSE_BYTES + 1), Vec::new()).await;
+        let port = serve_raw(
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", MAX_RESPONSE_BYTES + 1),
+            Vec::new(),
+        )
+        .await;
         let http = Http::new(Timeouts {
             connect: Duration::from_secs(2),
             total: Duration::from_secs(5),

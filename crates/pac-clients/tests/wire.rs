@@ -531,9 +531,8 @@ fn hostile_answers_are_refused_without_blowing_up() {
         "]".repeat(DEEP)
     );
     let deep_object = format!("{}1{}", "{\"a\":".repeat(DEEP), "}".repeat(DEEP));
-    let soap = |inner: &str| {
-        format!(r#"<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body>{inner}</s:Body></s:Envelope>"#)
-    };
+    let soap =
+        |inner: &str| format!(r#"<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body>{inner}</s:Body></s:Envelope>"#);
     let deep_xml = soap(&format!("{}{}", "<a>".repeat(DEEP), "</a>".repeat(DEEP)));
     let xxe = format!(
         r#"<?xml version="1.0"?><!DOCTYPE s:Envelope [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>{}"#,
@@ -546,7 +545,10 @@ fn hostile_answers_are_refused_without_blowing_up() {
     // Just over the XML reader's size limit: refused before it is tokenized.
     let oversized_xml = soap(&format!("<x>{}</x>", "a".repeat(cfdi::xml::MAX_DOCUMENT_BYTES)));
     // Many attributes on one element.
-    let many_attrs = soap(&format!("<x {}/>", (0..10_000).map(|i| format!("a{i}=\"v\"")).collect::<Vec<_>>().join(" ")));
+    let many_attrs = soap(&format!(
+        "<x {}/>",
+        (0..10_000).map(|i| format!("a{i}=\"v\"")).collect::<Vec<_>>().join(" ")
+    ));
     let bodies: Vec<(&str, Vec<u8>)> = vec![
         ("deep JSON", deep_json.into_bytes()),
         ("deep JSON in a success envelope", deep_json_in_envelope.into_bytes()),
@@ -562,7 +564,10 @@ fn hostile_answers_are_refused_without_blowing_up() {
             every_parser(status, body);
             assert!(is_unknown(&sw::classify_stamp(status, body, None, SW_STATUSES)), "{what}: SW stamp");
             assert!(is_unknown(&finkok::classify_stamp(status, body)), "{what}: Finkok stamp");
-            assert!(is_unknown(&facturapi::classify_create(status, body, None)), "{what}: Facturapi create");
+            assert!(
+                is_unknown(&facturapi::classify_create(status, body, None)),
+                "{what}: Facturapi create"
+            );
             assert!(
                 matches!(finkok::classify_stamped(status, body), LookupOutcome::Unknown { .. }),
                 "{what}: Finkok stamped"

@@ -212,7 +212,9 @@ impl SqliteStore {
     /// `VACUUM INTO`: one read transaction, so writers — a running drain, the app — go on while
     /// it copies, and the copy is the database as of one instant. Compacted; no WAL beside it.
     pub async fn vacuum_into(&self, dest: &Path) -> Result<()> {
-        let dest = dest.to_str().ok_or_else(|| OutboxError::invalid("destino", "ruta", "la ruta del respaldo no es texto UTF-8"))?;
+        let dest = dest
+            .to_str()
+            .ok_or_else(|| OutboxError::invalid("destino", "ruta", "la ruta del respaldo no es texto UTF-8"))?;
         sqlx::query(sql!("vacuum_into"))
             .bind(dest)
             .execute(&self.pool)
@@ -398,7 +400,10 @@ fn storage_probe(path: &Path) -> Option<OutboxError> {
     match e.kind() {
         std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => Some(OutboxError::DatabaseUnavailable {
             path,
-            detail: format!("{}: no queda espacio en el disco; libere espacio y reintente (no se escribió nada)", crate::error::DISK_FULL),
+            detail: format!(
+                "{}: no queda espacio en el disco; libere espacio y reintente (no se escribió nada)",
+                crate::error::DISK_FULL
+            ),
         }),
         std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied => Some(OutboxError::DatabaseReadOnly {
             path,
@@ -428,7 +433,10 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
                 10 | 14 => storage_probe(&path).unwrap_or(OutboxError::DatabaseUnavailable { path, detail: message }),
                 13 => OutboxError::DatabaseUnavailable {
                     path,
-                    detail: format!("{}: {message}; libere espacio y reintente (no se escribió nada)", crate::error::DISK_FULL),
+                    detail: format!(
+                        "{}: {message}; libere espacio y reintente (no se escribió nada)",
+                        crate::error::DISK_FULL
+                    ),
                 },
                 19 => OutboxError::Integrity(message),
                 _ => OutboxError::Database(format!("{message} (código {code})")),
@@ -440,7 +448,10 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
         },
         sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::StorageFull => OutboxError::DatabaseUnavailable {
             path,
-            detail: format!("{}: {io}; libere espacio y reintente (no se escribió nada)", crate::error::DISK_FULL),
+            detail: format!(
+                "{}: {io}; libere espacio y reintente (no se escribió nada)",
+                crate::error::DISK_FULL
+            ),
         },
         sqlx::Error::Io(io) => OutboxError::DatabaseUnavailable {
             path,
