@@ -19,6 +19,7 @@ mod outbox_cmd;
 mod pac_sim_cmd;
 mod payment_cmd;
 mod report_cmd;
+mod role_cmd;
 mod sale_import;
 mod screening_cmd;
 mod serve_cmd;
@@ -134,6 +135,9 @@ enum Command {
     /// Restaura un respaldo (verificado antes); la base de datos actual queda aparte.
     #[command(after_help = EXIT_CODES)]
     Restore(backup_cmd::RestoreArgs),
+    /// Credenciales de los roles (contador, soporte): fijar, consultar.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Role(role_cmd::RoleCommand),
     /// La base de datos: revisión de integridad.
     #[command(subcommand, after_help = EXIT_CODES)]
     Db(backup_cmd::DbCommand),
@@ -190,6 +194,7 @@ fn main() -> ExitCode {
         Command::Backup(args) => backup_cmd::backup(cli.db.as_deref(), args),
         Command::Restore(args) => backup_cmd::restore(cli.db.as_deref(), args),
         Command::Db(cmd) => backup_cmd::db(cli.db.as_deref(), cmd),
+        Command::Role(cmd) => role_cmd::run(cli.db.as_deref(), cmd),
     };
     match result {
         Ok(code) => ExitCode::from(code),

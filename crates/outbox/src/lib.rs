@@ -53,6 +53,7 @@ pub mod pacs;
 pub mod payments;
 pub mod reconciliation;
 pub mod reports;
+pub mod role_credentials;
 pub mod screening;
 pub mod settings;
 pub mod store;
