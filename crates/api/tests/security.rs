@@ -105,3 +105,25 @@ fn only_loopback_unless_remote_is_allowed() {
         );
     }
 }
+
+#[tokio::test]
+async fn hostile_sale_bodies_are_client_errors_and_write_nothing() {
+    let w = World::new().await;
+    let pos = w.token("pos").await;
+    let s = w.serve().await;
+    let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+    let deep_in_field = format!("{{\"sale_id\":\"x\",\"conceptos\":{}{}}}", "[".repeat(200_000), "]".repeat(200_000));
+    let big = format!("{{\"sale_id\":\"{}\"}}", "x".repeat(2 << 20));
+    for (what, body, status) in [
+        ("deep", deep, 422),
+        ("deep in a field", deep_in_field, 422),
+        ("over 1 MiB", big, 413),
+    ] {
+        let (st, _, reply) = status_of(s.post_sale(Some(&pos), None, body)).await;
+        assert_eq!(st, status, "{what}: {reply}");
+        assert!(reply["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}: {reply}");
+    }
+    let (st, _, _) = status_of(s.client.get(format!("{}/v1/sales/x", s.url)).bearer_auth(&pos)).await;
+    assert_eq!(st, 404, "nothing recorded");
+    s.stop().await;
+}

@@ -63,7 +63,7 @@ pub struct Outbox<S: Store = SqliteStore> {
     /// here then reason about exactly what that drain does (Modo sandbox's simulators too).
     in_use: RwLock<Option<(PacDirectory, Policy)>>,
     /// Roles unlocked in this process with their credential, and until when
-    /// (`crate::role_credentials`).
+    /// (the `role_credentials` module).
     pub(crate) unlocked: Mutex<Vec<(crate::actor::Role, chrono::DateTime<chrono::Utc>)>>,
 }
 
