@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test bench deps-test deps-run deps-bench check-fixtures lint test-rust ui-build ui-test api-fuzz
+.PHONY: run test bench deps-test deps-run deps-bench check-fixtures lint test-rust ui-build ui-test api-fuzz fuzz-short
 
 ## make run: builds the UI and the desktop app and starts it. With nothing configured it opens in
 ## Modo sandbox (database in the app-data folder, PAC simulator, SAT's test CSD). Without a
@@ -28,6 +28,13 @@ test-rust: ui-build
 	$(CARGO) test --workspace --locked
 	$(CARGO) test -p timbra-cli --locked --features failpoints --test drain_crash
 	$(MAKE) api-fuzz
+	$(MAKE) fuzz-short
+
+## Coverage-guided fuzzing (fuzz/, cargo-fuzz on stable via RUSTC_BOOTSTRAP=1) of the CFDI XML
+## reader, the sale JSON parser and each PAC's response parsers: 20 s per target. Longer runs:
+## docs/fuzzing.md.
+fuzz-short:
+	./scripts/fuzz 20
 
 ## Property-based testing of the local API from its OpenAPI document (schemathesis, pinned, in a
 ## virtualenv under the target folder): no 5xx, every response as documented.

@@ -104,6 +104,8 @@ impl DrainSink for WebviewSink {
                 emit::drain_progress(&self.app, &p);
                 *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(p);
             }
+            // The drain pauses itself while the database refuses writes (logged by the outbox).
+            DrainEvent::Storage { .. } => {}
         }
     }
 }

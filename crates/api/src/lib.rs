@@ -21,12 +21,13 @@
 pub mod documents;
 pub mod error;
 pub mod mailer;
+pub mod rate_limit;
 pub mod sender;
 pub mod server;
 pub mod workers;
 
 pub use error::ApiError;
-pub use server::{check_listen, router, serve, ApiState};
+pub use server::{check_listen, router, router_with_limits, serve, ApiState};
 
 /// The OpenAPI 3 document served at `/v1/openapi.json` (kept in the repository as
 /// `crates/api/openapi.json`).

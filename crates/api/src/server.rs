@@ -11,6 +11,8 @@
 //! | `POST /v1/webhooks/{source}` | signature | a payment webhook (generic or Stripe) |
 //!
 //! Bodies are read up to [`MAX_BODY_BYTES`]; anything larger is `413 payload_too_large`.
+//! Requests are rate-limited per token, failed authentications together, and webhooks per
+//! source (`crate::rate_limit`): `429 rate_limited` with `Retry-After`.
 //! Unknown routes and methods answer JSON too. Intake and reads only: nothing here stamps.
 
 use std::future::Future;
@@ -31,6 +33,7 @@ use outbox::{Actor, Outbox, OutboxError, Role};
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
+use crate::rate_limit::{retry_after_secs, ApiLimiters, RateLimits, FAILED_AUTH};
 
 /// Largest request body accepted (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -68,16 +71,35 @@ pub fn check_listen(addr: SocketAddr, allow_remote: bool) -> Result<(), String> 
 
 /// The router with every route, auth and the JSON fallbacks.
 pub fn router(state: ApiState) -> Router {
+    router_with_limits(state, RateLimits::default())
+}
+
+/// What the auth and rate-limit layers share.
+#[derive(Clone)]
+struct Guard {
+    api: ApiState,
+    limits: Arc<ApiLimiters>,
+}
+
+/// The router with explicit rate limits.
+pub fn router_with_limits(state: ApiState, limits: RateLimits) -> Router {
+    let guard = Guard {
+        api: state.clone(),
+        limits: Arc::new(ApiLimiters::new(limits)),
+    };
     let protected = Router::new()
         .route("/v1/sales", post(create_sale))
         .route("/v1/sales/{sale_id}", get(get_sale))
         .route("/v1/invoices/{id}/xml", get(invoice_xml))
         .route("/v1/invoices/{id}/pdf", get(invoice_pdf))
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+        .route_layer(middleware::from_fn_with_state(guard.clone(), require_token));
+    let webhooks = Router::new()
+        .route("/v1/webhooks/{source}", post(webhook_in))
+        .route_layer(middleware::from_fn_with_state(guard, limit_webhook_source));
     Router::new()
         .route("/v1/health", get(health))
         .route("/v1/openapi.json", get(openapi))
-        .route("/v1/webhooks/{source}", post(webhook_in))
+        .merge(webhooks)
         .merge(protected)
         .fallback(|| async { ApiError::not_found("no existe esa ruta de la API (vea /v1/openapi.json)") })
         .method_not_allowed_fallback(|| async {
@@ -105,30 +127,57 @@ pub async fn serve(
 #[derive(Debug, Clone)]
 pub struct ApiActor(pub Actor);
 
-async fn require_token(State(state): State<ApiState>, mut req: Request, next: Next) -> Response {
-    let presented = match req.headers().get(header::AUTHORIZATION) {
-        None => {
-            return ApiError::unauthorized("falta la cabecera Authorization: Bearer <token> (cree uno con `timbra token create`)")
-                .into_response()
+fn rate_limited(wait: std::time::Duration, message: &str) -> Response {
+    let mut err = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message);
+    err.retry_after_seconds = Some(retry_after_secs(wait));
+    err.into_response()
+}
+
+async fn require_token(State(guard): State<Guard>, mut req: Request, next: Next) -> Response {
+    let now = std::time::Instant::now();
+    let failed = |message: &str| {
+        // Every failed authentication takes from one shared bucket; once it is empty, requests
+        // without a valid token wait (valid tokens still pass).
+        if let Err(wait) = guard.limits.failed_auth.take(FAILED_AUTH, now) {
+            return rate_limited(wait, "demasiados intentos con un token inválido; espere y reintente");
         }
+        ApiError::unauthorized(message).into_response()
+    };
+    let presented = match req.headers().get(header::AUTHORIZATION) {
+        None => return failed("falta la cabecera Authorization: Bearer <token> (cree uno con `timbra token create`)"),
         Some(v) => match v
             .to_str()
             .ok()
             .and_then(|s| s.strip_prefix("Bearer ").or_else(|| s.strip_prefix("bearer ")))
         {
             Some(t) => t.trim().to_string(),
-            None => return ApiError::unauthorized("la cabecera Authorization debe ser «Bearer <token>»").into_response(),
+            None => return failed("la cabecera Authorization debe ser «Bearer <token>»"),
         },
     };
-    match state.outbox.authenticate_api_token(&presented).await {
+    match guard.api.outbox.authenticate_api_token(&presented).await {
         Ok(Some(token)) => {
+            if let Err(wait) = guard.limits.per_token.take(&token.name, now) {
+                tracing::warn!(token = %token.name, "límite de peticiones del token alcanzado");
+                return rate_limited(
+                    wait,
+                    &format!("demasiadas peticiones con el token {}; espere y reintente", token.name),
+                );
+            }
             req.extensions_mut()
                 .insert(ApiActor(Actor::new(format!("api:{}", token.name), Role::Personal, "api")));
             next.run(req).await
         }
-        Ok(None) => ApiError::unauthorized("el token no es válido o fue revocado").into_response(),
+        Ok(None) => failed("el token no es válido o fue revocado"),
         Err(e) => ApiError::from(e).into_response(),
     }
+}
+
+async fn limit_webhook_source(State(guard): State<Guard>, req: Request, next: Next) -> Response {
+    let source = req.uri().path().strip_prefix("/v1/webhooks/").unwrap_or_default().to_string();
+    if let Err(wait) = guard.limits.per_webhook_source.take(&source, std::time::Instant::now()) {
+        return rate_limited(wait, "demasiados eventos de este origen de webhooks; espere y reintente");
+    }
+    next.run(req).await
 }
 
 // Bodies and parameters ----------------------------------------------------------------------

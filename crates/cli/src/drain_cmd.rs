@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
 use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainProgress, DrainSink, RunMode};
-use outbox::pacs::{build_pac_set, EnvSecrets, PacConfig, PacRole};
+use outbox::pacs::{build_pac_set, PacConfig, PacRole};
 use outbox::pacs::{PacEntry, PacSet};
 use outbox::strategy::Policy;
 use outbox::{Actor, Outbox, SqliteStore};
@@ -205,8 +205,13 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
 /// The PAC set from the settings, plus the in-process sandbox simulator when asked.
 async fn pac_set(outbox: &Outbox<SqliteStore>, sandbox: Option<&pac_sim::SimHandle>) -> Result<PacSet, Failure> {
     let configs = outbox.pacs().await.map_err(|e| failure(e, ""))?;
-    let set =
-        build_pac_set(&configs, &EnvSecrets, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).map_err(|e| failure(e, "pac: "))?;
+    let set = build_pac_set(
+        &configs,
+        crate::input::secrets()?,
+        Arc::new(pac::SystemClock),
+        &pac_clients::HttpConnector,
+    )
+    .map_err(|e| failure(e, "pac: "))?;
     let Some(sim) = sandbox else {
         return Ok(set);
     };
@@ -233,8 +238,14 @@ struct ProgressLine {
 
 impl DrainSink for ProgressLine {
     fn event(&self, event: DrainEvent) {
-        if let DrainEvent::Progress(p) = event {
-            *self.state.lock().unwrap_or_else(|e| e.into_inner()) = p;
+        match event {
+            DrainEvent::Progress(p) => *self.state.lock().unwrap_or_else(|e| e.into_inner()) = p,
+            // Said even with --quiet: a person must know why nothing moves.
+            DrainEvent::Storage { paused: true, reason } => {
+                eprintln!("aviso: el drenado se pausa: {reason}; sigue solo cuando la base de datos vuelva a aceptar escrituras")
+            }
+            DrainEvent::Storage { paused: false, .. } => eprintln!("aviso: la base de datos acepta escrituras otra vez; el drenado sigue"),
+            DrainEvent::InvoiceChanged { .. } => {}
         }
     }
 }

@@ -7,6 +7,7 @@
 //! No business logic lives here.
 
 mod action_cmd;
+mod backup_cmd;
 mod catalog_cmd;
 mod cfdi_cmd;
 mod document_cmd;
@@ -18,6 +19,7 @@ mod outbox_cmd;
 mod pac_sim_cmd;
 mod payment_cmd;
 mod report_cmd;
+mod role_cmd;
 mod sale_import;
 mod screening_cmd;
 mod serve_cmd;
@@ -127,6 +129,18 @@ enum Command {
     /// Cancelación de un CFDI ante el SAT (el contador): solicitar, prever, seguir.
     #[command(after_help = EXIT_CODES)]
     Cancel(duplicates_cmd::CancelArgs),
+    /// Respaldo en línea de la base de datos (consistente con la app o el drenado corriendo).
+    #[command(after_help = EXIT_CODES)]
+    Backup(backup_cmd::BackupArgs),
+    /// Restaura un respaldo (verificado antes); la base de datos actual queda aparte.
+    #[command(after_help = EXIT_CODES)]
+    Restore(backup_cmd::RestoreArgs),
+    /// Credenciales de los roles (contador, soporte): fijar, consultar.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Role(role_cmd::RoleCommand),
+    /// La base de datos: revisión de integridad.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Db(backup_cmd::DbCommand),
     /// Exporta el XML y el PDF de las facturas timbradas entre dos fechas (nombrados por UUID).
     #[command(after_help = EXIT_CODES)]
     Export(document_cmd::ExportArgs),
@@ -177,6 +191,10 @@ fn main() -> ExitCode {
         Command::Webhook(cmd) => webhook_cmd::webhook(cli.db.as_deref(), cmd),
         Command::Email(cmd) => document_cmd::email(cli.db.as_deref(), cmd),
         Command::Export(args) => document_cmd::export(cli.db.as_deref(), args),
+        Command::Backup(args) => backup_cmd::backup(cli.db.as_deref(), args),
+        Command::Restore(args) => backup_cmd::restore(cli.db.as_deref(), args),
+        Command::Db(cmd) => backup_cmd::db(cli.db.as_deref(), cmd),
+        Command::Role(cmd) => role_cmd::run(cli.db.as_deref(), cmd),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -3,6 +3,10 @@
 //!
 //! The first stdout line is `listening on http://HOST:PORT` (flushed at once), so a script or
 //! a test can read the port; the second is the control URL that stays up during outages.
+//!
+//! The credentials it accepts are test values, unless `TIMBRA_SIM_USER`, `TIMBRA_SIM_PASSWORD`,
+//! `TIMBRA_SIM_SW_TOKEN` or `TIMBRA_SIM_FACTURAPI_KEY` say otherwise (the secret-leak test runs a
+//! scenario with values it then looks for); those are never printed.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -35,12 +39,24 @@ pub fn run(args: PacSimArgs) -> Result<u8, Failure> {
         .parse()
         .map_err(|e: String| Failure::invalid(format!("--flavor: {e}")))?;
     let faults = pac_sim::Faults::parse(args.faults.as_deref().unwrap_or("")).map_err(|e| Failure::invalid(format!("--faults: {e}")))?;
-    let config = pac_sim::SimConfig {
+    let mut config = pac_sim::SimConfig {
         listen: args.listen,
         faults,
         state_dir: args.state_dir,
         ..pac_sim::SimConfig::new(flavor)
     };
+    let mut from_env = false;
+    for (var, field) in [
+        ("TIMBRA_SIM_USER", &mut config.credentials.user),
+        ("TIMBRA_SIM_PASSWORD", &mut config.credentials.password),
+        ("TIMBRA_SIM_SW_TOKEN", &mut config.credentials.sw_token),
+        ("TIMBRA_SIM_FACTURAPI_KEY", &mut config.credentials.facturapi_key),
+    ] {
+        if let Some(v) = std::env::var(var).ok().filter(|v| !v.is_empty()) {
+            *field = v;
+            from_env = true;
+        }
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -54,14 +70,21 @@ pub fn run(args: PacSimArgs) -> Result<u8, Failure> {
         let _ = out.flush();
         drop(out);
         let c = &handle.state.credentials;
-        eprintln!(
+        if from_env {
+            eprintln!(
+                "simulador {} listo, con las credenciales de TIMBRA_SIM_*. Ctrl-C o SIGTERM para detener.",
+                flavor.as_str()
+            );
+        } else {
+            eprintln!(
             "simulador {} listo. Credenciales de prueba: usuario {} / contraseña {}; token SW {}; llave Facturapi {}. Ctrl-C o SIGTERM para detener.",
             flavor.as_str(),
             c.user,
             c.password,
             c.sw_token,
             c.facturapi_key
-        );
+            );
+        }
         wait_for_stop().await;
         handle.shutdown().await;
         Ok(exit::OK)

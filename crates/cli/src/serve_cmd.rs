@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use outbox::pacs::EnvSecrets;
 use outbox::webhooks::RetryPolicy;
 use outbox::Outbox;
 
@@ -68,7 +67,7 @@ pub(crate) fn notifier(outbox: Arc<Outbox>, worker: &str) -> Result<api::workers
         outbox,
         sender: Arc::new(sender),
         mailer: Arc::new(api::mailer::SmtpMailer::default()),
-        secrets: Arc::new(EnvSecrets),
+        secrets: Arc::new(crate::input::secrets()?.clone_source()),
         policy: RetryPolicy::default(),
         worker: worker.to_string(),
     })
@@ -114,7 +113,7 @@ pub fn serve(db: Option<&str>, a: ServeArgs) -> Result<u8, Failure> {
             });
         let state = api::ApiState {
             outbox: outbox.clone(),
-            secrets: Arc::new(EnvSecrets),
+            secrets: Arc::new(crate::input::secrets()?.clone_source()),
         };
         let result = api::serve(listener, state, shutdown_signal()).await;
         let _ = stop_tx.send(true);

@@ -92,14 +92,37 @@ pub async fn open(db: Option<&str>, create: bool) -> Result<Outbox, Failure> {
     let outbox = Outbox::open_sqlite(&opts, Arc::new(SystemClock))
         .await
         .map_err(|e| failure(e, ""))?;
+    unlock_roles(&outbox).await?;
     if let Some(settings) = outbox.emisor_settings().await.map_err(|e| failure(e, ""))? {
-        if let Ok(p) = std::env::var(&settings.password_env) {
-            if !p.is_empty() {
-                outbox.provide_csd_password(cfdi::secret::Secret::new(p));
-            }
+        if let Some(p) = outbox::pacs::SecretSource::get(crate::input::secrets()?, &settings.password_env) {
+            outbox.provide_csd_password(p);
         }
     }
     Ok(outbox)
+}
+
+/// The variable (environment or secrets file) holding `role`'s credential.
+pub fn role_credential_var(role: Role) -> String {
+    format!("TIMBRA_{}_PIN", role.as_str().to_uppercase())
+}
+
+/// Unlocks every role whose credential this process was given (`TIMBRA_CONTADOR_PIN`, …,
+/// from the environment or the 0600 secrets file; never an argument). A wrong one stops here.
+async fn unlock_roles(outbox: &Outbox) -> Result<(), Failure> {
+    for role in outbox::role_credentials::LOCKABLE {
+        let var = role_credential_var(*role);
+        let Some(pin) = outbox::pacs::SecretSource::get(crate::input::secrets()?, &var) else {
+            continue;
+        };
+        if !outbox.role_has_credential(*role).await.map_err(|e| failure(e, ""))? {
+            continue;
+        }
+        outbox
+            .unlock_role(*role, &pin)
+            .await
+            .map_err(|_| Failure::invalid(format!("{var}: no es la credencial del rol {}", role.as_str())))?;
+    }
+    Ok(())
 }
 
 /// The exit code of an outbox error.

@@ -138,6 +138,7 @@ impl<S: Store> Outbox<S> {
                 role: actor.role.as_str(),
             });
         }
+        self.require_unlocked(actor, crate::role_credentials::LOCKED).await?;
         let verdict = self.verdict(detail).await?;
         if !verdict.allows(action) {
             return Err(refused(&verdict, action));

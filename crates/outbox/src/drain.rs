@@ -112,7 +112,17 @@ pub enum DrainEvent {
         badge: Badge,
     },
     Progress(DrainProgress),
+    /// The database stopped accepting writes (disk full, read-only, locked, unavailable): the
+    /// drain claims nothing more and retries, slower each time up to [`STORAGE_PAUSE_CAP`],
+    /// until it does (`paused: false`). Sent once per change, never per retry.
+    Storage {
+        paused: bool,
+        reason: String,
+    },
 }
+
+/// The longest wait between two checks while the database refuses writes.
+pub const STORAGE_PAUSE_CAP: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Counters of one drain run (the app's `drain-progress` event carries them as they are).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, ts_rs::TS)]
@@ -213,45 +223,44 @@ impl<S: Store> Drain<S> {
         let mut progress = DrainProgress::default();
         let mut in_flight: JoinSet<Result<StepReport>> = JoinSet::new();
         tokio::pin!(shutdown);
+        // While the database refuses writes the drain pauses: no claim, no send, one event.
+        let mut storage_pause: Option<std::time::Duration> = None;
         loop {
             let free = self.config.concurrency.saturating_sub(in_flight.len());
             let mut claimed = 0;
             if free > 0 {
-                let now = self.outbox.now();
-                let claims = self
-                    .outbox
-                    .store()
-                    .claim_due(
-                        &self.config.worker_id,
-                        now.timestamp_millis(),
-                        (now + self.config.lease).timestamp_millis(),
-                        free as u32,
-                    )
-                    .await?;
-                claimed = claims.len();
-                for claim in claims {
-                    failpoint::hit(failpoint::AFTER_CLAIM);
-                    let me = Arc::clone(self);
-                    in_flight.spawn(async move { me.step(claim).await });
-                }
-                // Cancellation requests share the slots: recorded before sent, claimed like rows.
-                let free = free.saturating_sub(claimed);
-                if free > 0 {
-                    let cancellations = self
-                        .outbox
-                        .store()
-                        .claim_due_cancellations(
-                            &self.config.worker_id,
-                            now.timestamp_millis(),
-                            (now + self.config.lease).timestamp_millis(),
-                            free as u32,
-                        )
-                        .await?;
-                    claimed += cancellations.len();
-                    for claim in cancellations {
-                        let me = Arc::clone(self);
-                        in_flight.spawn(async move { me.step_cancellation(claim).await });
+                match self.claim_into(&mut in_flight, free).await {
+                    Ok(n) => {
+                        claimed = n;
+                        if storage_pause.take().is_some() {
+                            tracing::info!("la base de datos acepta escrituras otra vez; el drenado sigue");
+                            self.sink.event(DrainEvent::Storage {
+                                paused: false,
+                                reason: String::new(),
+                            });
+                        }
                     }
+                    Err(e) if e.is_storage_fault() => {
+                        let wait = match storage_pause {
+                            None => {
+                                tracing::warn!(error = %e, "la base de datos no acepta escrituras; el drenado se pausa");
+                                self.sink.event(DrainEvent::Storage {
+                                    paused: true,
+                                    reason: e.to_string(),
+                                });
+                                self.config.poll.max(std::time::Duration::from_millis(100))
+                            }
+                            Some(w) => (w * 2).min(STORAGE_PAUSE_CAP),
+                        };
+                        storage_pause = Some(wait);
+                        tokio::select! {
+                            _ = &mut shutdown => break,
+                            Some(done) = in_flight.join_next(), if !in_flight.is_empty() => self.account(&mut progress, done),
+                            _ = tokio::time::sleep(wait) => {}
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(e),
                 }
             }
             progress.in_flight = in_flight.len() as u64;
@@ -289,6 +298,51 @@ impl<S: Store> Drain<S> {
         progress.in_flight = 0;
         self.sink.event(DrainEvent::Progress(progress.clone()));
         Ok(progress)
+    }
+
+    /// Claims up to `free` due invoices and cancellation requests and starts their steps;
+    /// how many it claimed.
+    async fn claim_into(self: &Arc<Self>, in_flight: &mut JoinSet<Result<StepReport>>, free: usize) -> Result<usize>
+    where
+        S: 'static,
+    {
+        let now = self.outbox.now();
+        let claims = self
+            .outbox
+            .store()
+            .claim_due(
+                &self.config.worker_id,
+                now.timestamp_millis(),
+                (now + self.config.lease).timestamp_millis(),
+                free as u32,
+            )
+            .await?;
+        let mut claimed = claims.len();
+        for claim in claims {
+            failpoint::hit(failpoint::AFTER_CLAIM);
+            let me = Arc::clone(self);
+            in_flight.spawn(async move { me.step(claim).await });
+        }
+        // Cancellation requests share the slots: recorded before sent, claimed like rows.
+        let free = free.saturating_sub(claimed);
+        if free > 0 {
+            let cancellations = self
+                .outbox
+                .store()
+                .claim_due_cancellations(
+                    &self.config.worker_id,
+                    now.timestamp_millis(),
+                    (now + self.config.lease).timestamp_millis(),
+                    free as u32,
+                )
+                .await?;
+            claimed += cancellations.len();
+            for claim in cancellations {
+                let me = Arc::clone(self);
+                in_flight.spawn(async move { me.step_cancellation(claim).await });
+            }
+        }
+        Ok(claimed)
     }
 
     fn account(&self, progress: &mut DrainProgress, done: std::result::Result<Result<StepReport>, tokio::task::JoinError>) {

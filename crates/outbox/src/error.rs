@@ -83,6 +83,9 @@ pub enum OutboxError {
     Unsupported(String),
 }
 
+/// How a disk-full error's detail starts (SQLite's SQLITE_FULL, or the OS's ENOSPC).
+pub const DISK_FULL: &str = "disco lleno";
+
 impl OutboxError {
     /// The stable code of this error (`validation`, `idempotency_conflict`, ...).
     pub fn code(&self) -> &'static str {
@@ -109,6 +112,21 @@ impl OutboxError {
             OutboxError::Forbidden { .. } => "forbidden",
             OutboxError::Unsupported(_) => "unsupported",
         }
+    }
+
+    /// The database cannot take writes right now for a reason outside Timbra — disk full,
+    /// read-only storage, another process's lock, the file unavailable — as opposed to a
+    /// refused operation. The drain pauses on these instead of stopping or spinning.
+    pub fn is_storage_fault(&self) -> bool {
+        matches!(
+            self,
+            OutboxError::DatabaseReadOnly { .. } | OutboxError::DatabaseLocked { .. } | OutboxError::DatabaseUnavailable { .. }
+        )
+    }
+
+    /// Disk full (SQLITE_FULL): the write was refused whole, nothing half-written.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, OutboxError::DatabaseUnavailable { detail, .. } if detail.starts_with(DISK_FULL))
     }
 
     /// One invalid field.

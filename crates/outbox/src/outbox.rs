@@ -62,6 +62,9 @@ pub struct Outbox<S: Store = SqliteStore> {
     /// The PACs and policy of the drain running in this process, once it started: verdicts
     /// here then reason about exactly what that drain does (Modo sandbox's simulators too).
     in_use: RwLock<Option<(PacDirectory, Policy)>>,
+    /// Roles unlocked in this process with their credential, and until when
+    /// (the `role_credentials` module).
+    pub(crate) unlocked: Mutex<Vec<(crate::actor::Role, chrono::DateTime<chrono::Utc>)>>,
 }
 
 impl Outbox<SqliteStore> {
@@ -122,6 +125,7 @@ impl<S: Store> Outbox<S> {
             instance: format!("{:x}-{nonce:016x}", std::process::id()),
             reservations: AtomicU64::new(0),
             in_use: RwLock::new(None),
+            unlocked: Mutex::new(Vec::new()),
         }
     }
 

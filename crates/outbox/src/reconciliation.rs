@@ -80,29 +80,83 @@ impl ImportReport {
     }
 }
 
+/// The most entries a reconciliation ZIP may list (SAT's bulk download packs far fewer).
+pub const MAX_ZIP_ENTRIES: usize = 200_000;
+
 /// The `.xml` entries of a ZIP held in memory (SAT's bulk download), every entry read before
-/// anything is imported: a damaged ZIP yields an error and imports nothing. At most `max_bytes`
-/// of XML together.
+/// anything is imported: a damaged or hostile ZIP yields an error naming the entry and the
+/// reason, and imports nothing. Bounded whatever the archive claims:
+/// - at most [`MAX_ZIP_ENTRIES`] entries;
+/// - each XML at most [`cfdi::xml::MAX_DOCUMENT_BYTES`] and all of them together at most
+///   `max_bytes`, counted on the bytes actually inflated (an entry that lies about its size —
+///   a zip bomb — is cut at the limit, never inflated to the end);
+/// - names are labels only (nothing is written to disk), yet an absolute name, a `..` step, a
+///   backslash or a control character is refused as a path traversal attempt; so are symlinks.
 pub fn zip_xmls(bytes: &[u8], max_bytes: u64) -> std::result::Result<Vec<(String, Vec<u8>)>, String> {
     use std::io::Read;
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| format!("no es un ZIP legible: {e}"))?;
+    if zip.len() > MAX_ZIP_ENTRIES {
+        return Err(format!("trae {} entradas; el máximo es {MAX_ZIP_ENTRIES}", zip.len()));
+    }
+    let per_entry = cfdi::xml::MAX_DOCUMENT_BYTES as u64;
     let mut out = Vec::new();
     let mut total = 0u64;
     for i in 0..zip.len() {
-        let mut f = zip.by_index(i).map_err(|e| format!("la entrada {i} está dañada: {e}"))?;
+        let f = zip.by_index(i).map_err(|e| format!("la entrada {i} está dañada: {e}"))?;
         let name = f.name().map(|n| n.to_string()).unwrap_or_default();
+        if let Some(why) = unsafe_entry_name(&name) {
+            return Err(format!(
+                "la entrada {name:?} tiene un nombre inseguro ({why}); se rechaza como intento de salir de la carpeta"
+            ));
+        }
+        if f.is_symlink() {
+            return Err(format!("la entrada {name:?} es un enlace simbólico; no se aceptan"));
+        }
         if !f.is_file() || !name.to_ascii_lowercase().ends_with(".xml") {
             continue;
         }
-        total = total.saturating_add(f.size());
-        if total > max_bytes {
-            return Err(format!("trae más de {max_bytes} bytes de XML"));
+        if f.size() > per_entry {
+            return Err(format!(
+                "{name}: declara {} bytes; un XML puede pesar a lo más {per_entry}",
+                f.size()
+            ));
         }
+        let room = per_entry.min(max_bytes.saturating_sub(total));
         let mut buf = Vec::new();
-        f.read_to_end(&mut buf).map_err(|e| format!("{name}: {e}"))?;
+        // One byte past the room tells "at the limit" from "over it" without inflating more.
+        f.take(room + 1).read_to_end(&mut buf).map_err(|e| format!("{name}: {e}"))?;
+        if buf.len() as u64 > room {
+            return Err(if room == per_entry {
+                format!("{name}: se descomprime a más de {per_entry} bytes (el tamaño declarado no es el real); no se descomprimió más")
+            } else {
+                format!("trae más de {max_bytes} bytes de XML")
+            });
+        }
+        total += buf.len() as u64;
         out.push((name, buf));
     }
     Ok(out)
+}
+
+/// Why an entry name could escape a folder if someone wrote it to disk, or `None` when it is a
+/// plain relative name.
+fn unsafe_entry_name(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("vacío");
+    }
+    if name.chars().any(|c| c.is_control()) {
+        return Some("caracteres de control");
+    }
+    if name.contains('\\') {
+        return Some("barra invertida");
+    }
+    if name.starts_with('/') || name.as_bytes().get(1) == Some(&b':') {
+        return Some("ruta absoluta");
+    }
+    if name.split('/').any(|part| part == "..") {
+        return Some("un paso `..`");
+    }
+    None
 }
 
 /// A verified stamped CFDI.
@@ -184,6 +238,7 @@ impl<S: Store> Outbox<S> {
                 role: actor.role.as_str(),
             });
         }
+        self.require_unlocked(actor, crate::role_credentials::LOCKED).await?;
         let emisor = self.emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
         let mut report = ImportReport::default();
         for (source, bytes) in files {

@@ -229,17 +229,36 @@ impl Http {
         let response = rb.send().await.map_err(|e| (classify_error(&e), None))?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        match response.bytes().await {
-            Ok(body) => Ok(Delivered {
-                status,
-                headers,
-                body: body.to_vec(),
-            }),
+        match read_bounded(response, MAX_RESPONSE_BYTES).await {
+            Ok(body) => Ok(Delivered { status, headers, body }),
             // The head arrived, so the request certainly did: whatever broke the body, it is unknown.
-            Err(e) => Err((
-                SendFailure::Unknown(format!("respuesta incompleta: {}", error_chain(&e))),
-                Some((status, headers)),
-            )),
+            Err(cause) => Err((SendFailure::Unknown(cause), Some((status, headers)))),
+        }
+    }
+}
+
+/// The largest PAC response body read: a stamped CFDI is at most
+/// [`cfdi::xml::MAX_DOCUMENT_BYTES`], and an answer may carry it twice (escaped, or beside its
+/// TFD) plus an envelope. Anything larger is cut there and its outcome is unknown.
+pub const MAX_RESPONSE_BYTES: usize = 2 * cfdi::xml::MAX_DOCUMENT_BYTES + 1024 * 1024;
+
+/// Reads the body chunk by chunk, never holding more than `limit` bytes (a `Content-Length` is
+/// not trusted either way).
+async fn read_bounded(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(format!("respuesta de más de {limit} bytes (Content-Length); no se leyó"));
+    }
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > limit {
+                    return Err(format!("respuesta de más de {limit} bytes; se dejó de leer en el límite"));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(body),
+            Err(e) => return Err(format!("respuesta incompleta: {}", error_chain(&e))),
         }
     }
 }
@@ -278,6 +297,70 @@ mod tests {
         assert_eq!(ev.exchanges.len(), 1);
         assert!(ev.exchanges[0].error.as_deref().unwrap().starts_with("not_sent"));
         assert_eq!(ev.exchanges[0].request_len, 4);
+    }
+
+    /// Serves one raw HTTP answer (`head` then `body`) to one connection.
+    async fn serve_raw(head: String, body: Vec<u8>) -> u16 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            let _ = s.write_all(head.as_bytes()).await;
+            let _ = s.write_all(&body).await;
+            let _ = s.shutdown().await;
+        });
+        port
+    }
+
+    async fn bounded_read_of(head: String, body: Vec<u8>, limit: usize) -> Result<Vec<u8>, String> {
+        let port = serve_raw(head, body).await;
+        let response = reqwest::get(format!("http://127.0.0.1:{port}/")).await.unwrap();
+        read_bounded(response, limit).await
+    }
+
+    #[tokio::test]
+    async fn an_oversized_answer_is_cut_at_the_limit_whatever_it_declares() {
+        let body = vec![b'x'; 5000];
+        let declared = bounded_read_of(
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()),
+            body.clone(),
+            1000,
+        )
+        .await;
+        assert!(declared.as_ref().is_err_and(|e| e.contains("más de 1000 bytes")), "{declared:?}");
+        // No Content-Length: read until the connection closes, but never past the limit.
+        let undeclared = bounded_read_of("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".into(), body.clone(), 1000).await;
+        assert!(undeclared.as_ref().is_err_and(|e| e.contains("se dejó de leer")), "{undeclared:?}");
+        let within = bounded_read_of("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".into(), body.clone(), 5000).await;
+        assert_eq!(within.unwrap().len(), 5000);
+    }
+
+    #[tokio::test]
+    async fn an_oversized_answer_after_sending_is_unknown() {
+        let port = serve_raw(
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", MAX_RESPONSE_BYTES + 1),
+            Vec::new(),
+        )
+        .await;
+        let http = Http::new(Timeouts {
+            connect: Duration::from_secs(2),
+            total: Duration::from_secs(5),
+        })
+        .unwrap();
+        let mut ev = Evidence::default();
+        let out = Outgoing {
+            operation: "stamp",
+            method: reqwest::Method::POST,
+            url: format!("http://127.0.0.1:{port}/x"),
+            headers: vec![],
+            body: OutgoingBody::Empty,
+            idempotency_key: None,
+        };
+        let r = http.send(out, &Redactor::new(), &mut ev).await;
+        assert!(matches!(&r, Err(SendFailure::Unknown(c)) if c.contains("bytes")), "{r:?}");
     }
 
     #[tokio::test]

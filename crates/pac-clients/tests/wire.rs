@@ -516,3 +516,71 @@ fn every_classifier_uppercases_uuids_and_refuses_malformed_ones() {
         .into_bytes();
     assert_eq!(stamp_key(&sw::classify_stamp(200, &contradictory, None, SW_STATUSES)), "unknown");
 }
+
+/// Hostile answers: nesting far past any limit (200,000 deep — the depth that overflowed the
+/// stack of `timbra cfdi cadena` before the XML reader bounded it), DTDs with external
+/// entities or billion laughs, oversized documents. Every parser answers (no stack overflow,
+/// no expansion, no fetch) and a stamp answer that is no valid envelope proves nothing.
+#[test]
+fn hostile_answers_are_refused_without_blowing_up() {
+    const DEEP: usize = 200_000;
+    let deep_json = format!("{}{}", "[".repeat(DEEP), "]".repeat(DEEP));
+    let deep_json_in_envelope = format!(
+        r#"{{"status":"success","data":{{"uuid":"{UUID}","tfd":{}{}}}}}"#,
+        "[".repeat(DEEP),
+        "]".repeat(DEEP)
+    );
+    let deep_object = format!("{}1{}", "{\"a\":".repeat(DEEP), "}".repeat(DEEP));
+    let soap =
+        |inner: &str| format!(r#"<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body>{inner}</s:Body></s:Envelope>"#);
+    let deep_xml = soap(&format!("{}{}", "<a>".repeat(DEEP), "</a>".repeat(DEEP)));
+    let xxe = format!(
+        r#"<?xml version="1.0"?><!DOCTYPE s:Envelope [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>{}"#,
+        soap("<stampResponse><stampResult><UUID>&xxe;</UUID></stampResult></stampResponse>")
+    );
+    let laughs = format!(
+        r#"<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;"><!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;"><!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;"><!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;"><!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;"><!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;"><!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;"><!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">]>{}"#,
+        soap("<stampResponse><stampResult><UUID>&lol9;</UUID></stampResult></stampResponse>")
+    );
+    // Just over the XML reader's size limit: refused before it is tokenized.
+    let oversized_xml = soap(&format!("<x>{}</x>", "a".repeat(cfdi::xml::MAX_DOCUMENT_BYTES)));
+    // Many attributes on one element.
+    let many_attrs = soap(&format!(
+        "<x {}/>",
+        (0..10_000).map(|i| format!("a{i}=\"v\"")).collect::<Vec<_>>().join(" ")
+    ));
+    let bodies: Vec<(&str, Vec<u8>)> = vec![
+        ("deep JSON", deep_json.into_bytes()),
+        ("deep JSON in a success envelope", deep_json_in_envelope.into_bytes()),
+        ("deep JSON objects", deep_object.into_bytes()),
+        ("deep XML", deep_xml.into_bytes()),
+        ("XXE", xxe.into_bytes()),
+        ("billion laughs", laughs.into_bytes()),
+        ("oversized XML", oversized_xml.into_bytes()),
+        ("10,000 attributes", many_attrs.into_bytes()),
+    ];
+    for (what, body) in &bodies {
+        for status in [200u16, 400, 500] {
+            every_parser(status, body);
+            assert!(is_unknown(&sw::classify_stamp(status, body, None, SW_STATUSES)), "{what}: SW stamp");
+            assert!(is_unknown(&finkok::classify_stamp(status, body)), "{what}: Finkok stamp");
+            assert!(
+                is_unknown(&facturapi::classify_create(status, body, None)),
+                "{what}: Facturapi create"
+            );
+            assert!(
+                matches!(finkok::classify_stamped(status, body), LookupOutcome::Unknown { .. }),
+                "{what}: Finkok stamped"
+            );
+            assert!(
+                !matches!(sat::classify(status, body), StatusOutcome::Known { .. }),
+                "{what}: SAT status"
+            );
+        }
+    }
+    // The XML parser names why it refused.
+    let err = pac_clients::soap::parse(&bodies[3].1).unwrap_err().to_string();
+    assert!(err.contains("256"), "{err}");
+    let err = pac_clients::soap::parse(&bodies[4].1).unwrap_err().to_string();
+    assert!(err.contains("DOCTYPE"), "{err}");
+}

@@ -97,6 +97,11 @@ impl World {
 
     /// Starts the server on 127.0.0.1:0.
     pub async fn serve(&self) -> Server {
+        self.serve_with_limits(api::rate_limit::RateLimits::default()).await
+    }
+
+    /// Starts the server on 127.0.0.1:0 with these rate limits.
+    pub async fn serve_with_limits(&self, limits: api::rate_limit::RateLimits) -> Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -105,11 +110,12 @@ impl World {
             secrets: Arc::new(self.secrets.clone()),
         };
         let task = tokio::spawn(async move {
-            api::serve(listener, state, async move {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap()
+            axum::serve(listener, api::router_with_limits(state, limits))
+                .with_graceful_shutdown(async move {
+                    let _ = rx.await;
+                })
+                .await
+                .unwrap()
         });
         Server {
             url,

@@ -172,8 +172,65 @@ impl SqliteStore {
             path,
             busy_timeout: opts.busy_timeout,
         };
+        // A damaged file is named before anything writes to it (the migrations would).
+        let problems = match store.quick_check().await {
+            Ok(problems) => problems,
+            Err(OutboxError::DatabaseCorrupt { detail, .. }) => vec![detail],
+            Err(e) => return Err(e),
+        };
+        if !problems.is_empty() {
+            return Err(OutboxError::DatabaseCorrupt {
+                path: store.path.clone(),
+                detail: format!(
+                    "PRAGMA quick_check: {}; revísela con `timbra db check` y recupere un respaldo con `timbra restore RESPALDO`",
+                    problems.join("; ")
+                ),
+            });
+        }
         store.migrate().await?;
         Ok(store)
+    }
+
+    /// SQLite's `quick_check` (pages, records, no index cross-check): the problems found, empty
+    /// when the database is sound. Runs on every open.
+    pub async fn quick_check(&self) -> Result<Vec<String>> {
+        self.check(sql!("quick_check")).await
+    }
+
+    /// SQLite's full `integrity_check` (also every index against its table): the problems
+    /// found (at most 100), empty when the database is sound. On demand: `timbra db check`.
+    pub async fn integrity_check(&self) -> Result<Vec<String>> {
+        self.check(sql!("integrity_check")).await
+    }
+
+    async fn check(&self, pragma: &'static str) -> Result<Vec<String>> {
+        let rows: Vec<String> = sqlx::query_scalar(pragma).fetch_all(&self.pool).await.map_err(|e| self.err(e))?;
+        Ok(rows.into_iter().filter(|r| r != "ok").collect())
+    }
+
+    /// Writes a consistent copy of the whole database to `dest` (which must not exist) with
+    /// `VACUUM INTO`: one read transaction, so writers — a running drain, the app — go on while
+    /// it copies, and the copy is the database as of one instant. Compacted; no WAL beside it.
+    pub async fn vacuum_into(&self, dest: &Path) -> Result<()> {
+        let dest = dest
+            .to_str()
+            .ok_or_else(|| OutboxError::invalid("destino", "ruta", "la ruta del respaldo no es texto UTF-8"))?;
+        sqlx::query(sql!("vacuum_into"))
+            .bind(dest)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Moves everything in the WAL into the database file and empties the WAL (before the file
+    /// is moved aside by a restore).
+    pub async fn checkpoint(&self) -> Result<()> {
+        sqlx::query(sql!("wal_checkpoint_truncate"))
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
     }
 
     /// The database file.
@@ -300,14 +357,62 @@ fn preflight(path: &Path, create: bool) -> Result<()> {
             if !create {
                 return Err(OutboxError::DatabaseMissing { path: path.to_path_buf() });
             }
-            match path.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => {
-                    std::fs::create_dir_all(dir).map_err(|e| unavailable(format!("no se pudo crear la carpeta {}: {e}", dir.display())))
-                }
-                _ => Ok(()),
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+                let mut builder = std::fs::DirBuilder::new();
+                builder.recursive(true);
+                #[cfg(unix)]
+                std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+                builder
+                    .create(dir)
+                    .map_err(|e| unavailable(format!("no se pudo crear la carpeta {}: {e}", dir.display())))?;
+            }
+            // Created empty and readable by its owner only (SQLite gives its WAL and shared-memory
+            // files the same mode): other local users cannot read the fiscal history.
+            let mut file = std::fs::OpenOptions::new();
+            file.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
+            match file.open(path) {
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                Err(e) => Err(unavailable(format!("no se pudo crear {}: {e}", path.display()))),
             }
         }
         Err(e) => Err(unavailable(e.to_string())),
+    }
+}
+
+/// When SQLite only says "disk I/O error" or "unable to open database file", asks the file
+/// system why: a probe file written beside the database tells a full disk and read-only
+/// storage apart from the rest (error paths only; the probe is removed).
+fn storage_probe(path: &Path) -> Option<OutboxError> {
+    use std::io::Write;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let probe = dir.join(format!(".timbra-probe-{}", std::process::id()));
+    let result = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|mut f| f.write_all(&[0u8; 64 * 1024]).and_then(|_| f.sync_all()));
+    let _ = std::fs::remove_file(&probe);
+    let e = result.err()?;
+    let path = path.to_path_buf();
+    match e.kind() {
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => Some(OutboxError::DatabaseUnavailable {
+            path,
+            detail: format!(
+                "{}: no queda espacio en el disco; libere espacio y reintente (no se escribió nada)",
+                crate::error::DISK_FULL
+            ),
+        }),
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied => Some(OutboxError::DatabaseReadOnly {
+            path,
+            detail: format!(
+                "no se puede escribir en la carpeta {} ({e}); SQLite necesita crear ahí sus archivos -wal y -shm",
+                dir.display()
+            ),
+        }),
+        _ => None,
     }
 }
 
@@ -325,10 +430,13 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
                 },
                 8 => OutboxError::DatabaseReadOnly { path, detail: message },
                 11 | 26 => OutboxError::DatabaseCorrupt { path, detail: message },
-                10 | 14 => OutboxError::DatabaseUnavailable { path, detail: message },
+                10 | 14 => storage_probe(&path).unwrap_or(OutboxError::DatabaseUnavailable { path, detail: message }),
                 13 => OutboxError::DatabaseUnavailable {
                     path,
-                    detail: format!("disco lleno: {message}"),
+                    detail: format!(
+                        "{}: {message}; libere espacio y reintente (no se escribió nada)",
+                        crate::error::DISK_FULL
+                    ),
                 },
                 19 => OutboxError::Integrity(message),
                 _ => OutboxError::Database(format!("{message} (código {code})")),
@@ -337,6 +445,13 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
         sqlx::Error::PoolTimedOut => OutboxError::DatabaseLocked {
             path,
             waited: busy_timeout,
+        },
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::StorageFull => OutboxError::DatabaseUnavailable {
+            path,
+            detail: format!(
+                "{}: {io}; libere espacio y reintente (no se escribió nada)",
+                crate::error::DISK_FULL
+            ),
         },
         sqlx::Error::Io(io) => OutboxError::DatabaseUnavailable {
             path,

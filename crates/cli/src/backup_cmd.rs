@@ -1,0 +1,114 @@
+//! `timbra backup DEST`, `timbra restore SRC` and `timbra db check`: the database's safety
+//! net. The work is `outbox::backup` (online `VACUUM INTO`, checked copies, the current file
+//! kept aside on restore); this file parses, prints and maps errors to exit codes.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::shell::{failure, open, print_json, print_out, runtime};
+use crate::{exit, Failure};
+
+/// `timbra backup DEST`.
+#[derive(Args, Debug)]
+pub struct BackupArgs {
+    /// Archivo del respaldo (no debe existir). Se puede tomar con la app o `timbra drain`
+    /// corriendo: es la base de datos de un instante.
+    #[arg(value_name = "DESTINO")]
+    pub dest: PathBuf,
+    /// Imprime el resultado en JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `timbra restore SRC`.
+#[derive(Args, Debug)]
+pub struct RestoreArgs {
+    /// Respaldo a restaurar (se verifica completo antes de tocar nada). Detenga antes la app,
+    /// `timbra drain` y `timbra serve`.
+    #[arg(value_name = "RESPALDO")]
+    pub src: PathBuf,
+    /// Imprime el resultado en JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `timbra db …`.
+#[derive(Subcommand, Debug)]
+pub enum DbCommand {
+    /// Revisa la base de datos completa (PRAGMA integrity_check); sale con 0 si está sana y con
+    /// 5 si está dañada. Al abrirla, Timbra siempre hace la revisión rápida (quick_check).
+    Check {
+        /// Solo la revisión rápida (quick_check).
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+pub fn backup(db: Option<&str>, a: BackupArgs) -> Result<u8, Failure> {
+    runtime()?.block_on(async {
+        let o = open(db, false).await?;
+        let r = outbox::backup::backup(o.store(), &a.dest).await;
+        o.store().close().await;
+        let report = r.map_err(|e| failure(e, ""))?;
+        if a.json {
+            return print_json(&report).map(|_| exit::OK);
+        }
+        print_out(&format!(
+            "respaldo {}: {} bytes, {} facturas, {} registros de evidencia; integrity_check ok",
+            report.path.display(),
+            report.bytes,
+            report.invoices,
+            report.evidence
+        ))
+        .map(|_| exit::OK)
+    })
+}
+
+pub fn restore(db: Option<&str>, a: RestoreArgs) -> Result<u8, Failure> {
+    let env_url = std::env::var(outbox::location::DATABASE_URL_ENV).ok();
+    let outbox::DatabaseLocation::Sqlite(target) = outbox::DatabaseLocation::resolve(db, env_url.as_deref()).map_err(|e| failure(e, ""))?;
+    runtime()?.block_on(async {
+        let report = outbox::backup::restore(&a.src, &target, chrono::Utc::now())
+            .await
+            .map_err(|e| failure(e, ""))?;
+        if a.json {
+            return print_json(&report).map(|_| exit::OK);
+        }
+        let mut s = format!(
+            "restaurada {} desde {} ({} facturas)",
+            report.restored.display(),
+            report.from.display(),
+            report.invoices
+        );
+        if let Some(p) = &report.previous {
+            s.push_str(&format!("; la anterior quedó en {}", p.display()));
+        }
+        print_out(&s).map(|_| exit::OK)
+    })
+}
+
+pub fn db(db: Option<&str>, cmd: DbCommand) -> Result<u8, Failure> {
+    let DbCommand::Check { quick } = cmd;
+    runtime()?.block_on(async {
+        let o = open(db, false).await?;
+        let r = if quick {
+            o.store().quick_check().await
+        } else {
+            o.store().integrity_check().await
+        };
+        o.store().close().await;
+        let problems = r.map_err(|e| failure(e, ""))?;
+        let what = if quick { "quick_check" } else { "integrity_check" };
+        if problems.is_empty() {
+            return print_out(&format!("{what}: ok")).map(|_| exit::OK);
+        }
+        Err(Failure {
+            code: exit::DATABASE,
+            message: format!(
+                "{what} encontró problemas: {}\nrecupere el último respaldo con `timbra restore RESPALDO`",
+                problems.join("; ")
+            ),
+        })
+    })
+}

@@ -1,0 +1,101 @@
+//! The contador's credential through the CLI: set from `TIMBRA_CONTADOR_PIN_NUEVO` (here the
+//! 0600 secrets file), then every contador action needs `TIMBRA_CONTADOR_PIN` — never an
+//! argument — and a wrong one stops the command; soporte is unaffected; the database holds only
+//! the Argon2id hash.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn fx(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(rel)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn run(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_timbra"));
+    c.arg("--db")
+        .arg(dir.join("t.db"))
+        .args(args)
+        .env("TEST_CSD_PASSWORD", "12345678a")
+        .env_remove("TIMBRA_DATABASE_URL")
+        .env_remove("TIMBRA_CONTADOR_PIN")
+        .env_remove("TIMBRA_SECRETS_FILE");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn contador_actions_need_the_credential_once_it_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let init = run(
+        d,
+        &[
+            "init",
+            "--emisor",
+            &fx("sales/emisor-eku.toml"),
+            "--cer",
+            &fx("cfdi/certs/EKU9003173C9.cer"),
+            "--key",
+            &fx("cfdi/certs/EKU9003173C9.key"),
+            "--password-env",
+            "TEST_CSD_PASSWORD",
+        ],
+        &[],
+    );
+    assert!(init.status.success(), "{}", stderr(&init));
+    let xml = fx("cfdi/samples/pago20-eku.xml");
+    let import = ["cfdi", "import", xml.as_str(), "--role", "contador"];
+
+    // Declared role, no credential: the import runs (its file is judged on its own).
+    let out = run(d, &import, &[]);
+    assert!(!stderr(&out).contains("desbloquearse"), "{}", stderr(&out));
+
+    let secrets = d.join("secretos.env");
+    std::fs::write(&secrets, "TIMBRA_CONTADOR_PIN_NUEVO=482913-caja\n").unwrap();
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let file = secrets.to_str().unwrap();
+    let out = run(
+        d,
+        &["role", "set-credential", "contador", "--role", "contador"],
+        &[("TIMBRA_SECRETS_FILE", file)],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let out = run(d, &import, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("sin desbloquearse") && stderr(&out).contains("TIMBRA_CONTADOR_PIN"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(d, &import, &[("TIMBRA_CONTADOR_PIN", "000000-caja")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no es la credencial del rol contador"), "{}", stderr(&out));
+    let out = run(d, &import, &[("TIMBRA_CONTADOR_PIN", "482913-caja")]);
+    assert!(
+        !stderr(&out).contains("desbloquearse") && !stderr(&out).contains("credencial"),
+        "{}",
+        stderr(&out)
+    );
+    // Soporte declares its role as before.
+    let out = run(d, &["cfdi", "import", xml.as_str(), "--role", "soporte"], &[]);
+    assert!(!stderr(&out).contains("desbloquearse"), "{}", stderr(&out));
+
+    let db = std::fs::read(d.join("t.db")).unwrap();
+    assert!(
+        !db.windows(11).any(|w| w == b"482913-caja"),
+        "the credential is not in the database"
+    );
+    assert!(db.windows(10).any(|w| w == b"$argon2id$"), "its hash is");
+}

@@ -1,0 +1,1 @@
+SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success = 1

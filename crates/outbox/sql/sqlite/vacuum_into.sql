@@ -1,0 +1,2 @@
+-- A consistent snapshot of the whole database (one read transaction) into a new file.
+VACUUM INTO ?

@@ -1,0 +1,259 @@
+//! Backups, restores and the integrity check of the SQLite outbox (`timbra backup DEST`,
+//! `timbra restore SRC`, `timbra db check`).
+//!
+//! - **Backup** is `VACUUM INTO` a temporary file beside the destination, from the live store:
+//!   one read transaction, so a drain or the app keeps writing while it copies and the copy is
+//!   the database as of one instant (SQLite's backup API restarts whenever another connection
+//!   writes, which under a busy drain may never finish). The copy is then checked with the full
+//!   `integrity_check`, flushed to disk, made readable by its owner only (0600: it is the
+//!   company's fiscal history) and renamed into place: a backup is whole or absent.
+//! - **Restore** checks the source first (a SQLite file, Timbra's migrations, no newer schema,
+//!   `integrity_check` ok), copies it the same way next to the database, moves the current
+//!   database (and its WAL) aside as `<db>.antes-de-restaurar-<instant>` — never deleted — and
+//!   renames the copy into place. The restored file is then opened normally (quick check,
+//!   migrations up to date). Stop the app and every `timbra drain`/`serve` first: a process that
+//!   keeps the old file open keeps writing to the file moved aside.
+//!
+//! Nothing here knows a secret: the database holds none (see `SECURITY.md`).
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::Connection;
+
+use crate::error::{OutboxError, Result};
+use crate::store::sqlite::{SqliteOptions, SqliteStore, MIGRATIONS};
+
+/// What a backup wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackupReport {
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// Every table's row count is the source's as of one instant; these are the headline ones.
+    pub invoices: i64,
+    pub evidence: i64,
+}
+
+/// What a restore did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RestoreReport {
+    pub restored: PathBuf,
+    pub from: PathBuf,
+    /// Where the database that was in place went (absent when there was none).
+    pub previous: Option<PathBuf>,
+    pub invoices: i64,
+}
+
+fn file_error(path: &Path, what: &str, e: impl std::fmt::Display) -> OutboxError {
+    OutboxError::DatabaseUnavailable {
+        path: path.to_path_buf(),
+        detail: format!("{what}: {e}"),
+    }
+}
+
+/// A sibling of `path` with `suffix` appended to its file name.
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(suffix);
+    path.with_file_name(name)
+}
+
+/// Flushes a file and the folder holding it, so a rename that follows survives a power cut.
+fn sync_file_and_dir(path: &Path) -> Result<()> {
+    let f = std::fs::File::open(path).map_err(|e| file_error(path, "no se pudo abrir", e))?;
+    f.sync_all().map_err(|e| file_error(path, "no se pudo escribir a disco", e))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn owner_only(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| file_error(path, "no se pudieron fijar los permisos", e))
+}
+
+#[cfg(not(unix))]
+fn owner_only(_path: &Path) -> Result<()> {
+    Ok(())
+}
+
+/// Opens a finished copy read-only and checks it whole: a Timbra database (its migrations, none
+/// newer than this build's), `integrity_check` ok. Returns its invoice and evidence counts.
+async fn verify_copy(path: &Path) -> Result<(i64, i64)> {
+    let corrupt = |detail: String| OutboxError::DatabaseCorrupt {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let opts = SqliteConnectOptions::new().filename(path).read_only(true).create_if_missing(false);
+    let mut c = sqlx::SqliteConnection::connect_with(&opts)
+        .await
+        .map_err(|e| corrupt(format!("no se puede abrir como SQLite: {e}")))?;
+    let problems: Vec<String> = sqlx::query_scalar(include_str!("../sql/sqlite/integrity_check.sql"))
+        .fetch_all(&mut c)
+        .await
+        .map_err(|e| corrupt(format!("no es una base de datos SQLite legible: {e}")))?;
+    let problems: Vec<String> = problems.into_iter().filter(|p| p != "ok").collect();
+    if !problems.is_empty() {
+        return Err(corrupt(format!("PRAGMA integrity_check: {}", problems.join("; "))));
+    }
+    let has: i64 = sqlx::query_scalar(include_str!("../sql/sqlite/has_migrations_table.sql"))
+        .fetch_one(&mut c)
+        .await
+        .map_err(|e| corrupt(e.to_string()))?;
+    if has == 0 {
+        return Err(corrupt("no es una base de datos de Timbra (no tiene sus migraciones)".into()));
+    }
+    let version: i64 = sqlx::query_scalar(include_str!("../sql/sqlite/schema_version.sql"))
+        .fetch_one(&mut c)
+        .await
+        .map_err(|e| corrupt(e.to_string()))?;
+    let ours = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
+    if version > ours {
+        return Err(OutboxError::DatabaseTooNew {
+            path: path.to_path_buf(),
+            version,
+        });
+    }
+    let invoices: i64 = sqlx::query_scalar(include_str!("../sql/sqlite/count_invoices_all.sql"))
+        .fetch_one(&mut c)
+        .await
+        .map_err(|e| corrupt(e.to_string()))?;
+    let evidence: i64 = sqlx::query_scalar(include_str!("../sql/sqlite/count_evidence_all.sql"))
+        .fetch_one(&mut c)
+        .await
+        .map_err(|e| corrupt(e.to_string()))?;
+    c.close().await.map_err(|e| corrupt(e.to_string()))?;
+    Ok((invoices, evidence))
+}
+
+/// Copies the open store's database to `dest` (which must not exist), consistent while other
+/// connections write; see the module docs.
+pub async fn backup(store: &SqliteStore, dest: &Path) -> Result<BackupReport> {
+    if dest.exists() {
+        return Err(OutboxError::invalid(
+            "destino",
+            "existe",
+            format!("{} ya existe; un respaldo nunca sobrescribe un archivo", dest.display()),
+        ));
+    }
+    if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(OutboxError::invalid(
+                "destino",
+                "carpeta",
+                format!("la carpeta {} no existe", dir.display()),
+            ));
+        }
+    }
+    let partial = sibling(dest, ".parcial");
+    let _ = std::fs::remove_file(&partial);
+    let result = async {
+        store.vacuum_into(&partial).await?;
+        let (invoices, evidence) = verify_copy(&partial).await?;
+        owner_only(&partial)?;
+        sync_file_and_dir(&partial)?;
+        std::fs::rename(&partial, dest).map_err(|e| file_error(dest, "no se pudo dejar el respaldo en su lugar", e))?;
+        sync_file_and_dir(dest)?;
+        let bytes = std::fs::metadata(dest).map(|m| m.len()).unwrap_or(0);
+        Ok(BackupReport {
+            path: dest.to_path_buf(),
+            bytes,
+            invoices,
+            evidence,
+        })
+    }
+    .await;
+    if result.is_err() {
+        // A backup is whole or absent: no half-written file is left behind (disk full).
+        let _ = std::fs::remove_file(&partial);
+    }
+    result
+}
+
+/// Replaces the database at `target` by the backup `src`, keeping the current one aside; see
+/// the module docs. `now` names the file moved aside.
+pub async fn restore(src: &Path, target: &Path, now: DateTime<Utc>) -> Result<RestoreReport> {
+    if !src.is_file() {
+        return Err(OutboxError::invalid(
+            "respaldo",
+            "no_existe",
+            format!("{} no existe o no es un archivo", src.display()),
+        ));
+    }
+    if let (Ok(a), Ok(b)) = (src.canonicalize(), target.canonicalize()) {
+        if a == b {
+            return Err(OutboxError::invalid(
+                "respaldo",
+                "mismo_archivo",
+                "el respaldo es la misma base de datos",
+            ));
+        }
+    }
+    // The source is checked whole before anything moves.
+    verify_copy(src).await?;
+    let incoming = sibling(target, ".restaurando");
+    let _ = std::fs::remove_file(&incoming);
+    let copied = async {
+        // Through SQLite, not a byte copy: a source with a WAL beside it is read with it.
+        let opts = SqliteConnectOptions::new().filename(src).read_only(true);
+        let mut c = sqlx::SqliteConnection::connect_with(&opts)
+            .await
+            .map_err(|e| file_error(src, "no se pudo abrir el respaldo", e))?;
+        let to = incoming
+            .to_str()
+            .ok_or_else(|| OutboxError::invalid("destino", "ruta", "la ruta de la base de datos no es texto UTF-8"))?;
+        sqlx::query(include_str!("../sql/sqlite/vacuum_into.sql"))
+            .bind(to)
+            .execute(&mut c)
+            .await
+            .map_err(|e| file_error(&incoming, "no se pudo copiar el respaldo", e))?;
+        let _ = c.close().await;
+        let (invoices, _) = verify_copy(&incoming).await?;
+        owner_only(&incoming)?;
+        sync_file_and_dir(&incoming)?;
+        Ok::<i64, OutboxError>(invoices)
+    }
+    .await;
+    let invoices = match copied {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = std::fs::remove_file(&incoming);
+            return Err(e);
+        }
+    };
+    let mut previous = None;
+    if target.exists() {
+        // Fold the WAL into the file when it opens; a damaged one is moved aside as it is.
+        if let Ok(store) = SqliteStore::open(&SqliteOptions::new(target)).await {
+            let _ = store.checkpoint().await;
+            store.close().await;
+        }
+        let aside = sibling(target, &format!(".antes-de-restaurar-{}", now.format("%Y%m%dT%H%M%SZ")));
+        std::fs::rename(target, &aside).map_err(|e| file_error(target, "no se pudo apartar la base de datos actual", e))?;
+        for ext in ["-wal", "-shm"] {
+            let side = sibling(target, ext);
+            if side.exists() {
+                let _ = std::fs::rename(&side, sibling(&aside, ext));
+            }
+        }
+        previous = Some(aside);
+    }
+    std::fs::rename(&incoming, target).map_err(|e| file_error(target, "no se pudo poner el respaldo en su lugar", e))?;
+    sync_file_and_dir(target)?;
+    // Opened as any start would: quick check, migrations of this build.
+    let store = SqliteStore::open(&SqliteOptions::new(target)).await?;
+    store.close().await;
+    Ok(RestoreReport {
+        restored: target.to_path_buf(),
+        from: src.to_path_buf(),
+        previous,
+        invoices,
+    })
+}

@@ -1,0 +1,100 @@
+//! Roles authenticated, not declared: once the contador has a credential, a contador-only
+//! action needs the role unlocked with it; the unlock expires after 15 minutes (the test clock
+//! moves); a wrong credential is refused and locks again; the credential is stored only as an
+//! Argon2id hash; roles without a credential work as before.
+
+mod common;
+
+use cfdi::secret::Secret;
+use common::*;
+use outbox::model::InvoiceRef;
+use outbox::role_credentials::UNLOCK_TTL;
+use outbox::{Actor, Clock, OutboxError, Role};
+
+fn contador() -> Actor {
+    Actor::new("carlos", Role::Contador, "test")
+}
+
+fn is_locked(e: &OutboxError) -> bool {
+    matches!(e, OutboxError::Forbidden { action, role: "contador" } if action.contains("desbloquearse"))
+}
+
+#[tokio::test]
+async fn a_contador_with_a_credential_acts_only_while_unlocked() {
+    let e = env().await;
+    let rec = e.outbox.record_sale_json(ingreso("v-1").as_bytes(), None, &staff()).await.unwrap();
+    let invoice = InvoiceRef::Id(rec.invoice_id);
+    // No credential yet: the declared role acts (the strategy may still refuse the action).
+    let before = e.outbox.verify_absent(&invoice, 1, "sin credencial", &contador()).await;
+    assert!(!before.as_ref().is_err_and(is_locked), "{before:?}");
+
+    let pin = Secret::new("482913");
+    assert!(
+        e.outbox.set_role_credential(Role::Contador, &pin, &admin()).await.is_err(),
+        "soporte cannot set the contador's"
+    );
+    let short = e.outbox.set_role_credential(Role::Contador, &Secret::new("123"), &contador()).await;
+    assert!(matches!(short, Err(OutboxError::Invalid(_))), "{short:?}");
+    e.outbox.set_role_credential(Role::Contador, &pin, &contador()).await.unwrap();
+    assert!(e.outbox.role_has_credential(Role::Contador).await.unwrap());
+    let stored: String = sqlx::query_scalar("SELECT value FROM settings WHERE key = 'roles.credenciales'")
+        .fetch_one(e.pool())
+        .await
+        .unwrap();
+    assert!(stored.contains("$argon2id$") && !stored.contains("482913"), "{stored}");
+
+    // Locked: refused before the strategy is asked, and for the import and decisions too.
+    let locked = e.outbox.verify_absent(&invoice, 1, "bloqueado", &contador()).await.unwrap_err();
+    assert!(is_locked(&locked), "{locked:?}");
+    let import = e
+        .outbox
+        .import_cfdis(&[], outbox::reconciliation::SaleIdField::None, &contador())
+        .await
+        .unwrap_err();
+    assert!(is_locked(&import), "{import:?}");
+    // Other roles are not affected.
+    let soporte = e.outbox.retry(&invoice, &admin()).await;
+    assert!(
+        !soporte.as_ref().is_err_and(|e| matches!(e, OutboxError::Forbidden { .. })),
+        "{soporte:?}"
+    );
+
+    // A wrong credential is refused.
+    let wrong = e.outbox.unlock_role(Role::Contador, &Secret::new("000000")).await.unwrap_err();
+    assert!(matches!(wrong, OutboxError::Forbidden { .. }), "{wrong:?}");
+    assert!(e.outbox.role_unlocked_until(Role::Contador).is_none());
+
+    // Unlocked: the action reaches the strategy.
+    let until = e.outbox.unlock_role(Role::Contador, &pin).await.unwrap();
+    assert_eq!(until, e.clock.now() + UNLOCK_TTL);
+    let unlocked = e.outbox.verify_absent(&invoice, 1, "desbloqueado", &contador()).await;
+    assert!(!unlocked.as_ref().is_err_and(is_locked), "{unlocked:?}");
+
+    // After the unlock's time the role asks again.
+    e.clock.advance(UNLOCK_TTL + chrono::Duration::seconds(1));
+    let expired = e.outbox.verify_absent(&invoice, 1, "vencido", &contador()).await.unwrap_err();
+    assert!(is_locked(&expired), "{expired:?}");
+
+    // A wrong credential after a good one locks again.
+    e.outbox.unlock_role(Role::Contador, &pin).await.unwrap();
+    assert!(e.outbox.unlock_role(Role::Contador, &Secret::new("999999")).await.is_err());
+    assert!(e.outbox.role_unlocked_until(Role::Contador).is_none());
+
+    // Changing it takes the current one.
+    let change = e
+        .outbox
+        .set_role_credential(Role::Contador, &Secret::new("nuevo-7781"), &contador())
+        .await
+        .unwrap_err();
+    assert!(is_locked(&change), "{change:?}");
+    e.outbox.unlock_role(Role::Contador, &pin).await.unwrap();
+    e.outbox
+        .set_role_credential(Role::Contador, &Secret::new("nuevo-7781"), &contador())
+        .await
+        .unwrap();
+    assert!(
+        e.outbox.unlock_role(Role::Contador, &pin).await.is_err(),
+        "the old one no longer works"
+    );
+    e.outbox.unlock_role(Role::Contador, &Secret::new("nuevo-7781")).await.unwrap();
+}
