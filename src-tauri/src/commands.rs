@@ -1006,3 +1006,51 @@ pub async fn import_screening_list(
 pub async fn screening_check(state: State<'_, AppState>, rfc: String) -> Res<outbox::screening::ScreeningStatus> {
     Ok(state.ready()?.outbox.screening_check(&rfc).await?)
 }
+
+// Roles with a credential (the contador's PIN) -------------------------------------------------
+
+async fn role_locks_of(ready: &Ready) -> Res<Vec<RoleLockDto>> {
+    let mut out = Vec::new();
+    for role in outbox::role_credentials::LOCKABLE {
+        out.push(RoleLockDto {
+            role: *role,
+            has_credential: ready.outbox.role_has_credential(*role).await?,
+            unlocked_until: ready.outbox.role_unlocked_until(*role).map(|t| t.to_rfc3339()),
+        });
+    }
+    Ok(out)
+}
+
+/// Which roles carry a credential and which are unlocked in this window.
+#[tauri::command]
+pub async fn role_locks(state: State<'_, AppState>) -> Res<Vec<RoleLockDto>> {
+    role_locks_of(state.ready()?).await
+}
+
+/// Unlocks `role` for a limited time with its credential (never stored, never logged: it
+/// becomes a `Secret` at once). A wrong one is refused and locks the role.
+#[tauri::command]
+pub async fn unlock_role(state: State<'_, AppState>, role: Role, pin: String) -> Res<Vec<RoleLockDto>> {
+    let ready = state.ready()?;
+    let pin = cfdi::secret::Secret::new(pin);
+    ready.outbox.unlock_role(role, &pin).await?;
+    role_locks_of(ready).await
+}
+
+/// Locks `role` again in this window.
+#[tauri::command]
+pub async fn lock_role(state: State<'_, AppState>, role: Role) -> Res<Vec<RoleLockDto>> {
+    let ready = state.ready()?;
+    ready.outbox.lock_role(role);
+    role_locks_of(ready).await
+}
+
+/// Sets (or, unlocked, changes) the credential of the operator's own role.
+#[tauri::command]
+pub async fn set_role_pin(state: State<'_, AppState>, pin: String) -> Res<Vec<RoleLockDto>> {
+    let ready = state.ready()?;
+    let actor = ready.actor();
+    let pin = cfdi::secret::Secret::new(pin);
+    ready.outbox.set_role_credential(actor.role, &pin, &actor).await?;
+    role_locks_of(ready).await
+}

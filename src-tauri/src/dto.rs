@@ -544,3 +544,15 @@ pub enum MonthExportDto {
     /// Every stamped XML of the month and its PDF, named by UUID (`cfdi-AAAA-MM.zip`).
     Zip,
 }
+
+// Roles with a credential (the contador's PIN) -------------------------------------------------
+
+/// A role that may carry a credential, as the sidebar shows it: whether it has one and until
+/// when this window's process holds it unlocked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct RoleLockDto {
+    pub role: Role,
+    pub has_credential: bool,
+    /// RFC 3339, while unlocked.
+    pub unlocked_until: Option<String>,
+}

@@ -269,6 +269,20 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The UI tells a locked role apart from a forbidden one by this prefix of the action
+    /// (`ui/src/lib/errors.ts`) and asks for the PIN instead of saying "no puede".
+    #[test]
+    fn a_locked_role_is_told_apart_by_its_action_text() {
+        assert!(outbox::role_credentials::LOCKED.starts_with("actuar sin desbloquearse"));
+        let e = AppError::from(outbox::OutboxError::Forbidden {
+            action: outbox::role_credentials::LOCKED,
+            role: "contador",
+        });
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["code"], "forbidden");
+        assert!(v["details"]["action"].as_str().unwrap().starts_with("actuar sin desbloquearse"));
+    }
+
     #[test]
     fn errors_cross_ipc_as_code_and_details() {
         let e = AppError::from(OutboxError::invalid("receptor.rfc", "rfc_invalido", "el RFC no es válido"));

@@ -15,6 +15,7 @@ use outbox::model::{Counts, InvoicePage, Note, Recorded};
 use outbox::payments::InvoiceBalance;
 use outbox::reconciliation::ImportReport;
 use outbox::screening::{ScreeningImport, ScreeningStatus};
+use outbox::Role;
 use ts_rs::{Config, TypeVisitor, TS};
 
 use crate::dto::*;

@@ -62,6 +62,10 @@ macro_rules! ipc_surface {
                 export_month(month: String, format: MonthExportDto) -> SavedFileDto;
                 import_screening_list(file: ImportFileDto, list_date: Option<String>, skip_bad_lines: bool) -> ScreeningImport;
                 screening_check(rfc: String) -> ScreeningStatus;
+                role_locks() -> Vec<RoleLockDto>;
+                unlock_role(role: Role, pin: String) -> Vec<RoleLockDto>;
+                lock_role(role: Role) -> Vec<RoleLockDto>;
+                set_role_pin(pin: String) -> Vec<RoleLockDto>;
             }
             events {
                 /// An invoice's state, notes or evidence changed.

@@ -56,6 +56,9 @@ describe('coded errors', () => {
     expect(errorMessage(SAMPLES.validation)).toBe('Receptor · RFC: No tiene la forma de un RFC.');
     expect(errorMessage(SAMPLES.csd)).toBe('El CSD no sirve: la contraseña de la llave es incorrecta.');
     expect(errorMessage(SAMPLES.forbidden)).toBe('Con el rol Personal no puede hacer esto.');
+    expect(
+      errorMessage({ code: 'forbidden', details: { action: 'actuar sin desbloquearse con su credencial (TIMBRA_CONTADOR_PIN)', role: 'contador' } }),
+    ).toContain('desbloquéelo con su PIN');
     expect(errorMessage(SAMPLES.startup)).toContain('está ocupada');
     expect(errorMessage(SAMPLES.action_refused)).toBe(
       'La evidencia no lo permite: El PAC pudo haber timbrado: un envío terminó sin respuesta clara y nada lo ha aclarado. (evidencia #7, #8)',

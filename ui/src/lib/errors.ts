@@ -37,6 +37,10 @@ export function errorMessage(e: UiError): string {
     case 'credential_store':
       return `${t('error.credential_store')} ${e.details.message}`;
     case 'forbidden':
+      // A role with a credential that is not unlocked (outbox::role_credentials::LOCKED).
+      if (e.details.action.startsWith('actuar sin desbloquearse')) {
+        return t('error.role_locked', { role: tDynamic(`role.${e.details.role}`) ?? e.details.role });
+      }
       return t('error.forbidden', { role: tDynamic(`role.${e.details.role}`) ?? e.details.role });
     case 'unsupported':
       return t('error.unsupported');

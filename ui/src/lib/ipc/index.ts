@@ -37,6 +37,8 @@ import type { PacInputDto } from './bindings/PacInputDto';
 import type { PacsDto } from './bindings/PacsDto';
 import type { PaymentInputDto } from './bindings/PaymentInputDto';
 import type { Recorded } from './bindings/Recorded';
+import type { Role } from './bindings/Role';
+import type { RoleLockDto } from './bindings/RoleLockDto';
 import type { SaleDraft } from './bindings/SaleDraft';
 import type { SalePreviewDto } from './bindings/SalePreviewDto';
 import type { SandboxFaultDto } from './bindings/SandboxFaultDto';
@@ -93,6 +95,10 @@ export const api = {
   exportMonth: (month: string, format: MonthExportDto) => call<SavedFileDto>('export_month', { month, format }),
   importScreeningList: (file: ImportFileDto, listDate: string | null, skipBadLines: boolean) => call<ScreeningImport>('import_screening_list', { file, listDate, skipBadLines }),
   screeningCheck: (rfc: string) => call<ScreeningStatus>('screening_check', { rfc }),
+  roleLocks: () => call<Array<RoleLockDto>>('role_locks'),
+  unlockRole: (role: Role, pin: string) => call<Array<RoleLockDto>>('unlock_role', { role, pin }),
+  lockRole: (role: Role) => call<Array<RoleLockDto>>('lock_role', { role }),
+  setRolePin: (pin: string) => call<Array<RoleLockDto>>('set_role_pin', { pin }),
 };
 
 export type Api = typeof api;
