@@ -199,6 +199,21 @@ pub async fn demo_ajustes_idioma(app: &App) -> Res {
     app.wait_contains(".ajustes", "solo lectura").await?;
     let disabled = app.attr("[data-testid=pac-form] fieldset", "disabled").await?;
     check(disabled.is_some(), "con rol personal el formulario de PAC debe estar deshabilitado")?;
+
+    // The contador protects the role with a PIN from the sidebar; locked, a wrong PIN is
+    // refused in words and the right one unlocks it for a while.
+    app.select("[data-testid=operator]", "Contador").await?;
+    app.click("[data-testid=role-set-pin]").await?;
+    app.type_into("[data-testid=role-pin]", "246813").await?;
+    app.click("[data-testid=role-unlock]").await?;
+    app.wait_contains("[data-testid=role-lock]", "Rol bloqueado").await?;
+    app.type_into("[data-testid=role-pin]", "000000").await?;
+    app.click("[data-testid=role-unlock]").await?;
+    app.wait_contains("[data-testid=role-lock-error]", "El PIN no es correcto").await?;
+    app.type_into("[data-testid=role-pin]", "246813").await?;
+    app.click("[data-testid=role-unlock]").await?;
+    app.wait_contains("[data-testid=role-lock]", "Desbloqueado hasta").await?;
+    app.screenshot("rol-desbloqueado").await?;
     app.select("[data-testid=operator]", "Soporte").await?;
 
     // English switch.

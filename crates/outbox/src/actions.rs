@@ -25,7 +25,7 @@ use serde_json::json;
 use crate::actor::{Actor, Role};
 use crate::error::{OutboxError, Result};
 use crate::facts::{evidence_kind, normalize_uuid};
-use crate::model::{Badge, InvoiceDetail, InvoiceRef, InvoiceState};
+use crate::model::{Badge, InvoiceDetail, InvoiceRef, InvoiceState, NewEvent};
 use crate::outbox::Outbox;
 use crate::store::{InvoiceUpdate, NewCfdi, NewEvidence, Store};
 use crate::strategy::{ActionKind, NextStep, RefusalCode, Verdict};
@@ -131,14 +131,48 @@ impl<S: Store> Outbox<S> {
     }
 
     /// The actor's role may take `action`, and the verdict on `detail` allows it now.
+    ///
+    /// A refusal for the role (not allowed, or locked without its credential) is also written
+    /// on the invoice's timeline (`action_forbidden`, with the actor and channel): a button the
+    /// UI hides can still be called over IPC or the API, and such a try is worth knowing about.
     pub async fn permit(&self, detail: &InvoiceDetail, action: ActionKind, actor: &Actor) -> Result<Verdict> {
-        if !action.roles().contains(&actor.role) {
-            return Err(OutboxError::Forbidden {
-                action: action.nombre(),
-                role: actor.role.as_str(),
-            });
+        let forbidden = if !action.roles().contains(&actor.role) {
+            Some((
+                OutboxError::Forbidden {
+                    action: action.nombre(),
+                    role: actor.role.as_str(),
+                },
+                "rol",
+            ))
+        } else {
+            match self.require_unlocked(actor, crate::role_credentials::LOCKED).await {
+                Ok(()) => None,
+                Err(e @ OutboxError::Forbidden { .. }) => Some((e, "bloqueado")),
+                Err(e) => return Err(e),
+            }
+        };
+        if let Some((refusal, why)) = forbidden {
+            let event = NewEvent {
+                kind: "action_forbidden".into(),
+                detail: json!({ "action": action, "reason": why, "role": actor.role.as_str(), "channel": actor.channel }),
+            };
+            // The refusal stands whether or not the record could be written.
+            if let Err(e) = self
+                .store()
+                .add_event(detail.invoice.id, None, &event, self.now().timestamp_millis(), actor)
+                .await
+            {
+                tracing::warn!(error = %e, "no se pudo anotar la acción rechazada");
+            }
+            tracing::warn!(
+                invoice = detail.invoice.id,
+                ?action,
+                role = actor.role.as_str(),
+                why,
+                "acción rechazada por rol"
+            );
+            return Err(refusal);
         }
-        self.require_unlocked(actor, crate::role_credentials::LOCKED).await?;
         let verdict = self.verdict(detail).await?;
         if !verdict.allows(action) {
             return Err(refused(&verdict, action));

@@ -98,3 +98,36 @@ async fn a_contador_with_a_credential_acts_only_while_unlocked() {
     );
     e.outbox.unlock_role(Role::Contador, &Secret::new("nuevo-7781")).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_refusal_for_the_role_is_written_on_the_invoice_timeline() {
+    let e = env().await;
+    let rec = e.outbox.record_sale_json(ingreso("v-2").as_bytes(), None, &staff()).await.unwrap();
+    let invoice = InvoiceRef::Id(rec.invoice_id);
+    let forbidden = |d: &outbox::model::InvoiceDetail, why: &str| {
+        d.timeline
+            .iter()
+            .filter(|t| t.kind == "action_forbidden" && t.detail["reason"] == why)
+            .count()
+    };
+    // Soporte calling the contador's forced failover directly (the UI hides the button).
+    let r = e.outbox.force_failover(&invoice, "respaldo", "a escondidas", &admin()).await;
+    assert!(matches!(r, Err(OutboxError::Forbidden { .. })), "{r:?}");
+    let d = e.outbox.invoice(&invoice).await.unwrap();
+    assert_eq!(forbidden(&d, "rol"), 1, "{:#?}", d.timeline);
+    let entry = d.timeline.iter().find(|t| t.kind == "action_forbidden").unwrap();
+    assert_eq!(entry.detail["role"], "soporte");
+    assert_eq!(entry.detail["action"], "force_failover");
+
+    // The contador, locked: refused and written too; nothing else changed.
+    e.outbox
+        .set_role_credential(Role::Contador, &Secret::new("482913"), &contador())
+        .await
+        .unwrap();
+    let r = e.outbox.verify_absent(&invoice, 1, "bloqueado", &contador()).await;
+    assert!(r.as_ref().is_err_and(is_locked), "{r:?}");
+    let after = e.outbox.invoice(&invoice).await.unwrap();
+    assert_eq!(forbidden(&after, "bloqueado"), 1);
+    assert_eq!(after.evidence.len(), d.evidence.len(), "a refusal is not evidence");
+    assert_eq!(after.invoice.badge, d.invoice.badge);
+}

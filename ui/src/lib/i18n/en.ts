@@ -201,6 +201,7 @@ export const en: Record<keyof typeof es, string> = {
   'timeline.pac_response': 'PAC response',
   'timeline.stamped': 'Stamped',
   'timeline.note_added': 'Note added',
+  'timeline.action_forbidden': 'Action refused for the role',
   'timeline.note_resolved': 'Note resolved',
   'timeline.attempt_created': 'New attempt',
   'timeline.operator_action': 'Operator action',

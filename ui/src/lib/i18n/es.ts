@@ -198,6 +198,7 @@ export const es = {
   'timeline.pac_response': 'Respuesta del PAC',
   'timeline.stamped': 'Timbrada',
   'timeline.note_added': 'Nota agregada',
+  'timeline.action_forbidden': 'Acción rechazada por el rol',
   'timeline.note_resolved': 'Nota resuelta',
   'timeline.attempt_created': 'Intento nuevo',
   'timeline.operator_action': 'Acción del operador',
