@@ -556,3 +556,27 @@ pub struct RoleLockDto {
     /// RFC 3339, while unlocked.
     pub unlocked_until: Option<String>,
 }
+
+/// How often the app backs up the database, and how many copies it keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct BackupPolicyDto {
+    pub enabled: bool,
+    /// 1–720.
+    pub every_hours: u32,
+    /// 1–365.
+    pub keep: u32,
+}
+
+/// The scheduled backups as Ajustes shows them.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct BackupsDto {
+    pub policy: BackupPolicyDto,
+    /// The folder they go to.
+    pub folder: String,
+    /// The newest backup's instant (RFC 3339), if any.
+    pub newest: Option<String>,
+    /// Backups in the folder.
+    pub count: u32,
+    /// Why the last scheduled backup failed (cleared by the next good one).
+    pub last_error: Option<crate::error::AppError>,
+}

@@ -66,6 +66,9 @@ macro_rules! ipc_surface {
                 unlock_role(role: Role, pin: String) -> Vec<RoleLockDto>;
                 lock_role(role: Role) -> Vec<RoleLockDto>;
                 set_role_pin(pin: String) -> Vec<RoleLockDto>;
+                backups() -> BackupsDto;
+                save_backups(policy: BackupPolicyDto) -> BackupsDto;
+                backup_now() -> BackupsDto;
             }
             events {
                 /// An invoice's state, notes or evidence changed.

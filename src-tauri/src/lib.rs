@@ -23,6 +23,7 @@
 pub mod ipc_list;
 
 pub mod app_settings;
+pub mod backups;
 pub mod channels;
 pub mod commands;
 pub mod convert;
@@ -60,6 +61,7 @@ pub fn run() {
                 tracing::info!(database = %state.database_path, operator = %ready.operator().name, "Timbra iniciado");
                 tauri::async_runtime::block_on(ready.start_drain(app.handle().clone()));
                 tauri::async_runtime::block_on(ready.channels.start(&ready.outbox));
+                backups::start(app.handle().clone());
             }
             app.manage(state);
             Ok(())

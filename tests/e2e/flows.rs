@@ -591,7 +591,18 @@ pub async fn finkok_duplicado(app: &App) -> Res {
     )
     .await?;
     app.screenshot("duplicados-decision").await?;
+    // The contador protects the role with a PIN; a risky action then asks for it at the
+    // moment it is taken (a wrong PIN is refused in words), and the decision goes through once.
+    app.invoke("set_role_pin", serde_json::json!({ "pin": "135792" })).await?;
     app.click("[data-testid=decide]").await?;
+    app.wait_contains("[data-testid=pin-prompt]", "Confirme con el PIN del rol Contador")
+        .await?;
+    app.type_into("[data-testid=pin-prompt-input]", "000000").await?;
+    app.click("[data-testid=pin-prompt-confirm]").await?;
+    app.wait_contains("[data-testid=pin-prompt-error]", "El PIN no es correcto").await?;
+    app.type_into("[data-testid=pin-prompt-input]", "135792").await?;
+    app.screenshot("pin-accion-de-riesgo").await?;
+    app.click("[data-testid=pin-prompt-confirm]").await?;
 
     // The drain sends the cancellation through the PAC that stamped it and follows SAT.
     app.go(&factura).await?;

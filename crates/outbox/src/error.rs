@@ -78,6 +78,10 @@ pub enum OutboxError {
     /// The actor's role may not take this action.
     #[error("el rol {role} no puede {action}")]
     Forbidden { action: &'static str, role: &'static str },
+    /// The actor's role has a credential and is not unlocked now (never unlocked, expired, or
+    /// its unlock was spent by the previous risky action): `action` says what was attempted.
+    #[error("el rol {role} no puede {action} sin desbloquearse con su credencial (TIMBRA_CONTADOR_PIN): el desbloqueo dura 15 minutos y cada acción de riesgo lo pide de nuevo")]
+    RoleLocked { action: &'static str, role: &'static str },
     /// Something Timbra does not do (yet), said plainly.
     #[error("{0}")]
     Unsupported(String),
@@ -110,6 +114,7 @@ impl OutboxError {
             OutboxError::ActionRefused { .. } => "action_refused",
             OutboxError::PacHasOpenAttempts { .. } => "pac_has_open_attempts",
             OutboxError::Forbidden { .. } => "forbidden",
+            OutboxError::RoleLocked { .. } => "role_locked",
             OutboxError::Unsupported(_) => "unsupported",
         }
     }

@@ -34,6 +34,7 @@ pub mod actor;
 pub mod api_tokens;
 pub mod attempts;
 pub mod backup;
+pub mod backup_schedule;
 pub mod cancel_step;
 pub mod cancellation;
 pub mod channel_rows;

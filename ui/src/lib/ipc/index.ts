@@ -3,6 +3,8 @@
 import { call, on } from './call';
 import type { ActionKindDto } from './bindings/ActionKindDto';
 import type { AppStatusDto } from './bindings/AppStatusDto';
+import type { BackupPolicyDto } from './bindings/BackupPolicyDto';
+import type { BackupsDto } from './bindings/BackupsDto';
 import type { CancelOrderDto } from './bindings/CancelOrderDto';
 import type { CancellationPreview } from './bindings/CancellationPreview';
 import type { ChannelsDto } from './bindings/ChannelsDto';
@@ -99,6 +101,9 @@ export const api = {
   unlockRole: (role: Role, pin: string) => call<Array<RoleLockDto>>('unlock_role', { role, pin }),
   lockRole: (role: Role) => call<Array<RoleLockDto>>('lock_role', { role }),
   setRolePin: (pin: string) => call<Array<RoleLockDto>>('set_role_pin', { pin }),
+  backups: () => call<BackupsDto>('backups'),
+  saveBackups: (policy: BackupPolicyDto) => call<BackupsDto>('save_backups', { policy }),
+  backupNow: () => call<BackupsDto>('backup_now'),
 };
 
 export type Api = typeof api;
