@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { render, screen } from '@testing-library/svelte';
+import { render, screen, waitFor } from '@testing-library/svelte';
 import Timeline from '../src/components/Timeline.svelte';
 import { setLocale } from '../src/lib/i18n/index.svelte';
 import type { TimelineEntry } from '../src/lib/ipc/bindings/TimelineEntry';
@@ -40,7 +40,7 @@ const entries: TimelineEntry[] = [
 ];
 
 describe('Timeline', () => {
-  test('says outcomes and transport failures in words; the raw text is folded', () => {
+  test('says outcomes and transport failures in words; the raw text is folded', async () => {
     render(Timeline, { entries });
     const tl = screen.getByTestId('timeline');
     const items = tl.querySelectorAll('li');
@@ -63,9 +63,13 @@ describe('Timeline', () => {
       clone.querySelectorAll('details').forEach((d) => d.remove());
       expect(clone.textContent).not.toMatch(/error sending|operation timed out|unknown|app-32535/);
     }
-    const tech = items[1].querySelector('details');
-    expect(tech?.open).toBe(false);
-    expect(tech?.textContent).toContain(RAW);
+    // Folded: not even in the text until opened.
+    const tech = items[1].querySelector('details')!;
+    expect(tech.open).toBe(false);
+    expect(items[1].textContent).not.toContain(RAW);
+    tech.open = true;
+    tech.dispatchEvent(new Event('toggle'));
+    await waitFor(() => expect(tech.textContent).toContain(RAW));
   });
 
   test('English when the UI is in English', () => {
