@@ -5,6 +5,7 @@
 
 use cfdi::sale_draft::SaleDraft;
 use cfdi::secret::Secret;
+use outbox::dashboard::Dashboard;
 use outbox::duplicates::{CancellationPreview, DuplicateGroup};
 use outbox::follow_up::{FollowUpDraft, FollowUpKind};
 use outbox::model::InvoiceRef;
@@ -124,6 +125,13 @@ pub async fn list_invoices(state: State<'_, AppState>, query: ListQueryDto) -> R
 #[tauri::command]
 pub async fn invoice_counts(state: State<'_, AppState>) -> Res<Counts> {
     Ok(state.ready()?.outbox.counts().await?)
+}
+
+/// The Tablero: PAC health, stamps per hour, states over time and totals, all from the database.
+#[tauri::command]
+pub async fn dashboard(state: State<'_, AppState>) -> Res<Dashboard> {
+    let ready = state.ready()?;
+    Ok(ready.outbox.dashboard(ready.outbox.now()).await?)
 }
 
 async fn detail_of(ready: &Ready, invoice_id: i64) -> Res<InvoiceDetailDto> {

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cfdi::report::MonthReport;
 use cfdi::sale_draft::SaleDraft;
+use outbox::dashboard::Dashboard;
 use outbox::drain::DrainProgress;
 use outbox::duplicates::{CancellationPreview, DuplicateGroup};
 use outbox::follow_up::{FollowUpDraft, FollowUpKind};

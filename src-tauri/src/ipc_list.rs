@@ -21,6 +21,7 @@ macro_rules! ipc_surface {
                 app_status() -> AppStatusDto;
                 list_invoices(query: ListQueryDto) -> InvoicePage;
                 invoice_counts() -> Counts;
+                dashboard() -> Dashboard;
                 invoice_detail(invoice_id: i64) -> InvoiceDetailDto;
                 preview_sale(draft: SaleDraft) -> SalePreviewDto;
                 record_sale(sale_id: String, draft: SaleDraft) -> Recorded;

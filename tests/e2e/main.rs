@@ -46,6 +46,9 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("pago_parcial", nothing, |app| Box::pin(flows::pago_parcial(app))),
     ("lista_69b_y_global", nothing, |app| Box::pin(flows::lista_69b_y_global(app))),
     ("factura_global", nothing, |app| Box::pin(flows::factura_global(app))),
+    ("linea_de_tiempo_en_palabras", nothing, |app| {
+        Box::pin(flows::linea_de_tiempo_en_palabras(app))
+    }),
 ];
 
 fn main() -> ExitCode {

@@ -4,7 +4,6 @@ import { errorMessage, errorsFor, fieldLabel, fieldMessage } from '../src/lib/er
 import { deadline, formatAmount } from '../src/lib/format';
 import { toUiError, type UiError } from '../src/lib/ipc';
 import { setLocale, t } from '../src/lib/i18n/index.svelte';
-import { stampsPerHour } from '../src/lib/dashboard.svelte';
 import { href, parseRoute } from '../src/lib/router.svelte';
 import type { AppError } from '../src/lib/ipc/bindings/AppError';
 
@@ -103,14 +102,6 @@ describe('formatting', () => {
     expect(deadline('2026-11-30T10:30:00Z', now)).toEqual({ hoursLeft: 10, minutesLeft: 30, expired: false, atRisk: true });
     expect(deadline('2026-12-01T00:00:00Z', now)).toMatchObject({ hoursLeft: 24, atRisk: false, expired: false });
     expect(deadline('2026-11-29T23:00:00Z', now)).toMatchObject({ expired: true, atRisk: false });
-  });
-
-  test('stamps per hour over the last day', () => {
-    const now = new Date('2026-11-30T12:00:00Z');
-    const h = stampsPerHour(['2026-11-30T11:59:00Z', '2026-11-30T11:00:01Z', '2026-11-30T10:59:00Z', '2026-11-29T11:59:00Z', '2026-11-30T12:01:00Z'], now);
-    expect(h[23]).toBe(2);
-    expect(h[22]).toBe(1);
-    expect(h.reduce((a, b) => a + b, 0)).toBe(3);
   });
 });
 

@@ -39,6 +39,7 @@ pub mod cancel_step;
 pub mod cancellation;
 pub mod channel_rows;
 pub mod clock;
+pub mod dashboard;
 pub mod drain;
 pub mod duplicates;
 pub mod email;
@@ -60,6 +61,7 @@ pub mod screening;
 pub mod settings;
 pub mod store;
 pub mod strategy;
+pub mod timeline_words;
 pub mod webhooks;
 
 pub use actor::{Actor, Role};

@@ -625,6 +625,7 @@ fn merge_timeline(detail: &mut InvoiceDetail) {
             kind: t.operation.clone(),
             actor: t.actor.clone(),
             detail: json!({"attempt_id": t.attempt_id, "try_no": t.try_no, "pac": t.pac, "worker": t.worker, "fencing_token": t.fencing_token}),
+            said: Vec::new(),
         });
     }
     for e in &detail.evidence {
@@ -636,6 +637,7 @@ fn merge_timeline(detail: &mut InvoiceDetail) {
             actor: e.actor.clone(),
             detail: json!({"attempt_id": e.attempt_id, "try_id": e.try_id, "outcome": e.outcome, "code": e.code,
                            "message": e.message, "uuid": e.uuid, "detail": e.detail}),
+            said: Vec::new(),
         });
     }
     for n in &detail.notes {
@@ -646,6 +648,7 @@ fn merge_timeline(detail: &mut InvoiceDetail) {
             kind: "note_added".into(),
             actor: n.author.clone(),
             detail: json!({"text": n.text}),
+            said: Vec::new(),
         });
         if let (Some(at), Some(by)) = (n.resolved_at, &n.resolved_by) {
             detail.timeline.push(TimelineEntry {
@@ -655,10 +658,14 @@ fn merge_timeline(detail: &mut InvoiceDetail) {
                 kind: "note_resolved".into(),
                 actor: by.clone(),
                 detail: json!({"note_id": n.id}),
+                said: Vec::new(),
             });
         }
     }
     detail.timeline.sort_by_key(|t| (t.at, t.source, t.ref_id));
+    for e in detail.timeline.iter_mut() {
+        e.said = crate::timeline_words::phrases(e, &detail.attempts);
+    }
 }
 
 #[cfg(test)]

@@ -369,6 +369,20 @@ pub trait Store: Send + Sync + 'static {
     /// The ticket behind `invoice_id`, if it is one.
     fn ticket_of_invoice(&self, invoice_id: i64) -> impl Future<Output = Result<Option<TicketRow>>> + Send;
 
+    // The Tablero (`crate::dashboard`) ------------------------------------------------------
+
+    /// Every stamp or lookup try started at or after `since_ms`, in start order, with the first
+    /// PAC evidence row of each (its instant, outcome, code and message), if any.
+    fn dashboard_pac_tries(&self, since_ms: i64) -> impl Future<Output = Result<Vec<DashboardTryRow>>> + Send;
+
+    /// Each invoice's live CFDI (the one `invoices.uuid` names) learned at or after `since_ms`,
+    /// with its XML when stored.
+    fn dashboard_stamped(&self, since_ms: i64) -> impl Future<Output = Result<Vec<DashboardStampedRow>>> + Send;
+
+    /// Invoices recorded at or after `since_ms`: their state now and when their first CFDI was
+    /// learned.
+    fn dashboard_invoices(&self, since_ms: i64) -> impl Future<Output = Result<Vec<DashboardInvoiceRow>>> + Send;
+
     /// Stamped CFDIs (with XML) of invoices whose Fecha is before `before` (`AAAA-MM-DD`).
     fn cfdis_before(&self, before: &str) -> impl Future<Output = Result<Vec<StoredCfdi>>> + Send;
 
@@ -907,6 +921,37 @@ pub struct TicketRow {
     pub sale: cfdi::sale::Sale,
     pub global_invoice_id: Option<i64>,
     pub named_invoice_id: Option<i64>,
+}
+
+/// A try and the first answer recorded for it (the Tablero's PAC health).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DashboardTryRow {
+    pub pac: String,
+    pub operation: String,
+    pub started_at_ms: i64,
+    pub answered_at_ms: Option<i64>,
+    pub outcome: Option<String>,
+    pub code: Option<String>,
+    pub message: Option<String>,
+}
+
+/// An invoice's live CFDI (the Tablero's stamps and totals).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DashboardStampedRow {
+    pub invoice_id: i64,
+    pub uuid: String,
+    pub created_at_ms: i64,
+    pub xml: Option<Vec<u8>>,
+    pub cancelled: bool,
+}
+
+/// An invoice's recording, state now and first CFDI (the Tablero's states over time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DashboardInvoiceRow {
+    pub invoice_id: i64,
+    pub created_at_ms: i64,
+    pub state: String,
+    pub stamped_at_ms: Option<i64>,
 }
 
 /// A stamped CFDI's XML and status.

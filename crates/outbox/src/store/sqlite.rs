@@ -34,7 +34,10 @@ use super::{
     Claim, ExistingSale, InvoiceUpdate, KeyState, NewAttempt, NewCfdi, NewEmisorSettings, NewEvent, NewEvidence, NewRecord, NewTry,
     OpenAttempt, RecordOutcome, Reservation, Store, StoredEmisorSettings,
 };
-use super::{IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry, ScreeningListRow, StoredCfdi, TicketRow};
+use super::{
+    DashboardInvoiceRow, DashboardStampedRow, DashboardTryRow, IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry,
+    ScreeningListRow, StoredCfdi, TicketRow,
+};
 use crate::actor::{Actor, Role};
 use crate::channel_rows::{ApiToken, EmailAttempt, EmailSend, NewEmailSend, TokenCandidate};
 use crate::channel_rows::{
@@ -655,6 +658,7 @@ fn timeline_event(r: &SqliteRow) -> Result<TimelineEntry> {
         kind: get(r, "kind")?,
         actor: acted(r, "actor", "actor_role")?,
         detail: json_col(r, "detail")?,
+        said: Vec::new(),
     })
 }
 
@@ -1527,6 +1531,64 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| self.err(e))?;
         row.as_ref().map(ticket_row).transpose()
+    }
+
+    async fn dashboard_pac_tries(&self, since_ms: i64) -> Result<Vec<DashboardTryRow>> {
+        let rows = sqlx::query(sql!("dashboard_pac_tries"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DashboardTryRow {
+                    pac: get(r, "pac")?,
+                    operation: get(r, "operation")?,
+                    started_at_ms: get(r, "started_at_ms")?,
+                    answered_at_ms: get(r, "answered_at_ms")?,
+                    outcome: get(r, "outcome")?,
+                    code: get(r, "code")?,
+                    message: get(r, "message")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn dashboard_stamped(&self, since_ms: i64) -> Result<Vec<DashboardStampedRow>> {
+        let rows = sqlx::query(sql!("dashboard_stamped"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DashboardStampedRow {
+                    invoice_id: get(r, "invoice_id")?,
+                    uuid: get(r, "uuid")?,
+                    created_at_ms: get(r, "created_at_ms")?,
+                    xml: get(r, "xml")?,
+                    cancelled: get::<i64>(r, "cancelled")? != 0,
+                })
+            })
+            .collect()
+    }
+
+    async fn dashboard_invoices(&self, since_ms: i64) -> Result<Vec<DashboardInvoiceRow>> {
+        let rows = sqlx::query(sql!("dashboard_invoices"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DashboardInvoiceRow {
+                    invoice_id: get(r, "id")?,
+                    created_at_ms: get(r, "created_at_ms")?,
+                    state: get(r, "state")?,
+                    stamped_at_ms: get(r, "stamped_at_ms")?,
+                })
+            })
+            .collect()
     }
 
     async fn cfdis_before(&self, before: &str) -> Result<Vec<StoredCfdi>> {

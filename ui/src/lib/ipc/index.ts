@@ -10,6 +10,7 @@ import type { CancellationPreview } from './bindings/CancellationPreview';
 import type { ChannelsDto } from './bindings/ChannelsDto';
 import type { Counts } from './bindings/Counts';
 import type { CreatedTokenDto } from './bindings/CreatedTokenDto';
+import type { Dashboard } from './bindings/Dashboard';
 import type { DemoLoadedDto } from './bindings/DemoLoadedDto';
 import type { DrainProgress } from './bindings/DrainProgress';
 import type { DrainSettingsDto } from './bindings/DrainSettingsDto';
@@ -56,6 +57,7 @@ export const api = {
   appStatus: () => call<AppStatusDto>('app_status'),
   listInvoices: (query: ListQueryDto) => call<InvoicePage>('list_invoices', { query }),
   invoiceCounts: () => call<Counts>('invoice_counts'),
+  dashboard: () => call<Dashboard>('dashboard'),
   invoiceDetail: (invoiceId: number) => call<InvoiceDetailDto>('invoice_detail', { invoiceId }),
   previewSale: (draft: SaleDraft) => call<SalePreviewDto>('preview_sale', { draft }),
   recordSale: (saleId: string, draft: SaleDraft) => call<Recorded>('record_sale', { saleId, draft }),
