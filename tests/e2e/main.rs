@@ -46,6 +46,7 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("pago_parcial", nothing, |app| Box::pin(flows::pago_parcial(app))),
     ("lista_69b_y_global", nothing, |app| Box::pin(flows::lista_69b_y_global(app))),
     ("factura_global", nothing, |app| Box::pin(flows::factura_global(app))),
+    ("emitir_con_catalogos", nothing, |app| Box::pin(flows::emitir_con_catalogos(app))),
 ];
 
 fn main() -> ExitCode {
