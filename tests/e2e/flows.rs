@@ -1246,6 +1246,8 @@ pub async fn emitir_con_catalogos(app: &App) -> Res {
     keys(app, &ENTER.to_string()).await?;
     keys(app, "tortillas").await?;
     app.wait_contains("[data-testid=ac-product-search-list]", "TOR-01").await?;
+    // Let the webview paint the suggestions before the picture.
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
     app.screenshot("emitir-autocompletar").await?;
     keys(app, &ENTER.to_string()).await?;
     // Live totals: 50.00 × 1.16 + 22.50 × 1.00.
