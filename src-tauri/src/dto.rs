@@ -580,3 +580,39 @@ pub struct BackupsDto {
     /// Why the last scheduled backup failed (cleared by the next good one).
     pub last_error: Option<crate::error::AppError>,
 }
+
+// Customers, products and SAT's catalogs (Clientes, Productos, Emitir's pickers) ----------------
+
+/// A product with the concepto line one unit of it makes (Emitir adds it as it is; every value
+/// stays editable on the invoice).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct ProductDto {
+    pub product: outbox::products::Product,
+    pub concepto: cfdi::sale_draft::ConceptoDraft,
+}
+
+/// One entry of a SAT catalog search.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct CatalogEntryDto {
+    pub code: String,
+    pub descripcion: String,
+}
+
+/// Which catalog to search (the pickers of Clientes, Productos and Emitir).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum CatalogoDto {
+    ProdServ,
+    Unidad,
+    CodigoPostal,
+    Regimen,
+    Uso,
+    FormaPago,
+}
+
+/// Where the embedded catalogs come from (Ajustes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct CatalogVersionDto {
+    pub fuente: String,
+    pub fecha: String,
+}

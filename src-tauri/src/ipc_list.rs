@@ -70,6 +70,18 @@ macro_rules! ipc_surface {
                 backups() -> BackupsDto;
                 save_backups(policy: BackupPolicyDto) -> BackupsDto;
                 backup_now() -> BackupsDto;
+                customers(query: Option<String>) -> Vec<Customer>;
+                save_customer(id: Option<i64>, input: CustomerInput) -> Customer;
+                delete_customer(id: i64) -> Vec<Customer>;
+                import_customers(file: ImportFileDto) -> CsvImport;
+                export_customers() -> SavedFileDto;
+                products(query: Option<String>) -> Vec<ProductDto>;
+                save_product(id: Option<i64>, input: ProductInput) -> ProductDto;
+                delete_product(id: i64) -> Vec<ProductDto>;
+                import_products(file: ImportFileDto) -> CsvImport;
+                export_products() -> SavedFileDto;
+                catalog_search(catalogo: CatalogoDto, text: String, limit: u32) -> Vec<CatalogEntryDto>;
+                catalog_version() -> CatalogVersionDto;
             }
             events {
                 /// An invoice's state, notes or evidence changed.

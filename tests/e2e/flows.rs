@@ -1259,3 +1259,137 @@ pub async fn linea_de_tiempo_en_palabras(app: &App) -> Res {
     app.screenshot("tablero").await?;
     Ok(())
 }
+
+/// WebDriver's key codes (W3C WebDriver, "keys"): Enter, Tab, Control and the release of every
+/// modifier.
+const ENTER: char = '\u{E007}';
+const CONTROL: char = '\u{E009}';
+const RELEASE: char = '\u{E000}';
+
+/// Types into whatever has the focus, as a keyboard does.
+async fn keys(app: &App, text: &str) -> Res {
+    let e = app
+        .client
+        .active_element()
+        .await
+        .map_err(|e| format!("elemento con el foco: {e}"))?;
+    e.send_keys(text).await.map_err(|e| format!("teclear {text:?}: {e}"))
+}
+
+async fn focused_name(app: &App) -> Res<String> {
+    let e = app
+        .client
+        .active_element()
+        .await
+        .map_err(|e| format!("elemento con el foco: {e}"))?;
+    Ok(e.attr("name").await.map_err(|e| e.to_string())?.unwrap_or_default())
+}
+
+/// A customer and two products saved (through IPC, as the pages do), the Clientes and Productos
+/// pages shown; then an invoice for them emitted with the keyboard alone — the customer found
+/// by RFC and taken with Enter (its defaults filled), two products added with Enter in the
+/// product search, Ctrl+Enter to emit — and stamped.
+pub async fn emitir_con_catalogos(app: &App) -> Res {
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    app.invoke(
+        "save_customer",
+        serde_json::json!({"id": null, "input": {
+            "rfc": "URE180429TM6", "nombre": "UNIVERSIDAD ROBOTICA ESPAÑOLA", "cp": "86991", "regimen": "601",
+            "uso": "G03", "forma_pago": "03", "metodo_pago": "PUE", "emails": ["compras@ure.mx"]}}),
+    )
+    .await?;
+    for (sku, desc, clave, unidad, precio, iva) in [
+        ("CAF-01", "Café de olla", "50201706", "H87", "50.00", "16"),
+        ("TOR-01", "Tortillas de maíz", "50221300", "KGM", "22.50", "0"),
+    ] {
+        app.invoke(
+            "save_product",
+            serde_json::json!({"id": null, "input": {
+                "sku": sku, "descripcion": desc, "clave_prod_serv": clave, "clave_unidad": unidad,
+                "unidad": null, "precio": precio, "objeto_imp": "02", "iva": iva, "ieps": null, "ret_isr": null, "ret_iva": null}}),
+        )
+        .await?;
+    }
+    // A bad customer through the same command: the field named, nothing written.
+    let bad = app
+        .invoke(
+            "save_customer",
+            serde_json::json!({"id": null, "input": {"rfc": "CACX7605101P8", "nombre": "X", "cp": "00001", "regimen": "601",
+                "uso": null, "forma_pago": null, "metodo_pago": null, "emails": []}}),
+        )
+        .await;
+    check(
+        bad.as_ref().err().is_some_and(|e| e.contains("00001")),
+        format!("un cliente con CP 00001 se rechaza: {bad:?}"),
+    )?;
+
+    app.go("#/clientes").await?;
+    app.wait_contains("[data-testid=clientes-table]", "URE180429TM6").await?;
+    check(
+        app.all("[data-testid=clientes-table] tbody tr").await?.len() == 1,
+        "un solo cliente guardado",
+    )?;
+    app.screenshot("clientes").await?;
+    app.go("#/productos").await?;
+    app.wait_contains("[data-testid=productos-table]", "TOR-01").await?;
+    app.click("[data-testid=producto-nuevo]").await?;
+    app.type_into("input[name='clave_prod_serv']", "tortilla").await?;
+    app.wait_contains("[data-testid=ac-clave_prod_serv-list]", "50221300").await?;
+    app.screenshot("productos").await?;
+
+    // Emitir with the keyboard only: the focus starts in the customer search.
+    app.go("#/emitir").await?;
+    app.find("[data-testid=ac-customer-search]").await?;
+    let start = std::time::Instant::now();
+    while focused_name(app).await? != "customer-search" {
+        check(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "el foco empieza en la búsqueda de cliente",
+        )?;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    keys(app, "URE18").await?;
+    app.wait_contains("[data-testid=ac-customer-search-list]", "UNIVERSIDAD ROBOTICA")
+        .await?;
+    keys(app, &ENTER.to_string()).await?;
+    let start = std::time::Instant::now();
+    while focused_name(app).await? != "product-search" {
+        check(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "tras el cliente, el foco pasa a los productos",
+        )?;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    check(
+        app.client
+            .execute(
+                "return document.querySelector(\"[name='receptor.domicilio_fiscal']\").value",
+                vec![],
+            )
+            .await
+            .map_err(|e| e.to_string())?
+            == serde_json::json!("86991"),
+        "el CP del cliente se llenó",
+    )?;
+    keys(app, "CAF").await?;
+    app.wait_contains("[data-testid=ac-product-search-list]", "Café de olla").await?;
+    keys(app, &ENTER.to_string()).await?;
+    keys(app, "tortillas").await?;
+    app.wait_contains("[data-testid=ac-product-search-list]", "TOR-01").await?;
+    // Let the webview paint the suggestions before the picture.
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    app.screenshot("emitir-autocompletar").await?;
+    keys(app, &ENTER.to_string()).await?;
+    // Live totals: 50.00 × 1.16 + 22.50 × 1.00.
+    app.wait_contains("[data-total=total]", "$80.50").await?;
+    keys(app, &format!("{CONTROL}{ENTER}{RELEASE}")).await?;
+    let recorded = app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
+    let link = app
+        .attr("[data-testid=recorded-link]", "href")
+        .await?
+        .ok_or_else(|| format!("sin enlace a la factura: {recorded}"))?;
+    app.go(&link).await?;
+    app.wait_contains("[data-testid=factura-head]", "URE180429TM6").await?;
+    app.wait_badge("timbrada").await?;
+    Ok(())
+}

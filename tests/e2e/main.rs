@@ -49,6 +49,7 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("linea_de_tiempo_en_palabras", nothing, |app| {
         Box::pin(flows::linea_de_tiempo_en_palabras(app))
     }),
+    ("emitir_con_catalogos", nothing, |app| Box::pin(flows::emitir_con_catalogos(app))),
 ];
 
 fn main() -> ExitCode {

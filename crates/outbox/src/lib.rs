@@ -25,6 +25,8 @@
 //!   of outgoing deliveries and its [`webhooks::deliver_due`] pass), [`email`] (the XML and PDF
 //!   to the customer, queued, with [`email::deliver_due_emails`]). HTTP and SMTP are behind
 //!   traits ([`webhooks::WebhookSender`], [`email::Mailer`]) implemented in `crates/api`;
+//! - master data: [`customers`] and [`products`] (validated against SAT's catalogs, CRUD, CSV
+//!   import/export through [`master_csv`]); a sale copies what it uses, so edits never reach it;
 //! - [`actor`], [`clock`], [`location`], [`error`].
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
@@ -39,6 +41,7 @@ pub mod cancel_step;
 pub mod cancellation;
 pub mod channel_rows;
 pub mod clock;
+pub mod customers;
 pub mod dashboard;
 pub mod drain;
 pub mod duplicates;
@@ -50,10 +53,12 @@ pub mod follow_up;
 pub mod global_invoice;
 pub mod intake;
 pub mod location;
+pub mod master_csv;
 pub mod model;
 pub mod outbox;
 pub mod pacs;
 pub mod payments;
+pub mod products;
 pub mod reconciliation;
 pub mod reports;
 pub mod role_credentials;

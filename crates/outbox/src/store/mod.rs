@@ -590,6 +590,42 @@ pub trait Store: Send + Sync + 'static {
 
     /// Stamped invoices whose Fecha is in `[from, to)`: `(id, sale_id, uuid)`, oldest first.
     fn stamped_between(&self, from: &str, to: &str) -> impl Future<Output = Result<Vec<(i64, String, String)>>> + Send;
+
+    // Customers and products (master data; `customers` and `products` modules) ---------------
+
+    /// Every customer, by name.
+    fn customers(&self) -> impl Future<Output = Result<Vec<crate::customers::Customer>>> + Send;
+
+    fn customer(&self, id: i64) -> impl Future<Output = Result<Option<crate::customers::Customer>>> + Send;
+
+    /// Writes validated customers in **one** transaction: `(None, c)` inserts, `(Some(id), c)`
+    /// replaces customer `id`. Returns the ids in order. A key another customer holds (the RFC,
+    /// or RFC + name for the generic RFCs) fails the whole batch.
+    fn save_customers(
+        &self,
+        batch: &[(Option<i64>, crate::customers::CustomerRecord)],
+        actor: &Actor,
+        at_ms: i64,
+    ) -> impl Future<Output = Result<Vec<i64>>> + Send;
+
+    /// Deletes a customer; whether it existed.
+    fn delete_customer(&self, id: i64) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Every product, by SKU.
+    fn products(&self) -> impl Future<Output = Result<Vec<crate::products::Product>>> + Send;
+
+    fn product(&self, id: i64) -> impl Future<Output = Result<Option<crate::products::Product>>> + Send;
+
+    /// As [`Store::save_customers`], for products (the SKU is unique).
+    fn save_products(
+        &self,
+        batch: &[(Option<i64>, crate::products::ProductRecord)],
+        actor: &Actor,
+        at_ms: i64,
+    ) -> impl Future<Output = Result<Vec<i64>>> + Send;
+
+    /// Deletes a product; whether it existed.
+    fn delete_product(&self, id: i64) -> impl Future<Output = Result<bool>> + Send;
 }
 
 // Duplicates and cancellations' rows --------------------------------------------------------------

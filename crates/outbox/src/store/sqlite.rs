@@ -57,6 +57,7 @@ macro_rules! sql {
 }
 
 mod cancel;
+mod master_data;
 
 /// The migrations of `migrations/sqlite/`, in order: (version, description, SQL).
 pub const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -72,6 +73,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         5,
         "intake_channels",
         include_str!("../../migrations/sqlite/0005_intake_channels.sql"),
+    ),
+    (
+        6,
+        "customers_products",
+        include_str!("../../migrations/sqlite/0006_customers_products.sql"),
     ),
 ];
 
@@ -2081,6 +2087,43 @@ impl Store for SqliteStore {
         rows.iter()
             .map(|r| Ok((get(r, "id")?, get(r, "sale_id")?, get(r, "uuid")?)))
             .collect()
+    }
+
+    async fn customers(&self) -> Result<Vec<crate::customers::Customer>> {
+        self.customers_impl().await
+    }
+
+    async fn customer(&self, id: i64) -> Result<Option<crate::customers::Customer>> {
+        self.customer_impl(id).await
+    }
+
+    async fn save_customers(
+        &self,
+        batch: &[(Option<i64>, crate::customers::CustomerRecord)],
+        actor: &Actor,
+        at_ms: i64,
+    ) -> Result<Vec<i64>> {
+        self.save_customers_impl(batch, actor, at_ms).await
+    }
+
+    async fn delete_customer(&self, id: i64) -> Result<bool> {
+        self.delete_customer_impl(id).await
+    }
+
+    async fn products(&self) -> Result<Vec<crate::products::Product>> {
+        self.products_impl().await
+    }
+
+    async fn product(&self, id: i64) -> Result<Option<crate::products::Product>> {
+        self.product_impl(id).await
+    }
+
+    async fn save_products(&self, batch: &[(Option<i64>, crate::products::ProductRecord)], actor: &Actor, at_ms: i64) -> Result<Vec<i64>> {
+        self.save_products_impl(batch, actor, at_ms).await
+    }
+
+    async fn delete_product(&self, id: i64) -> Result<bool> {
+        self.delete_product_impl(id).await
     }
 }
 

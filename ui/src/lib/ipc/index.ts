@@ -7,9 +7,15 @@ import type { BackupPolicyDto } from './bindings/BackupPolicyDto';
 import type { BackupsDto } from './bindings/BackupsDto';
 import type { CancelOrderDto } from './bindings/CancelOrderDto';
 import type { CancellationPreview } from './bindings/CancellationPreview';
+import type { CatalogEntryDto } from './bindings/CatalogEntryDto';
+import type { CatalogVersionDto } from './bindings/CatalogVersionDto';
+import type { CatalogoDto } from './bindings/CatalogoDto';
 import type { ChannelsDto } from './bindings/ChannelsDto';
 import type { Counts } from './bindings/Counts';
 import type { CreatedTokenDto } from './bindings/CreatedTokenDto';
+import type { CsvImport } from './bindings/CsvImport';
+import type { Customer } from './bindings/Customer';
+import type { CustomerInput } from './bindings/CustomerInput';
 import type { Dashboard } from './bindings/Dashboard';
 import type { DemoLoadedDto } from './bindings/DemoLoadedDto';
 import type { DrainProgress } from './bindings/DrainProgress';
@@ -39,6 +45,8 @@ import type { OperatorDto } from './bindings/OperatorDto';
 import type { PacInputDto } from './bindings/PacInputDto';
 import type { PacsDto } from './bindings/PacsDto';
 import type { PaymentInputDto } from './bindings/PaymentInputDto';
+import type { ProductDto } from './bindings/ProductDto';
+import type { ProductInput } from './bindings/ProductInput';
 import type { Recorded } from './bindings/Recorded';
 import type { Role } from './bindings/Role';
 import type { RoleLockDto } from './bindings/RoleLockDto';
@@ -106,6 +114,18 @@ export const api = {
   backups: () => call<BackupsDto>('backups'),
   saveBackups: (policy: BackupPolicyDto) => call<BackupsDto>('save_backups', { policy }),
   backupNow: () => call<BackupsDto>('backup_now'),
+  customers: (query: string | null) => call<Array<Customer>>('customers', { query }),
+  saveCustomer: (id: number | null, input: CustomerInput) => call<Customer>('save_customer', { id, input }),
+  deleteCustomer: (id: number) => call<Array<Customer>>('delete_customer', { id }),
+  importCustomers: (file: ImportFileDto) => call<CsvImport>('import_customers', { file }),
+  exportCustomers: () => call<SavedFileDto>('export_customers'),
+  products: (query: string | null) => call<Array<ProductDto>>('products', { query }),
+  saveProduct: (id: number | null, input: ProductInput) => call<ProductDto>('save_product', { id, input }),
+  deleteProduct: (id: number) => call<Array<ProductDto>>('delete_product', { id }),
+  importProducts: (file: ImportFileDto) => call<CsvImport>('import_products', { file }),
+  exportProducts: () => call<SavedFileDto>('export_products'),
+  catalogSearch: (catalogo: CatalogoDto, text: string, limit: number) => call<Array<CatalogEntryDto>>('catalog_search', { catalogo, text, limit }),
+  catalogVersion: () => call<CatalogVersionDto>('catalog_version'),
 };
 
 export type Api = typeof api;
