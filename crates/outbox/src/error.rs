@@ -134,6 +134,41 @@ impl OutboxError {
         matches!(self, OutboxError::DatabaseUnavailable { detail, .. } if detail.starts_with(DISK_FULL))
     }
 
+    /// The same error again, for each of several callers that shared one failed write (a
+    /// group commit, a bulk import's transaction): the storage classification is kept (it is
+    /// what callers act on), anything else becomes [`OutboxError::Database`] with its text.
+    pub fn copied(&self) -> OutboxError {
+        match self {
+            OutboxError::DatabaseMissing { path } => OutboxError::DatabaseMissing { path: path.clone() },
+            OutboxError::DatabaseReadOnly { path, detail } => OutboxError::DatabaseReadOnly {
+                path: path.clone(),
+                detail: detail.clone(),
+            },
+            OutboxError::DatabaseLocked { path, waited } => OutboxError::DatabaseLocked {
+                path: path.clone(),
+                waited: *waited,
+            },
+            OutboxError::DatabaseCorrupt { path, detail } => OutboxError::DatabaseCorrupt {
+                path: path.clone(),
+                detail: detail.clone(),
+            },
+            OutboxError::DatabaseTooNew { path, version } => OutboxError::DatabaseTooNew {
+                path: path.clone(),
+                version: *version,
+            },
+            OutboxError::DatabaseUnavailable { path, detail } => OutboxError::DatabaseUnavailable {
+                path: path.clone(),
+                detail: detail.clone(),
+            },
+            OutboxError::Integrity(m) => OutboxError::Integrity(m.clone()),
+            OutboxError::NotConfigured => OutboxError::NotConfigured,
+            OutboxError::CsdLocked { password_env } => OutboxError::CsdLocked {
+                password_env: password_env.clone(),
+            },
+            other => OutboxError::Database(other.to_string()),
+        }
+    }
+
     /// One invalid field.
     pub fn invalid(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> OutboxError {
         OutboxError::Invalid(ValidationErrors::one(FieldError::new(field, code, message)))

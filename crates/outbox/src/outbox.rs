@@ -43,6 +43,8 @@ use crate::store::{
 use crate::store::{IntakeLinks, NewIntake};
 use crate::strategy::{self, Policy, Verdict};
 
+pub mod bulk;
+
 /// Largest sale JSON accepted by [`Outbox::record_sale_json`].
 pub const MAX_SALE_JSON_BYTES: usize = 16 * 1024 * 1024;
 
@@ -103,6 +105,97 @@ fn replay_or_conflict(key: &str, existing: ExistingSale, body_sha256: &str) -> R
             invoice_id: existing.invoice_id,
         })
     }
+}
+
+/// Builds and seals a sale's attempt #1 and everything its intake transaction writes (no I/O:
+/// the one-sale path and the bulk import's sealing threads share it).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sealed_record(
+    sale: &Sale,
+    key: &str,
+    owner: &str,
+    emisor: &StoredEmisorSettings,
+    csd: &Csd,
+    (pac, pac_identity): (&str, Option<crate::model::PacIdentity>),
+    fecha: intake::FechaChoice,
+    body: String,
+    body_sha256: &str,
+    now: DateTime<Utc>,
+    actor: &Actor,
+) -> Result<NewRecord> {
+    let built = cfdi::build(sale, &emisor.profile, fecha.fecha, Some(csd)).map_err(|e| match e {
+        cfdi::BuildError::Invalid(v) => OutboxError::Invalid(v),
+        cfdi::BuildError::Seal(s) => OutboxError::Seal(s),
+    })?;
+    let xml = built.to_xml().into_bytes();
+    let xml_sha256 = sha256_hex(&xml);
+    let fecha_text = fecha.fecha.format(cfdi::write::FECHA_FORMAT).to_string();
+    let occurred_at = sale.occurred_at.0.format(cfdi::write::FECHA_FORMAT).to_string();
+    let pac_key = pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, 1);
+    let c = &built.comprobante;
+    let event = NewEvent {
+        kind: "sale_recorded".into(),
+        detail: json!({
+            "attempt_no": 1,
+            "fecha": fecha_text,
+            "fecha_source": fecha.source,
+            "fecha_reason": fecha.reason,
+            "occurred_at": occurred_at,
+            "pac": pac,
+            "pac_idempotency_key": pac_key,
+            "idempotency_key": key,
+            "source": actor.channel,
+            "sale_sha256": body_sha256,
+            "body_sha256": xml_sha256,
+            "mapping_version": cfdi::mapping::MAPPING_VERSION,
+            "no_certificado": csd.certificate().no_certificado(),
+        }),
+    };
+    Ok(NewRecord {
+        sale: NewSale {
+            sale_id: sale.sale_id.clone(),
+            kind: kind_str(sale.kind).into(),
+            occurred_at,
+            body,
+            body_sha256: body_sha256.to_string(),
+            source: actor.channel.clone(),
+        },
+        invoice: NewInvoice {
+            serie: sale.serie.clone(),
+            folio: sale.folio.clone(),
+            receptor_rfc: sale.receptor.rfc.clone(),
+            receptor_nombre: sale.receptor.nombre.clone(),
+            total: c.total.to_string(),
+            moneda: c.moneda.clone(),
+            state: InvoiceState::Pending,
+            badge: Badge::Pendiente,
+            next_try_at_ms: now.timestamp_millis(),
+            fecha: fecha_text.clone(),
+            fecha_deadline_ms: (fecha.utc + FECHA_WINDOW).timestamp_millis(),
+        },
+        attempt: NewAttempt {
+            attempt_no: 1,
+            reason: AttemptReason::Initial,
+            previous_attempt_id: None,
+            pac: pac.to_string(),
+            body_format: BodyFormat::Xml,
+            body: xml,
+            body_sha256: xml_sha256,
+            fecha: fecha_text,
+            fecha_utc_ms: fecha.utc.timestamp_millis(),
+            fecha_source: fecha.source,
+            pac_idempotency_key: pac_key,
+            mapping_version: i64::from(cfdi::mapping::MAPPING_VERSION),
+            emisor_settings_id: Some(emisor.id),
+            no_certificado: Some(csd.certificate().no_certificado().to_string()),
+            pac_identity,
+        },
+        event,
+        idempotency_key: key.to_string(),
+        reservation_owner: owner.to_string(),
+        at_ms: now.timestamp_millis(),
+        actor: actor.clone(),
+    })
 }
 
 fn in_progress(key: &str, until_ms: i64, now: DateTime<Utc>) -> OutboxError {
@@ -432,79 +525,19 @@ impl<S: Store> Outbox<S> {
                 .record_ticket(sale, key, owner, fecha, body, body_sha256, now, actor, links)
                 .await;
         }
-        let built = cfdi::build(sale, &emisor.profile, fecha.fecha, Some(csd)).map_err(|e| match e {
-            cfdi::BuildError::Invalid(v) => OutboxError::Invalid(v),
-            cfdi::BuildError::Seal(s) => OutboxError::Seal(s),
-        })?;
-        let xml = built.to_xml().into_bytes();
-        let xml_sha256 = sha256_hex(&xml);
-        let fecha_text = fecha.fecha.format(cfdi::write::FECHA_FORMAT).to_string();
-        let occurred_at = sale.occurred_at.0.format(cfdi::write::FECHA_FORMAT).to_string();
-        let pac_key = pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, 1);
-        let c = &built.comprobante;
-        let event = NewEvent {
-            kind: "sale_recorded".into(),
-            detail: json!({
-                "attempt_no": 1,
-                "fecha": fecha_text,
-                "fecha_source": fecha.source,
-                "fecha_reason": fecha.reason,
-                "occurred_at": occurred_at,
-                "pac": pac,
-                "pac_idempotency_key": pac_key,
-                "idempotency_key": key,
-                "source": actor.channel,
-                "sale_sha256": body_sha256,
-                "body_sha256": xml_sha256,
-                "mapping_version": cfdi::mapping::MAPPING_VERSION,
-                "no_certificado": csd.certificate().no_certificado(),
-            }),
-        };
-        let record = NewRecord {
-            sale: NewSale {
-                sale_id: sale.sale_id.clone(),
-                kind: kind_str(sale.kind).into(),
-                occurred_at,
-                body,
-                body_sha256: body_sha256.to_string(),
-                source: actor.channel.clone(),
-            },
-            invoice: NewInvoice {
-                serie: sale.serie.clone(),
-                folio: sale.folio.clone(),
-                receptor_rfc: sale.receptor.rfc.clone(),
-                receptor_nombre: sale.receptor.nombre.clone(),
-                total: c.total.to_string(),
-                moneda: c.moneda.clone(),
-                state: InvoiceState::Pending,
-                badge: Badge::Pendiente,
-                next_try_at_ms: now.timestamp_millis(),
-                fecha: fecha_text.clone(),
-                fecha_deadline_ms: (fecha.utc + FECHA_WINDOW).timestamp_millis(),
-            },
-            attempt: NewAttempt {
-                attempt_no: 1,
-                reason: AttemptReason::Initial,
-                previous_attempt_id: None,
-                pac: pac.to_string(),
-                body_format: BodyFormat::Xml,
-                body: xml,
-                body_sha256: xml_sha256,
-                fecha: fecha_text,
-                fecha_utc_ms: fecha.utc.timestamp_millis(),
-                fecha_source: fecha.source,
-                pac_idempotency_key: pac_key,
-                mapping_version: i64::from(cfdi::mapping::MAPPING_VERSION),
-                emisor_settings_id: Some(emisor.id),
-                no_certificado: Some(csd.certificate().no_certificado().to_string()),
-                pac_identity,
-            },
-            event,
-            idempotency_key: key.to_string(),
-            reservation_owner: owner.to_string(),
-            at_ms: now.timestamp_millis(),
-            actor: actor.clone(),
-        };
+        let record = sealed_record(
+            sale,
+            key,
+            owner,
+            emisor,
+            csd,
+            (pac, pac_identity),
+            fecha,
+            body,
+            body_sha256,
+            now,
+            actor,
+        )?;
         if links.is_empty() {
             self.store.record_sale(&record).await
         } else {

@@ -271,6 +271,20 @@ pub trait Store: Send + Sync + 'static {
     /// The intake transaction: all of `record` or nothing.
     fn record_sale(&self, record: &NewRecord) -> impl Future<Output = Result<RecordOutcome>> + Send;
 
+    /// Many intake transactions sharing one durable commit (the bulk import): each record all
+    /// or nothing on its own (its own error or outcome, in order), the commit for all of them.
+    /// `Err` when the shared transaction failed: nothing of any record was written. The default
+    /// commits them one by one.
+    fn record_sales(&self, records: &[NewRecord]) -> impl Future<Output = Result<Vec<Result<RecordOutcome>>>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(records.len());
+            for r in records {
+                out.push(self.record_sale(r).await);
+            }
+            Ok(out)
+        }
+    }
+
     /// A page of invoices (at most `limit` rows; `filter.limit` is ignored).
     fn list_invoices(&self, filter: &ListFilter, limit: u32) -> impl Future<Output = Result<Vec<InvoiceSummary>>> + Send;
 
