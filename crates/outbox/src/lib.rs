@@ -25,6 +25,8 @@
 //!   of outgoing deliveries and its [`webhooks::deliver_due`] pass), [`email`] (the XML and PDF
 //!   to the customer, queued, with [`email::deliver_due_emails`]). HTTP and SMTP are behind
 //!   traits ([`webhooks::WebhookSender`], [`email::Mailer`]) implemented in `crates/api`;
+//! - the JSON lane: [`facturapi_lane`] (attempts whose frozen body is Facturapi's invoice
+//!   JSON; the check of the CFDI Facturapi returns against the sale);
 //! - [`actor`], [`clock`], [`location`], [`error`].
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
@@ -43,6 +45,7 @@ pub mod duplicates;
 pub mod email;
 pub mod error;
 pub mod facts;
+pub mod facturapi_lane;
 mod fiscal_intake;
 pub mod follow_up;
 pub mod global_invoice;
