@@ -132,3 +132,60 @@ impl<S: Store> Drain<S> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sale() -> Sale {
+        Sale::from_json(include_bytes!("../../../tests/fixtures/sales/ingreso-pedido-4471.json")).expect("fixture sale")
+    }
+
+    fn emisor(rfc: &str) -> EmisorProfile {
+        EmisorProfile {
+            rfc: rfc.into(),
+            nombre: "ESCUELA KEMPER URGATE".into(),
+            regimen_fiscal: "601".into(),
+            lugar_expedicion: "42501".into(),
+        }
+    }
+
+    /// The CFDI the sale maps to (unsealed: the check reads no Sello).
+    fn xml_for(sale: &Sale, emisor: &EmisorProfile) -> String {
+        cfdi::build(sale, emisor, sale.occurred_at.0, None).expect("builds").to_xml()
+    }
+
+    #[test]
+    fn the_cfdi_of_the_sale_passes_and_each_difference_is_named() {
+        let s = sale();
+        let eku = emisor("EKU9003173C9");
+        let xml = xml_for(&s, &eku);
+        assert_eq!(check_against_sale(xml.as_bytes(), &s, &eku), Ok(()));
+
+        let other = xml_for(&s, &emisor("AAA010101AAA"));
+        let why = check_against_sale(other.as_bytes(), &s, &eku).unwrap_err();
+        assert!(why.contains("emisor es AAA010101AAA"), "{why}");
+
+        let total = cfdi::build(&s, &eku, s.occurred_at.0, None).unwrap().comprobante.total;
+        let wrong_total = xml.replace(&format!("Total=\"{total}\""), "Total=\"1.00\"");
+        assert_ne!(wrong_total, xml, "the fixture's Total attribute was found");
+        let why = check_against_sale(wrong_total.as_bytes(), &s, &eku).unwrap_err();
+        assert!(why.contains("el total es 1.00"), "{why}");
+
+        let mut more = s.clone();
+        more.conceptos.push(s.conceptos[0].clone());
+        let why = check_against_sale(xml_for(&more, &eku).as_bytes(), &s, &eku).unwrap_err();
+        assert!(why.contains("trae 2 concepto(s) y la venta tiene 1"), "{why}");
+        assert!(check_against_sale(b"no es xml", &s, &eku).is_err());
+    }
+
+    #[test]
+    fn a_json_body_carries_the_attempts_key_and_the_sale_id() {
+        let s = sale();
+        let body = json_body(&s, &emisor("EKU9003173C9"), "k-1").unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["idempotency_key"], "k-1");
+        assert_eq!(v["external_id"], s.sale_id.as_str());
+        assert!(matches!(json_body(&s, &emisor("EKU9003173C9"), " "), Err(OutboxError::Invalid(_))));
+    }
+}
