@@ -321,6 +321,9 @@ impl<S: Store> Outbox<S> {
         let pac_identity = self.pac_identity_of(&pac).await?;
         // A Facturapi primary seals with the organization's CSD on its side: no local CSD.
         let csd = if crate::facturapi_lane::is_json_pac(pac_identity.as_ref()) {
+            // What Facturapi cannot take (a non-numeric folio, …) is refused before anything
+            // is written; this trial body is the one built below.
+            crate::facturapi_lane::json_body(sale, &emisor.profile, &pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, 1))?;
             None
         } else {
             let csd = self.csd_for(&emisor)?;

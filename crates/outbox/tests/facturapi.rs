@@ -411,3 +411,29 @@ async fn a_facturapi_pac_needs_its_key_variable_and_nothing_else() {
     let list = e.outbox.add_pac(c, false, &common::admin()).await.unwrap();
     assert_eq!(list[0].flavor, PacKind::Facturapi);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sale_facturapi_cannot_take_is_refused_naming_the_field_and_writes_nothing() {
+    let w = world(&[("fa", Flavor::Facturapi, "")], false).await;
+    let counts = |t: &'static str| {
+        let pool = w.outbox.store().pool().clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(&format!("SELECT COUNT(*) FROM {t}"))
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let before = (counts("sales").await, counts("attempts").await, counts("intake_keys").await);
+    let json = ingreso("pedido-908").replace("\"folio\":\"4471\"", "\"folio\":\"A-12\"");
+    match w
+        .outbox
+        .record_sale_json(json.as_bytes(), None, &Actor::new("ana", Role::Personal, "test"))
+        .await
+    {
+        Err(OutboxError::Invalid(v)) => assert_eq!(v.0[0].field, "folio", "{v:?}"),
+        other => panic!("{other:?}"),
+    }
+    let after = (counts("sales").await, counts("attempts").await, counts("intake_keys").await);
+    assert_eq!(before, after, "nothing written");
+}
