@@ -364,6 +364,9 @@ pub enum SandboxFaultDto {
     /// resume of a document it already stamped is answered 401 although the CFDI exists (a
     /// rejection after an unknown outcome proves nothing: *Atención*).
     ValidatesFirstExpired,
+    /// Facturapi: the invoice is accepted as `pending` (HTTP 202) and turns valid 8 s later;
+    /// Timbra looks it up by `external_id`, never creates it again. Facturapi-flavoured PAC only.
+    Pending,
 }
 
 /// What "Cargar datos de demostración" did.

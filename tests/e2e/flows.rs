@@ -481,6 +481,37 @@ pub fn finkok_primary(_: &std::path::Path) -> Res<Env> {
     Ok(vec![("TIMBRA_SANDBOX_PRIMARY", "finkok")])
 }
 
+/// Modo sandbox with a Facturapi-flavoured primary (JSON attempts; it issues for the sandbox
+/// emisor and answers lookups by `external_id`) and an SW-flavoured backup.
+pub fn facturapi_primary(_: &std::path::Path) -> Res<Env> {
+    Ok(vec![("TIMBRA_SANDBOX_PRIMARY", "facturapi")])
+}
+
+/// Facturapi accepts the invoice as `pending` (202): the outcome is open, the badge says
+/// Reanudar, reprocess and failover are refused; the drain looks it up by `external_id`
+/// (seen pending) and never creates it again. When Facturapi finishes, the lookup finds the
+/// CFDI, its XML is fetched and checked against the sale: Timbrada, one CFDI, one attempt
+/// whose frozen body is JSON (nothing sealed locally, as the timeline says).
+pub async fn facturapi_pendiente(app: &App) -> Res {
+    set_fault(app, "pending", "pendiente (202)").await?;
+    let factura = emit_and_open(app, "4477").await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=sale_recorded]", "Timbra no sella localmente")
+        .await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "unknown")
+        .await?;
+    app.wait_badge("reanudar").await?;
+    wait_evidence(app, &factura, "lookup", "pending").await?;
+    expect_button(app, "failover", false, "").await?;
+    app.wait_badge("timbrada").await?;
+    app.wait_text("[data-testid=uuid]", "un UUID", |t| t.trim().len() == 36).await?;
+    let rows = app.all("[data-testid=cfdis] tbody tr").await?;
+    check(rows.len() == 1, format!("debe haber un solo CFDI; hay {}", rows.len()))?;
+    let attempts = app.all("[data-testid=attempts] tbody tr").await?;
+    check(attempts.len() == 1, format!("pendiente no crea intentos; hay {}", attempts.len()))?;
+    app.screenshot("facturapi-pendiente").await?;
+    Ok(())
+}
+
 /// The Finkok-flavoured PAC stamps and never answers; its `stamped` lookup lags (not found),
 /// and the same bytes re-sent come back "already stamped" without the XML (307): the CFDI
 /// exists but Timbra has no data — Finalizar, the only action. Reintentar and the backup are

@@ -38,6 +38,9 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("finkok_duplicado", flows::finkok_primary, |app| {
         Box::pin(flows::finkok_duplicado(app))
     }),
+    ("facturapi_pendiente", flows::facturapi_primary, |app| {
+        Box::pin(flows::facturapi_pendiente(app))
+    }),
     ("caida_hasta_atencion", nothing, |app| Box::pin(flows::caida_hasta_atencion(app))),
     ("rechazo_tras_desconocido", nothing, |app| {
         Box::pin(flows::rechazo_tras_desconocido(app))

@@ -27,6 +27,8 @@
 //!   traits ([`webhooks::WebhookSender`], [`email::Mailer`]) implemented in `crates/api`;
 //! - master data: [`customers`] and [`products`] (validated against SAT's catalogs, CRUD, CSV
 //!   import/export through [`master_csv`]); a sale copies what it uses, so edits never reach it;
+//! - the JSON lane: [`facturapi_lane`] (attempts whose frozen body is Facturapi's invoice
+//!   JSON; the check of the CFDI Facturapi returns against the sale);
 //! - [`actor`], [`clock`], [`location`], [`error`].
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
@@ -48,6 +50,7 @@ pub mod duplicates;
 pub mod email;
 pub mod error;
 pub mod facts;
+pub mod facturapi_lane;
 mod fiscal_intake;
 pub mod follow_up;
 pub mod global_invoice;

@@ -115,7 +115,7 @@ pub(crate) fn sealed_record(
     key: &str,
     owner: &str,
     emisor: &StoredEmisorSettings,
-    csd: &Csd,
+    csd: Option<&Csd>,
     (pac, pac_identity): (&str, Option<crate::model::PacIdentity>),
     fecha: intake::FechaChoice,
     body: String,
@@ -123,19 +123,30 @@ pub(crate) fn sealed_record(
     now: DateTime<Utc>,
     actor: &Actor,
 ) -> Result<NewRecord> {
-    let built = cfdi::build(sale, &emisor.profile, fecha.fecha, Some(csd)).map_err(|e| match e {
+    let built = cfdi::build(sale, &emisor.profile, fecha.fecha, csd).map_err(|e| match e {
         cfdi::BuildError::Invalid(v) => OutboxError::Invalid(v),
         cfdi::BuildError::Seal(s) => OutboxError::Seal(s),
     })?;
-    let xml = built.to_xml().into_bytes();
-    let xml_sha256 = sha256_hex(&xml);
     let fecha_text = fecha.fecha.format(cfdi::write::FECHA_FORMAT).to_string();
     let occurred_at = sale.occurred_at.0.format(cfdi::write::FECHA_FORMAT).to_string();
     let pac_key = pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, 1);
+    // Sealed XML, or (no CSD: a Facturapi primary) the JSON document Facturapi issues from.
+    let (body_format, xml, mapping_version, sealing) = match csd {
+        Some(_) => (BodyFormat::Xml, built.to_xml().into_bytes(), cfdi::mapping::MAPPING_VERSION, None),
+        None => (
+            BodyFormat::Json,
+            crate::facturapi_lane::json_body(sale, &emisor.profile, &pac_key)?,
+            crate::facturapi_lane::JSON_MAPPING_VERSION,
+            Some(crate::facturapi_lane::NO_LOCAL_SEAL),
+        ),
+    };
+    let xml_sha256 = sha256_hex(&xml);
     let c = &built.comprobante;
     let event = NewEvent {
         kind: "sale_recorded".into(),
         detail: json!({
+            "body_format": body_format.as_str(),
+            "message": sealing,
             "attempt_no": 1,
             "fecha": fecha_text,
             "fecha_source": fecha.source,
@@ -147,8 +158,8 @@ pub(crate) fn sealed_record(
             "source": actor.channel,
             "sale_sha256": body_sha256,
             "body_sha256": xml_sha256,
-            "mapping_version": cfdi::mapping::MAPPING_VERSION,
-            "no_certificado": csd.certificate().no_certificado(),
+            "mapping_version": mapping_version,
+            "no_certificado": csd.map(|c| c.certificate().no_certificado()),
         }),
     };
     Ok(NewRecord {
@@ -178,16 +189,16 @@ pub(crate) fn sealed_record(
             reason: AttemptReason::Initial,
             previous_attempt_id: None,
             pac: pac.to_string(),
-            body_format: BodyFormat::Xml,
+            body_format,
             body: xml,
             body_sha256: xml_sha256,
             fecha: fecha_text,
             fecha_utc_ms: fecha.utc.timestamp_millis(),
             fecha_source: fecha.source,
             pac_idempotency_key: pac_key,
-            mapping_version: i64::from(cfdi::mapping::MAPPING_VERSION),
+            mapping_version: i64::from(mapping_version),
             emisor_settings_id: Some(emisor.id),
-            no_certificado: Some(csd.certificate().no_certificado().to_string()),
+            no_certificado: csd.map(|c| c.certificate().no_certificado().to_string()),
             pac_identity,
         },
         event,
@@ -410,10 +421,19 @@ impl<S: Store> Outbox<S> {
         let emisor = self.store.current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
         let fecha = choose_fecha(sale.occurred_at.0, &emisor.profile.lugar_expedicion, now);
         cfdi::mapping::map_sale(sale, &emisor.profile, fecha.fecha)?;
-        let csd = self.csd_for(&emisor)?;
-        csd.check_for(&emisor.profile.rfc, fecha.utc)?;
         let pac = self.primary_pac().await?;
         let pac_identity = self.pac_identity_of(&pac).await?;
+        // A Facturapi primary seals with the organization's CSD on its side: no local CSD.
+        let csd = if crate::facturapi_lane::is_json_pac(pac_identity.as_ref()) {
+            // What Facturapi cannot take (a non-numeric folio, …) is refused before anything
+            // is written; this trial body is the one built below.
+            crate::facturapi_lane::json_body(sale, &emisor.profile, &pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, 1))?;
+            None
+        } else {
+            let csd = self.csd_for(&emisor)?;
+            csd.check_for(&emisor.profile.rfc, fecha.utc)?;
+            Some(csd)
+        };
         // The fiscal workflows' checks and links (payments, tickets, 69-B screening).
         let warnings = self.intake_links(sale, &emisor.profile, &mut links).await?;
 
@@ -438,7 +458,7 @@ impl<S: Store> Outbox<S> {
                 key,
                 &owner,
                 &emisor,
-                &csd,
+                csd.as_deref(),
                 (&pac, pac_identity),
                 fecha,
                 body,
@@ -511,7 +531,7 @@ impl<S: Store> Outbox<S> {
         key: &str,
         owner: &str,
         emisor: &StoredEmisorSettings,
-        csd: &Csd,
+        csd: Option<&Csd>,
         (pac, pac_identity): (&str, Option<crate::model::PacIdentity>),
         fecha: intake::FechaChoice,
         body: String,

@@ -37,7 +37,8 @@ pub fn batch_size() -> usize {
 /// What sealing needs, the same for every sale of a batch.
 struct Context {
     emisor: StoredEmisorSettings,
-    csd: Arc<Csd>,
+    /// None for a JSON-lane primary (Facturapi seals on its side).
+    csd: Option<Arc<Csd>>,
     pac: String,
     pac_identity: Option<PacIdentity>,
 }
@@ -191,9 +192,13 @@ impl<S: Store> Outbox<S> {
             Some(c) => c,
             None => {
                 let emisor = self.store.current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
-                let csd = self.csd_for(&emisor)?;
                 let pac = self.primary_pac().await?;
                 let pac_identity = self.pac_identity_of(&pac).await?;
+                let csd = if crate::facturapi_lane::is_json_pac(pac_identity.as_ref()) {
+                    None
+                } else {
+                    Some(self.csd_for(&emisor)?)
+                };
                 context.insert(Context {
                     emisor,
                     csd,
@@ -204,7 +209,17 @@ impl<S: Store> Outbox<S> {
         };
         let fecha = choose_fecha(sale.occurred_at.0, &ctx.emisor.profile.lugar_expedicion, now);
         cfdi::mapping::map_sale(&sale, &ctx.emisor.profile, fecha.fecha)?;
-        ctx.csd.check_for(&ctx.emisor.profile.rfc, fecha.utc)?;
+        match &ctx.csd {
+            Some(csd) => csd.check_for(&ctx.emisor.profile.rfc, fecha.utc)?,
+            // What Facturapi cannot take is refused before anything is written.
+            None => {
+                crate::facturapi_lane::json_body(
+                    &sale,
+                    &ctx.emisor.profile,
+                    &crate::intake::pac_idempotency_key(&ctx.emisor.profile.rfc, &sale.sale_id, 1),
+                )?;
+            }
+        }
         let mut links = IntakeLinks::default();
         let warnings = self.intake_links(&sale, &ctx.emisor.profile, &mut links).await?;
         if sale.ticket || !links.is_empty() || !warnings.is_empty() {
@@ -284,7 +299,7 @@ fn seal_all(waiting: &[&Reserved], ctx: &Context, actor: &Actor) -> Vec<Result<N
             &r.sale.sale_id,
             &r.owner,
             &ctx.emisor,
-            &ctx.csd,
+            ctx.csd.as_deref(),
             (&ctx.pac, ctx.pac_identity.clone()),
             r.fecha,
             r.body.clone(),

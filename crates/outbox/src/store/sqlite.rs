@@ -58,8 +58,8 @@ macro_rules! sql {
 }
 
 mod cancel;
-mod master_data;
 mod group_commit;
+mod master_data;
 
 /// The migrations of `migrations/sqlite/`, in order: (version, description, SQL).
 pub const MIGRATIONS: &[(i64, &str, &str)] = &[

@@ -188,6 +188,7 @@ export const en: Record<keyof typeof es, string> = {
   'fault.server_error': '500 error without processing',
   'fault.slow': 'Slow (1–3 s)',
   'fault.mixed': 'Mixed faults (demo)',
+  'fault.pending': 'Facturapi leaves it pending (202) and stamps it 8 s later',
   'fault.fecha_expired': "PAC clock 73 h ahead: rejects the Fecha (401)",
   'fault.stamped_without_xml': 'Stamps, never answers, then says “already stamped” without the XML (Finkok 307)',
   'fault.validates_first_expired': 'Validates before looking for a previous stamp, clock 73 h ahead (401 although the CFDI exists)',

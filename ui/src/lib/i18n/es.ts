@@ -185,6 +185,7 @@ export const es = {
   'fault.server_error': 'Error 500 sin procesar',
   'fault.slow': 'Lento (1–3 s)',
   'fault.mixed': 'Mezcla de fallas (demostración)',
+  'fault.pending': 'Facturapi la deja pendiente (202) y la timbra 8 s después',
   'fault.fecha_expired': 'Reloj del PAC 73 h adelantado: rechaza la Fecha (401)',
   'fault.stamped_without_xml': 'Timbra, no contesta y luego dice «ya timbrado» sin el XML (307 de Finkok)',
   'fault.validates_first_expired': 'Valida antes de buscar el timbre previo y su reloj va 73 h adelantado (401 aunque el CFDI exista)',
