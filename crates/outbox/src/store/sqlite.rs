@@ -1252,7 +1252,7 @@ impl Store for SqliteStore {
         self.group
             .run(move |conn| {
                 Box::pin(async move {
-                    Ok(sqlx::query_scalar(sql!("insert_evidence"))
+                    sqlx::query_scalar(sql!("insert_evidence"))
                         .bind(e.invoice_id)
                         .bind(e.attempt_id)
                         .bind(e.try_id)
@@ -1268,7 +1268,7 @@ impl Store for SqliteStore {
                         .bind(&e.actor.name)
                         .bind(e.actor.role.as_str())
                         .fetch_one(&mut *conn)
-                        .await?)
+                        .await
                 })
             })
             .await

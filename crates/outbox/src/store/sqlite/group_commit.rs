@@ -142,7 +142,7 @@ impl GroupCommit {
                     return;
                 }
             };
-            let out = (job.run)(&mut *sp).await.map_err(|e| (self.classify)(e));
+            let out = (job.run)(&mut sp).await.map_err(|e| (self.classify)(e));
             let kept = if out.is_ok() { sp.commit().await } else { sp.rollback().await };
             if let Err(e) = kept {
                 let e = (self.classify)(e);
