@@ -497,8 +497,6 @@ pub async fn facturapi_pendiente(app: &App) -> Res {
     let factura = emit_and_open(app, "4477").await?;
     app.wait_contains("[data-testid=timeline] li[data-kind=sale_recorded]", "Timbra no sella localmente")
         .await?;
-    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "unknown")
-        .await?;
     app.wait_badge("reanudar").await?;
     wait_evidence(app, &factura, "lookup", "pending").await?;
     expect_button(app, "failover", false, "").await?;

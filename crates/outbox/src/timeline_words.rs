@@ -74,6 +74,10 @@ pub fn phrases(entry: &TimelineEntry, attempts: &[AttemptInfo]) -> Vec<Phrase> {
                 .with("try_no", d.get("try_no").and_then(Value::as_i64).unwrap_or(0))]
         }
         TimelineSource::Evidence => evidence_phrases(entry, attempts),
+        // A JSON attempt (Facturapi): nothing was sealed here, and the timeline says so.
+        TimelineSource::Event if entry.kind == "sale_recorded" && text(d, "body_format").as_deref() == Some("json") => {
+            vec![Phrase::new("json_no_local_seal").with("pac", text(d, "pac").unwrap_or_default())]
+        }
         _ => Vec::new(),
     }
 }
@@ -230,5 +234,11 @@ mod tests {
         );
         let n = entry(TimelineSource::Event, "sale_recorded", json!({}));
         assert!(phrases(&n, &[]).is_empty());
+        let j = entry(
+            TimelineSource::Event,
+            "sale_recorded",
+            json!({"body_format": "json", "pac": "facturapi"}),
+        );
+        assert_eq!(phrases(&j, &[])[0].code, "json_no_local_seal");
     }
 }

@@ -263,6 +263,7 @@ export const en: Record<keyof typeof es, string> = {
   "timeline.say.code_cfdi_no_corresponde": "{pac} handed back a CFDI that is not this attempt's (another seal): not attached.",
   "timeline.say.code_pac_no_configurado": "PAC {pac} is not configured: nothing was sent.",
   "timeline.say.code_pac_cambio": "PAC {pac} is no longer the attempt's (URL, kind or account): nothing was sent.",
+  "timeline.say.json_no_local_seal": "Facturapi seals and issues the CFDI with the organization's CSD: Timbra does not seal locally; the JSON body was frozen with its idempotency key.",
   "timeline.say.uuid": "UUID {uuid}.",
   "timeline.say.operator_action": "Action: {action}.",
   "timeline.say.operator_note": "Note: “{text}”",

@@ -260,6 +260,7 @@ export const es = {
   "timeline.say.code_cfdi_no_corresponde": "{pac} devolvió un CFDI que no es el de este intento (su sello es otro): no se adjuntó.",
   "timeline.say.code_pac_no_configurado": "El PAC {pac} no está configurado: no se envió nada.",
   "timeline.say.code_pac_cambio": "El PAC {pac} ya no es el mismo del intento (URL, tipo o cuenta): no se envió nada.",
+  "timeline.say.json_no_local_seal": "Facturapi sella y emite el CFDI con el CSD de la organización: Timbra no sella localmente; se congeló el cuerpo JSON con su llave de idempotencia.",
   "timeline.say.uuid": "UUID {uuid}.",
   "timeline.say.operator_action": "Acción: {action}.",
   "timeline.say.operator_note": "Nota: «{text}»",
