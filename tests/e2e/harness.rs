@@ -289,8 +289,16 @@ impl App {
         e.select_by_value(value).await.map_err(|e| format!("elegir {value} en {css}: {e}"))
     }
 
+    /// Clicks `css` as a person would: first brought to the middle of the window, so the
+    /// sticky sandbox banner never covers it (WebKit scrolls a target only to the window's edge).
     pub async fn click(&self, css: &str) -> Res {
-        self.find(css).await?.click().await.map_err(|e| format!("clic en {css}: {e}"))
+        let e = self.find(css).await?;
+        let target = serde_json::to_value(&e).map_err(|err| format!("{css}: {err}"))?;
+        self.client
+            .execute("arguments[0].scrollIntoView({block: 'center', inline: 'nearest'});", vec![target])
+            .await
+            .map_err(|err| format!("desplazar a {css}: {err}"))?;
+        e.click().await.map_err(|e| format!("clic en {css}: {e}"))
     }
 
     pub async fn attr(&self, css: &str, name: &str) -> Res<Option<String>> {
