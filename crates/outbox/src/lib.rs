@@ -67,5 +67,7 @@ pub use error::OutboxError;
 pub use location::DatabaseLocation;
 pub use outbox::Outbox;
 pub use settings::{EmisorSettings, EmisorSetup};
+pub use store::any::{AnyStore, Backend};
+pub use store::postgres::{PgOptions, PgStore};
 pub use store::sqlite::{SqliteOptions, SqliteStore};
 pub use store::Store;

@@ -1,21 +1,44 @@
-//! Where the outbox database is: a path or URL given by the shell (`--db`), else the
-//! `TIMBRA_DATABASE_URL` environment variable, else `timbra.db` in the OS app-data folder.
-//! An unusable location is an error; nothing ever falls back to another file.
+//! Where the outbox database is: a path or URL given by the shell (`--db` / `--database-url`),
+//! else the `TIMBRA_DATABASE_URL` environment variable, else `timbra.db` in the OS app-data
+//! folder. A `postgres://` (or `postgresql://`) URL names a shared PostgreSQL database (team
+//! mode); anything else is a SQLite file. An unusable location is an error; nothing ever falls
+//! back to another database.
 
 use std::path::PathBuf;
 
 use crate::error::{OutboxError, Result};
 
-/// Environment variable naming the database (a path, `sqlite://PATH` or `sqlite:PATH`).
+/// Environment variable naming the database (a path, `sqlite://PATH`, `sqlite:PATH` or
+/// `postgres://USER@HOST/DATABASE`).
 pub const DATABASE_URL_ENV: &str = "TIMBRA_DATABASE_URL";
 
 /// File name of the default database.
 pub const DEFAULT_FILE_NAME: &str = "timbra.db";
 
 /// A database to open.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum DatabaseLocation {
     Sqlite(PathBuf),
+    /// A PostgreSQL URL (it may carry a password: shown only redacted).
+    Postgres(String),
+}
+
+impl std::fmt::Debug for DatabaseLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DatabaseLocation::Sqlite(p) => f.debug_tuple("Sqlite").field(p).finish(),
+            DatabaseLocation::Postgres(url) => f.debug_tuple("Postgres").field(&crate::store::postgres::redact_url(url)).finish(),
+        }
+    }
+}
+
+impl std::fmt::Display for DatabaseLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DatabaseLocation::Sqlite(p) => write!(f, "{}", p.display()),
+            DatabaseLocation::Postgres(url) => f.write_str(&crate::store::postgres::redact_url(url)),
+        }
+    }
 }
 
 impl DatabaseLocation {
@@ -33,16 +56,25 @@ impl DatabaseLocation {
         let bad = |msg: String| OutboxError::invalid("database_url", "url_invalida", msg);
         let lower = s.to_ascii_lowercase();
         if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
-            return Err(bad(
-                "PostgreSQL todavía no está disponible en esta versión de Timbra; use un archivo SQLite".into(),
-            ));
+            use std::str::FromStr;
+            let opts = sqlx::postgres::PgConnectOptions::from_str(s)
+                .map_err(|e| bad(format!("{}: {e}", crate::store::postgres::redact_url(s))))?;
+            if opts.get_database().is_none_or(str::is_empty) {
+                return Err(bad(format!(
+                    "{} no nombra la base de datos; use postgres://USUARIO@SERVIDOR/BASE",
+                    crate::store::postgres::redact_url(s)
+                )));
+            }
+            return Ok(DatabaseLocation::Postgres(s.to_string()));
         }
         let path = if let Some(rest) = s.strip_prefix("sqlite://") {
             rest
         } else if let Some(rest) = s.strip_prefix("sqlite:") {
             rest
         } else if let Some((scheme, _)) = s.split_once("://") {
-            return Err(bad(format!("esquema {scheme:?} no soportado; use una ruta o sqlite://RUTA")));
+            return Err(bad(format!(
+                "esquema {scheme:?} no soportado; use una ruta, sqlite://RUTA o postgres://USUARIO@SERVIDOR/BASE"
+            )));
         } else {
             s
         };
@@ -92,7 +124,27 @@ mod tests {
         assert_eq!(DatabaseLocation::parse("sqlite://rel/t.db?mode=rwc").unwrap(), sqlite("rel/t.db"));
         assert_eq!(DatabaseLocation::parse("sqlite:t.db").unwrap(), sqlite("t.db"));
         assert_eq!(DatabaseLocation::parse("C:\\datos\\t.db").unwrap(), sqlite("C:\\datos\\t.db"));
-        for bad in ["postgres://x/y", "mysql://x", "sqlite::memory:", "sqlite://"] {
+        assert_eq!(
+            DatabaseLocation::parse("postgres://timbra@db.local:5433/caja").unwrap(),
+            DatabaseLocation::Postgres("postgres://timbra@db.local:5433/caja".into())
+        );
+        assert!(matches!(
+            DatabaseLocation::parse("postgresql://u:p@h/d").unwrap(),
+            DatabaseLocation::Postgres(_)
+        ));
+        let shown = format!(
+            "{:?} {}",
+            DatabaseLocation::parse("postgres://u:s3cr3t@h/d").unwrap(),
+            DatabaseLocation::parse("postgres://u:s3cr3t@h/d").unwrap()
+        );
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        for bad in [
+            "postgres://x",
+            "postgres://x:notaport/y",
+            "mysql://x",
+            "sqlite::memory:",
+            "sqlite://",
+        ] {
             let e = DatabaseLocation::parse(bad).unwrap_err();
             assert!(
                 matches!(&e, OutboxError::Invalid(v) if v.0[0].field == "database_url"),
