@@ -9,6 +9,9 @@ use outbox::location::{DatabaseLocation, DATABASE_URL_ENV};
 use outbox::settings::DEFAULT_PAC;
 use outbox::{Actor, Outbox, SqliteOptions, SystemClock};
 
+/// How long the app waits for another process's lock or a free PostgreSQL connection.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 use crate::app_settings;
 use crate::channels::ChannelHosts;
 use crate::credentials::CredentialSlot;
@@ -73,9 +76,12 @@ impl AppState {
                 }
             }
         };
-        let DatabaseLocation::Sqlite(path) = location;
-        let database_path = path.display().to_string();
-        let ready = Ready::open(SqliteOptions::new(path).create(true)).await;
+        // A PostgreSQL URL is shown without its password.
+        let database_path = location.to_string();
+        let ready = match &location {
+            DatabaseLocation::Sqlite(path) => Ready::open(SqliteOptions::new(path).create(true)).await,
+            DatabaseLocation::Postgres(_) => Ready::open_shared(&location).await,
+        };
         if let Err(e) = &ready {
             tracing::error!(code = e.code(), error = %e, "no se pudo iniciar el outbox");
         }
@@ -87,6 +93,21 @@ impl Ready {
     pub async fn open(opts: SqliteOptions) -> Result<Ready, AppError> {
         let database_dir = opts.path.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
         let outbox = Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await?;
+        Ready::with(outbox, database_dir).await
+    }
+
+    /// A shared PostgreSQL outbox (team mode); the sandbox simulators keep their state in the
+    /// app-data folder.
+    pub async fn open_shared(location: &DatabaseLocation) -> Result<Ready, AppError> {
+        let database_dir = outbox::location::default_sqlite_path()?
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        let outbox = Outbox::open_location(location, true, BUSY_TIMEOUT, Arc::new(SystemClock)).await?;
+        Ready::with(outbox, database_dir).await
+    }
+
+    async fn with(outbox: Outbox, database_dir: std::path::PathBuf) -> Result<Ready, AppError> {
         let test_no_certificado = sandbox::test_no_certificado()?;
         let system = Actor::system(CHANNEL);
         match outbox.emisor_settings().await? {

@@ -115,6 +115,7 @@ mod tests {
         assert_eq!(DatabaseLocation::resolve(None, Some("sqlite:///b.db")).unwrap(), sqlite("/b.db"));
         match DatabaseLocation::resolve(None, None) {
             Ok(DatabaseLocation::Sqlite(p)) => assert!(p.ends_with(DEFAULT_FILE_NAME), "{}", p.display()),
+            Ok(other) => panic!("the default is a SQLite file, not {other:?}"),
             Err(e) => assert_eq!(e.code(), "validation"),
         }
     }

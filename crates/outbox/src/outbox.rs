@@ -78,7 +78,7 @@ impl Outbox<AnyStore> {
     /// Opens the outbox `location` names (SQLite file or PostgreSQL URL); `create` makes a new
     /// SQLite file or a new PostgreSQL database. `busy_timeout`: how long to wait for another
     /// process.
-    pub async fn open(
+    pub async fn open_location(
         location: &DatabaseLocation,
         create: bool,
         busy_timeout: StdDuration,

@@ -19,9 +19,8 @@ fn is_locked(e: &OutboxError) -> bool {
     matches!(e, OutboxError::Forbidden { action, role: "contador" } if action.contains("desbloquearse"))
 }
 
-#[tokio::test]
-async fn a_contador_with_a_credential_acts_only_while_unlocked() {
-    let e = env().await;
+async fn a_contador_with_a_credential_acts_only_while_unlocked(backend: Backend) {
+    let e = env(backend).await;
     let rec = e.outbox.record_sale_json(ingreso("v-1").as_bytes(), None, &staff()).await.unwrap();
     let invoice = InvoiceRef::Id(rec.invoice_id);
     // No credential yet: the declared role acts (the strategy may still refuse the action).
@@ -99,9 +98,8 @@ async fn a_contador_with_a_credential_acts_only_while_unlocked() {
     e.outbox.unlock_role(Role::Contador, &Secret::new("nuevo-7781")).await.unwrap();
 }
 
-#[tokio::test]
-async fn a_refusal_for_the_role_is_written_on_the_invoice_timeline() {
-    let e = env().await;
+async fn a_refusal_for_the_role_is_written_on_the_invoice_timeline(backend: Backend) {
+    let e = env(backend).await;
     let rec = e.outbox.record_sale_json(ingreso("v-2").as_bytes(), None, &staff()).await.unwrap();
     let invoice = InvoiceRef::Id(rec.invoice_id);
     let forbidden = |d: &outbox::model::InvoiceDetail, why: &str| {
@@ -131,3 +129,8 @@ async fn a_refusal_for_the_role_is_written_on_the_invoice_timeline() {
     assert_eq!(after.evidence.len(), d.evidence.len(), "a refusal is not evidence");
     assert_eq!(after.invoice.badge, d.invoice.badge);
 }
+
+crate::conformance!(
+    a_contador_with_a_credential_acts_only_while_unlocked,
+    a_refusal_for_the_role_is_written_on_the_invoice_timeline,
+);
