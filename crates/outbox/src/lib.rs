@@ -36,6 +36,7 @@ pub mod attempts;
 pub mod backup;
 pub mod cancel_step;
 pub mod cancellation;
+pub mod changes;
 pub mod channel_rows;
 pub mod clock;
 pub mod drain;

@@ -783,7 +783,39 @@ async fn only_soporte_and_the_contador_change_settings(backend: Backend) {
     assert_eq!(e.outbox.drain_settings().await.unwrap(), drain, "a refused change writes nothing");
 }
 
+async fn a_console_sees_what_another_process_changed(backend: Backend) {
+    let e = env(backend).await;
+    let other = e.reopen().await;
+    other.provide_csd_password(password());
+    let mut feed = e.outbox.watch_changes().await.unwrap();
+    let r = other
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .unwrap();
+    // A hang guard, not a timing: the change arrives at the next poll or at the commit.
+    let change = tokio::time::timeout(std::time::Duration::from_secs(30), feed.next())
+        .await
+        .expect("a change arrives")
+        .unwrap();
+    match (backend, change) {
+        (Backend::Postgres, outbox::changes::Change::Invoice(id)) => assert_eq!(id, r.invoice_id),
+        (Backend::Sqlite, outbox::changes::Change::Unspecified) => {}
+        other => panic!("{other:?}"),
+    }
+    // A note by the other process is a change too.
+    other.add_note(&InvoiceRef::Id(r.invoice_id), "llamar", &staff()).await.unwrap();
+    let change = tokio::time::timeout(std::time::Duration::from_secs(30), feed.next())
+        .await
+        .expect("a change arrives")
+        .unwrap();
+    assert!(
+        matches!(change, outbox::changes::Change::Invoice(id) if id == r.invoice_id) || backend == Backend::Sqlite,
+        "{change:?}"
+    );
+}
+
 crate::conformance!(
+    a_console_sees_what_another_process_changed,
     recording_a_sale_writes_sale_invoice_attempt_and_event_together,
     every_document_kind_is_recorded,
     fecha_is_the_recording_time_when_occurred_at_is_outside_the_window,

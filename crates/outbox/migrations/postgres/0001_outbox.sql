@@ -357,3 +357,32 @@ EXECUTE FUNCTION timbra_refuse('append-only: timeline events are never updated')
 CREATE TRIGGER timeline_no_delete BEFORE DELETE ON timeline_events
 FOR EACH ROW
 EXECUTE FUNCTION timbra_refuse('append-only: timeline events are never deleted');
+
+-- Change notifications (team mode) ---------------------------------------------------------------
+
+-- Every write to an invoice, its notes or its timeline notifies channel 'timbra_changes' with
+-- the invoice id (PostgreSQL delivers it when the transaction commits, once per id and
+-- transaction): consoles LISTEN and refresh what others changed. Evidence, tries and CFDIs
+-- reach it through the facts_version they bump on the invoice.
+CREATE FUNCTION timbra_notify_invoice() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('timbra_changes', NEW.id::text);
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION timbra_notify_invoice_of_row() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('timbra_changes', NEW.invoice_id::text);
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER invoices_notify AFTER INSERT OR UPDATE ON invoices
+FOR EACH ROW EXECUTE FUNCTION timbra_notify_invoice();
+
+CREATE TRIGGER notes_notify AFTER INSERT OR UPDATE ON notes
+FOR EACH ROW EXECUTE FUNCTION timbra_notify_invoice_of_row();
+
+CREATE TRIGGER timeline_events_notify AFTER INSERT ON timeline_events
+FOR EACH ROW EXECUTE FUNCTION timbra_notify_invoice_of_row();

@@ -229,15 +229,6 @@ impl PgStore {
         self.pool.close().await;
     }
 
-    /// Sessions of Timbra connected to this database right now (consoles and workers, every
-    /// process's pool counted by its connections): what the console shows as "who is live".
-    pub async fn live_sessions(&self) -> Result<i64> {
-        sqlx::query_scalar(sql!("live_sessions"))
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| self.err(e))
-    }
-
     fn err(&self, e: sqlx::Error) -> OutboxError {
         classify_error(&self.location, self.acquire_timeout, e)
     }
