@@ -211,6 +211,49 @@ impl Ready {
         self.set_drain(result);
     }
 
+    /// On a shared (PostgreSQL) database, tells the UI what other consoles and workers changed:
+    /// each change notification becomes `invoice-changed`, and the counters are re-read (at most
+    /// twice a second). A lost connection is retried every 5 s. On a SQLite file this process
+    /// is the only writer the app shows, and its own writes already announce themselves.
+    pub fn watch_others(&self, app: tauri::AppHandle) {
+        if self.outbox.store().postgres().is_none() {
+            return;
+        }
+        let outbox = self.outbox.clone();
+        tauri::async_runtime::spawn(async move {
+            loop {
+                match outbox.watch_changes().await {
+                    Ok(mut feed) => loop {
+                        match feed.next().await {
+                            Ok(first) => {
+                                let announce = |change| {
+                                    if let outbox::changes::Change::Invoice(invoice_id) = change {
+                                        crate::ipc::emit::invoice_changed(&app, &crate::dto::InvoiceChangedDto { invoice_id });
+                                    }
+                                };
+                                announce(first);
+                                // The rest of a burst of commits, then the counters once.
+                                let until = tokio::time::Instant::now() + std::time::Duration::from_millis(500);
+                                while let Ok(Ok(change)) = tokio::time::timeout_at(until, feed.next()).await {
+                                    announce(change);
+                                }
+                                if let Ok(c) = outbox.counts().await {
+                                    crate::ipc::emit::counts_changed(&app, &c);
+                                }
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, "se perdió el aviso de cambios de otras consolas");
+                                break;
+                            }
+                        }
+                    },
+                    Err(e) => tracing::warn!(error = %e, "no se pudo escuchar los cambios de otras consolas"),
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            }
+        });
+    }
+
     /// Installs a (re)started drain, stopping the previous one.
     pub fn set_drain(&self, host: Result<DrainHost, AppError>) {
         let old = self.drain.write().unwrap_or_else(|p| p.into_inner()).replace(host.map(Arc::new));

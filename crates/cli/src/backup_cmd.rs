@@ -74,7 +74,7 @@ pub fn restore(db: Option<&str>, a: RestoreArgs) -> Result<u8, Failure> {
         outbox::DatabaseLocation::Sqlite(p) => p,
         outbox::DatabaseLocation::Postgres(url) => {
             return Err(failure(
-                pg_dump_instead(std::path::Path::new(&outbox::store::postgres::redact_url(&url))),
+                pg_dump_instead(std::path::Path::new(&outbox::location::redact_url(&url))),
                 "",
             ))
         }
@@ -102,7 +102,7 @@ pub fn restore(db: Option<&str>, a: RestoreArgs) -> Result<u8, Failure> {
 /// Backups of a shared PostgreSQL database are the server's (README, "Teams").
 fn pg_dump_instead(location: &std::path::Path) -> outbox::OutboxError {
     outbox::OutboxError::Unsupported(format!(
-        "{} es PostgreSQL: respalde con `pg_dump --format=custom` y restaure con `pg_restore` (vea la sección Equipos del README)",
+        "{} es PostgreSQL: respalde con `pg_dump --format=custom` y restaure con `pg_restore` (vea la sección «Teams» del README)",
         location.display()
     ))
 }

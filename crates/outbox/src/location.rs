@@ -27,7 +27,7 @@ impl std::fmt::Debug for DatabaseLocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DatabaseLocation::Sqlite(p) => f.debug_tuple("Sqlite").field(p).finish(),
-            DatabaseLocation::Postgres(url) => f.debug_tuple("Postgres").field(&crate::store::postgres::redact_url(url)).finish(),
+            DatabaseLocation::Postgres(url) => f.debug_tuple("Postgres").field(&redact_url(url)).finish(),
         }
     }
 }
@@ -36,7 +36,7 @@ impl std::fmt::Display for DatabaseLocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DatabaseLocation::Sqlite(p) => write!(f, "{}", p.display()),
-            DatabaseLocation::Postgres(url) => f.write_str(&crate::store::postgres::redact_url(url)),
+            DatabaseLocation::Postgres(url) => f.write_str(&redact_url(url)),
         }
     }
 }
@@ -57,12 +57,11 @@ impl DatabaseLocation {
         let lower = s.to_ascii_lowercase();
         if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
             use std::str::FromStr;
-            let opts = sqlx::postgres::PgConnectOptions::from_str(s)
-                .map_err(|e| bad(format!("{}: {e}", crate::store::postgres::redact_url(s))))?;
+            let opts = sqlx::postgres::PgConnectOptions::from_str(s).map_err(|e| bad(format!("{}: {e}", redact_url(s))))?;
             if opts.get_database().is_none_or(str::is_empty) {
                 return Err(bad(format!(
                     "{} no nombra la base de datos; use postgres://USUARIO@SERVIDOR/BASE",
-                    crate::store::postgres::redact_url(s)
+                    redact_url(s)
                 )));
             }
             return Ok(DatabaseLocation::Postgres(s.to_string()));
@@ -86,6 +85,28 @@ impl DatabaseLocation {
         }
         Ok(DatabaseLocation::Sqlite(PathBuf::from(path)))
     }
+}
+
+/// `url` without its password (for messages and logs): `postgres://USER@HOST:PORT/DATABASE`.
+pub fn redact_url(url: &str) -> String {
+    match <sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(url) {
+        Ok(o) => describe_postgres(&o),
+        Err(_) => "postgres://(URL inválida)".into(),
+    }
+}
+
+pub(crate) fn describe_postgres(o: &sqlx::postgres::PgConnectOptions) -> String {
+    let host = match o.get_socket() {
+        Some(s) => s.display().to_string(),
+        None => o.get_host().to_string(),
+    };
+    format!(
+        "postgres://{}@{}:{}/{}",
+        o.get_username(),
+        host,
+        o.get_port(),
+        o.get_database().unwrap_or("")
+    )
 }
 
 /// `timbra.db` in the OS app-data folder (e.g. `~/.local/share/timbra/` on Linux).

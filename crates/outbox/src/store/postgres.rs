@@ -47,6 +47,7 @@ use crate::channel_rows::{
     WebhookEvent,
 };
 use crate::error::{OutboxError, Result};
+use crate::location::{describe_postgres as describe, redact_url};
 use crate::model::{
     ActedBy, AttemptInfo, AttemptReason, Badge, BodyFormat, CfdiInfo, Counts, EvidenceInfo, FechaSource, InvoiceDetail, InvoiceRef,
     InvoiceState, InvoiceSummary, Lease, ListFilter, Note, SaleRecord, TimelineEntry, TimelineSource, TryInfo,
@@ -150,28 +151,6 @@ impl PgOptions {
         self.max_connections = n;
         self
     }
-}
-
-/// `url` without its password (for messages and logs): `postgres://USER@HOST:PORT/DATABASE`.
-pub fn redact_url(url: &str) -> String {
-    match PgConnectOptions::from_str(url) {
-        Ok(o) => describe(&o),
-        Err(_) => "postgres://(URL inválida)".into(),
-    }
-}
-
-fn describe(o: &PgConnectOptions) -> String {
-    let host = match o.get_socket() {
-        Some(s) => s.display().to_string(),
-        None => o.get_host().to_string(),
-    };
-    format!(
-        "postgres://{}@{}:{}/{}",
-        o.get_username(),
-        host,
-        o.get_port(),
-        o.get_database().unwrap_or("")
-    )
 }
 
 /// The PostgreSQL outbox store.
