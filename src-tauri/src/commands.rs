@@ -5,6 +5,7 @@
 
 use cfdi::sale_draft::SaleDraft;
 use cfdi::secret::Secret;
+use outbox::dashboard::Dashboard;
 use outbox::duplicates::{CancellationPreview, DuplicateGroup};
 use outbox::follow_up::{FollowUpDraft, FollowUpKind};
 use outbox::model::InvoiceRef;
@@ -126,6 +127,13 @@ pub async fn invoice_counts(state: State<'_, AppState>) -> Res<Counts> {
     Ok(state.ready()?.outbox.counts().await?)
 }
 
+/// The Tablero: PAC health, stamps per hour, states over time and totals, all from the database.
+#[tauri::command]
+pub async fn dashboard(state: State<'_, AppState>) -> Res<Dashboard> {
+    let ready = state.ready()?;
+    Ok(ready.outbox.dashboard(ready.outbox.now()).await?)
+}
+
 async fn detail_of(ready: &Ready, invoice_id: i64) -> Res<InvoiceDetailDto> {
     let detail = ready.outbox.invoice(&InvoiceRef::Id(invoice_id)).await?;
     // The verdict needs no running drain: the page shows it (and its buttons work) even when
@@ -169,6 +177,19 @@ pub async fn invoice_action(
     found: Option<FoundCfdiDto>,
 ) -> Res<InvoiceDetailDto> {
     let ready = state.ready()?;
+    act_on_invoice(ready, invoice_id, action, note, found).await?;
+    announce(&app, ready, Some(invoice_id)).await;
+    detail_of(ready, invoice_id).await
+}
+
+/// [`invoice_action`] without the window: what the command does, as the operator at the desk.
+pub(crate) async fn act_on_invoice(
+    ready: &Ready,
+    invoice_id: i64,
+    action: ActionKindDto,
+    note: Option<String>,
+    found: Option<FoundCfdiDto>,
+) -> Res<()> {
     let outbox = &ready.outbox;
     let invoice = InvoiceRef::Id(invoice_id);
     let actor = ready.actor();
@@ -238,8 +259,7 @@ pub async fn invoice_action(
             });
         }
     }
-    announce(&app, ready, Some(invoice_id)).await;
-    detail_of(ready, invoice_id).await
+    Ok(())
 }
 
 // Duplicates and cancellation ------------------------------------------------------------------
@@ -332,6 +352,13 @@ pub async fn follow_up_draft(state: State<'_, AppState>, invoice_id: i64, kind: 
 #[tauri::command]
 pub async fn import_cfdis(app: AppHandle, state: State<'_, AppState>, files: Vec<ImportFileDto>) -> Res<ImportReport> {
     let ready = state.ready()?;
+    let report = import_cfdis_as(ready, files).await?;
+    announce(&app, ready, None).await;
+    Ok(report)
+}
+
+/// [`import_cfdis`] without the window, as the operator at the desk.
+pub(crate) async fn import_cfdis_as(ready: &Ready, files: Vec<ImportFileDto>) -> Res<ImportReport> {
     // A ZIP (SAT's bulk download) is opened here: all of it, or nothing is imported.
     let mut all: Vec<(String, Vec<u8>)> = Vec::new();
     for f in files {
@@ -348,7 +375,6 @@ pub async fn import_cfdis(app: AppHandle, state: State<'_, AppState>, files: Vec
         .outbox
         .import_cfdis(&files, outbox::reconciliation::SaleIdField::None, &ready.actor())
         .await?;
-    announce(&app, ready, None).await;
     Ok(report)
 }
 
@@ -1053,4 +1079,299 @@ pub async fn set_role_pin(state: State<'_, AppState>, pin: String) -> Res<Vec<Ro
     let pin = cfdi::secret::Secret::new(pin);
     ready.outbox.set_role_credential(actor.role, &pin, &actor).await?;
     role_locks_of(ready).await
+}
+
+// Scheduled backups ---------------------------------------------------------------------------
+
+/// The automatic backups: policy, folder, the newest, the last failure.
+#[tauri::command]
+pub async fn backups(state: State<'_, AppState>) -> Res<BackupsDto> {
+    crate::backups::status(state.ready()?).await
+}
+
+/// Changes how often the app backs up and how many copies it keeps.
+#[tauri::command]
+pub async fn save_backups(state: State<'_, AppState>, policy: BackupPolicyDto) -> Res<BackupsDto> {
+    let ready = state.ready()?;
+    outbox::settings::may_change_settings(&ready.actor(), "cambiar los respaldos automáticos")?;
+    crate::backups::save(ready, &policy).await?;
+    crate::backups::status(ready).await
+}
+
+/// A backup now (consistent while the drain runs), keeping the policy's number of copies.
+#[tauri::command]
+pub async fn backup_now(state: State<'_, AppState>) -> Res<BackupsDto> {
+    let ready = state.ready()?;
+    outbox::settings::may_change_settings(&ready.actor(), "respaldar la base de datos")?;
+    crate::backups::now(ready).await?;
+    crate::backups::status(ready).await
+}
+
+// Customers and products (Clientes, Productos, Emitir) and SAT's catalogs -----------------------
+
+fn product_dto(p: outbox::products::Product) -> ProductDto {
+    let concepto = p.concepto("1");
+    ProductDto { product: p, concepto }
+}
+
+/// The customers (by name), or those whose RFC starts with `query` or whose name has its words.
+#[tauri::command]
+pub async fn customers(state: State<'_, AppState>, query: Option<String>) -> Res<Vec<outbox::customers::Customer>> {
+    Ok(state.ready()?.outbox.customers(blank_to_none(&query).as_deref()).await?)
+}
+
+/// Adds a customer (`id` null) or replaces customer `id`; every bad field named, nothing written.
+#[tauri::command]
+pub async fn save_customer(
+    state: State<'_, AppState>,
+    id: Option<i64>,
+    input: outbox::customers::CustomerInput,
+) -> Res<outbox::customers::Customer> {
+    let ready = state.ready()?;
+    Ok(match id {
+        None => ready.outbox.add_customer(&input, &ready.actor()).await?,
+        Some(id) => ready.outbox.update_customer(id, &input, &ready.actor()).await?,
+    })
+}
+
+/// Deletes a customer (recorded sales keep their receptor); the remaining list.
+#[tauri::command]
+pub async fn delete_customer(state: State<'_, AppState>, id: i64) -> Res<Vec<outbox::customers::Customer>> {
+    let ready = state.ready()?;
+    ready.outbox.delete_customer(id, &ready.actor()).await?;
+    Ok(ready.outbox.customers(None).await?)
+}
+
+/// Imports a customers' CSV: the good lines written, each bad one reported with its number.
+#[tauri::command]
+pub async fn import_customers(state: State<'_, AppState>, file: ImportFileDto) -> Res<outbox::master_csv::CsvImport> {
+    let ready = state.ready()?;
+    Ok(ready.outbox.import_customers_csv(&file.bytes, &ready.actor()).await?)
+}
+
+/// Writes `clientes.csv` (the import's shape) to the downloads folder.
+#[tauri::command]
+pub async fn export_customers(state: State<'_, AppState>) -> Res<SavedFileDto> {
+    let text = state.ready()?.outbox.export_customers_csv().await?;
+    let path = export_dir()?.join("clientes.csv");
+    crate::channels::write_file(&path, text.as_bytes())?;
+    Ok(SavedFileDto {
+        path: path.display().to_string(),
+    })
+}
+
+/// The products (by SKU) with the concepto each makes, or those matching `query` (SKU prefix or
+/// words of the description).
+#[tauri::command]
+pub async fn products(state: State<'_, AppState>, query: Option<String>) -> Res<Vec<ProductDto>> {
+    let all = state.ready()?.outbox.products(blank_to_none(&query).as_deref()).await?;
+    Ok(all.into_iter().map(product_dto).collect())
+}
+
+/// Adds a product (`id` null) or replaces product `id`.
+#[tauri::command]
+pub async fn save_product(state: State<'_, AppState>, id: Option<i64>, input: outbox::products::ProductInput) -> Res<ProductDto> {
+    let ready = state.ready()?;
+    Ok(product_dto(match id {
+        None => ready.outbox.add_product(&input, &ready.actor()).await?,
+        Some(id) => ready.outbox.update_product(id, &input, &ready.actor()).await?,
+    }))
+}
+
+/// Deletes a product; the remaining list.
+#[tauri::command]
+pub async fn delete_product(state: State<'_, AppState>, id: i64) -> Res<Vec<ProductDto>> {
+    let ready = state.ready()?;
+    ready.outbox.delete_product(id, &ready.actor()).await?;
+    Ok(ready.outbox.products(None).await?.into_iter().map(product_dto).collect())
+}
+
+/// Imports a products' CSV.
+#[tauri::command]
+pub async fn import_products(state: State<'_, AppState>, file: ImportFileDto) -> Res<outbox::master_csv::CsvImport> {
+    let ready = state.ready()?;
+    Ok(ready.outbox.import_products_csv(&file.bytes, &ready.actor()).await?)
+}
+
+/// Writes `productos.csv` to the downloads folder.
+#[tauri::command]
+pub async fn export_products(state: State<'_, AppState>) -> Res<SavedFileDto> {
+    let text = state.ready()?.outbox.export_products_csv().await?;
+    let path = export_dir()?.join("productos.csv");
+    crate::channels::write_file(&path, text.as_bytes())?;
+    Ok(SavedFileDto {
+        path: path.display().to_string(),
+    })
+}
+
+/// Searches one of SAT's embedded catalogs by code prefix or words (accents and case ignored).
+#[tauri::command]
+pub async fn catalog_search(catalogo: CatalogoDto, text: String, limit: u32) -> Res<Vec<CatalogEntryDto>> {
+    use cfdi::catalog::Catalogo;
+    let c = match catalogo {
+        CatalogoDto::ProdServ => Catalogo::ClaveProdServ,
+        CatalogoDto::Unidad => Catalogo::ClaveUnidad,
+        CatalogoDto::CodigoPostal => Catalogo::CodigoPostal,
+        CatalogoDto::Regimen => Catalogo::RegimenFiscal,
+        CatalogoDto::Uso => Catalogo::UsoCfdi,
+        CatalogoDto::FormaPago => Catalogo::FormaPago,
+    };
+    Ok(cfdi::catalog::search(c, &text, (limit as usize).clamp(1, 200))
+        .into_iter()
+        .map(|e| CatalogEntryDto {
+            code: e.code.to_string(),
+            descripcion: e.descripcion.to_string(),
+        })
+        .collect())
+}
+
+/// Source and date of the embedded SAT catalogs.
+#[tauri::command]
+pub async fn catalog_version() -> Res<CatalogVersionDto> {
+    let v = cfdi::catalog::catalog_version();
+    Ok(CatalogVersionDto {
+        fuente: v.fuente.to_string(),
+        fecha: v.fecha.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    //! The role checks as the window meets them: a command called directly over IPC (the
+    //! button hidden or not) is refused for the wrong role and for a contador whose unlock
+    //! expired or was spent, and the refusal carries its own code.
+    use std::sync::Arc;
+
+    use cfdi::secret::Secret;
+    use chrono::Timelike;
+    use outbox::{Actor, Clock, Role, SqliteOptions, TestClock};
+
+    use super::*;
+
+    async fn desk() -> (tempfile::TempDir, Arc<TestClock>, Ready, i64) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Whole seconds: a backup's file name carries its instant to the second.
+        let clock = Arc::new(TestClock::new(chrono::Utc::now().with_nanosecond(0).expect("a valid instant")));
+        let ready = Ready::open_with_clock(SqliteOptions::new(dir.path().join("timbra.db")).create(true), clock.clone())
+            .await
+            .expect("open");
+        let now_local = cfdi::tz::local_at(ready.outbox.now(), "42501");
+        let rec = ready
+            .outbox
+            .record_sale_json(&crate::demo::sale_json(0, now_local), None, &ready.actor())
+            .await
+            .expect("record");
+        (dir, clock, ready, rec.invoice_id)
+    }
+
+    fn seat(ready: &Ready, name: &str, role: Role) {
+        ready.set_operator(OperatorDto { name: name.into(), role });
+    }
+
+    /// A contador-only action that reaches the outbox's role check before anything else.
+    async fn accept_risk(ready: &Ready, invoice_id: i64) -> Res<()> {
+        act_on_invoice(
+            ready,
+            invoice_id,
+            ActionKindDto::ReprocessAcceptingRisk,
+            Some("acepto el riesgo de duplicado".into()),
+            None,
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn a_contador_only_command_is_refused_for_soporte_and_for_an_expired_or_spent_unlock() {
+        let (_dir, clock, ready, invoice_id) = desk().await;
+        // Soporte (the default seat) calling the contador's command directly.
+        let r = accept_risk(&ready, invoice_id).await;
+        assert!(matches!(&r, Err(AppError::Forbidden { role, .. }) if role == "soporte"), "{r:?}");
+
+        seat(&ready, "Carla", Role::Contador);
+        let pin = Secret::new("482913");
+        ready
+            .outbox
+            .set_role_credential(Role::Contador, &pin, &Actor::new("Carla", Role::Contador, "test"))
+            .await
+            .expect("pin");
+        let r = accept_risk(&ready, invoice_id).await;
+        assert!(
+            matches!(&r, Err(AppError::RoleLocked { role, .. }) if role == "contador"),
+            "never unlocked: {r:?}"
+        );
+
+        // Unlocked, then the unlock's 15 minutes pass.
+        ready.outbox.unlock_role(Role::Contador, &pin).await.expect("unlock");
+        clock.advance(outbox::role_credentials::UNLOCK_TTL + chrono::Duration::seconds(1));
+        let r = accept_risk(&ready, invoice_id).await;
+        assert!(matches!(&r, Err(AppError::RoleLocked { .. })), "expired: {r:?}");
+
+        // Live: the role check passes and the strategy answers (nothing is at risk yet).
+        ready.outbox.unlock_role(Role::Contador, &pin).await.expect("unlock");
+        let r = accept_risk(&ready, invoice_id).await;
+        assert!(matches!(&r, Err(AppError::ActionRefused { .. })), "live: {r:?}");
+
+        // Spent by a risky action (the reconciliation import): the next one asks again.
+        import_cfdis_as(&ready, vec![]).await.expect("import with a live unlock");
+        let r = import_cfdis_as(&ready, vec![]).await;
+        assert!(matches!(&r, Err(AppError::RoleLocked { .. })), "spent: {r:?}");
+
+        let detail = ready.outbox.invoice(&InvoiceRef::Id(invoice_id)).await.expect("detail");
+        let refusals: Vec<_> = detail
+            .timeline
+            .iter()
+            .filter(|t| t.kind == "action_forbidden")
+            .map(|t| t.detail["reason"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(refusals, ["rol", "bloqueado", "bloqueado"], "each refusal is on the timeline");
+    }
+
+    #[tokio::test]
+    async fn the_app_backs_up_on_its_schedule_and_names_a_bad_policy() {
+        let (_dir, clock, ready, _) = desk().await;
+        let st = crate::backups::status(&ready).await.expect("status");
+        assert_eq!(
+            (st.policy.enabled, st.policy.every_hours, st.policy.keep),
+            (true, 24, 7),
+            "daily, a week kept"
+        );
+        assert_eq!((st.count, st.newest.as_deref()), (0, None));
+
+        crate::backups::tick(&ready).await.expect("first tick");
+        clock.advance(chrono::Duration::hours(1));
+        crate::backups::tick(&ready).await.expect("an hour later");
+        assert_eq!(crate::backups::status(&ready).await.expect("status").count, 1, "one per day");
+
+        let bad = crate::backups::save(
+            &ready,
+            &BackupPolicyDto {
+                enabled: true,
+                every_hours: 0,
+                keep: 2,
+            },
+        )
+        .await;
+        assert!(
+            matches!(&bad, Err(AppError::Validation { errors }) if errors[0].field == "respaldos.cada_horas"),
+            "{bad:?}"
+        );
+        crate::backups::save(
+            &ready,
+            &BackupPolicyDto {
+                enabled: true,
+                every_hours: 1,
+                keep: 2,
+            },
+        )
+        .await
+        .expect("save");
+        for _ in 0..3 {
+            clock.advance(chrono::Duration::hours(2));
+            crate::backups::tick(&ready).await.expect("tick");
+        }
+        let st = crate::backups::status(&ready).await.expect("status");
+        assert_eq!(st.count, 2, "the newest two kept");
+        assert_eq!(st.newest, Some(clock.now().to_rfc3339()));
+        assert!(st.last_error.is_none());
+    }
 }

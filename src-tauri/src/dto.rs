@@ -364,6 +364,9 @@ pub enum SandboxFaultDto {
     /// resume of a document it already stamped is answered 401 although the CFDI exists (a
     /// rejection after an unknown outcome proves nothing: *Atención*).
     ValidatesFirstExpired,
+    /// Facturapi: the invoice is accepted as `pending` (HTTP 202) and turns valid 8 s later;
+    /// Timbra looks it up by `external_id`, never creates it again. Facturapi-flavoured PAC only.
+    Pending,
 }
 
 /// What "Cargar datos de demostración" did.
@@ -555,4 +558,64 @@ pub struct RoleLockDto {
     pub has_credential: bool,
     /// RFC 3339, while unlocked.
     pub unlocked_until: Option<String>,
+}
+
+/// How often the app backs up the database, and how many copies it keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct BackupPolicyDto {
+    pub enabled: bool,
+    /// 1–720.
+    pub every_hours: u32,
+    /// 1–365.
+    pub keep: u32,
+}
+
+/// The scheduled backups as Ajustes shows them.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct BackupsDto {
+    pub policy: BackupPolicyDto,
+    /// The folder they go to.
+    pub folder: String,
+    /// The newest backup's instant (RFC 3339), if any.
+    pub newest: Option<String>,
+    /// Backups in the folder.
+    pub count: u32,
+    /// Why the last scheduled backup failed (cleared by the next good one).
+    pub last_error: Option<crate::error::AppError>,
+}
+
+// Customers, products and SAT's catalogs (Clientes, Productos, Emitir's pickers) ----------------
+
+/// A product with the concepto line one unit of it makes (Emitir adds it as it is; every value
+/// stays editable on the invoice).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct ProductDto {
+    pub product: outbox::products::Product,
+    pub concepto: cfdi::sale_draft::ConceptoDraft,
+}
+
+/// One entry of a SAT catalog search.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct CatalogEntryDto {
+    pub code: String,
+    pub descripcion: String,
+}
+
+/// Which catalog to search (the pickers of Clientes, Productos and Emitir).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum CatalogoDto {
+    ProdServ,
+    Unidad,
+    CodigoPostal,
+    Regimen,
+    Uso,
+    FormaPago,
+}
+
+/// Where the embedded catalogs come from (Ajustes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct CatalogVersionDto {
+    pub fuente: String,
+    pub fecha: String,
 }

@@ -83,6 +83,10 @@ pub enum AppError {
     DbTooNew { path: String, version: i64 },
     #[error("no se pudo abrir la base de datos")]
     DbUnavailable { path: String, detail: String },
+    /// The disk holding the database is full: the write was refused whole, nothing
+    /// half-written; it works again once there is space.
+    #[error("el disco de la base de datos está lleno")]
+    DbFull { path: String },
     #[error("la base de datos rechazó la operación: {message}")]
     Integrity { message: String },
     #[error("error de la base de datos: {message}")]
@@ -96,6 +100,10 @@ pub enum AppError {
     /// The operator's role may not take this action.
     #[error("el rol {role} no puede {action}")]
     Forbidden { action: String, role: String },
+    /// The operator's role has a credential and is not unlocked (never, expired, or spent by
+    /// the previous risky action): the UI asks for the PIN and tries once more.
+    #[error("el rol {role} está bloqueado para {action}")]
+    RoleLocked { action: String, role: String },
     /// The operation is not available in this build yet (named, never faked).
     #[error("no disponible todavía: {feature}")]
     Unsupported { feature: String },
@@ -147,11 +155,13 @@ impl AppError {
             AppError::DbCorrupt { .. } => "db_corrupt",
             AppError::DbTooNew { .. } => "db_too_new",
             AppError::DbUnavailable { .. } => "db_unavailable",
+            AppError::DbFull { .. } => "db_full",
             AppError::Integrity { .. } => "integrity",
             AppError::Db { .. } => "db",
             AppError::Startup { .. } => "startup",
             AppError::CredentialStore { .. } => "credential_store",
             AppError::Forbidden { .. } => "forbidden",
+            AppError::RoleLocked { .. } => "role_locked",
             AppError::Unsupported { .. } => "unsupported",
             AppError::File { .. } => "file",
             AppError::SandboxOnly => "sandbox_only",
@@ -194,6 +204,7 @@ fn millis(d: Duration) -> u64 {
 impl From<OutboxError> for AppError {
     fn from(e: OutboxError) -> AppError {
         let path = |p: &std::path::Path| p.display().to_string();
+        let disk_full = e.is_disk_full();
         match e {
             OutboxError::Invalid(v) => AppError::Validation {
                 errors: v.0.iter().map(FieldErrorDto::from).collect(),
@@ -223,6 +234,7 @@ impl From<OutboxError> for AppError {
             },
             OutboxError::DatabaseCorrupt { path: p, detail } => AppError::DbCorrupt { path: path(&p), detail },
             OutboxError::DatabaseTooNew { path: p, version } => AppError::DbTooNew { path: path(&p), version },
+            OutboxError::DatabaseUnavailable { path: p, .. } if disk_full => AppError::DbFull { path: path(&p) },
             OutboxError::DatabaseUnavailable { path: p, detail } => AppError::DbUnavailable { path: path(&p), detail },
             OutboxError::Integrity(message) => AppError::Integrity { message },
             OutboxError::Database(message) => AppError::Db { message },
@@ -233,6 +245,10 @@ impl From<OutboxError> for AppError {
             },
             OutboxError::PacHasOpenAttempts { pac, attempts, changed } => AppError::PacHasOpenAttempts { pac, attempts, changed },
             OutboxError::Forbidden { action, role } => AppError::Forbidden {
+                action: action.to_string(),
+                role: role.to_string(),
+            },
+            OutboxError::RoleLocked { action, role } => AppError::RoleLocked {
                 action: action.to_string(),
                 role: role.to_string(),
             },
@@ -269,18 +285,31 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The UI tells a locked role apart from a forbidden one by this prefix of the action
-    /// (`ui/src/lib/errors.ts`) and asks for the PIN instead of saying "no puede".
+    /// A locked role has its own code (the UI asks for the PIN and retries), and a full disk
+    /// is named as such, not as a generic "could not open".
     #[test]
-    fn a_locked_role_is_told_apart_by_its_action_text() {
-        assert!(outbox::role_credentials::LOCKED.starts_with("actuar sin desbloquearse"));
-        let e = AppError::from(outbox::OutboxError::Forbidden {
-            action: outbox::role_credentials::LOCKED,
+    fn a_locked_role_and_a_full_disk_have_their_own_codes() {
+        let e = AppError::from(OutboxError::RoleLocked {
+            action: "cancelar el CFDI",
             role: "contador",
         });
-        let v = serde_json::to_value(&e).unwrap();
-        assert_eq!(v["code"], "forbidden");
-        assert!(v["details"]["action"].as_str().unwrap().starts_with("actuar sin desbloquearse"));
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            json!({"code": "role_locked", "details": {"action": "cancelar el CFDI", "role": "contador"}})
+        );
+        let full = AppError::from(OutboxError::DatabaseUnavailable {
+            path: "/datos/timbra.db".into(),
+            detail: format!("{}: database or disk is full", outbox::error::DISK_FULL),
+        });
+        assert_eq!(
+            serde_json::to_value(&full).unwrap(),
+            json!({"code": "db_full", "details": {"path": "/datos/timbra.db"}})
+        );
+        let other = AppError::from(OutboxError::DatabaseUnavailable {
+            path: "/datos/timbra.db".into(),
+            detail: "permiso denegado".into(),
+        });
+        assert_eq!(other.code(), "db_unavailable");
     }
 
     #[test]
@@ -357,6 +386,11 @@ mod tests {
                 action: "a".into(),
                 role: "r".into(),
             },
+            AppError::RoleLocked {
+                action: "a".into(),
+                role: "r".into(),
+            },
+            AppError::DbFull { path: "p".into() },
             AppError::Unsupported { feature: "f".into() },
             AppError::File {
                 path: "p".into(),
@@ -448,6 +482,10 @@ mod tests {
                 action: "reintentar",
                 role: "personal",
             },
+            OutboxError::RoleLocked {
+                action: "cancelar el CFDI",
+                role: "contador",
+            },
             OutboxError::Unsupported("x".into()),
         ];
         for e in &samples {
@@ -472,6 +510,7 @@ mod tests {
                 | OutboxError::ActionRefused { .. }
                 | OutboxError::PacHasOpenAttempts { .. }
                 | OutboxError::Forbidden { .. }
+                | OutboxError::RoleLocked { .. }
                 | OutboxError::Unsupported(_) => {}
             }
         }
@@ -482,7 +521,7 @@ mod tests {
     fn every_outbox_error_keeps_its_code_across_ipc() {
         // The CLI prints `OutboxError::code`; the app must answer the very same code.
         let samples = every_outbox_error();
-        assert_eq!(samples.len(), 21, "one sample per variant");
+        assert_eq!(samples.len(), 22, "one sample per variant");
         for e in samples {
             let code = e.code();
             let app = AppError::from(e);

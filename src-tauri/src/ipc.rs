@@ -7,12 +7,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cfdi::report::MonthReport;
 use cfdi::sale_draft::SaleDraft;
+use outbox::customers::{Customer, CustomerInput};
+use outbox::dashboard::Dashboard;
 use outbox::drain::DrainProgress;
 use outbox::duplicates::{CancellationPreview, DuplicateGroup};
 use outbox::follow_up::{FollowUpDraft, FollowUpKind};
 use outbox::global_invoice::{GlobalInvoicePreview, GlobalInvoiceResult};
+use outbox::master_csv::CsvImport;
 use outbox::model::{Counts, InvoicePage, Note, Recorded};
 use outbox::payments::InvoiceBalance;
+use outbox::products::ProductInput;
 use outbox::reconciliation::ImportReport;
 use outbox::screening::{ScreeningImport, ScreeningStatus};
 use outbox::Role;

@@ -21,6 +21,7 @@ macro_rules! ipc_surface {
                 app_status() -> AppStatusDto;
                 list_invoices(query: ListQueryDto) -> InvoicePage;
                 invoice_counts() -> Counts;
+                dashboard() -> Dashboard;
                 invoice_detail(invoice_id: i64) -> InvoiceDetailDto;
                 preview_sale(draft: SaleDraft) -> SalePreviewDto;
                 record_sale(sale_id: String, draft: SaleDraft) -> Recorded;
@@ -66,6 +67,21 @@ macro_rules! ipc_surface {
                 unlock_role(role: Role, pin: String) -> Vec<RoleLockDto>;
                 lock_role(role: Role) -> Vec<RoleLockDto>;
                 set_role_pin(pin: String) -> Vec<RoleLockDto>;
+                backups() -> BackupsDto;
+                save_backups(policy: BackupPolicyDto) -> BackupsDto;
+                backup_now() -> BackupsDto;
+                customers(query: Option<String>) -> Vec<Customer>;
+                save_customer(id: Option<i64>, input: CustomerInput) -> Customer;
+                delete_customer(id: i64) -> Vec<Customer>;
+                import_customers(file: ImportFileDto) -> CsvImport;
+                export_customers() -> SavedFileDto;
+                products(query: Option<String>) -> Vec<ProductDto>;
+                save_product(id: Option<i64>, input: ProductInput) -> ProductDto;
+                delete_product(id: i64) -> Vec<ProductDto>;
+                import_products(file: ImportFileDto) -> CsvImport;
+                export_products() -> SavedFileDto;
+                catalog_search(catalogo: CatalogoDto, text: String, limit: u32) -> Vec<CatalogEntryDto>;
+                catalog_version() -> CatalogVersionDto;
             }
             events {
                 /// An invoice's state, notes or evidence changed.

@@ -23,6 +23,7 @@
 pub mod ipc_list;
 
 pub mod app_settings;
+pub mod backups;
 pub mod channels;
 pub mod commands;
 pub mod convert;
@@ -61,6 +62,7 @@ pub fn run() {
                 tauri::async_runtime::block_on(ready.start_drain(app.handle().clone()));
                 tauri::async_runtime::block_on(ready.channels.start(&ready.outbox));
                 ready.watch_others(app.handle().clone());
+                backups::start(app.handle().clone());
             }
             app.manage(state);
             Ok(())

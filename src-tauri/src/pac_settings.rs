@@ -142,7 +142,8 @@ fn config(p: &PacInputDto, role: PacRole, rfc: &str) -> Result<PacConfig, AppErr
     let flavor = kind(p.pac).ok_or_else(|| AppError::validation("pac", "combinacion", "el simulador no se configura"))?;
     let name = config_name(p);
     let secret = secret_name(&name);
-    let user = Some(p.user.trim().to_string()).filter(|u| !u.is_empty());
+    // Facturapi authenticates with its secret key alone.
+    let user = Some(p.user.trim().to_string()).filter(|u| !u.is_empty() && flavor != PacKind::Facturapi);
     let (token_env, password_env) = match (flavor, &user) {
         (PacKind::Sw, None) | (PacKind::Facturapi, _) => (Some(secret), None),
         _ => (None, Some(secret)),

@@ -56,14 +56,17 @@ pub fn test_no_certificado() -> Result<String, cfdi::csd::CsdError> {
 
 /// Which simulator is the primary: `TIMBRA_SANDBOX_PRIMARY=finkok` makes the primary
 /// Finkok-flavoured and the backup SW-flavoured (to see what a PAC with a non-creating lookup
-/// does: *Finalizar*, a duplicate revealed after a forced failover); anything else, or unset,
-/// keeps SW primary and Finkok backup.
+/// does: *Finalizar*, a duplicate revealed after a forced failover); `facturapi` makes it
+/// Facturapi-flavoured (JSON attempts issued for the sandbox emisor, `202 pending` looked up
+/// by `external_id`) with an SW-flavoured backup; anything else, or unset, keeps SW primary
+/// and Finkok backup.
 pub const PRIMARY_FLAVOR_ENV: &str = "TIMBRA_SANDBOX_PRIMARY";
 
 /// The primary simulator's flavour for the value of [`PRIMARY_FLAVOR_ENV`].
 pub fn primary_flavor(value: Option<&str>) -> Flavor {
     match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
         Some("finkok") => Flavor::Finkok,
+        Some("facturapi") => Flavor::Facturapi,
         _ => Flavor::Sw,
     }
 }
@@ -83,14 +86,14 @@ impl SandboxPacs {
     /// Starts both simulators in the current tokio runtime.
     pub async fn start(database_dir: &Path) -> Result<SandboxPacs, pac_sim::SimError> {
         let primary_flavor = primary_flavor(std::env::var(PRIMARY_FLAVOR_ENV).ok().as_deref());
-        let backup_flavor = if primary_flavor == Flavor::Finkok {
-            Flavor::Sw
-        } else {
-            Flavor::Finkok
-        };
+        let backup_flavor = if primary_flavor == Flavor::Sw { Flavor::Finkok } else { Flavor::Sw };
+        let organization =
+            pac_sim::Organization::sat_test().map_err(|e| pac_sim::SimError::Engine(pac_sim::engine::EngineError::Certificate(e)))?;
         let config = |flavor: Flavor| {
-            let name = if flavor == Flavor::Finkok { "finkok" } else { "sw" };
+            let name = flavor.as_str();
             let mut c = SimConfig::new(flavor);
+            // Facturapi issues for the sandbox emisor (SAT's test CSD), as an organization would.
+            c.organization = (flavor == Flavor::Facturapi).then(|| organization.clone());
             c.state_dir = Some(database_dir.join("timbra-sandbox-pac").join(name));
             c.faults = faults_for(SandboxFaultDto::None);
             // A held "timeout after certify" outlasts the sandbox clients' 4 s timeout.
@@ -130,6 +133,7 @@ pub fn faults_for(fault: SandboxFaultDto) -> Faults {
         SandboxFaultDto::FechaExpired => "",
         SandboxFaultDto::StampedWithoutXml => "timeout_after_certify=1,no_xml_307=1,stamped_lag_ms=600000",
         SandboxFaultDto::ValidatesFirstExpired => "validate_before_dedup=1",
+        SandboxFaultDto::Pending => "pending=1,pending_ms=8000",
     };
     // The texts above are constants known to parse; fall back to the defaults regardless.
     Faults::parse(&format!("stamped_lag_ms=1000,no_xml_307=0,{text}")).unwrap_or_default()
@@ -166,6 +170,7 @@ mod tests {
         assert_eq!(without_xml.no_xml_307, 1.0);
         assert_eq!(without_xml.stamped_lag_ms, 600_000);
         assert!(faults_for(ValidatesFirstExpired).validate_before_dedup);
+        assert_eq!((faults_for(Pending).pending, faults_for(Pending).pending_ms), (1.0, 8_000));
         assert_eq!(clock_offset_for(ValidatesFirstExpired), chrono::Duration::hours(73));
     }
 
@@ -173,7 +178,8 @@ mod tests {
     fn the_primary_flavor_is_sw_unless_finkok_is_asked_for() {
         assert_eq!(primary_flavor(Option::None), Flavor::Sw);
         assert_eq!(primary_flavor(Some("")), Flavor::Sw);
-        assert_eq!(primary_flavor(Some("facturapi")), Flavor::Sw);
+        assert_eq!(primary_flavor(Some("facturapi")), Flavor::Facturapi);
+        assert_eq!(primary_flavor(Some("marte")), Flavor::Sw);
         assert_eq!(primary_flavor(Some(" Finkok ")), Flavor::Finkok);
     }
 

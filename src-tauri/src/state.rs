@@ -39,6 +39,10 @@ pub struct Ready {
     drain: RwLock<Option<Result<Arc<DrainHost>, AppError>>>,
     /// The local API server and the notification worker (see [`crate::channels`]).
     pub channels: ChannelHosts,
+    /// Where the scheduled backups go (`respaldos/` beside the database), and why the last
+    /// one failed, if it did (see [`crate::backups`]).
+    pub backup_dir: std::path::PathBuf,
+    pub backup_error: Mutex<Option<AppError>>,
 }
 
 /// Managed Tauri state.
@@ -91,8 +95,13 @@ impl AppState {
 
 impl Ready {
     pub async fn open(opts: SqliteOptions) -> Result<Ready, AppError> {
+        Ready::open_with_clock(opts, Arc::new(SystemClock)).await
+    }
+
+    /// [`Ready::open`] with the outbox's clock passed in (tests move it).
+    pub async fn open_with_clock(opts: SqliteOptions, clock: Arc<dyn outbox::Clock>) -> Result<Ready, AppError> {
         let database_dir = opts.path.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
-        let outbox = Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await?;
+        let outbox = Outbox::open_sqlite(&opts, clock).await?;
         Ready::with(outbox, database_dir).await
     }
 
@@ -152,6 +161,8 @@ impl Ready {
             sandbox_fault: Mutex::new(SandboxFaultDto::None),
             drain: RwLock::new(None),
             channels: ChannelHosts::default(),
+            backup_dir: database_dir.join(crate::backups::FOLDER),
+            backup_error: Mutex::new(None),
         };
         if ready.mode().await? == ModeDto::Sandbox {
             match SandboxPacs::start(&database_dir).await {

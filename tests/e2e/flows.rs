@@ -236,11 +236,25 @@ async fn wait_rows(app: &App, n: usize) -> Res {
     Err(format!("se esperaban {n} filas, hay {last}"))
 }
 
+/// Opens the Factura page's "¿Por qué no puedo…?" (the refused actions and their reasons).
+async fn open_why_not(app: &App) -> Res {
+    app.client
+        .execute(
+            "document.querySelectorAll('[data-testid=why-not]').forEach((d) => { d.open = true; });",
+            vec![],
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 /// Waits for a button's state on the Factura page; `why` must appear in its reason line.
 async fn expect_button(app: &App, action: &str, enabled: bool, why: &str) -> Res {
     let css = format!("[data-testid=actions] button[data-action={action}]");
     let start = std::time::Instant::now();
     loop {
+        // Refused actions fold into "¿Por qué no puedo…?": open it so their reasons are visible.
+        open_why_not(app).await?;
         let b = app.find(&css).await?;
         let now = b.is_enabled().await.map_err(|e| e.to_string())?;
         let text = app
@@ -324,7 +338,7 @@ pub async fn timeout_tras_certificar(app: &App) -> Res {
     // The first send times out after the PAC certified (4 s). Right then the PAC goes down,
     // so the resumes the drain schedules (after 3–6 s) are refused: a later "not sent" does
     // not settle the earlier unknown outcome (strategy case 10), and the badge stays Reanudar.
-    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "unknown")
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "Sin respuesta clara de")
         .await?;
     app.invoke("set_sandbox_fault", serde_json::json!({ "fault": "outage" })).await?;
     app.wait_badge("reanudar").await?;
@@ -334,7 +348,7 @@ pub async fn timeout_tras_certificar(app: &App) -> Res {
         .await?;
     expect_button(app, "failover", false, "un envío terminó sin respuesta clara y nada lo ha aclarado").await?;
     expect_button(app, "finalize", false, "Todavía no hay CFDI").await?;
-    app.wait_contains("[data-testid=timeline]", "not_sent").await?;
+    app.wait_contains("[data-testid=timeline]", "No llegó a").await?;
     expect_button(app, "download_xml", false, "Todavía no hay CFDI").await?;
     check(
         app.all("button[data-action=force_failover]").await?.is_empty(),
@@ -372,12 +386,14 @@ pub async fn timeout_tras_certificar(app: &App) -> Res {
         texts.push(e.text().await.map_err(|e| e.to_string())?);
     }
     check(
-        texts.iter().any(|t| t.contains("already_stamped") && t.contains(uuid)),
-        format!("se esperaba una respuesta already_stamped con {uuid}: {texts:?}"),
+        texts
+            .iter()
+            .any(|t| t.contains("dice que ya la había timbrado") && t.contains(uuid)),
+        format!("se esperaba una respuesta «ya la había timbrado» con {uuid}: {texts:?}"),
     )?;
     check(
-        texts.iter().any(|t| t.contains("unknown")),
-        format!("se esperaba el envío con resultado unknown: {texts:?}"),
+        texts.iter().any(|t| t.contains("Sin respuesta clara de")),
+        format!("se esperaba el envío sin respuesta clara: {texts:?}"),
     )?;
     let attempts = app.all("[data-testid=attempts] tbody tr").await?;
     check(attempts.len() == 1, format!("reanudar no crea intentos; hay {}", attempts.len()))?;
@@ -398,7 +414,7 @@ pub async fn caida_y_respaldo(app: &App) -> Res {
         attempts.contains("PAC de respaldo"),
         format!("el segundo intento debe ser de respaldo: {attempts:?}"),
     )?;
-    app.wait_contains("[data-testid=timeline]", "not_sent").await?;
+    app.wait_contains("[data-testid=timeline]", "No llegó a").await?;
     app.screenshot("factura-respaldo").await?;
     Ok(())
 }
@@ -465,6 +481,37 @@ pub fn finkok_primary(_: &std::path::Path) -> Res<Env> {
     Ok(vec![("TIMBRA_SANDBOX_PRIMARY", "finkok")])
 }
 
+/// Modo sandbox with a Facturapi-flavoured primary (JSON attempts; it issues for the sandbox
+/// emisor and answers lookups by `external_id`) and an SW-flavoured backup.
+pub fn facturapi_primary(_: &std::path::Path) -> Res<Env> {
+    Ok(vec![("TIMBRA_SANDBOX_PRIMARY", "facturapi")])
+}
+
+/// Facturapi accepts the invoice as `pending` (202): the outcome is open, the badge says
+/// Reanudar, reprocess and failover are refused; the drain looks it up by `external_id`
+/// (seen pending) and never creates it again. When Facturapi finishes, the lookup finds the
+/// CFDI, its XML is fetched and checked against the sale: Timbrada, one CFDI, one attempt
+/// whose frozen body is JSON (nothing sealed locally, as the timeline says).
+pub async fn facturapi_pendiente(app: &App) -> Res {
+    set_fault(app, "pending", "pendiente (202)").await?;
+    let factura = emit_and_open(app, "4477").await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=sale_recorded]", "Timbra no sella localmente")
+        .await?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "unknown")
+        .await?;
+    app.wait_badge("reanudar").await?;
+    wait_evidence(app, &factura, "lookup", "pending").await?;
+    expect_button(app, "failover", false, "").await?;
+    app.wait_badge("timbrada").await?;
+    app.wait_text("[data-testid=uuid]", "un UUID", |t| t.trim().len() == 36).await?;
+    let rows = app.all("[data-testid=cfdis] tbody tr").await?;
+    check(rows.len() == 1, format!("debe haber un solo CFDI; hay {}", rows.len()))?;
+    let attempts = app.all("[data-testid=attempts] tbody tr").await?;
+    check(attempts.len() == 1, format!("pendiente no crea intentos; hay {}", attempts.len()))?;
+    app.screenshot("facturapi-pendiente").await?;
+    Ok(())
+}
+
 /// The Finkok-flavoured PAC stamps and never answers; its `stamped` lookup lags (not found),
 /// and the same bytes re-sent come back "already stamped" without the XML (307): the CFDI
 /// exists but Timbra has no data — Finalizar, the only action. Reintentar and the backup are
@@ -473,7 +520,7 @@ pub fn finkok_primary(_: &std::path::Path) -> Res<Env> {
 pub async fn finkok_finalizar(app: &App) -> Res {
     set_fault(app, "stamped_without_xml", "sin el XML").await?;
     let factura = emit_and_open(app, "4475").await?;
-    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "unknown")
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "Sin respuesta clara de")
         .await?;
     app.wait_badge("reanudar").await?;
     // The drain looks the attempt up first (the lookup lags: not found), then Reintentar
@@ -519,7 +566,7 @@ pub async fn finkok_duplicado(app: &App) -> Res {
     // cancellation to SAT's last word.
     set_fault(app, "timeout_after_certify", "Timbra y no contesta").await?;
     let factura = emit_and_open(app, "4476").await?;
-    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "unknown")
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "Sin respuesta clara de")
         .await?;
     app.invoke("set_sandbox_fault", serde_json::json!({ "fault": "outage" })).await?;
     app.wait_badge("reanudar").await?;
@@ -591,7 +638,18 @@ pub async fn finkok_duplicado(app: &App) -> Res {
     )
     .await?;
     app.screenshot("duplicados-decision").await?;
+    // The contador protects the role with a PIN; a risky action then asks for it at the
+    // moment it is taken (a wrong PIN is refused in words), and the decision goes through once.
+    app.invoke("set_role_pin", serde_json::json!({ "pin": "135792" })).await?;
     app.click("[data-testid=decide]").await?;
+    app.wait_contains("[data-testid=pin-prompt]", "Confirme con el PIN del rol Contador")
+        .await?;
+    app.type_into("[data-testid=pin-prompt-input]", "000000").await?;
+    app.click("[data-testid=pin-prompt-confirm]").await?;
+    app.wait_contains("[data-testid=pin-prompt-error]", "El PIN no es correcto").await?;
+    app.type_into("[data-testid=pin-prompt-input]", "135792").await?;
+    app.screenshot("pin-accion-de-riesgo").await?;
+    app.click("[data-testid=pin-prompt-confirm]").await?;
 
     // The drain sends the cancellation through the PAC that stamped it and follows SAT.
     app.go(&factura).await?;
@@ -627,7 +685,7 @@ pub async fn caida_hasta_atencion(app: &App) -> Res {
     app.wait_badge("atencion").await?;
     app.wait_contains("[data-testid=reasons]", "Se agotaron los intentos automáticos en sandbox")
         .await?;
-    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "not_sent")
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "No llegó a")
         .await?;
     expect_button(app, "retry", true, "No reprocesa: El documento está bien").await?;
     expect_button(app, "failover", true, "").await?;
@@ -646,14 +704,14 @@ pub async fn caida_hasta_atencion(app: &App) -> Res {
     app.click("[data-testid=note-required] button.danger").await?;
     app.wait_contains("[data-testid=notes] li.note:not([data-resolved])", "¿usamos el respaldo")
         .await?;
-    app.wait_contains("[data-testid=timeline]", "send_to_contador").await?;
+    app.wait_contains("[data-testid=timeline]", "Acción: Enviar al contador").await?;
     app.wait_badge("atencion").await?;
     expect_button(app, "failover", true, "").await?;
 
     app.click("[data-testid=actions] button[data-action=failover]").await?;
     app.wait_badge("timbrada").await?;
     app.wait_contains("[data-testid=reasons]", "Timbrada por sandbox-respaldo").await?;
-    app.wait_contains("[data-testid=timeline]", "código: failover").await?;
+    app.wait_contains("[data-testid=timeline]", "Acción: Usar PAC de respaldo").await?;
     Ok(())
 }
 
@@ -664,7 +722,7 @@ pub async fn caida_hasta_atencion(app: &App) -> Res {
 pub async fn rechazo_tras_desconocido(app: &App) -> Res {
     set_fault(app, "timeout_after_certify", "Timbra y no contesta").await?;
     let factura = emit_and_open(app, "4478").await?;
-    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "unknown")
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "Sin respuesta clara de")
         .await?;
     set_fault(app, "validates_first_expired", "Valida antes de buscar").await?;
     app.go(&factura).await?;
@@ -699,7 +757,8 @@ pub async fn rechazo_tras_desconocido(app: &App) -> Res {
     app.wait_contains("[data-testid=strategy]", "posible duplicado").await?;
     let attempts = app.all("[data-testid=attempts] tbody tr").await?;
     check(attempts.len() == 2, format!("dos intentos; hay {}", attempts.len()))?;
-    app.wait_contains("[data-testid=timeline]", "reprocess_accepting_risk").await?;
+    app.wait_contains("[data-testid=timeline]", "Acción: Reprocesar aceptando el riesgo")
+        .await?;
     app.screenshot("factura-riesgo-aceptado").await?;
     app.select("[data-testid=operator]", "Soporte").await?;
     Ok(())
@@ -843,8 +902,8 @@ pub async fn documentos_y_api(app: &App) -> Res {
     let path = saved.trim().trim_start_matches("Guardado en").trim().to_string();
     let pdf = std::fs::read(&path).map_err(|e| format!("{path}: {e}"))?;
     check(pdf.starts_with(b"%PDF"), format!("{path} no empieza con %PDF"))?;
-    app.click("[data-testid=download-xml]").await?;
-    app.wait_contains("[data-testid=doc-saved]", ".xml").await?;
+    app.click("[data-testid=actions] button[data-action=download_xml]").await?;
+    app.wait_contains(".notice[role=status]", ".xml").await?;
 
     // E-mail: queued, then the worker sends it and the server's answer is on the timeline.
     app.type_into("[data-testid=email-to]", "cliente@ejemplo.mx").await?;
@@ -1127,5 +1186,241 @@ pub async fn factura_global(app: &App) -> Res {
     app.wait_contains("[data-testid=factura-head]", "PUBLICO EN GENERAL").await?;
     app.find("[data-testid=timeline] li[data-kind=global_invoice_tickets]").await?;
     app.screenshot("factura-global-timbrada").await?;
+    Ok(())
+}
+
+/// Sets the window to `w`×`h` and checks nothing is cut off sideways (the page is no wider than
+/// the window).
+async fn window_fits(app: &App, w: u32, h: u32) -> Res {
+    app.client
+        .set_window_size(w, h)
+        .await
+        .map_err(|e| format!("tamaño de ventana {w}×{h}: {e}"))?;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let v = app
+        .client
+        .execute(
+            "return [document.documentElement.scrollWidth, window.innerWidth, window.outerHeight];",
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let n = |i: usize| v.get(i).and_then(|x| x.as_i64()).unwrap_or(-1);
+    check(
+        n(0) <= n(1),
+        format!("la página ({} px) es más ancha que la ventana ({} px) a {w}×{h}", n(0), n(1)),
+    )?;
+    check(n(2) <= h as i64, format!("la ventana mide {} px de alto; se pidió {h}", n(2)))
+}
+
+/// A timed-out PAC send, in words: the timeline of the invoice says what happened in Spanish
+/// from its codes — no English transport text, no raw outcome code, the worker as "Timbra
+/// (automático)" — with the raw text folded in "Detalle técnico". Then the Tablero shows the
+/// PAC health and totals measured from the database. Both at 1366×768.
+pub async fn linea_de_tiempo_en_palabras(app: &App) -> Res {
+    window_fits(app, 1366, 768).await?;
+    set_fault(app, "timeout_after_certify", "Timbra y no contesta").await?;
+    let factura = emit_and_open(app, "4496").await?;
+    app.wait_text_for(
+        "[data-testid=timeline] li[data-kind=pac_response]",
+        "la respuesta del PAC en palabras",
+        |t| t.contains("Sin respuesta clara de sandbox") && t.contains("el PAC no contestó a tiempo"),
+        std::time::Duration::from_secs(30),
+    )
+    .await?;
+    let text = app.wait_contains("[data-testid=timeline]", "Timbra (automático)").await?;
+    for raw in [
+        "error sending request",
+        "operation timed out",
+        "unknown",
+        "not_sent",
+        "already_stamped",
+        "unavailable",
+        "rejected",
+        "pac_response",
+        "resultado:",
+        "· Sistema",
+    ] {
+        check(!text.contains(raw), format!("el historial no debe decir {raw:?}: {text:?}"))?;
+    }
+    // The header leads with Serie-Folio and the receptor.
+    app.wait_contains("[data-testid=factura-title]", "F-4496").await?;
+    app.wait_contains("[data-testid=factura-title]", "UNIVERSIDAD ROBOTICA ESPAÑOLA")
+        .await?;
+    // The raw text is there, folded.
+    app.client
+        .execute(
+            "const d = document.querySelector('[data-testid=timeline] li[data-kind=pac_response] details'); d.open = true; \
+             d.scrollIntoView({block: 'center'});",
+            vec![],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    app.wait_contains("[data-testid=timeline] li[data-kind=pac_response] details", "unknown")
+        .await?;
+    window_fits(app, 1366, 768).await?;
+    app.screenshot("linea-de-tiempo").await?;
+
+    // The PAC answers again; Reintentar resumes and the PAC hands back the CFDI it had made.
+    set_fault(app, "none", "Sin fallas").await?;
+    app.go(&factura).await?;
+    app.click("[data-testid=actions] button[data-action=retry]").await?;
+    app.wait_badge("timbrada").await?;
+
+    // The Tablero: the timeout is the sandbox PAC's last failure, ended by the success; the
+    // totals are the stamped XML's.
+    app.go("#/tablero").await?;
+    let outage = app
+        .wait_contains(
+            "[data-testid=pac-health] tr[data-pac=sandbox] [data-testid=outage]",
+            "el PAC no contestó a tiempo",
+        )
+        .await?;
+    check(
+        outage.contains("respondió de nuevo"),
+        format!("la falla debía terminar: {outage:?}"),
+    )?;
+    app.wait_contains("[data-testid=pac-health] tr[data-pac=sandbox] [data-testid=p50]", "ms")
+        .await?;
+    app.wait_contains("[data-testid=totals] tr[data-total=amount]", "$116.00").await?;
+    app.wait_contains("[data-testid=totals] tr[data-total=iva_trasladado]", "$16.00")
+        .await?;
+    app.wait_contains("[data-testid=per-hour]", "1 facturas timbradas").await?;
+    window_fits(app, 1366, 768).await?;
+    app.screenshot("tablero").await?;
+    Ok(())
+}
+
+/// WebDriver's key codes (W3C WebDriver, "keys"): Enter, Tab, Control and the release of every
+/// modifier.
+const ENTER: char = '\u{E007}';
+const CONTROL: char = '\u{E009}';
+const RELEASE: char = '\u{E000}';
+
+/// Types into whatever has the focus, as a keyboard does.
+async fn keys(app: &App, text: &str) -> Res {
+    let e = app
+        .client
+        .active_element()
+        .await
+        .map_err(|e| format!("elemento con el foco: {e}"))?;
+    e.send_keys(text).await.map_err(|e| format!("teclear {text:?}: {e}"))
+}
+
+async fn focused_name(app: &App) -> Res<String> {
+    let e = app
+        .client
+        .active_element()
+        .await
+        .map_err(|e| format!("elemento con el foco: {e}"))?;
+    Ok(e.attr("name").await.map_err(|e| e.to_string())?.unwrap_or_default())
+}
+
+/// A customer and two products saved (through IPC, as the pages do), the Clientes and Productos
+/// pages shown; then an invoice for them emitted with the keyboard alone — the customer found
+/// by RFC and taken with Enter (its defaults filled), two products added with Enter in the
+/// product search, Ctrl+Enter to emit — and stamped.
+pub async fn emitir_con_catalogos(app: &App) -> Res {
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    app.invoke(
+        "save_customer",
+        serde_json::json!({"id": null, "input": {
+            "rfc": "URE180429TM6", "nombre": "UNIVERSIDAD ROBOTICA ESPAÑOLA", "cp": "86991", "regimen": "601",
+            "uso": "G03", "forma_pago": "03", "metodo_pago": "PUE", "emails": ["compras@ure.mx"]}}),
+    )
+    .await?;
+    for (sku, desc, clave, unidad, precio, iva) in [
+        ("CAF-01", "Café de olla", "50201706", "H87", "50.00", "16"),
+        ("TOR-01", "Tortillas de maíz", "50221300", "KGM", "22.50", "0"),
+    ] {
+        app.invoke(
+            "save_product",
+            serde_json::json!({"id": null, "input": {
+                "sku": sku, "descripcion": desc, "clave_prod_serv": clave, "clave_unidad": unidad,
+                "unidad": null, "precio": precio, "objeto_imp": "02", "iva": iva, "ieps": null, "ret_isr": null, "ret_iva": null}}),
+        )
+        .await?;
+    }
+    // A bad customer through the same command: the field named, nothing written.
+    let bad = app
+        .invoke(
+            "save_customer",
+            serde_json::json!({"id": null, "input": {"rfc": "CACX7605101P8", "nombre": "X", "cp": "00001", "regimen": "601",
+                "uso": null, "forma_pago": null, "metodo_pago": null, "emails": []}}),
+        )
+        .await;
+    check(
+        bad.as_ref().err().is_some_and(|e| e.contains("00001")),
+        format!("un cliente con CP 00001 se rechaza: {bad:?}"),
+    )?;
+
+    app.go("#/clientes").await?;
+    app.wait_contains("[data-testid=clientes-table]", "URE180429TM6").await?;
+    check(
+        app.all("[data-testid=clientes-table] tbody tr").await?.len() == 1,
+        "un solo cliente guardado",
+    )?;
+    app.screenshot("clientes").await?;
+    app.go("#/productos").await?;
+    app.wait_contains("[data-testid=productos-table]", "TOR-01").await?;
+    app.click("[data-testid=producto-nuevo]").await?;
+    app.type_into("input[name='clave_prod_serv']", "tortilla").await?;
+    app.wait_contains("[data-testid=ac-clave_prod_serv-list]", "50221300").await?;
+    app.screenshot("productos").await?;
+
+    // Emitir with the keyboard only: the focus starts in the customer search.
+    app.go("#/emitir").await?;
+    app.find("[data-testid=ac-customer-search]").await?;
+    let start = std::time::Instant::now();
+    while focused_name(app).await? != "customer-search" {
+        check(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "el foco empieza en la búsqueda de cliente",
+        )?;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    keys(app, "URE18").await?;
+    app.wait_contains("[data-testid=ac-customer-search-list]", "UNIVERSIDAD ROBOTICA")
+        .await?;
+    keys(app, &ENTER.to_string()).await?;
+    let start = std::time::Instant::now();
+    while focused_name(app).await? != "product-search" {
+        check(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "tras el cliente, el foco pasa a los productos",
+        )?;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    check(
+        app.client
+            .execute(
+                "return document.querySelector(\"[name='receptor.domicilio_fiscal']\").value",
+                vec![],
+            )
+            .await
+            .map_err(|e| e.to_string())?
+            == serde_json::json!("86991"),
+        "el CP del cliente se llenó",
+    )?;
+    keys(app, "CAF").await?;
+    app.wait_contains("[data-testid=ac-product-search-list]", "Café de olla").await?;
+    keys(app, &ENTER.to_string()).await?;
+    keys(app, "tortillas").await?;
+    app.wait_contains("[data-testid=ac-product-search-list]", "TOR-01").await?;
+    // Let the webview paint the suggestions before the picture.
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    app.screenshot("emitir-autocompletar").await?;
+    keys(app, &ENTER.to_string()).await?;
+    // Live totals: 50.00 × 1.16 + 22.50 × 1.00.
+    app.wait_contains("[data-total=total]", "$80.50").await?;
+    keys(app, &format!("{CONTROL}{ENTER}{RELEASE}")).await?;
+    let recorded = app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
+    let link = app
+        .attr("[data-testid=recorded-link]", "href")
+        .await?
+        .ok_or_else(|| format!("sin enlace a la factura: {recorded}"))?;
+    app.go(&link).await?;
+    app.wait_contains("[data-testid=factura-head]", "URE180429TM6").await?;
+    app.wait_badge("timbrada").await?;
     Ok(())
 }

@@ -38,6 +38,9 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("finkok_duplicado", flows::finkok_primary, |app| {
         Box::pin(flows::finkok_duplicado(app))
     }),
+    ("facturapi_pendiente", flows::facturapi_primary, |app| {
+        Box::pin(flows::facturapi_pendiente(app))
+    }),
     ("caida_hasta_atencion", nothing, |app| Box::pin(flows::caida_hasta_atencion(app))),
     ("rechazo_tras_desconocido", nothing, |app| {
         Box::pin(flows::rechazo_tras_desconocido(app))
@@ -46,6 +49,10 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("pago_parcial", nothing, |app| Box::pin(flows::pago_parcial(app))),
     ("lista_69b_y_global", nothing, |app| Box::pin(flows::lista_69b_y_global(app))),
     ("factura_global", nothing, |app| Box::pin(flows::factura_global(app))),
+    ("linea_de_tiempo_en_palabras", nothing, |app| {
+        Box::pin(flows::linea_de_tiempo_en_palabras(app))
+    }),
+    ("emitir_con_catalogos", nothing, |app| Box::pin(flows::emitir_con_catalogos(app))),
 ];
 
 fn main() -> ExitCode {

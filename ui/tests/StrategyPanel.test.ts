@@ -24,6 +24,17 @@ describe('StrategyPanel', () => {
     expect(document.querySelector('button[data-action=verify_absent]')).toBeNull();
   });
 
+  test('the allowed actions lead; refused ones fold into ¿Por qué no puedo…? with their reasons', () => {
+    render(StrategyPanel, { strategy: timbrada, cachedBadge: 'timbrada', role: 'soporte', onaction: vi.fn() });
+    const lead = screen.getByTestId('actions-lead');
+    expect([...lead.querySelectorAll('button[data-action]')].map((b) => b.getAttribute('data-action'))).toEqual(['download_xml']);
+    const whyNot = screen.getByTestId('why-not') as HTMLDetailsElement;
+    expect(whyNot.open).toBe(false);
+    expect(whyNot.querySelector('summary')?.textContent).toBe('¿Por qué no puedo…?');
+    expect(whyNot.querySelector('button[data-action=retry]')).not.toBeNull();
+    expect(whyNot.querySelector('[data-why=retry]')?.textContent).toContain('Ya existe un CFDI para esta venta');
+  });
+
   test('a click asks Rust for the action; busy disables everything', async () => {
     const onaction = vi.fn();
     const { rerender } = render(StrategyPanel, { strategy: timbrada, cachedBadge: 'timbrada', role: 'soporte', onaction });

@@ -4,7 +4,6 @@ import { errorMessage, errorsFor, fieldLabel, fieldMessage } from '../src/lib/er
 import { deadline, formatAmount } from '../src/lib/format';
 import { toUiError, type UiError } from '../src/lib/ipc';
 import { setLocale, t } from '../src/lib/i18n/index.svelte';
-import { stampsPerHour } from '../src/lib/dashboard.svelte';
 import { href, parseRoute } from '../src/lib/router.svelte';
 import type { AppError } from '../src/lib/ipc/bindings/AppError';
 
@@ -28,9 +27,11 @@ const SAMPLES = {
   db_unavailable: { code: 'db_unavailable', details: { path: '/p', detail: 'd' } },
   integrity: { code: 'integrity', details: { message: 'm' } },
   db: { code: 'db', details: { message: 'm' } },
+  db_full: { code: 'db_full', details: { path: '/datos/timbra.db' } },
   startup: { code: 'startup', details: { cause: { code: 'db_locked', details: { path: '/p', waited_ms: 1 } } } },
   credential_store: { code: 'credential_store', details: { message: 'm' } },
   forbidden: { code: 'forbidden', details: { action: 'save_pacs', role: 'personal' } },
+  role_locked: { code: 'role_locked', details: { action: 'cancelar el CFDI', role: 'contador' } },
   unsupported: { code: 'unsupported', details: { feature: 'f' } },
   file: { code: 'file', details: { path: '/p', message: 'm' } },
   sandbox_only: { code: 'sandbox_only' },
@@ -56,9 +57,10 @@ describe('coded errors', () => {
     expect(errorMessage(SAMPLES.validation)).toBe('Receptor · RFC: No tiene la forma de un RFC.');
     expect(errorMessage(SAMPLES.csd)).toBe('El CSD no sirve: la contraseña de la llave es incorrecta.');
     expect(errorMessage(SAMPLES.forbidden)).toBe('Con el rol Personal no puede hacer esto.');
-    expect(
-      errorMessage({ code: 'forbidden', details: { action: 'actuar sin desbloquearse con su credencial (TIMBRA_CONTADOR_PIN)', role: 'contador' } }),
-    ).toContain('desbloquéelo con su PIN');
+    expect(errorMessage(SAMPLES.role_locked)).toBe(
+      'El rol Contador está bloqueado para cancelar el CFDI: escriba su PIN. Cada acción de riesgo lo pide de nuevo.',
+    );
+    expect(errorMessage(SAMPLES.db_full)).toContain('El disco donde está la base de datos /datos/timbra.db está lleno');
     expect(errorMessage(SAMPLES.startup)).toContain('está ocupada');
     expect(errorMessage(SAMPLES.action_refused)).toBe(
       'La evidencia no lo permite: El PAC pudo haber timbrado: un envío terminó sin respuesta clara y nada lo ha aclarado. (evidencia #7, #8)',
@@ -100,14 +102,6 @@ describe('formatting', () => {
     expect(deadline('2026-11-30T10:30:00Z', now)).toEqual({ hoursLeft: 10, minutesLeft: 30, expired: false, atRisk: true });
     expect(deadline('2026-12-01T00:00:00Z', now)).toMatchObject({ hoursLeft: 24, atRisk: false, expired: false });
     expect(deadline('2026-11-29T23:00:00Z', now)).toMatchObject({ expired: true, atRisk: false });
-  });
-
-  test('stamps per hour over the last day', () => {
-    const now = new Date('2026-11-30T12:00:00Z');
-    const h = stampsPerHour(['2026-11-30T11:59:00Z', '2026-11-30T11:00:01Z', '2026-11-30T10:59:00Z', '2026-11-29T11:59:00Z', '2026-11-30T12:01:00Z'], now);
-    expect(h[23]).toBe(2);
-    expect(h[22]).toBe(1);
-    expect(h.reduce((a, b) => a + b, 0)).toBe(3);
   });
 });
 

@@ -27,12 +27,12 @@ describe('action buttons follow the strategy exactly', () => {
     expect(s.retry.tooltip).toContain('mismos bytes');
     // Reprocesar is unavailable, and the tooltip says why, naming the evidence.
     expect(s.retry.tooltip).toContain('No reprocesa: El PAC pudo haber timbrado');
-    expect(s.retry.tooltip).toContain('evidencia #7: pac_response: unknown timeout');
+    expect(s.retry.tooltip).toContain('evidencia #7: Respuesta del PAC: sin respuesta clara timeout');
     expect(s.failover).toMatchObject({ visible: true, enabled: false });
     expect(s.failover.tooltip).toContain('un envío terminó sin respuesta clara y nada lo ha aclarado');
     expect(s.failover.tooltip).toContain('evidencia #7');
     expect(s.finalize.enabled).toBe(false);
-    expect(s.finalize.tooltip).toBe('Todavía no hay CFDI. (evidencia #7: pac_response: unknown timeout)');
+    expect(s.finalize.tooltip).toBe('Todavía no hay CFDI. (evidencia #7: Respuesta del PAC: sin respuesta clara timeout)');
     // Not offered by the strategy at all: not shown.
     expect(s.send_to_contador.visible).toBe(false);
     // The forced failover is the contador's alone: soporte does not even see it.

@@ -54,7 +54,7 @@ impl From<OutboxError> for ApiError {
             }
             OutboxError::NoteAlreadyResolved(_) | OutboxError::PacHasOpenAttempts { .. } => StatusCode::CONFLICT,
             OutboxError::NotFound { .. } => StatusCode::NOT_FOUND,
-            OutboxError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            OutboxError::Forbidden { .. } | OutboxError::RoleLocked { .. } => StatusCode::FORBIDDEN,
             OutboxError::Unsupported(_) => StatusCode::BAD_REQUEST,
             OutboxError::NotConfigured
             | OutboxError::CsdLocked { .. }

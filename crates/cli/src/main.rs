@@ -15,6 +15,7 @@ mod drain_cmd;
 mod duplicates_cmd;
 mod global_cmd;
 mod input;
+mod master_data_cmd;
 mod outbox_cmd;
 mod pac_sim_cmd;
 mod payment_cmd;
@@ -82,6 +83,12 @@ enum Command {
     /// Crea (o actualiza) la base de datos con el perfil del emisor y su CSD.
     #[command(after_help = EXIT_CODES)]
     Init(outbox_cmd::InitArgs),
+    /// Clientes (receptores con sus datos por omisión): alta, cambios, lista, importar y exportar CSV.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Customer(master_data_cmd::CustomerCommand),
+    /// Productos (SKU, claves del SAT, precio, impuestos): alta, cambios, lista, importar y exportar CSV.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Product(master_data_cmd::ProductCommand),
     /// Ventas: registrar una, importar muchas.
     #[command(subcommand, after_help = EXIT_CODES)]
     Sale(outbox_cmd::SaleCommand),
@@ -180,6 +187,8 @@ fn main() -> ExitCode {
         Command::PacSim(args) => pac_sim_cmd::run(args),
         Command::Init(args) => outbox_cmd::init(cli.db.as_deref(), args),
         Command::Sale(cmd) => outbox_cmd::sale(cli.db.as_deref(), cmd),
+        Command::Customer(cmd) => master_data_cmd::customer(cli.db.as_deref(), cmd),
+        Command::Product(cmd) => master_data_cmd::product(cli.db.as_deref(), cmd),
         Command::Invoice(cmd) => outbox_cmd::invoice(cli.db.as_deref(), cmd),
         Command::Status(args) => outbox_cmd::status(cli.db.as_deref(), args),
         Command::Pac(cmd) => drain_cmd::pac(cli.db.as_deref(), cmd),

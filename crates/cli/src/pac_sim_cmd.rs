@@ -31,6 +31,11 @@ pub struct PacSimArgs {
     /// Carpeta donde guardar el ledger para que un simulador reiniciado lo recuerde.
     #[arg(long)]
     state_dir: Option<PathBuf>,
+    /// Sabor facturapi: la organización para la que emite: `simulador` (el propio simulador,
+    /// TSP260101AA1) o `sat-prueba` (el CSD de prueba del SAT, EKU9003173C9, el emisor del
+    /// modo sandbox y de las pruebas).
+    #[arg(long, value_parser = ["simulador", "sat-prueba"], default_value = "simulador")]
+    organizacion: String,
 }
 
 pub fn run(args: PacSimArgs) -> Result<u8, Failure> {
@@ -39,10 +44,15 @@ pub fn run(args: PacSimArgs) -> Result<u8, Failure> {
         .parse()
         .map_err(|e: String| Failure::invalid(format!("--flavor: {e}")))?;
     let faults = pac_sim::Faults::parse(args.faults.as_deref().unwrap_or("")).map_err(|e| Failure::invalid(format!("--faults: {e}")))?;
+    let organization = match args.organizacion.as_str() {
+        "sat-prueba" => Some(pac_sim::Organization::sat_test().map_err(|e| Failure::invalid(format!("--organizacion: {e}")))?),
+        _ => None,
+    };
     let mut config = pac_sim::SimConfig {
         listen: args.listen,
         faults,
         state_dir: args.state_dir,
+        organization,
         ..pac_sim::SimConfig::new(flavor)
     };
     let mut from_env = false;

@@ -1,5 +1,6 @@
-//! `timbra sale import`: many sales from a JSONL or CSV file, each recorded in its own
-//! transaction through `Outbox::record_sale_json`, with a progress bar on stderr and a
+//! `timbra sale import`: many sales from a JSONL or CSV file, recorded in batches through
+//! `Outbox::record_sales_json` (several sales per durable transaction, sealed on every core,
+//! each sale still whole or absent and judged on its own), with a progress bar on stderr and a
 //! summary (recorded / replayed / rejected with line numbers and reasons). A bad line never
 //! stops the others; only a problem that would fail every line (no CSD password, an unusable
 //! database) stops the import, and the summary says how many lines were left.
@@ -32,7 +33,7 @@ Ejemplo:
   sale_id,kind,occurred_at,folio,forma_pago,metodo_pago,receptor_rfc,receptor_nombre,receptor_domicilio_fiscal,receptor_regimen_fiscal,receptor_uso_cfdi,clave_prod_serv,cantidad,clave_unidad,descripcion,valor_unitario,objeto_imp,iva_tasa
   pedido-1,ingreso,2026-11-29T12:00:00,1,01,PUE,URE180429TM6,UNIVERSIDAD ROBOTICA ESPAÑOLA,86991,601,G01,01010101,2,H87,Café,50.00,02,0.160000
 
-Cada venta se registra en su propia transacción; la clave de idempotencia es su sale_id, así que
+Cada venta se registra entera o nada (varias ventas comparten una transacción durable); la clave de idempotencia es su sale_id, así que
 importar el mismo archivo otra vez no duplica nada. Sale con 0 si todo se registró (o ya lo estaba),
 con 2 si alguna línea fue rechazada.";
 
@@ -176,38 +177,54 @@ pub async fn import(o: &Outbox, bytes: &[u8], format: Format, actor: &Actor) -> 
     }
     let mut s = Summary::default();
     let total = items.len();
-    for (done, item) in items.into_iter().enumerate() {
-        let json = match item.json {
-            Ok(j) => j,
-            Err(r) => {
-                s.rejected.push(r);
-                s.rejected_sales += 1;
-                bar.inc(1);
-                continue;
-            }
-        };
-        match o.record_sale_json(&json, None, actor).await {
-            Ok(r) if r.replayed => s.replayed += 1,
-            Ok(_) => s.recorded += 1,
-            Err(e) if is_fatal(&e) => {
-                s.stop_code = Some(exit_code(&e));
-                s.stopped = Some(format!("línea {}: {}", item.line, e));
-                s.not_processed = total - done;
-                break;
-            }
-            Err(OutboxError::Invalid(v)) => {
-                s.rejected_sales += 1;
-                for f in &v.0 {
-                    let (line, column) = csv_location(&f.field, item.line, &item.rows, format);
-                    s.rejected.push(reject(line, "validation", format!("{column}: {}", f.message)));
+    // Batches of sales share one durable transaction and are sealed on every core
+    // (`Outbox::record_sales_json`); each sale still succeeds or fails on its own.
+    let mut done = 0;
+    for chunk in items.chunks(outbox::outbox::bulk::batch_size()) {
+        let jsons: Vec<Vec<u8>> = chunk.iter().filter_map(|item| item.json.as_ref().ok().cloned()).collect();
+        let mut results = o.record_sales_json(&jsons, actor, is_fatal).await.into_iter();
+        for item in chunk {
+            let r = match &item.json {
+                Err(r) => {
+                    s.rejected.push(r.clone());
+                    s.rejected_sales += 1;
+                    bar.inc(1);
+                    done += 1;
+                    continue;
+                }
+                Ok(_) => match results.next() {
+                    Some(r) => r,
+                    // The import stopped at an earlier sale of this batch.
+                    None => break,
+                },
+            };
+            match r {
+                Ok(r) if r.replayed => s.replayed += 1,
+                Ok(_) => s.recorded += 1,
+                Err(e) if is_fatal(&e) => {
+                    s.stop_code = Some(exit_code(&e));
+                    s.stopped = Some(format!("línea {}: {}", item.line, e));
+                    s.not_processed = total - done;
+                    break;
+                }
+                Err(OutboxError::Invalid(v)) => {
+                    s.rejected_sales += 1;
+                    for f in &v.0 {
+                        let (line, column) = csv_location(&f.field, item.line, &item.rows, format);
+                        s.rejected.push(reject(line, "validation", format!("{column}: {}", f.message)));
+                    }
+                }
+                Err(e) => {
+                    s.rejected_sales += 1;
+                    s.rejected.push(reject(item.line, e.code(), e.to_string()));
                 }
             }
-            Err(e) => {
-                s.rejected_sales += 1;
-                s.rejected.push(reject(item.line, e.code(), e.to_string()));
-            }
+            bar.inc(1);
+            done += 1;
         }
-        bar.inc(1);
+        if s.stopped.is_some() {
+            break;
+        }
     }
     bar.finish_and_clear();
     // Stable: a sale's reasons stay together, in the order the validation gave them.

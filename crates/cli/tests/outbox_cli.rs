@@ -451,3 +451,27 @@ fn pac_add_with_a_preset_needs_no_url() {
     let list: serde_json::Value = serde_json::from_slice(&db.run(&["pac", "list", "--json"]).stdout).unwrap();
     assert_eq!(list.as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn pac_add_accepts_facturapi_with_its_key_variable() {
+    let db = Db::new();
+    let out = db.run(&["pac", "add", "fa", "--flavor", "facturapi", "--preset", "facturapi"]);
+    assert_eq!(out.status.code(), Some(2), "without --token-env: {}", stdout(&out));
+    assert!(stderr(&out).contains("--token-env"), "{}", stderr(&out));
+    let out = db.run(&[
+        "pac",
+        "add",
+        "fa",
+        "--flavor",
+        "facturapi",
+        "--preset",
+        "facturapi",
+        "--token-env",
+        "FACTURAPI_KEY",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let list: serde_json::Value = serde_json::from_slice(&db.run(&["pac", "list", "--json"]).stdout).unwrap();
+    assert_eq!(list[0]["flavor"], "facturapi");
+    assert_eq!(list[0]["token_env"], "FACTURAPI_KEY");
+    assert!(list[0]["url"].as_str().unwrap().starts_with("https://"), "{}", list[0]);
+}

@@ -161,7 +161,11 @@ fn main() {
         let _ = child.kill();
         let _ = child.wait();
     }
-    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/timbra-bench");
+    // Where scripts/bench-table looks: the target folder (CARGO_TARGET_DIR when set).
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let out = target.join("timbra-bench");
     let _ = std::fs::create_dir_all(&out);
     let _ = std::fs::write(out.join("drain.json"), serde_json::to_string_pretty(&rows).unwrap());
 }

@@ -76,6 +76,13 @@ impl ActionKind {
         }
     }
 
+    /// A contador-only step (duplicate risk, a record about SAT, a cancellation): with a role
+    /// credential set, each one needs the credential again
+    /// ([`crate::Outbox::spend_unlock`]).
+    pub fn is_risky(self) -> bool {
+        self.roles() == [Role::Contador]
+    }
+
     /// Whether the action needs a note (the risk or the check, said in writing).
     pub fn needs_note(self) -> bool {
         matches!(
@@ -145,9 +152,9 @@ impl<S: Store> Outbox<S> {
                 "rol",
             ))
         } else {
-            match self.require_unlocked(actor, crate::role_credentials::LOCKED).await {
+            match self.require_unlocked(actor, action.nombre()).await {
                 Ok(()) => None,
-                Err(e @ OutboxError::Forbidden { .. }) => Some((e, "bloqueado")),
+                Err(e @ OutboxError::RoleLocked { .. }) => Some((e, "bloqueado")),
                 Err(e) => return Err(e),
             }
         };
@@ -176,6 +183,10 @@ impl<S: Store> Outbox<S> {
         let verdict = self.verdict(detail).await?;
         if !verdict.allows(action) {
             return Err(refused(&verdict, action));
+        }
+        if action.is_risky() {
+            // Every risky action re-asks: the unlock is spent here, once the strategy allowed it.
+            self.spend_unlock(actor, action.nombre()).await?;
         }
         Ok(verdict)
     }

@@ -1,5 +1,7 @@
-//! Opening a new attempt for an invoice: failover (the same sealed bytes at another PAC) and
-//! reprocess (the immutable sale mapped again with today's mapping and settings, issued now).
+//! Opening a new attempt for an invoice: failover (the same sealed bytes at another PAC; at a
+//! Facturapi backup, the sale mapped again into its JSON with the new attempt's own key) and
+//! reprocess (the immutable sale mapped again with today's mapping and settings, issued now;
+//! JSON when the primary is Facturapi, see [`crate::facturapi_lane`]).
 //!
 //! These only *do* it; whether it is allowed is the strategy's call, made by the caller (the
 //! drain or an operator action) right before. Each new attempt gets its own PAC idempotency
@@ -46,9 +48,70 @@ impl<S: Store> Outbox<S> {
                 from.attempt_no
             )));
         }
-        let (_, body) = self.attempt_body(from.id).await?;
         let emisor = self.store().current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
         let attempt_no = from.attempt_no + 1;
+        let to_identity = self.pac_identity_of(to).await?;
+        if crate::facturapi_lane::is_json_pac(to_identity.as_ref()) {
+            // Facturapi does not take sealed XML: the sale is mapped again into its JSON with
+            // this attempt's own key (a reprocess-type attempt; the strategy allowed it only
+            // because the live attempt is known not created, or the contador forced it).
+            let key = pac_idempotency_key(&emisor.profile.rfc, &detail.sale.sale_id, attempt_no);
+            let body = crate::facturapi_lane::json_body(&detail.sale.body, &emisor.profile, &key)?;
+            let fecha = fecha_now(&emisor.profile.lugar_expedicion, self.now());
+            let reason = if forced.is_some() {
+                AttemptReason::ForcedFailover
+            } else {
+                AttemptReason::Reprocess
+            };
+            let fecha_text = fecha.fecha.format(cfdi::write::FECHA_FORMAT).to_string();
+            let attempt = NewAttempt {
+                attempt_no,
+                reason,
+                previous_attempt_id: Some(from.id),
+                pac: to.to_string(),
+                body_format: BodyFormat::Json,
+                body_sha256: sha256_hex(&body),
+                body,
+                fecha: fecha_text,
+                fecha_utc_ms: fecha.utc.timestamp_millis(),
+                fecha_source: fecha.source,
+                pac_idempotency_key: key,
+                mapping_version: i64::from(crate::facturapi_lane::JSON_MAPPING_VERSION),
+                emisor_settings_id: Some(emisor.id),
+                no_certificado: None,
+                pac_identity: to_identity,
+            };
+            let event = NewEvent {
+                kind: "attempt_created".into(),
+                detail: json!({
+                    "attempt_no": attempt_no,
+                    "reason": reason.as_str(),
+                    "cause": "failover_json",
+                    "from_attempt_no": from.attempt_no,
+                    "from_pac": from.pac,
+                    "pac": to,
+                    "same_bytes": false,
+                    "body_format": BodyFormat::Json.as_str(),
+                    "message": crate::facturapi_lane::NO_LOCAL_SEAL,
+                    "sale_id": detail.sale.sale_id,
+                    "mapping_version": crate::facturapi_lane::JSON_MAPPING_VERSION,
+                    "note": forced,
+                }),
+            };
+            return self
+                .open(
+                    detail,
+                    &attempt,
+                    (fecha.utc + FECHA_WINDOW).timestamp_millis(),
+                    token,
+                    forced.map(|_| from.id),
+                    &event,
+                    actor,
+                )
+                .await
+                .map_err(|e| refused_as(e, ActionKind::Failover));
+        }
+        let (_, body) = self.attempt_body(from.id).await?;
         let reason = if forced.is_some() {
             AttemptReason::ForcedFailover
         } else {
@@ -69,7 +132,7 @@ impl<S: Store> Outbox<S> {
             mapping_version: from.mapping_version,
             emisor_settings_id: Some(emisor.id),
             no_certificado: from.no_certificado.clone(),
-            pac_identity: self.pac_identity_of(to).await?,
+            pac_identity: to_identity,
         };
         let event = NewEvent {
             kind: "attempt_created".into(),
@@ -116,32 +179,50 @@ impl<S: Store> Outbox<S> {
         // A reprocessed document is issued now: a Fecha inside the window, and a cadena that
         // differs from every earlier attempt's (so a PAC's dedup cannot mistake it for one).
         let fecha = fecha_now(&emisor.profile.lugar_expedicion, now);
-        let csd = self.csd_for(&emisor)?;
-        csd.check_for(&emisor.profile.rfc, fecha.utc)?;
-        let built = cfdi::build(sale, &emisor.profile, fecha.fecha, Some(&csd)).map_err(|e| match e {
-            cfdi::BuildError::Invalid(v) => OutboxError::Invalid(v),
-            cfdi::BuildError::Seal(s) => OutboxError::Seal(s),
-        })?;
-        let body = built.to_xml().into_bytes();
         let pac = self.primary_pac().await?;
+        let pac_identity = self.pac_identity_of(&pac).await?;
         let attempt_no = from.attempt_no + 1;
+        let key = pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, attempt_no);
+        // At a Facturapi primary the sale is mapped again into its JSON (no local sealing).
+        let (body_format, body, mapping_version, no_certificado) = if crate::facturapi_lane::is_json_pac(pac_identity.as_ref()) {
+            cfdi::mapping::map_sale(sale, &emisor.profile, fecha.fecha)?;
+            (
+                BodyFormat::Json,
+                crate::facturapi_lane::json_body(sale, &emisor.profile, &key)?,
+                crate::facturapi_lane::JSON_MAPPING_VERSION,
+                None,
+            )
+        } else {
+            let csd = self.csd_for(&emisor)?;
+            csd.check_for(&emisor.profile.rfc, fecha.utc)?;
+            let built = cfdi::build(sale, &emisor.profile, fecha.fecha, Some(&csd)).map_err(|e| match e {
+                cfdi::BuildError::Invalid(v) => OutboxError::Invalid(v),
+                cfdi::BuildError::Seal(s) => OutboxError::Seal(s),
+            })?;
+            (
+                BodyFormat::Xml,
+                built.to_xml().into_bytes(),
+                cfdi::mapping::MAPPING_VERSION,
+                Some(csd.certificate().no_certificado().to_string()),
+            )
+        };
         let fecha_text = fecha.fecha.format(cfdi::write::FECHA_FORMAT).to_string();
         let attempt = NewAttempt {
             attempt_no,
             reason: AttemptReason::Reprocess,
             previous_attempt_id: Some(from.id),
             pac: pac.clone(),
-            body_format: BodyFormat::Xml,
+            body_format,
             body_sha256: sha256_hex(&body),
             body,
             fecha: fecha_text.clone(),
             fecha_utc_ms: fecha.utc.timestamp_millis(),
             fecha_source: fecha.source,
-            pac_idempotency_key: pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, attempt_no),
-            mapping_version: i64::from(cfdi::mapping::MAPPING_VERSION),
+            pac_idempotency_key: key,
+            mapping_version: i64::from(mapping_version),
             emisor_settings_id: Some(emisor.id),
-            no_certificado: Some(csd.certificate().no_certificado().to_string()),
-            pac_identity: self.pac_identity_of(&pac).await?,
+            no_certificado,
+            pac_identity,
         };
         let event = NewEvent {
             kind: "attempt_created".into(),
@@ -154,7 +235,8 @@ impl<S: Store> Outbox<S> {
                 "fecha": fecha_text,
                 "fecha_source": fecha.source,
                 "sale_id": sale.sale_id,
-                "mapping_version": cfdi::mapping::MAPPING_VERSION,
+                "body_format": body_format.as_str(),
+                "mapping_version": mapping_version,
                 "abandoned_attempt_no": abandon.and_then(|id| detail.attempts.iter().find(|a| a.id == id)).map(|a| a.attempt_no),
             }),
         };

@@ -630,7 +630,7 @@ impl<S: Store> Drain<S> {
         };
         let foreign = self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
         let matched = match (&uuid, xml.as_ref().or(tfd.as_ref())) {
-            (Some(u), Some(x)) if !foreign => Some(match_cfdi_to_attempt(x.as_bytes(), body, u)),
+            (Some(u), Some(x)) if !foreign => Some(self.match_to_attempt(invoice_id, attempt, x.as_bytes(), body, u).await?),
             _ => None,
         };
         let (code, message) = match &matched {
@@ -792,7 +792,7 @@ impl<S: Store> Drain<S> {
             let uuid = f.map(|f| normalize_uuid(&f.uuid));
             let foreign = self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
             let matched = match (f.and_then(|f| f.xml.as_deref().or(f.tfd_xml.as_deref())), &uuid) {
-                (Some(x), Some(u)) if !foreign => Some(match_cfdi_to_attempt(x.as_bytes(), body, u)),
+                (Some(x), Some(u)) if !foreign => Some(self.match_to_attempt(invoice_id, attempt, x.as_bytes(), body, u).await?),
                 _ => None,
             };
             let (code, message) = match &matched {

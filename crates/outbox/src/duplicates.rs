@@ -406,7 +406,7 @@ impl<S: Store> Outbox<S> {
                 role: actor.role.as_str(),
             });
         }
-        self.require_unlocked(actor, crate::role_credentials::LOCKED).await?;
+        self.spend_unlock(actor, ActionKind::DecideDuplicate.nombre()).await?;
         let note = check_note(note).map_err(|_| OutboxError::invalid("note", "requerido", "la decisión requiere una nota"))?;
         let candidate = self
             .store()

@@ -78,6 +78,10 @@ pub enum OutboxError {
     /// The actor's role may not take this action.
     #[error("el rol {role} no puede {action}")]
     Forbidden { action: &'static str, role: &'static str },
+    /// The actor's role has a credential and is not unlocked now (never unlocked, expired, or
+    /// its unlock was spent by the previous risky action): `action` says what was attempted.
+    #[error("el rol {role} no puede {action} sin desbloquearse con su credencial (TIMBRA_CONTADOR_PIN): el desbloqueo dura 15 minutos y cada acción de riesgo lo pide de nuevo")]
+    RoleLocked { action: &'static str, role: &'static str },
     /// Something Timbra does not do (yet), said plainly.
     #[error("{0}")]
     Unsupported(String),
@@ -110,6 +114,7 @@ impl OutboxError {
             OutboxError::ActionRefused { .. } => "action_refused",
             OutboxError::PacHasOpenAttempts { .. } => "pac_has_open_attempts",
             OutboxError::Forbidden { .. } => "forbidden",
+            OutboxError::RoleLocked { .. } => "role_locked",
             OutboxError::Unsupported(_) => "unsupported",
         }
     }
@@ -127,6 +132,41 @@ impl OutboxError {
     /// Disk full (SQLITE_FULL): the write was refused whole, nothing half-written.
     pub fn is_disk_full(&self) -> bool {
         matches!(self, OutboxError::DatabaseUnavailable { detail, .. } if detail.starts_with(DISK_FULL))
+    }
+
+    /// The same error again, for each of several callers that shared one failed write (a
+    /// group commit, a bulk import's transaction): the storage classification is kept (it is
+    /// what callers act on), anything else becomes [`OutboxError::Database`] with its text.
+    pub fn copied(&self) -> OutboxError {
+        match self {
+            OutboxError::DatabaseMissing { path } => OutboxError::DatabaseMissing { path: path.clone() },
+            OutboxError::DatabaseReadOnly { path, detail } => OutboxError::DatabaseReadOnly {
+                path: path.clone(),
+                detail: detail.clone(),
+            },
+            OutboxError::DatabaseLocked { path, waited } => OutboxError::DatabaseLocked {
+                path: path.clone(),
+                waited: *waited,
+            },
+            OutboxError::DatabaseCorrupt { path, detail } => OutboxError::DatabaseCorrupt {
+                path: path.clone(),
+                detail: detail.clone(),
+            },
+            OutboxError::DatabaseTooNew { path, version } => OutboxError::DatabaseTooNew {
+                path: path.clone(),
+                version: *version,
+            },
+            OutboxError::DatabaseUnavailable { path, detail } => OutboxError::DatabaseUnavailable {
+                path: path.clone(),
+                detail: detail.clone(),
+            },
+            OutboxError::Integrity(m) => OutboxError::Integrity(m.clone()),
+            OutboxError::NotConfigured => OutboxError::NotConfigured,
+            OutboxError::CsdLocked { password_env } => OutboxError::CsdLocked {
+                password_env: password_env.clone(),
+            },
+            other => OutboxError::Database(other.to_string()),
+        }
     }
 
     /// One invalid field.

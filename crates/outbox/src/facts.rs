@@ -179,7 +179,12 @@ pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Fact
             pac: a.pac.clone(),
             pac_can_lookup: can_lookup(&a.pac),
             json_body: a.body_format == BodyFormat::Json,
-            fecha_deadline: fecha_deadline(a.fecha_utc),
+            // A JSON body has no Fecha: Facturapi dates the CFDI when it issues it.
+            fecha_deadline: if a.body_format == BodyFormat::Json {
+                a.fecha_utc + Duration::days(36_500)
+            } else {
+                fecha_deadline(a.fecha_utc)
+            },
             abandoned,
             events: timed.into_iter().map(|(_, _, e)| e).collect(),
         });

@@ -25,6 +25,10 @@
 //!   of outgoing deliveries and its [`webhooks::deliver_due`] pass), [`email`] (the XML and PDF
 //!   to the customer, queued, with [`email::deliver_due_emails`]). HTTP and SMTP are behind
 //!   traits ([`webhooks::WebhookSender`], [`email::Mailer`]) implemented in `crates/api`;
+//! - master data: [`customers`] and [`products`] (validated against SAT's catalogs, CRUD, CSV
+//!   import/export through [`master_csv`]); a sale copies what it uses, so edits never reach it;
+//! - the JSON lane: [`facturapi_lane`] (attempts whose frozen body is Facturapi's invoice
+//!   JSON; the check of the CFDI Facturapi returns against the sale);
 //! - [`actor`], [`clock`], [`location`], [`error`].
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
@@ -34,25 +38,31 @@ pub mod actor;
 pub mod api_tokens;
 pub mod attempts;
 pub mod backup;
+pub mod backup_schedule;
 pub mod cancel_step;
 pub mod cancellation;
 pub mod changes;
 pub mod channel_rows;
 pub mod clock;
+pub mod customers;
+pub mod dashboard;
 pub mod drain;
 pub mod duplicates;
 pub mod email;
 pub mod error;
 pub mod facts;
+pub mod facturapi_lane;
 mod fiscal_intake;
 pub mod follow_up;
 pub mod global_invoice;
 pub mod intake;
 pub mod location;
+pub mod master_csv;
 pub mod model;
 pub mod outbox;
 pub mod pacs;
 pub mod payments;
+pub mod products;
 pub mod reconciliation;
 pub mod reports;
 pub mod role_credentials;
@@ -60,6 +70,7 @@ pub mod screening;
 pub mod settings;
 pub mod store;
 pub mod strategy;
+pub mod timeline_words;
 pub mod webhooks;
 
 pub use actor::{Actor, Role};

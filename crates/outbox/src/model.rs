@@ -398,7 +398,10 @@ pub struct TimelineEntry {
     /// A stable code (`sale_recorded`, `stamp`, `pac_response`, `note_added`, ...).
     pub kind: String,
     pub actor: ActedBy,
+    /// The technical detail (raw codes, the PAC's text, ids): shown folded.
     pub detail: serde_json::Value,
+    /// What the entry says, as codes the shells put in words ([`crate::timeline_words`]).
+    pub said: Vec<crate::timeline_words::Phrase>,
 }
 
 /// Who a PAC entry reaches — flavor, URL and account — never a secret. Every attempt freezes

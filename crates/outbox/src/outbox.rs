@@ -45,6 +45,8 @@ use crate::store::{
 use crate::store::{IntakeLinks, NewIntake};
 use crate::strategy::{self, Policy, Verdict};
 
+pub mod bulk;
+
 /// Largest sale JSON accepted by [`Outbox::record_sale_json`].
 pub const MAX_SALE_JSON_BYTES: usize = 16 * 1024 * 1024;
 
@@ -117,6 +119,108 @@ fn replay_or_conflict(key: &str, existing: ExistingSale, body_sha256: &str) -> R
             invoice_id: existing.invoice_id,
         })
     }
+}
+
+/// Builds and seals a sale's attempt #1 and everything its intake transaction writes (no I/O:
+/// the one-sale path and the bulk import's sealing threads share it).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sealed_record(
+    sale: &Sale,
+    key: &str,
+    owner: &str,
+    emisor: &StoredEmisorSettings,
+    csd: Option<&Csd>,
+    (pac, pac_identity): (&str, Option<crate::model::PacIdentity>),
+    fecha: intake::FechaChoice,
+    body: String,
+    body_sha256: &str,
+    now: DateTime<Utc>,
+    actor: &Actor,
+) -> Result<NewRecord> {
+    let built = cfdi::build(sale, &emisor.profile, fecha.fecha, csd).map_err(|e| match e {
+        cfdi::BuildError::Invalid(v) => OutboxError::Invalid(v),
+        cfdi::BuildError::Seal(s) => OutboxError::Seal(s),
+    })?;
+    let fecha_text = fecha.fecha.format(cfdi::write::FECHA_FORMAT).to_string();
+    let occurred_at = sale.occurred_at.0.format(cfdi::write::FECHA_FORMAT).to_string();
+    let pac_key = pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, 1);
+    // Sealed XML, or (no CSD: a Facturapi primary) the JSON document Facturapi issues from.
+    let (body_format, xml, mapping_version, sealing) = match csd {
+        Some(_) => (BodyFormat::Xml, built.to_xml().into_bytes(), cfdi::mapping::MAPPING_VERSION, None),
+        None => (
+            BodyFormat::Json,
+            crate::facturapi_lane::json_body(sale, &emisor.profile, &pac_key)?,
+            crate::facturapi_lane::JSON_MAPPING_VERSION,
+            Some(crate::facturapi_lane::NO_LOCAL_SEAL),
+        ),
+    };
+    let xml_sha256 = sha256_hex(&xml);
+    let c = &built.comprobante;
+    let event = NewEvent {
+        kind: "sale_recorded".into(),
+        detail: json!({
+            "body_format": body_format.as_str(),
+            "message": sealing,
+            "attempt_no": 1,
+            "fecha": fecha_text,
+            "fecha_source": fecha.source,
+            "fecha_reason": fecha.reason,
+            "occurred_at": occurred_at,
+            "pac": pac,
+            "pac_idempotency_key": pac_key,
+            "idempotency_key": key,
+            "source": actor.channel,
+            "sale_sha256": body_sha256,
+            "body_sha256": xml_sha256,
+            "mapping_version": mapping_version,
+            "no_certificado": csd.map(|c| c.certificate().no_certificado()),
+        }),
+    };
+    Ok(NewRecord {
+        sale: NewSale {
+            sale_id: sale.sale_id.clone(),
+            kind: kind_str(sale.kind).into(),
+            occurred_at,
+            body,
+            body_sha256: body_sha256.to_string(),
+            source: actor.channel.clone(),
+        },
+        invoice: NewInvoice {
+            serie: sale.serie.clone(),
+            folio: sale.folio.clone(),
+            receptor_rfc: sale.receptor.rfc.clone(),
+            receptor_nombre: sale.receptor.nombre.clone(),
+            total: c.total.to_string(),
+            moneda: c.moneda.clone(),
+            state: InvoiceState::Pending,
+            badge: Badge::Pendiente,
+            next_try_at_ms: now.timestamp_millis(),
+            fecha: fecha_text.clone(),
+            fecha_deadline_ms: (fecha.utc + FECHA_WINDOW).timestamp_millis(),
+        },
+        attempt: NewAttempt {
+            attempt_no: 1,
+            reason: AttemptReason::Initial,
+            previous_attempt_id: None,
+            pac: pac.to_string(),
+            body_format,
+            body: xml,
+            body_sha256: xml_sha256,
+            fecha: fecha_text,
+            fecha_utc_ms: fecha.utc.timestamp_millis(),
+            fecha_source: fecha.source,
+            pac_idempotency_key: pac_key,
+            mapping_version: i64::from(mapping_version),
+            emisor_settings_id: Some(emisor.id),
+            no_certificado: csd.map(|c| c.certificate().no_certificado().to_string()),
+            pac_identity,
+        },
+        event,
+        idempotency_key: key.to_string(),
+        reservation_owner: owner.to_string(),
+        at_ms: now.timestamp_millis(),
+        actor: actor.clone(),
+    })
 }
 
 fn in_progress(key: &str, until_ms: i64, now: DateTime<Utc>) -> OutboxError {
@@ -331,10 +435,19 @@ impl<S: Store> Outbox<S> {
         let emisor = self.store.current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
         let fecha = choose_fecha(sale.occurred_at.0, &emisor.profile.lugar_expedicion, now);
         cfdi::mapping::map_sale(sale, &emisor.profile, fecha.fecha)?;
-        let csd = self.csd_for(&emisor)?;
-        csd.check_for(&emisor.profile.rfc, fecha.utc)?;
         let pac = self.primary_pac().await?;
         let pac_identity = self.pac_identity_of(&pac).await?;
+        // A Facturapi primary seals with the organization's CSD on its side: no local CSD.
+        let csd = if crate::facturapi_lane::is_json_pac(pac_identity.as_ref()) {
+            // What Facturapi cannot take (a non-numeric folio, …) is refused before anything
+            // is written; this trial body is the one built below.
+            crate::facturapi_lane::json_body(sale, &emisor.profile, &pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, 1))?;
+            None
+        } else {
+            let csd = self.csd_for(&emisor)?;
+            csd.check_for(&emisor.profile.rfc, fecha.utc)?;
+            Some(csd)
+        };
         // The fiscal workflows' checks and links (payments, tickets, 69-B screening).
         let warnings = self.intake_links(sale, &emisor.profile, &mut links).await?;
 
@@ -359,7 +472,7 @@ impl<S: Store> Outbox<S> {
                 key,
                 &owner,
                 &emisor,
-                &csd,
+                csd.as_deref(),
                 (&pac, pac_identity),
                 fecha,
                 body,
@@ -432,7 +545,7 @@ impl<S: Store> Outbox<S> {
         key: &str,
         owner: &str,
         emisor: &StoredEmisorSettings,
-        csd: &Csd,
+        csd: Option<&Csd>,
         (pac, pac_identity): (&str, Option<crate::model::PacIdentity>),
         fecha: intake::FechaChoice,
         body: String,
@@ -446,79 +559,19 @@ impl<S: Store> Outbox<S> {
                 .record_ticket(sale, key, owner, fecha, body, body_sha256, now, actor, links)
                 .await;
         }
-        let built = cfdi::build(sale, &emisor.profile, fecha.fecha, Some(csd)).map_err(|e| match e {
-            cfdi::BuildError::Invalid(v) => OutboxError::Invalid(v),
-            cfdi::BuildError::Seal(s) => OutboxError::Seal(s),
-        })?;
-        let xml = built.to_xml().into_bytes();
-        let xml_sha256 = sha256_hex(&xml);
-        let fecha_text = fecha.fecha.format(cfdi::write::FECHA_FORMAT).to_string();
-        let occurred_at = sale.occurred_at.0.format(cfdi::write::FECHA_FORMAT).to_string();
-        let pac_key = pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, 1);
-        let c = &built.comprobante;
-        let event = NewEvent {
-            kind: "sale_recorded".into(),
-            detail: json!({
-                "attempt_no": 1,
-                "fecha": fecha_text,
-                "fecha_source": fecha.source,
-                "fecha_reason": fecha.reason,
-                "occurred_at": occurred_at,
-                "pac": pac,
-                "pac_idempotency_key": pac_key,
-                "idempotency_key": key,
-                "source": actor.channel,
-                "sale_sha256": body_sha256,
-                "body_sha256": xml_sha256,
-                "mapping_version": cfdi::mapping::MAPPING_VERSION,
-                "no_certificado": csd.certificate().no_certificado(),
-            }),
-        };
-        let record = NewRecord {
-            sale: NewSale {
-                sale_id: sale.sale_id.clone(),
-                kind: kind_str(sale.kind).into(),
-                occurred_at,
-                body,
-                body_sha256: body_sha256.to_string(),
-                source: actor.channel.clone(),
-            },
-            invoice: NewInvoice {
-                serie: sale.serie.clone(),
-                folio: sale.folio.clone(),
-                receptor_rfc: sale.receptor.rfc.clone(),
-                receptor_nombre: sale.receptor.nombre.clone(),
-                total: c.total.to_string(),
-                moneda: c.moneda.clone(),
-                state: InvoiceState::Pending,
-                badge: Badge::Pendiente,
-                next_try_at_ms: now.timestamp_millis(),
-                fecha: fecha_text.clone(),
-                fecha_deadline_ms: (fecha.utc + FECHA_WINDOW).timestamp_millis(),
-            },
-            attempt: NewAttempt {
-                attempt_no: 1,
-                reason: AttemptReason::Initial,
-                previous_attempt_id: None,
-                pac: pac.to_string(),
-                body_format: BodyFormat::Xml,
-                body: xml,
-                body_sha256: xml_sha256,
-                fecha: fecha_text,
-                fecha_utc_ms: fecha.utc.timestamp_millis(),
-                fecha_source: fecha.source,
-                pac_idempotency_key: pac_key,
-                mapping_version: i64::from(cfdi::mapping::MAPPING_VERSION),
-                emisor_settings_id: Some(emisor.id),
-                no_certificado: Some(csd.certificate().no_certificado().to_string()),
-                pac_identity,
-            },
-            event,
-            idempotency_key: key.to_string(),
-            reservation_owner: owner.to_string(),
-            at_ms: now.timestamp_millis(),
-            actor: actor.clone(),
-        };
+        let record = sealed_record(
+            sale,
+            key,
+            owner,
+            emisor,
+            csd,
+            (pac, pac_identity),
+            fecha,
+            body,
+            body_sha256,
+            now,
+            actor,
+        )?;
         if links.is_empty() {
             self.store.record_sale(&record).await
         } else {
@@ -639,6 +692,7 @@ fn merge_timeline(detail: &mut InvoiceDetail) {
             kind: t.operation.clone(),
             actor: t.actor.clone(),
             detail: json!({"attempt_id": t.attempt_id, "try_no": t.try_no, "pac": t.pac, "worker": t.worker, "fencing_token": t.fencing_token}),
+            said: Vec::new(),
         });
     }
     for e in &detail.evidence {
@@ -650,6 +704,7 @@ fn merge_timeline(detail: &mut InvoiceDetail) {
             actor: e.actor.clone(),
             detail: json!({"attempt_id": e.attempt_id, "try_id": e.try_id, "outcome": e.outcome, "code": e.code,
                            "message": e.message, "uuid": e.uuid, "detail": e.detail}),
+            said: Vec::new(),
         });
     }
     for n in &detail.notes {
@@ -660,6 +715,7 @@ fn merge_timeline(detail: &mut InvoiceDetail) {
             kind: "note_added".into(),
             actor: n.author.clone(),
             detail: json!({"text": n.text}),
+            said: Vec::new(),
         });
         if let (Some(at), Some(by)) = (n.resolved_at, &n.resolved_by) {
             detail.timeline.push(TimelineEntry {
@@ -669,10 +725,14 @@ fn merge_timeline(detail: &mut InvoiceDetail) {
                 kind: "note_resolved".into(),
                 actor: by.clone(),
                 detail: json!({"note_id": n.id}),
+                said: Vec::new(),
             });
         }
     }
     detail.timeline.sort_by_key(|t| (t.at, t.source, t.ref_id));
+    for e in detail.timeline.iter_mut() {
+        e.said = crate::timeline_words::phrases(e, &detail.attempts);
+    }
 }
 
 #[cfg(test)]

@@ -168,9 +168,19 @@ impl PacConfig {
                 }
             }
             PacKind::Facturapi => {
-                return Err(OutboxError::Unsupported(
-                    "Facturapi emite a partir de JSON y Timbra aún no genera ese cuerpo desde la venta; configure SW o Finkok".into(),
-                ))
+                if self.token_env.is_none() {
+                    return bad(
+                        "token_env",
+                        "Facturapi necesita --token-env con el nombre de la variable que guarda la llave secreta (sk_test_… o sk_live_…)"
+                            .into(),
+                    );
+                }
+                if self.user.is_some() || self.password_env.is_some() {
+                    return bad(
+                        "user",
+                        "Facturapi se autentica solo con la llave (--token-env); quite --user y --password-env".into(),
+                    );
+                }
             }
         }
         Ok(())

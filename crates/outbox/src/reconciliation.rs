@@ -238,7 +238,7 @@ impl<S: Store> Outbox<S> {
                 role: actor.role.as_str(),
             });
         }
-        self.require_unlocked(actor, crate::role_credentials::LOCKED).await?;
+        self.spend_unlock(actor, "importar CFDI").await?;
         let emisor = self.emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
         let mut report = ImportReport::default();
         for (source, bytes) in files {

@@ -1,10 +1,16 @@
 //! Roles that are authenticated, not declared: a role may have a credential (a PIN or
 //! passphrase), stored only as an Argon2id hash (PHC string) in the settings. Once a role has
-//! one, every contador-only step this `Outbox` takes for that role — the forced failover, the
-//! reprocess accepting risk, the verify-absent and found records, duplicate decisions,
-//! cancellations, the reconciliation import — needs the role unlocked in this process with the
-//! credential, for [`UNLOCK_TTL`]; after that it asks again. A role without a credential works
-//! as before (the role picker and `--role` decide), which is what a new database starts with.
+//! one, every action this `Outbox` takes for that role needs the role unlocked in this process
+//! with the credential, for at most [`UNLOCK_TTL`]; after that it asks again. A role without a
+//! credential works as before (the role picker and `--role` decide), which is what a new
+//! database starts with.
+//!
+//! **Every risky action re-asks.** The contador-only steps — the forced failover, the reprocess
+//! accepting risk, the verify-absent and found records, duplicate decisions, cancellations, the
+//! reconciliation import — each *spend* the unlock ([`Outbox::spend_unlock`]): the next one
+//! needs the credential again, even within the 15 minutes. Spending is atomic, so two risky
+//! calls racing on one unlock let one through and refuse the other. An action the strategy
+//! refuses spends nothing. Ordinary actions (retry, notes) only need the unlock to be live.
 //!
 //! Setting the first credential of a role takes an actor of that role; changing it takes the
 //! role unlocked. The credential itself is a [`Secret`]: never stored, logged or printed; the
@@ -65,7 +71,7 @@ impl<S: Store> Outbox<S> {
         }
         let mut hashes = self.role_hashes().await?;
         if hashes.contains_key(role.as_str()) {
-            self.require_unlocked(actor, "cambiar su credencial sin desbloquearse antes con la actual")
+            self.spend_unlock(actor, "cambiar su credencial (primero desbloquéese con la actual)")
                 .await?;
         }
         if credential.expose().chars().count() < MIN_CREDENTIAL_CHARS {
@@ -134,22 +140,46 @@ impl<S: Store> Outbox<S> {
             .map(|(_, until)| *until)
     }
 
-    /// `Ok` when the actor's role has no credential, or is unlocked now; else refused, naming
-    /// what was attempted.
+    /// `Ok` when the actor's role has no credential, or is unlocked now; else
+    /// [`OutboxError::RoleLocked`], naming what was attempted. Spends nothing.
     pub async fn require_unlocked(&self, actor: &Actor, action: &'static str) -> Result<()> {
         if !LOCKABLE.contains(&actor.role) || self.role_unlocked_until(actor.role).is_some() {
             return Ok(());
         }
+        self.locked_unless_credentialless(actor, action).await
+    }
+
+    /// Like [`Outbox::require_unlocked`] for a risky action: a live unlock is taken away in the
+    /// same step (under the lock that grants it), so the next risky action asks again.
+    pub async fn spend_unlock(&self, actor: &Actor, action: &'static str) -> Result<()> {
+        if !LOCKABLE.contains(&actor.role) {
+            return Ok(());
+        }
+        let now = self.now();
+        let spent = {
+            let mut unlocked = self.unlocked.lock().unwrap_or_else(|p| p.into_inner());
+            let live = unlocked.iter().any(|(r, until)| *r == actor.role && *until > now);
+            unlocked.retain(|(r, _)| *r != actor.role);
+            live
+        };
+        if spent {
+            tracing::info!(role = actor.role.as_str(), actor = %actor.name, action, "desbloqueo usado por una acción de riesgo");
+            return Ok(());
+        }
+        self.locked_unless_credentialless(actor, action).await
+    }
+
+    async fn locked_unless_credentialless(&self, actor: &Actor, action: &'static str) -> Result<()> {
         if !self.role_has_credential(actor.role).await? {
             return Ok(());
         }
         tracing::warn!(role = actor.role.as_str(), actor = %actor.name, action, "rol sin desbloquear");
-        Err(OutboxError::Forbidden {
+        Err(OutboxError::RoleLocked {
             action,
             role: actor.role.as_str(),
         })
     }
 }
 
-/// The action text of a refusal for a locked role.
-pub const LOCKED: &str = "actuar sin desbloquearse con su credencial (TIMBRA_CONTADOR_PIN; el desbloqueo dura 15 minutos)";
+/// The action text of a refusal for a locked role when no more precise one applies.
+pub const LOCKED: &str = "actuar";

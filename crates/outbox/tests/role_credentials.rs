@@ -1,7 +1,8 @@
 //! Roles authenticated, not declared: once the contador has a credential, a contador-only
 //! action needs the role unlocked with it; the unlock expires after 15 minutes (the test clock
-//! moves); a wrong credential is refused and locks again; the credential is stored only as an
-//! Argon2id hash; roles without a credential work as before.
+//! moves); each risky action spends the unlock, so the next one asks again; a wrong credential
+//! is refused and locks again; the credential is stored only as an Argon2id hash; roles
+//! without a credential work as before.
 
 mod common;
 
@@ -16,7 +17,7 @@ fn contador() -> Actor {
 }
 
 fn is_locked(e: &OutboxError) -> bool {
-    matches!(e, OutboxError::Forbidden { action, role: "contador" } if action.contains("desbloquearse"))
+    matches!(e, OutboxError::RoleLocked { role: "contador", .. })
 }
 
 async fn a_contador_with_a_credential_acts_only_while_unlocked(backend: Backend) {
@@ -130,7 +131,59 @@ async fn a_refusal_for_the_role_is_written_on_the_invoice_timeline(backend: Back
     assert_eq!(after.invoice.badge, d.invoice.badge);
 }
 
+async fn every_risky_action_asks_for_the_credential_again(backend: Backend) {
+    let e = env(backend).await;
+    let rec = e.outbox.record_sale_json(ingreso("v-3").as_bytes(), None, &staff()).await.unwrap();
+    let invoice = InvoiceRef::Id(rec.invoice_id);
+    let pin = Secret::new("482913");
+    e.outbox.set_role_credential(Role::Contador, &pin, &contador()).await.unwrap();
+    let carlos = contador();
+    let import = || e.outbox.import_cfdis(&[], outbox::reconciliation::SaleIdField::None, &carlos);
+
+    // One unlock, one risky action: the second import asks again within the 15 minutes.
+    e.outbox.unlock_role(Role::Contador, &pin).await.unwrap();
+    import().await.expect("the first risky action after the unlock");
+    assert!(e.outbox.role_unlocked_until(Role::Contador).is_none(), "the unlock was spent");
+    let again = import().await.unwrap_err();
+    assert!(is_locked(&again), "{again:?}");
+
+    // An action the strategy refuses spends nothing: a fresh invoice has no open question to
+    // verify, so the unlock is still there for the import after it.
+    e.outbox.unlock_role(Role::Contador, &pin).await.unwrap();
+    let refused = e
+        .outbox
+        .verify_absent(&invoice, 1, "nada que verificar", &contador())
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, OutboxError::ActionRefused { .. }), "{refused:?}");
+    assert!(e.outbox.role_unlocked_until(Role::Contador).is_some());
+    import().await.expect("the unlock survived the refused action");
+
+    // Two risky calls racing on one unlock: exactly one goes through.
+    e.outbox.unlock_role(Role::Contador, &pin).await.unwrap();
+    let (a, b) = tokio::join!(import(), import());
+    assert_eq!(
+        [&a, &b].iter().filter(|r| r.is_ok()).count(),
+        1,
+        "one unlock, one risky action: {a:?} {b:?}"
+    );
+    assert!([&a, &b].iter().any(|r| r.as_ref().is_err_and(is_locked)));
+
+    // An ordinary action of a role with a credential only needs the unlock to be live.
+    e.outbox
+        .set_role_credential(Role::Soporte, &Secret::new("soporte-55"), &admin())
+        .await
+        .unwrap();
+    e.outbox.unlock_role(Role::Soporte, &Secret::new("soporte-55")).await.unwrap();
+    for _ in 0..2 {
+        let r = e.outbox.retry(&invoice, &admin()).await;
+        assert!(!r.as_ref().is_err_and(|e| matches!(e, OutboxError::RoleLocked { .. })), "{r:?}");
+    }
+    assert!(e.outbox.role_unlocked_until(Role::Soporte).is_some());
+}
+
 crate::conformance!(
+    every_risky_action_asks_for_the_credential_again,
     a_contador_with_a_credential_acts_only_while_unlocked,
     a_refusal_for_the_role_is_written_on_the_invoice_timeline,
 );

@@ -157,7 +157,13 @@ pub fn classify_create(status: u16, body: &[u8], retry_after_s: Option<u64>) -> 
             tfd_xml: None,
             pac_id: None,
         },
-        "rate_limit_exceeded" | "invoice_stamping_service_unavailable" => StampOutcome::Unavailable {
+        // The account, not the document: the organization cannot issue yet (no CSD or
+        // fiscal data uploaded, a test key where a live one is needed, no subscription).
+        "rate_limit_exceeded"
+        | "invoice_stamping_service_unavailable"
+        | "organization_incomplete"
+        | "live_api_key_required"
+        | "subscription_required" => StampOutcome::Unavailable {
             code: err.code,
             message: err.message,
             retry_after_s,

@@ -584,3 +584,22 @@ fn hostile_answers_are_refused_without_blowing_up() {
     let err = pac_clients::soap::parse(&bodies[4].1).unwrap_err().to_string();
     assert!(err.contains("DOCTYPE"), "{err}");
 }
+
+/// Facturapi's account problems (organization without CSD or fiscal data, a test key where a
+/// live one is needed, no subscription) are the PAC refusing to work, never a rejected
+/// document: Timbra waits or fails over, it does not reprocess.
+#[test]
+fn facturapi_account_errors_are_unavailable_not_rejections() {
+    for code in ["organization_incomplete", "live_api_key_required", "subscription_required"] {
+        let body = serde_json::json!({"ok": false, "status": 400, "code": code, "message": "la cuenta no puede emitir"}).to_string();
+        match facturapi::classify_create(400, body.as_bytes(), None) {
+            StampOutcome::Unavailable { code: c, .. } => assert_eq!(c, code),
+            other => panic!("{code}: {other:?}"),
+        }
+    }
+    let body = serde_json::json!({"ok": false, "status": 400, "code": "invalid_request", "message": "customer.tax_id"}).to_string();
+    assert!(matches!(
+        facturapi::classify_create(400, body.as_bytes(), None),
+        StampOutcome::Rejected { .. }
+    ));
+}

@@ -5,8 +5,9 @@
 //! Facturapi issues the CFDI itself: the simulator maps the invoice JSON (`type` I, E with
 //! `related_documents`, or P with the `pago` complement; the body `pac::facturapi_body` makes)
 //! to a sale, builds and
-//! seals it with `cfdi::build` using its own certificate as the organization's CSD (emisor
-//! `TSP260101AA1`), then stamps it like any other CFDI. The `pending` fault answers
+//! seals it with `cfdi::build` using the configured organization's CSD
+//! ([`crate::state::Organization`]; by default its own certificate, emisor `TSP260101AA1`),
+//! then stamps it like any other CFDI. The `pending` fault answers
 //! `202 Accepted` with `status: "pending"`; the invoice turns `valid` `pending_ms` later.
 //! A used `idempotency_key` answers the original invoice (UNVERIFIED in Facturapi's docs);
 //! one in use by a concurrent request answers `409 idempotency_key_in_use`. A body that does not
@@ -478,6 +479,7 @@ async fn create(State(s): State<AppState>, headers: HeaderMap, ctl: Option<Exten
     let key = text(&v, "idempotency_key");
     let external_id = text(&v, "external_id");
     if let Some(k) = &key {
+        s.note_create(k);
         if let Some(r) = s.engine.previous_by_key(k) {
             return invoice_response(&s, &r);
         }
@@ -507,13 +509,16 @@ async fn create(State(s): State<AppState>, headers: HeaderMap, ctl: Option<Exten
 
 /// Builds, seals and stamps; `(record, created_now)`.
 fn issue(s: &AppState, v: &Value, key: Option<&str>, external_id: Option<&str>) -> Result<(CfdiRecord, bool), Response> {
-    let emisor = emisor();
+    let (emisor, csd) = match &s.organization {
+        Some(o) => (o.profile.clone(), &*o.csd),
+        None => (emisor(), s.engine.csd()),
+    };
     let now = s.engine.clock.now();
     let fecha = cfdi::tz::local_at(now, &emisor.lugar_expedicion);
     let occurred = fecha.format(cfdi::write::FECHA_FORMAT).to_string();
     let sale_value = sale_json(v, &occurred).map_err(|e| invalid_request(&e))?;
     let sale = Sale::from_json(sale_value.to_string().as_bytes()).map_err(|e| validation(&e))?;
-    let built = cfdi::build(&sale, &emisor, fecha, Some(s.engine.csd())).map_err(|e| match e {
+    let built = cfdi::build(&sale, &emisor, fecha, Some(csd)).map_err(|e| match e {
         cfdi::BuildError::Invalid(errs) => validation(&errs),
         cfdi::BuildError::Seal(e) => error(StatusCode::BAD_REQUEST, "invoice_stamping_validation_error", &e.to_string()),
     })?;

@@ -41,6 +41,8 @@ pub struct SimConfig {
     pub credentials: Credentials,
     /// How long a `timeout_after_certify` request is held before the connection is reset.
     pub hold: Duration,
+    /// Facturapi flavor: the organization it issues for (None: the simulator itself).
+    pub organization: Option<crate::state::Organization>,
 }
 
 impl SimConfig {
@@ -53,6 +55,7 @@ impl SimConfig {
             state_dir: None,
             credentials: Credentials::default(),
             hold: Duration::from_secs(300),
+            organization: None,
         }
     }
 }
@@ -146,6 +149,8 @@ pub async fn start_with_clock(config: SimConfig, clock: SimClock) -> Result<SimH
     let state = Arc::new(SimState {
         engine,
         credentials: config.credentials,
+        organization: config.organization,
+        creates: Default::default(),
         hold: config.hold,
         shutdown: rx,
         faults_version: watch::channel(0).0,

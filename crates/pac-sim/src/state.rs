@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cfdi::csd::Csd;
+use cfdi::sale::EmisorProfile;
 use tokio::sync::{watch, Notify};
 
 use crate::engine::Engine;
@@ -36,16 +38,71 @@ impl Default for Credentials {
     }
 }
 
+/// The organization a Facturapi-flavoured simulator issues for: its profile and its CSD (at
+/// Facturapi the organization's CSD lives on Facturapi's side). Without one, the simulator
+/// issues as itself (`TSP260101AA1`, its own certificate).
+#[derive(Clone)]
+pub struct Organization {
+    pub profile: EmisorProfile,
+    pub csd: Arc<Csd>,
+}
+
+impl std::fmt::Debug for Organization {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Organization").field("rfc", &self.profile.rfc).finish()
+    }
+}
+
+/// SAT's public test CSD (EKU9003173C9; its password `12345678a` is SAT's published test
+/// material): the organization of the sandbox and of the tests, so the CFDI Facturapi returns
+/// names the emisor Timbra is configured with.
+const SAT_TEST_CER: &[u8] = include_bytes!("../../../tests/fixtures/cfdi/certs/EKU9003173C9.cer");
+const SAT_TEST_KEY: &[u8] = include_bytes!("../../../tests/fixtures/cfdi/certs/EKU9003173C9.key");
+
+impl Organization {
+    /// The organization of SAT's test CSD: ESCUELA KEMPER URGATE, régimen 601, 42501.
+    pub fn sat_test() -> Result<Organization, String> {
+        let csd = Csd::load(SAT_TEST_CER, SAT_TEST_KEY, &cfdi::secret::Secret::new("12345678a")).map_err(|e| e.to_string())?;
+        Ok(Organization {
+            profile: EmisorProfile {
+                rfc: "EKU9003173C9".into(),
+                nombre: "ESCUELA KEMPER URGATE".into(),
+                regimen_fiscal: "601".into(),
+                lugar_expedicion: "42501".into(),
+            },
+            csd: Arc::new(csd),
+        })
+    }
+}
+
 /// Shared by every request.
 pub struct SimState {
     pub engine: Engine,
     pub credentials: Credentials,
+    /// Facturapi flavor: who it issues for (None: the simulator itself).
+    pub organization: Option<Organization>,
+    /// Facturapi flavor: `POST /v2/invoices` requests received per `idempotency_key` (a test
+    /// asserts that a pending invoice is looked up, never created again).
+    pub creates: std::sync::Mutex<std::collections::HashMap<String, u64>>,
     pub hold: Duration,
     pub shutdown: watch::Receiver<bool>,
     pub(crate) faults_version: watch::Sender<u64>,
 }
 
 impl SimState {
+    /// `POST /v2/invoices` requests received with this `idempotency_key` (Facturapi flavor).
+    pub fn create_requests(&self, key: &str) -> u64 {
+        self.creates
+            .lock()
+            .map(|m| m.get(key).copied().unwrap_or(0))
+            .unwrap_or_else(|p| p.into_inner().get(key).copied().unwrap_or(0))
+    }
+
+    pub(crate) fn note_create(&self, key: &str) {
+        let mut m = self.creates.lock().unwrap_or_else(|p| p.into_inner());
+        *m.entry(key.to_string()).or_insert(0) += 1;
+    }
+
     /// Replaces the fault schedule and lets the accept loop react (outages).
     pub fn set_faults(&self, f: Faults) {
         self.engine.set_faults(f);

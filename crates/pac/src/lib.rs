@@ -20,6 +20,7 @@ pub mod facturapi_body;
 pub mod outcome;
 pub mod presets;
 pub mod tfd;
+pub mod transport;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -155,3 +155,16 @@ export const OBJETOS_IMP: [string, string][] = [
   ['01', 'No objeto de impuesto'],
   ['02', 'Sí objeto de impuesto'],
 ];
+
+/** The receptor a saved customer fills in (its default uso, else the form's current one). */
+export function receptorOf(
+  c: { rfc: string; nombre: string; cp: string; regimen: string; uso: string | null },
+  currentUso: string,
+): SaleDraft['receptor'] {
+  return { rfc: c.rfc, nombre: c.nombre, domicilio_fiscal: c.cp, regimen_fiscal: c.regimen, uso_cfdi: c.uso ?? currentUso };
+}
+
+/** Whether a concepto line is still the untouched blank one (a picked product replaces it). */
+export function conceptoIsBlank(c: ConceptoDraft): boolean {
+  return !c.descripcion.trim() && !c.valor_unitario.trim() && !(c.no_identificacion ?? '').trim();
+}

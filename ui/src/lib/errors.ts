@@ -37,11 +37,13 @@ export function errorMessage(e: UiError): string {
     case 'credential_store':
       return `${t('error.credential_store')} ${e.details.message}`;
     case 'forbidden':
-      // A role with a credential that is not unlocked (outbox::role_credentials::LOCKED).
-      if (e.details.action.startsWith('actuar sin desbloquearse')) {
-        return t('error.role_locked', { role: tDynamic(`role.${e.details.role}`) ?? e.details.role });
-      }
       return t('error.forbidden', { role: tDynamic(`role.${e.details.role}`) ?? e.details.role });
+    case 'role_locked':
+      // A role with a credential that is not unlocked now (never, expired, or spent by the
+      // previous risky action); `call` has already offered the PIN prompt once.
+      return t('error.role_locked', { role: tDynamic(`role.${e.details.role}`) ?? e.details.role, action: e.details.action });
+    case 'db_full':
+      return t('error.db_full', { path: e.details.path });
     case 'unsupported':
       return t('error.unsupported');
     case 'file':

@@ -1,6 +1,6 @@
 // A tiny hash router: #/bandeja, #/factura/<id>, #/emitir, #/emitir/nc/<id> and
 // #/emitir/sust/<id> (a credit note or a substitute of invoice <id>), #/ajustes, #/tablero,
-// #/duplicados, #/global (factura global), #/reportes.
+// #/duplicados, #/global (factura global), #/reportes, #/clientes, #/productos.
 export type Route =
   | { page: 'bandeja' }
   | { page: 'factura'; id: number }
@@ -9,7 +9,9 @@ export type Route =
   | { page: 'tablero' }
   | { page: 'duplicados' }
   | { page: 'global' }
-  | { page: 'reportes' };
+  | { page: 'reportes' }
+  | { page: 'clientes' }
+  | { page: 'productos' };
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean);
@@ -28,6 +30,8 @@ export function parseRoute(hash: string): Route {
     case 'duplicados':
     case 'global':
     case 'reportes':
+    case 'clientes':
+    case 'productos':
       return { page: parts[0] };
     default:
       return { page: 'bandeja' };

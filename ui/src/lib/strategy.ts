@@ -84,12 +84,26 @@ export function reasonText(r: ReasonDto): string {
   return text.replace(/\(\s*\)/g, '').replace(/\s+([.,;:])/g, '$1').replace(/\s{2,}/g, ' ').trim();
 }
 
+/**
+ * An evidence row as Rust names it (`kind: outcome code uuid`) in words: the kind and the
+ * outcome class translated; the PAC's code and the UUID stay as they are.
+ */
+export function evidenceWords(text: string): string {
+  const m = /^([a-z_]+)(?::\s*(.*))?$/.exec(text.trim());
+  if (!m) return text;
+  const kind = tDynamic(`timeline.${m[1]}`) ?? m[1];
+  if (!m[2]) return kind;
+  const [first, ...rest] = m[2].split(/\s+/);
+  const outcome = tDynamic(`outcome.${first}`);
+  return `${kind}: ${[outcome ?? first, ...rest].join(' ')}`;
+}
+
 /** Why an action is refused, naming the evidence that decides it. */
 export function refusalText(r: RefusalDto | null): string {
   if (!r) return t('refusal.generic');
   const base = tDynamic(`refusal.${r.code}`) ?? r.code;
   if (r.evidence_id === null) return base;
-  return `${base} ${t('refusal.evidence', { id: r.evidence_id, evidence: r.evidence ?? '' })}`.trim();
+  return `${base} ${t('refusal.evidence', { id: r.evidence_id, evidence: evidenceWords(r.evidence ?? '') })}`.trim();
 }
 
 export type ButtonState = {

@@ -146,6 +146,7 @@ forward! {
     fn reserve_key(key: &str, sale_id: &str, request_sha256: &str, owner: &str, until_ms: i64, now_ms: i64) -> Result<Reservation>;
     fn release_key(key: &str, owner: &str) -> Result<()>;
     fn record_sale(record: &NewRecord) -> Result<RecordOutcome>;
+    fn record_sales(records: &[NewRecord]) -> Result<Vec<Result<RecordOutcome>>>;
     fn list_invoices(filter: &ListFilter, limit: u32) -> Result<Vec<InvoiceSummary>>;
     fn find_invoice(r: &InvoiceRef) -> Result<Option<i64>>;
     fn invoice_detail(id: i64) -> Result<Option<InvoiceDetail>>;
@@ -174,6 +175,9 @@ forward! {
     fn payments_of_invoice(invoice_id: i64) -> Result<Vec<PaymentLinkRow>>;
     fn tickets_in_period(desde: &str, hasta: &str) -> Result<Vec<TicketRow>>;
     fn ticket_of_invoice(invoice_id: i64) -> Result<Option<TicketRow>>;
+    fn dashboard_pac_tries(since_ms: i64) -> Result<Vec<DashboardTryRow>>;
+    fn dashboard_stamped(since_ms: i64) -> Result<Vec<DashboardStampedRow>>;
+    fn dashboard_invoices(since_ms: i64) -> Result<Vec<DashboardInvoiceRow>>;
     fn cfdis_before(before: &str) -> Result<Vec<StoredCfdi>>;
     fn insert_screening_list(list: &NewScreeningList, actor: &Actor, at_ms: i64) -> Result<i64>;
     fn current_screening_list() -> Result<Option<ScreeningListRow>>;
@@ -220,4 +224,12 @@ forward! {
     fn begin_email_attempt(id: i64, worker: &str, at_ms: i64) -> Result<Option<(i64, i64, bool)>>;
     fn finish_email_attempt(r: &crate::channel_rows::AttemptResult) -> Result<()>;
     fn stamped_between(from: &str, to: &str) -> Result<Vec<(i64, String, String)>>;
+    fn customers() -> Result<Vec<crate::customers::Customer>>;
+    fn customer(id: i64) -> Result<Option<crate::customers::Customer>>;
+    fn save_customers(batch: &[(Option<i64>, crate::customers::CustomerRecord)], actor: &Actor, at_ms: i64) -> Result<Vec<i64>>;
+    fn delete_customer(id: i64) -> Result<bool>;
+    fn products() -> Result<Vec<crate::products::Product>>;
+    fn product(id: i64) -> Result<Option<crate::products::Product>>;
+    fn save_products(batch: &[(Option<i64>, crate::products::ProductRecord)], actor: &Actor, at_ms: i64) -> Result<Vec<i64>>;
+    fn delete_product(id: i64) -> Result<bool>;
 }

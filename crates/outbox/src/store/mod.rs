@@ -276,6 +276,20 @@ pub trait Store: Send + Sync + 'static {
     /// The intake transaction: all of `record` or nothing.
     fn record_sale(&self, record: &NewRecord) -> impl Future<Output = Result<RecordOutcome>> + Send;
 
+    /// Many intake transactions sharing one durable commit (the bulk import): each record all
+    /// or nothing on its own (its own error or outcome, in order), the commit for all of them.
+    /// `Err` when the shared transaction failed: nothing of any record was written. The default
+    /// commits them one by one.
+    fn record_sales(&self, records: &[NewRecord]) -> impl Future<Output = Result<Vec<Result<RecordOutcome>>>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(records.len());
+            for r in records {
+                out.push(self.record_sale(r).await);
+            }
+            Ok(out)
+        }
+    }
+
     /// A page of invoices (at most `limit` rows; `filter.limit` is ignored).
     fn list_invoices(&self, filter: &ListFilter, limit: u32) -> impl Future<Output = Result<Vec<InvoiceSummary>>> + Send;
 
@@ -373,6 +387,20 @@ pub trait Store: Send + Sync + 'static {
 
     /// The ticket behind `invoice_id`, if it is one.
     fn ticket_of_invoice(&self, invoice_id: i64) -> impl Future<Output = Result<Option<TicketRow>>> + Send;
+
+    // The Tablero (`crate::dashboard`) ------------------------------------------------------
+
+    /// Every stamp or lookup try started at or after `since_ms`, in start order, with the first
+    /// PAC evidence row of each (its instant, outcome, code and message), if any.
+    fn dashboard_pac_tries(&self, since_ms: i64) -> impl Future<Output = Result<Vec<DashboardTryRow>>> + Send;
+
+    /// Each invoice's live CFDI (the one `invoices.uuid` names) learned at or after `since_ms`,
+    /// with its XML when stored.
+    fn dashboard_stamped(&self, since_ms: i64) -> impl Future<Output = Result<Vec<DashboardStampedRow>>> + Send;
+
+    /// Invoices recorded at or after `since_ms`: their state now and when their first CFDI was
+    /// learned.
+    fn dashboard_invoices(&self, since_ms: i64) -> impl Future<Output = Result<Vec<DashboardInvoiceRow>>> + Send;
 
     /// Stamped CFDIs (with XML) of invoices whose Fecha is before `before` (`AAAA-MM-DD`).
     fn cfdis_before(&self, before: &str) -> impl Future<Output = Result<Vec<StoredCfdi>>> + Send;
@@ -581,6 +609,42 @@ pub trait Store: Send + Sync + 'static {
 
     /// Stamped invoices whose Fecha is in `[from, to)`: `(id, sale_id, uuid)`, oldest first.
     fn stamped_between(&self, from: &str, to: &str) -> impl Future<Output = Result<Vec<(i64, String, String)>>> + Send;
+
+    // Customers and products (master data; `customers` and `products` modules) ---------------
+
+    /// Every customer, by name.
+    fn customers(&self) -> impl Future<Output = Result<Vec<crate::customers::Customer>>> + Send;
+
+    fn customer(&self, id: i64) -> impl Future<Output = Result<Option<crate::customers::Customer>>> + Send;
+
+    /// Writes validated customers in **one** transaction: `(None, c)` inserts, `(Some(id), c)`
+    /// replaces customer `id`. Returns the ids in order. A key another customer holds (the RFC,
+    /// or RFC + name for the generic RFCs) fails the whole batch.
+    fn save_customers(
+        &self,
+        batch: &[(Option<i64>, crate::customers::CustomerRecord)],
+        actor: &Actor,
+        at_ms: i64,
+    ) -> impl Future<Output = Result<Vec<i64>>> + Send;
+
+    /// Deletes a customer; whether it existed.
+    fn delete_customer(&self, id: i64) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Every product, by SKU.
+    fn products(&self) -> impl Future<Output = Result<Vec<crate::products::Product>>> + Send;
+
+    fn product(&self, id: i64) -> impl Future<Output = Result<Option<crate::products::Product>>> + Send;
+
+    /// As [`Store::save_customers`], for products (the SKU is unique).
+    fn save_products(
+        &self,
+        batch: &[(Option<i64>, crate::products::ProductRecord)],
+        actor: &Actor,
+        at_ms: i64,
+    ) -> impl Future<Output = Result<Vec<i64>>> + Send;
+
+    /// Deletes a product; whether it existed.
+    fn delete_product(&self, id: i64) -> impl Future<Output = Result<bool>> + Send;
 }
 
 // Duplicates and cancellations' rows --------------------------------------------------------------
@@ -912,6 +976,37 @@ pub struct TicketRow {
     pub sale: cfdi::sale::Sale,
     pub global_invoice_id: Option<i64>,
     pub named_invoice_id: Option<i64>,
+}
+
+/// A try and the first answer recorded for it (the Tablero's PAC health).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DashboardTryRow {
+    pub pac: String,
+    pub operation: String,
+    pub started_at_ms: i64,
+    pub answered_at_ms: Option<i64>,
+    pub outcome: Option<String>,
+    pub code: Option<String>,
+    pub message: Option<String>,
+}
+
+/// An invoice's live CFDI (the Tablero's stamps and totals).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DashboardStampedRow {
+    pub invoice_id: i64,
+    pub uuid: String,
+    pub created_at_ms: i64,
+    pub xml: Option<Vec<u8>>,
+    pub cancelled: bool,
+}
+
+/// An invoice's recording, state now and first CFDI (the Tablero's states over time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DashboardInvoiceRow {
+    pub invoice_id: i64,
+    pub created_at_ms: i64,
+    pub state: String,
+    pub stamped_at_ms: Option<i64>,
 }
 
 /// A stamped CFDI's XML and status.

@@ -39,7 +39,10 @@ use super::{
     Claim, ExistingSale, InvoiceUpdate, KeyState, NewAttempt, NewCfdi, NewEmisorSettings, NewEvent, NewEvidence, NewRecord, NewTry,
     OpenAttempt, RecordOutcome, Reservation, Store, StoredEmisorSettings,
 };
-use super::{IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry, ScreeningListRow, StoredCfdi, TicketRow};
+use super::{
+    DashboardInvoiceRow, DashboardStampedRow, DashboardTryRow, IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry,
+    ScreeningListRow, StoredCfdi, TicketRow,
+};
 use crate::actor::{Actor, Role};
 use crate::channel_rows::{ApiToken, EmailAttempt, EmailSend, NewEmailSend, TokenCandidate};
 use crate::channel_rows::{
@@ -60,6 +63,7 @@ macro_rules! sql {
 }
 
 mod cancel;
+mod master_data;
 
 /// The migrations of `migrations/postgres/`, in order: (version, description, SQL). Versions
 /// and descriptions are those of the SQLite migrations they mirror.
@@ -76,6 +80,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         5,
         "intake_channels",
         include_str!("../../migrations/postgres/0005_intake_channels.sql"),
+    ),
+    (
+        6,
+        "customers_products",
+        include_str!("../../migrations/postgres/0006_customers_products.sql"),
     ),
 ];
 
@@ -519,6 +528,7 @@ fn timeline_event(r: &PgRow) -> Result<TimelineEntry> {
         kind: get(r, "kind")?,
         actor: acted(r, "actor", "actor_role")?,
         detail: json_col(r, "detail")?,
+        said: Vec::new(),
     })
 }
 
@@ -1401,6 +1411,64 @@ impl Store for PgStore {
         row.as_ref().map(ticket_row).transpose()
     }
 
+    async fn dashboard_pac_tries(&self, since_ms: i64) -> Result<Vec<DashboardTryRow>> {
+        let rows = sqlx::query(sql!("dashboard_pac_tries"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DashboardTryRow {
+                    pac: get(r, "pac")?,
+                    operation: get(r, "operation")?,
+                    started_at_ms: get(r, "started_at_ms")?,
+                    answered_at_ms: get(r, "answered_at_ms")?,
+                    outcome: get(r, "outcome")?,
+                    code: get(r, "code")?,
+                    message: get(r, "message")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn dashboard_stamped(&self, since_ms: i64) -> Result<Vec<DashboardStampedRow>> {
+        let rows = sqlx::query(sql!("dashboard_stamped"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DashboardStampedRow {
+                    invoice_id: get(r, "invoice_id")?,
+                    uuid: get(r, "uuid")?,
+                    created_at_ms: get(r, "created_at_ms")?,
+                    xml: get(r, "xml")?,
+                    cancelled: get::<i64>(r, "cancelled")? != 0,
+                })
+            })
+            .collect()
+    }
+
+    async fn dashboard_invoices(&self, since_ms: i64) -> Result<Vec<DashboardInvoiceRow>> {
+        let rows = sqlx::query(sql!("dashboard_invoices"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DashboardInvoiceRow {
+                    invoice_id: get(r, "id")?,
+                    created_at_ms: get(r, "created_at_ms")?,
+                    state: get(r, "state")?,
+                    stamped_at_ms: get(r, "stamped_at_ms")?,
+                })
+            })
+            .collect()
+    }
+
     async fn cfdis_before(&self, before: &str) -> Result<Vec<StoredCfdi>> {
         let rows = sqlx::query(sql!("month_cfdis"))
             .bind(before)
@@ -1891,6 +1959,43 @@ impl Store for PgStore {
         rows.iter()
             .map(|r| Ok((get(r, "id")?, get(r, "sale_id")?, get(r, "uuid")?)))
             .collect()
+    }
+
+    async fn customers(&self) -> Result<Vec<crate::customers::Customer>> {
+        self.customers_impl().await
+    }
+
+    async fn customer(&self, id: i64) -> Result<Option<crate::customers::Customer>> {
+        self.customer_impl(id).await
+    }
+
+    async fn save_customers(
+        &self,
+        batch: &[(Option<i64>, crate::customers::CustomerRecord)],
+        actor: &Actor,
+        at_ms: i64,
+    ) -> Result<Vec<i64>> {
+        self.save_customers_impl(batch, actor, at_ms).await
+    }
+
+    async fn delete_customer(&self, id: i64) -> Result<bool> {
+        self.delete_customer_impl(id).await
+    }
+
+    async fn products(&self) -> Result<Vec<crate::products::Product>> {
+        self.products_impl().await
+    }
+
+    async fn product(&self, id: i64) -> Result<Option<crate::products::Product>> {
+        self.product_impl(id).await
+    }
+
+    async fn save_products(&self, batch: &[(Option<i64>, crate::products::ProductRecord)], actor: &Actor, at_ms: i64) -> Result<Vec<i64>> {
+        self.save_products_impl(batch, actor, at_ms).await
+    }
+
+    async fn delete_product(&self, id: i64) -> Result<bool> {
+        self.delete_product_impl(id).await
     }
 }
 

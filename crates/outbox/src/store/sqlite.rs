@@ -17,6 +17,7 @@ use std::future::Future;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use cfdi::sale::EmisorProfile;
@@ -34,7 +35,10 @@ use super::{
     Claim, ExistingSale, InvoiceUpdate, KeyState, NewAttempt, NewCfdi, NewEmisorSettings, NewEvent, NewEvidence, NewRecord, NewTry,
     OpenAttempt, RecordOutcome, Reservation, Store, StoredEmisorSettings,
 };
-use super::{IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry, ScreeningListRow, StoredCfdi, TicketRow};
+use super::{
+    DashboardInvoiceRow, DashboardStampedRow, DashboardTryRow, IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry,
+    ScreeningListRow, StoredCfdi, TicketRow,
+};
 use crate::actor::{Actor, Role};
 use crate::channel_rows::{ApiToken, EmailAttempt, EmailSend, NewEmailSend, TokenCandidate};
 use crate::channel_rows::{
@@ -54,6 +58,8 @@ macro_rules! sql {
 }
 
 mod cancel;
+mod group_commit;
+mod master_data;
 
 /// The migrations of `migrations/sqlite/`, in order: (version, description, SQL).
 pub const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -69,6 +75,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         5,
         "intake_channels",
         include_str!("../../migrations/sqlite/0005_intake_channels.sql"),
+    ),
+    (
+        6,
+        "customers_products",
+        include_str!("../../migrations/sqlite/0006_customers_products.sql"),
     ),
 ];
 
@@ -136,6 +147,8 @@ impl SqliteOptions {
 pub struct SqliteStore {
     pool: SqlitePool,
     scratch: SqlitePool,
+    /// The drain's hot writes, grouped into shared durable transactions.
+    group: group_commit::GroupCommit,
     path: PathBuf,
     busy_timeout: Duration,
 }
@@ -163,12 +176,21 @@ impl SqliteStore {
         let scratch = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(acquire)
-            .connect_with(base.synchronous(SqliteSynchronous::Normal))
+            .connect_with(base.clone().synchronous(SqliteSynchronous::Normal))
             .await
             .map_err(classify)?;
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(acquire)
+            .connect_with(base)
+            .await
+            .map_err(classify)?;
+        let (group_path, group_busy) = (path.clone(), opts.busy_timeout);
+        let group = group_commit::GroupCommit::new(writer, Arc::new(move |e| classify_error(&group_path, group_busy, e)));
         let store = SqliteStore {
             pool,
             scratch,
+            group,
             path,
             busy_timeout: opts.busy_timeout,
         };
@@ -247,6 +269,7 @@ impl SqliteStore {
     /// Closes both pools, waiting for connections to finish.
     pub async fn close(&self) {
         self.scratch.close().await;
+        self.group.close().await;
         self.pool.close().await;
     }
 
@@ -655,6 +678,7 @@ fn timeline_event(r: &SqliteRow) -> Result<TimelineEntry> {
         kind: get(r, "kind")?,
         actor: acted(r, "actor", "actor_role")?,
         detail: json_col(r, "detail")?,
+        said: Vec::new(),
     })
 }
 
@@ -734,6 +758,67 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// The rows of one intake inside `conn`'s transaction; anything but `Recorded` must be
+    /// rolled back by the caller.
+    async fn record_sale_in(&self, tx: &mut sqlx::Transaction<'_, Sqlite>, r: &NewRecord) -> Result<RecordOutcome> {
+        let actor_role = r.actor.role.as_str();
+        let sale_ref: Option<i64> = sqlx::query_scalar(sql!("insert_sale"))
+            .bind(&r.sale.sale_id)
+            .bind(&r.sale.kind)
+            .bind(&r.sale.occurred_at)
+            .bind(&r.sale.body)
+            .bind(&r.sale.body_sha256)
+            .bind(&r.sale.source)
+            .bind(r.at_ms)
+            .bind(&r.actor.name)
+            .bind(actor_role)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(sale_ref) = sale_ref else {
+            return Ok(RecordOutcome::SaleIdTaken);
+        };
+        let i = &r.invoice;
+        let invoice_id: i64 = sqlx::query_scalar(sql!("insert_invoice"))
+            .bind(sale_ref)
+            .bind(&r.sale.sale_id)
+            .bind(&r.sale.kind)
+            .bind(&i.serie)
+            .bind(&i.folio)
+            .bind(&i.receptor_rfc)
+            .bind(&i.receptor_nombre)
+            .bind(&i.total)
+            .bind(&i.moneda)
+            .bind(i.state.as_str())
+            .bind(i.badge.as_str())
+            .bind(r.attempt.attempt_no)
+            .bind(i.next_try_at_ms)
+            .bind(&i.fecha)
+            .bind(i.fecha_deadline_ms)
+            .bind(r.at_ms)
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let a = &r.attempt;
+        let attempt_id = self.insert_attempt(tx, invoice_id, a, r.at_ms, &r.actor).await?;
+        insert_event(tx, invoice_id, Some(attempt_id), &r.event, r.at_ms, &r.actor)
+            .await
+            .map_err(|e| self.err(e))?;
+        let settled = sqlx::query(sql!("settle_key"))
+            .bind(&r.idempotency_key)
+            .bind(&r.reservation_owner)
+            .bind(sale_ref)
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if settled.rows_affected() != 1 {
+            return Ok(RecordOutcome::ReservationLost);
+        }
+        Ok(RecordOutcome::Recorded { invoice_id, attempt_id })
+    }
+}
+
 impl Store for SqliteStore {
     async fn key_state(&self, key: &str) -> Result<KeyState> {
         let mut conn = self.pool.acquire().await.map_err(|e| self.err(e))?;
@@ -795,64 +880,44 @@ impl Store for SqliteStore {
     }
 
     async fn record_sale(&self, r: &NewRecord) -> Result<RecordOutcome> {
-        let actor_role = r.actor.role.as_str();
         let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        let sale_ref: Option<i64> = sqlx::query_scalar(sql!("insert_sale"))
-            .bind(&r.sale.sale_id)
-            .bind(&r.sale.kind)
-            .bind(&r.sale.occurred_at)
-            .bind(&r.sale.body)
-            .bind(&r.sale.body_sha256)
-            .bind(&r.sale.source)
-            .bind(r.at_ms)
-            .bind(&r.actor.name)
-            .bind(actor_role)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let Some(sale_ref) = sale_ref else {
+        let outcome = self.record_sale_in(&mut tx, r).await?;
+        if matches!(outcome, RecordOutcome::Recorded { .. }) {
+            tx.commit().await.map_err(|e| self.err(e))?;
+        } else {
             tx.rollback().await.map_err(|e| self.err(e))?;
-            return Ok(RecordOutcome::SaleIdTaken);
-        };
-        let i = &r.invoice;
-        let invoice_id: i64 = sqlx::query_scalar(sql!("insert_invoice"))
-            .bind(sale_ref)
-            .bind(&r.sale.sale_id)
-            .bind(&r.sale.kind)
-            .bind(&i.serie)
-            .bind(&i.folio)
-            .bind(&i.receptor_rfc)
-            .bind(&i.receptor_nombre)
-            .bind(&i.total)
-            .bind(&i.moneda)
-            .bind(i.state.as_str())
-            .bind(i.badge.as_str())
-            .bind(r.attempt.attempt_no)
-            .bind(i.next_try_at_ms)
-            .bind(&i.fecha)
-            .bind(i.fecha_deadline_ms)
-            .bind(r.at_ms)
-            .fetch_one(&mut *tx)
+        }
+        Ok(outcome)
+    }
+
+    async fn record_sales(&self, records: &[NewRecord]) -> Result<Vec<Result<RecordOutcome>>> {
+        let mut conn = self.pool.acquire().await.map_err(|e| self.err(e))?;
+        let mut tx = sqlx::Connection::begin_with(&mut *conn, sql!("begin_immediate"))
             .await
             .map_err(|e| self.err(e))?;
-        let a = &r.attempt;
-        let attempt_id = self.insert_attempt(&mut tx, invoice_id, a, r.at_ms, &r.actor).await?;
-        insert_event(&mut tx, invoice_id, Some(attempt_id), &r.event, r.at_ms, &r.actor)
-            .await
-            .map_err(|e| self.err(e))?;
-        let settled = sqlx::query(sql!("settle_key"))
-            .bind(&r.idempotency_key)
-            .bind(&r.reservation_owner)
-            .bind(sale_ref)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        if settled.rows_affected() != 1 {
-            tx.rollback().await.map_err(|e| self.err(e))?;
-            return Ok(RecordOutcome::ReservationLost);
+        let mut out = Vec::with_capacity(records.len());
+        for r in records {
+            // A savepoint per sale: one that fails or is not ours leaves nothing of itself.
+            let mut sp = sqlx::Connection::begin(&mut *tx).await.map_err(|e| self.err(e))?;
+            match self.record_sale_in(&mut sp, r).await {
+                Ok(outcome @ RecordOutcome::Recorded { .. }) => {
+                    sp.commit().await.map_err(|e| self.err(e))?;
+                    out.push(Ok(outcome));
+                }
+                Ok(other) => {
+                    sp.rollback().await.map_err(|e| self.err(e))?;
+                    out.push(Ok(other));
+                }
+                // The database itself failing is every sale's failure: nothing is committed.
+                Err(e) if e.is_storage_fault() => return Err(e),
+                Err(e) => {
+                    sp.rollback().await.map_err(|e| self.err(e))?;
+                    out.push(Err(e));
+                }
+            }
         }
         tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(RecordOutcome::Recorded { invoice_id, attempt_id })
+        Ok(out)
     }
 
     async fn list_invoices(&self, f: &ListFilter, limit: u32) -> Result<Vec<InvoiceSummary>> {
@@ -1137,31 +1202,28 @@ impl Store for SqliteStore {
     }
 
     async fn begin_try(&self, t: &NewTry) -> Result<Option<i64>> {
-        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        let id: Option<i64> = sqlx::query_scalar(sql!("insert_try"))
-            .bind(t.invoice_id)
-            .bind(t.attempt_id)
-            .bind(&t.operation)
-            .bind(&t.pac)
-            .bind(&t.worker)
-            .bind(t.fencing_token)
-            .bind(t.at_ms)
-            .bind(&t.actor.name)
-            .bind(t.actor.role.as_str())
-            .fetch_optional(&mut *tx)
+        let t = t.clone();
+        self.group
+            .run(move |conn| {
+                Box::pin(async move {
+                    let id: Option<i64> = sqlx::query_scalar(sql!("insert_try"))
+                        .bind(t.invoice_id)
+                        .bind(t.attempt_id)
+                        .bind(&t.operation)
+                        .bind(&t.pac)
+                        .bind(&t.worker)
+                        .bind(t.fencing_token)
+                        .bind(t.at_ms)
+                        .bind(&t.actor.name)
+                        .bind(t.actor.role.as_str())
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                    let Some(id) = id else { return Ok(None) };
+                    sqlx::query(sql!("count_try")).bind(t.invoice_id).execute(&mut *conn).await?;
+                    Ok(Some(id))
+                })
+            })
             .await
-            .map_err(|e| self.err(e))?;
-        let Some(id) = id else {
-            tx.rollback().await.map_err(|e| self.err(e))?;
-            return Ok(None);
-        };
-        sqlx::query(sql!("count_try"))
-            .bind(t.invoice_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(Some(id))
     }
 
     async fn renew_lease(&self, invoice_id: i64, token: i64, worker: &str, until_ms: i64) -> Result<bool> {
@@ -1186,70 +1248,85 @@ impl Store for SqliteStore {
     }
 
     async fn append_evidence(&self, e: &NewEvidence) -> Result<i64> {
-        sqlx::query_scalar(sql!("insert_evidence"))
-            .bind(e.invoice_id)
-            .bind(e.attempt_id)
-            .bind(e.try_id)
-            .bind(&e.kind)
-            .bind(&e.outcome)
-            .bind(&e.code)
-            .bind(&e.message)
-            .bind(&e.uuid)
-            .bind(e.retry_after_ms)
-            .bind(e.detail.to_string())
-            .bind(e.fencing_token)
-            .bind(e.at_ms)
-            .bind(&e.actor.name)
-            .bind(e.actor.role.as_str())
-            .fetch_one(&self.pool)
+        let e = e.clone();
+        self.group
+            .run(move |conn| {
+                Box::pin(async move {
+                    sqlx::query_scalar(sql!("insert_evidence"))
+                        .bind(e.invoice_id)
+                        .bind(e.attempt_id)
+                        .bind(e.try_id)
+                        .bind(&e.kind)
+                        .bind(&e.outcome)
+                        .bind(&e.code)
+                        .bind(&e.message)
+                        .bind(&e.uuid)
+                        .bind(e.retry_after_ms)
+                        .bind(e.detail.to_string())
+                        .bind(e.fencing_token)
+                        .bind(e.at_ms)
+                        .bind(&e.actor.name)
+                        .bind(e.actor.role.as_str())
+                        .fetch_one(&mut *conn)
+                        .await
+                })
+            })
             .await
-            .map_err(|err| self.err(err))
     }
 
     async fn record_cfdi(&self, c: &NewCfdi) -> Result<()> {
+        let c = c.clone();
         let sha = c.xml.as_ref().map(|x| cfdi::digest::sha256_hex(x));
-        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        sqlx::query(sql!("upsert_cfdi"))
-            .bind(c.invoice_id)
-            .bind(c.attempt_id)
-            .bind(c.evidence_id)
-            .bind(&c.uuid)
-            .bind(&c.pac)
-            .bind(&c.fecha_timbrado)
-            .bind(&c.xml)
-            .bind(sha)
-            .bind(c.at_ms)
-            .execute(&mut *tx)
+        self.group
+            .run(move |conn| {
+                Box::pin(async move {
+                    sqlx::query(sql!("upsert_cfdi"))
+                        .bind(c.invoice_id)
+                        .bind(c.attempt_id)
+                        .bind(c.evidence_id)
+                        .bind(&c.uuid)
+                        .bind(&c.pac)
+                        .bind(&c.fecha_timbrado)
+                        .bind(&c.xml)
+                        .bind(sha)
+                        .bind(c.at_ms)
+                        .execute(&mut *conn)
+                        .await?;
+                    if let Some(attempt_id) = c.attempt_id {
+                        sqlx::query(sql!("resolve_attempt_created"))
+                            .bind(attempt_id)
+                            .bind(c.at_ms)
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
             .await
-            .map_err(|e| self.err(e))?;
-        if let Some(attempt_id) = c.attempt_id {
-            sqlx::query(sql!("resolve_attempt_created"))
-                .bind(attempt_id)
-                .bind(c.at_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?;
-        }
-        tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(())
     }
 
     async fn apply_verdict(&self, u: &InvoiceUpdate, token: Option<i64>) -> Result<bool> {
-        let done = sqlx::query(sql!("apply_verdict"))
-            .bind(u.invoice_id)
-            .bind(u.state.as_str())
-            .bind(u.badge.as_str())
-            .bind(&u.state_reason)
-            .bind(u.next_try_at_ms)
-            .bind(&u.uuid)
-            .bind(i64::from(u.possible_duplicate))
-            .bind(u.at_ms)
-            .bind(token)
-            .bind(u.facts_version)
-            .execute(&self.pool)
+        let u = u.clone();
+        self.group
+            .run(move |conn| {
+                Box::pin(async move {
+                    let done = sqlx::query(sql!("apply_verdict"))
+                        .bind(u.invoice_id)
+                        .bind(u.state.as_str())
+                        .bind(u.badge.as_str())
+                        .bind(&u.state_reason)
+                        .bind(u.next_try_at_ms)
+                        .bind(&u.uuid)
+                        .bind(i64::from(u.possible_duplicate))
+                        .bind(u.at_ms)
+                        .bind(token)
+                        .bind(u.facts_version)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(done.rows_affected() == 1)
+                })
+            })
             .await
-            .map_err(|e| self.err(e))?;
-        Ok(done.rows_affected() == 1)
     }
 
     async fn open_attempt(&self, o: &OpenAttempt<'_>) -> Result<Option<i64>> {
@@ -1527,6 +1604,64 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| self.err(e))?;
         row.as_ref().map(ticket_row).transpose()
+    }
+
+    async fn dashboard_pac_tries(&self, since_ms: i64) -> Result<Vec<DashboardTryRow>> {
+        let rows = sqlx::query(sql!("dashboard_pac_tries"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DashboardTryRow {
+                    pac: get(r, "pac")?,
+                    operation: get(r, "operation")?,
+                    started_at_ms: get(r, "started_at_ms")?,
+                    answered_at_ms: get(r, "answered_at_ms")?,
+                    outcome: get(r, "outcome")?,
+                    code: get(r, "code")?,
+                    message: get(r, "message")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn dashboard_stamped(&self, since_ms: i64) -> Result<Vec<DashboardStampedRow>> {
+        let rows = sqlx::query(sql!("dashboard_stamped"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DashboardStampedRow {
+                    invoice_id: get(r, "invoice_id")?,
+                    uuid: get(r, "uuid")?,
+                    created_at_ms: get(r, "created_at_ms")?,
+                    xml: get(r, "xml")?,
+                    cancelled: get::<i64>(r, "cancelled")? != 0,
+                })
+            })
+            .collect()
+    }
+
+    async fn dashboard_invoices(&self, since_ms: i64) -> Result<Vec<DashboardInvoiceRow>> {
+        let rows = sqlx::query(sql!("dashboard_invoices"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(DashboardInvoiceRow {
+                    invoice_id: get(r, "id")?,
+                    created_at_ms: get(r, "created_at_ms")?,
+                    state: get(r, "state")?,
+                    stamped_at_ms: get(r, "stamped_at_ms")?,
+                })
+            })
+            .collect()
     }
 
     async fn cfdis_before(&self, before: &str) -> Result<Vec<StoredCfdi>> {
@@ -2019,6 +2154,43 @@ impl Store for SqliteStore {
         rows.iter()
             .map(|r| Ok((get(r, "id")?, get(r, "sale_id")?, get(r, "uuid")?)))
             .collect()
+    }
+
+    async fn customers(&self) -> Result<Vec<crate::customers::Customer>> {
+        self.customers_impl().await
+    }
+
+    async fn customer(&self, id: i64) -> Result<Option<crate::customers::Customer>> {
+        self.customer_impl(id).await
+    }
+
+    async fn save_customers(
+        &self,
+        batch: &[(Option<i64>, crate::customers::CustomerRecord)],
+        actor: &Actor,
+        at_ms: i64,
+    ) -> Result<Vec<i64>> {
+        self.save_customers_impl(batch, actor, at_ms).await
+    }
+
+    async fn delete_customer(&self, id: i64) -> Result<bool> {
+        self.delete_customer_impl(id).await
+    }
+
+    async fn products(&self) -> Result<Vec<crate::products::Product>> {
+        self.products_impl().await
+    }
+
+    async fn product(&self, id: i64) -> Result<Option<crate::products::Product>> {
+        self.product_impl(id).await
+    }
+
+    async fn save_products(&self, batch: &[(Option<i64>, crate::products::ProductRecord)], actor: &Actor, at_ms: i64) -> Result<Vec<i64>> {
+        self.save_products_impl(batch, actor, at_ms).await
+    }
+
+    async fn delete_product(&self, id: i64) -> Result<bool> {
+        self.delete_product_impl(id).await
     }
 }
 

@@ -30,12 +30,43 @@ export function toUiError(e: unknown): UiError {
   return { code: 'ipc', details: { message: e instanceof Error ? e.message : String(e) } };
 }
 
-/** Calls one command of the shell. */
+/**
+ * Asks the person at the desk for a locked role's PIN and unlocks it; resolves `true` when the
+ * role is unlocked, `false` when they cancelled. Set by the app shell (`PinPrompt.svelte`).
+ */
+export type PinAsker = (role: string, action: string) => Promise<boolean>;
+/** Window event: a role's unlock changed (unlocked at a prompt, or spent by a risky action). */
+export const ROLE_LOCKS_CHANGED = 'timbra:role-locks';
+let askPin: PinAsker | null = null;
+
+/** Installs (or, with `null`, removes) the PIN prompt `call` offers on `role_locked`. */
+export function setPinAsker(f: PinAsker | null): void {
+  askPin = f;
+}
+
+/**
+ * Calls one command of the shell. A `role_locked` refusal (the role has a PIN and is not
+ * unlocked now: every risky action spends the unlock) offers the PIN prompt once and, when the
+ * role was unlocked, sends the same call again: Rust refused before writing anything, so the
+ * second call is the first one that acts.
+ */
 export async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
   try {
     return await invoke<T>(cmd, args);
   } catch (e) {
-    throw new IpcError(toUiError(e));
+    const err = toUiError(e);
+    if (err.code === 'role_locked' && askPin && (await askPin(err.details.role, err.details.action))) {
+      try {
+        return await invoke<T>(cmd, args);
+      } catch (again) {
+        throw new IpcError(toUiError(again));
+      } finally {
+        // The retried action spent the unlock (or failed for another reason): the sidebar
+        // re-reads what is unlocked.
+        window.dispatchEvent(new Event(ROLE_LOCKS_CHANGED));
+      }
+    }
+    throw new IpcError(err);
   }
 }
 

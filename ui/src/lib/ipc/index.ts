@@ -3,11 +3,20 @@
 import { call, on } from './call';
 import type { ActionKindDto } from './bindings/ActionKindDto';
 import type { AppStatusDto } from './bindings/AppStatusDto';
+import type { BackupPolicyDto } from './bindings/BackupPolicyDto';
+import type { BackupsDto } from './bindings/BackupsDto';
 import type { CancelOrderDto } from './bindings/CancelOrderDto';
 import type { CancellationPreview } from './bindings/CancellationPreview';
+import type { CatalogEntryDto } from './bindings/CatalogEntryDto';
+import type { CatalogVersionDto } from './bindings/CatalogVersionDto';
+import type { CatalogoDto } from './bindings/CatalogoDto';
 import type { ChannelsDto } from './bindings/ChannelsDto';
 import type { Counts } from './bindings/Counts';
 import type { CreatedTokenDto } from './bindings/CreatedTokenDto';
+import type { CsvImport } from './bindings/CsvImport';
+import type { Customer } from './bindings/Customer';
+import type { CustomerInput } from './bindings/CustomerInput';
+import type { Dashboard } from './bindings/Dashboard';
 import type { DemoLoadedDto } from './bindings/DemoLoadedDto';
 import type { DrainProgress } from './bindings/DrainProgress';
 import type { DrainSettingsDto } from './bindings/DrainSettingsDto';
@@ -36,6 +45,8 @@ import type { OperatorDto } from './bindings/OperatorDto';
 import type { PacInputDto } from './bindings/PacInputDto';
 import type { PacsDto } from './bindings/PacsDto';
 import type { PaymentInputDto } from './bindings/PaymentInputDto';
+import type { ProductDto } from './bindings/ProductDto';
+import type { ProductInput } from './bindings/ProductInput';
 import type { Recorded } from './bindings/Recorded';
 import type { Role } from './bindings/Role';
 import type { RoleLockDto } from './bindings/RoleLockDto';
@@ -54,6 +65,7 @@ export const api = {
   appStatus: () => call<AppStatusDto>('app_status'),
   listInvoices: (query: ListQueryDto) => call<InvoicePage>('list_invoices', { query }),
   invoiceCounts: () => call<Counts>('invoice_counts'),
+  dashboard: () => call<Dashboard>('dashboard'),
   invoiceDetail: (invoiceId: number) => call<InvoiceDetailDto>('invoice_detail', { invoiceId }),
   previewSale: (draft: SaleDraft) => call<SalePreviewDto>('preview_sale', { draft }),
   recordSale: (saleId: string, draft: SaleDraft) => call<Recorded>('record_sale', { saleId, draft }),
@@ -99,6 +111,21 @@ export const api = {
   unlockRole: (role: Role, pin: string) => call<Array<RoleLockDto>>('unlock_role', { role, pin }),
   lockRole: (role: Role) => call<Array<RoleLockDto>>('lock_role', { role }),
   setRolePin: (pin: string) => call<Array<RoleLockDto>>('set_role_pin', { pin }),
+  backups: () => call<BackupsDto>('backups'),
+  saveBackups: (policy: BackupPolicyDto) => call<BackupsDto>('save_backups', { policy }),
+  backupNow: () => call<BackupsDto>('backup_now'),
+  customers: (query: string | null) => call<Array<Customer>>('customers', { query }),
+  saveCustomer: (id: number | null, input: CustomerInput) => call<Customer>('save_customer', { id, input }),
+  deleteCustomer: (id: number) => call<Array<Customer>>('delete_customer', { id }),
+  importCustomers: (file: ImportFileDto) => call<CsvImport>('import_customers', { file }),
+  exportCustomers: () => call<SavedFileDto>('export_customers'),
+  products: (query: string | null) => call<Array<ProductDto>>('products', { query }),
+  saveProduct: (id: number | null, input: ProductInput) => call<ProductDto>('save_product', { id, input }),
+  deleteProduct: (id: number) => call<Array<ProductDto>>('delete_product', { id }),
+  importProducts: (file: ImportFileDto) => call<CsvImport>('import_products', { file }),
+  exportProducts: () => call<SavedFileDto>('export_products'),
+  catalogSearch: (catalogo: CatalogoDto, text: string, limit: number) => call<Array<CatalogEntryDto>>('catalog_search', { catalogo, text, limit }),
+  catalogVersion: () => call<CatalogVersionDto>('catalog_version'),
 };
 
 export type Api = typeof api;

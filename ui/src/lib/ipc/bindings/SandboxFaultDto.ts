@@ -3,4 +3,4 @@
 /**
  * A fault the sandbox PAC simulator plays, to see what Timbra does about it (sandbox only).
  */
-export type SandboxFaultDto = "none" | "timeout_after_certify" | "outage" | "server_error" | "slow" | "mixed" | "fecha_expired" | "stamped_without_xml" | "validates_first_expired";
+export type SandboxFaultDto = "none" | "timeout_after_certify" | "outage" | "server_error" | "slow" | "mixed" | "fecha_expired" | "stamped_without_xml" | "validates_first_expired" | "pending";

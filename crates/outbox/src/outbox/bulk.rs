@@ -1,0 +1,352 @@
+//! Bulk intake ([`Outbox::record_sales_json`]): many sales per durable transaction, sealed on
+//! every core. Each sale keeps every guarantee of [`Outbox::record_sale`]: the same lookups
+//! (replay, conflict, live reservation), the same validation before anything is written, the
+//! same reservation of its key, and the same rows — only the durable commit is shared, with a
+//! savepoint per sale so a sale that fails writes nothing of itself and stops nothing else.
+//!
+//! A batch runs in three phases: (1) in order, each sale is parsed, looked up, validated and
+//! its key reserved (non-durable, as for one sale); (2) the reserved sales are built and
+//! sealed in parallel on scoped threads; (3) one transaction records them
+//! ([`Store::record_sales`]). A kill -9 during (3) loses the whole uncommitted batch and
+//! nothing else: whole sales or none, and their reservations expire like a single sale's.
+//! Sales with fiscal links (tickets, payments, global invoices, screening warnings) take the
+//! one-sale path, in their place. The same sale_id twice in one batch ends the batch before
+//! the second, which then replays (or conflicts with) the first as it would one at a time.
+
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+
+use cfdi::csd::Csd;
+use cfdi::sale::Sale;
+use chrono::{DateTime, Utc};
+
+use super::{in_progress, replay_or_conflict, sealed_record, Outbox, MAX_SALE_JSON_BYTES};
+use crate::actor::Actor;
+use crate::error::{OutboxError, Result};
+use crate::intake::{choose_fecha, sha256_hex, FechaChoice, RESERVATION_LEASE};
+use crate::model::{InvoiceState, PacIdentity, Recorded};
+use crate::store::{IntakeLinks, NewRecord, RecordOutcome, Reservation, Store, StoredEmisorSettings};
+
+/// The most sales one transaction records in a bulk import: a few per core keeps every core
+/// sealing, and a kill -9 loses little work.
+pub fn batch_size() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    (cores * 4).clamp(4, 64)
+}
+
+/// What sealing needs, the same for every sale of a batch.
+struct Context {
+    emisor: StoredEmisorSettings,
+    /// None for a JSON-lane primary (Facturapi seals on its side).
+    csd: Option<Arc<Csd>>,
+    pac: String,
+    pac_identity: Option<PacIdentity>,
+}
+
+/// A sale whose key is reserved, waiting for its seal and its transaction.
+struct Reserved {
+    sale: Sale,
+    owner: String,
+    body: String,
+    body_sha256: String,
+    fecha: FechaChoice,
+    now: DateTime<Utc>,
+}
+
+enum Slot {
+    Done(Result<Recorded>),
+    Waiting(Box<Reserved>),
+}
+
+impl<S: Store> Outbox<S> {
+    /// Records many sales given as JSON, each as [`Outbox::record_sale_json`] would with its
+    /// sale_id as the key, [`batch_size`] per durable transaction. One result per sale, in
+    /// order; after the first error for which `stop` is true the list ends (that error is its
+    /// last element) and the sales after it are left untouched.
+    pub async fn record_sales_json(&self, sales: &[Vec<u8>], actor: &Actor, stop: impl Fn(&OutboxError) -> bool) -> Vec<Result<Recorded>> {
+        let mut out: Vec<Result<Recorded>> = Vec::with_capacity(sales.len());
+        let size = batch_size();
+        while out.len() < sales.len() {
+            let start = out.len();
+            let end = (start + size).min(sales.len());
+            if self.record_batch(&sales[start..end], actor, &stop, &mut out).await {
+                break;
+            }
+        }
+        out
+    }
+
+    /// One batch (it may end early at a repeated sale_id); true when it stopped on an error
+    /// `stop` names.
+    async fn record_batch(
+        &self,
+        lines: &[Vec<u8>],
+        actor: &Actor,
+        stop: &impl Fn(&OutboxError) -> bool,
+        out: &mut Vec<Result<Recorded>>,
+    ) -> bool {
+        let mut slots: Vec<Slot> = Vec::new();
+        let mut context: Option<Context> = None;
+        let mut stopped = false;
+        // Phase 1: in order, as one sale at a time would.
+        for bytes in lines {
+            let answer = match parse(bytes) {
+                Ok(sale) => {
+                    // The same sale_id, or a look-alike the duplicate screening would link,
+                    // waits for this batch's commit: it must see the earlier one recorded.
+                    if slots
+                        .iter()
+                        .any(|s| matches!(s, Slot::Waiting(r) if r.sale.sale_id == sale.sale_id || alike(&r.sale, &sale)))
+                    {
+                        break;
+                    }
+                    self.reserve_in_batch(sale, actor, &mut context).await
+                }
+                Err(e) => Err(e),
+            };
+            match answer {
+                Ok(slot) => slots.push(slot),
+                Err(e) => {
+                    let halt = stop(&e);
+                    slots.push(Slot::Done(Err(e)));
+                    if halt {
+                        stopped = true;
+                        break;
+                    }
+                }
+            }
+        }
+        let waiting: Vec<&Reserved> = slots
+            .iter()
+            .filter_map(|s| match s {
+                Slot::Waiting(r) => Some(r.as_ref()),
+                Slot::Done(_) => None,
+            })
+            .collect();
+        let mut sealed: Vec<Result<NewRecord>> = Vec::new();
+        let mut outcomes: Vec<Result<RecordOutcome>> = Vec::new();
+        if let (false, Some(ctx)) = (waiting.is_empty(), context.as_ref()) {
+            // Phase 2: seal on every core.
+            sealed = seal_all(&waiting, ctx, actor);
+            // Phase 3: one transaction for every sealed record.
+            let records: Vec<NewRecord> = sealed.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
+            match self.store.record_sales(&records).await {
+                Ok(list) => outcomes = list,
+                Err(e) => {
+                    for r in &waiting {
+                        self.release(&r.sale.sale_id, &r.owner).await;
+                    }
+                    let halt = stop(&e);
+                    for slot in slots {
+                        match slot {
+                            Slot::Done(r) => out.push(r),
+                            Slot::Waiting(_) => {
+                                out.push(Err(e.copied()));
+                                if halt {
+                                    return true;
+                                }
+                            }
+                        }
+                    }
+                    return stopped;
+                }
+            }
+        }
+        let mut sealed = sealed.into_iter();
+        let mut outcomes = outcomes.into_iter();
+        for slot in slots {
+            let answer = match slot {
+                Slot::Done(r) => r,
+                Slot::Waiting(r) => match sealed.next() {
+                    Some(Ok(record)) => {
+                        let outcome = outcomes
+                            .next()
+                            .unwrap_or_else(|| Err(OutboxError::Database("la transacción no devolvió el resultado de una venta".into())));
+                        self.settle_in_batch(&r, &record, outcome).await
+                    }
+                    Some(Err(e)) => {
+                        self.release(&r.sale.sale_id, &r.owner).await;
+                        Err(e)
+                    }
+                    None => {
+                        self.release(&r.sale.sale_id, &r.owner).await;
+                        Err(OutboxError::NotConfigured)
+                    }
+                },
+            };
+            out.push(answer);
+        }
+        stopped
+    }
+
+    /// Phase 1 for one sale: the lookups, validation and reservation of `record_sale_with`.
+    async fn reserve_in_batch(&self, sale: Sale, actor: &Actor, context: &mut Option<Context>) -> Result<Slot> {
+        let now = self.clock.now();
+        let key = sale.sale_id.as_str();
+        let body = sale.to_canonical_json();
+        let body_sha256 = sha256_hex(body.as_bytes());
+        if let Some(done) = self.settled(key, &sale.sale_id, &body_sha256, now).await? {
+            return Ok(Slot::Done(Ok(done)));
+        }
+        let ctx = match context {
+            Some(c) => c,
+            None => {
+                let emisor = self.store.current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
+                let pac = self.primary_pac().await?;
+                let pac_identity = self.pac_identity_of(&pac).await?;
+                let csd = if crate::facturapi_lane::is_json_pac(pac_identity.as_ref()) {
+                    None
+                } else {
+                    Some(self.csd_for(&emisor)?)
+                };
+                context.insert(Context {
+                    emisor,
+                    csd,
+                    pac,
+                    pac_identity,
+                })
+            }
+        };
+        let fecha = choose_fecha(sale.occurred_at.0, &ctx.emisor.profile.lugar_expedicion, now);
+        cfdi::mapping::map_sale(&sale, &ctx.emisor.profile, fecha.fecha)?;
+        match &ctx.csd {
+            Some(csd) => csd.check_for(&ctx.emisor.profile.rfc, fecha.utc)?,
+            // What Facturapi cannot take is refused before anything is written.
+            None => {
+                crate::facturapi_lane::json_body(
+                    &sale,
+                    &ctx.emisor.profile,
+                    &crate::intake::pac_idempotency_key(&ctx.emisor.profile.rfc, &sale.sale_id, 1),
+                )?;
+            }
+        }
+        let mut links = IntakeLinks::default();
+        let warnings = self.intake_links(&sale, &ctx.emisor.profile, &mut links).await?;
+        if sale.ticket || !links.is_empty() || !warnings.is_empty() {
+            // The fiscal workflows' own transaction.
+            return Ok(Slot::Done(self.record_sale(&sale, None, actor).await));
+        }
+        let owner = format!(
+            "{}:{}",
+            self.instance,
+            self.reservations.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let until_ms = (now + RESERVATION_LEASE).timestamp_millis();
+        match self
+            .store
+            .reserve_key(key, &sale.sale_id, &body_sha256, &owner, until_ms, now.timestamp_millis())
+            .await?
+        {
+            Reservation::Granted => {}
+            Reservation::Held { until_ms } => return Err(in_progress(key, until_ms, now)),
+            Reservation::Recorded(existing) => return Ok(Slot::Done(replay_or_conflict(key, existing, &body_sha256))),
+        }
+        Ok(Slot::Waiting(Box::new(Reserved {
+            sale,
+            owner,
+            body,
+            body_sha256,
+            fecha,
+            now,
+        })))
+    }
+
+    /// Phase 3 for one sale: its outcome, as `record_sale_with` answers it.
+    async fn settle_in_batch(&self, r: &Reserved, record: &NewRecord, outcome: Result<RecordOutcome>) -> Result<Recorded> {
+        let key = r.sale.sale_id.as_str();
+        match outcome {
+            Ok(RecordOutcome::Recorded { invoice_id, .. }) => {
+                tracing::info!(sale_id = %r.sale.sale_id, invoice_id, "venta registrada");
+                Ok(Recorded {
+                    invoice_id,
+                    sale_id: r.sale.sale_id.clone(),
+                    state: InvoiceState::Pending,
+                    replayed: false,
+                    warnings: vec![],
+                })
+            }
+            Ok(RecordOutcome::SaleIdTaken) => {
+                self.release(key, &r.owner).await;
+                match self.store.sale_by_sale_id(&r.sale.sale_id).await? {
+                    Some(existing) => replay_or_conflict(key, existing, &record.sale.body_sha256),
+                    None => Err(OutboxError::Database(format!(
+                        "la venta {:?} se reportó existente y no se encontró",
+                        r.sale.sale_id
+                    ))),
+                }
+            }
+            Ok(RecordOutcome::ReservationLost) => match self.settled(key, &r.sale.sale_id, &r.body_sha256, self.clock.now()).await? {
+                Some(done) => Ok(done),
+                None => Err(OutboxError::InProgress {
+                    key: key.to_string(),
+                    retry_after: std::time::Duration::from_secs(1),
+                }),
+            },
+            Err(e) => {
+                self.release(key, &r.owner).await;
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Builds and seals every reserved sale, spread over the cores (scoped threads; the order of
+/// the answers is the order of `waiting`).
+fn seal_all(waiting: &[&Reserved], ctx: &Context, actor: &Actor) -> Vec<Result<NewRecord>> {
+    let seal = |r: &Reserved| {
+        sealed_record(
+            &r.sale,
+            &r.sale.sale_id,
+            &r.owner,
+            &ctx.emisor,
+            ctx.csd.as_deref(),
+            (&ctx.pac, ctx.pac_identity.clone()),
+            r.fecha,
+            r.body.clone(),
+            &r.body_sha256,
+            r.now,
+            actor,
+        )
+    };
+    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    if cores < 2 || waiting.len() < 2 {
+        return waiting.iter().map(|r| seal(r)).collect();
+    }
+    let chunk = waiting.len().div_ceil(cores);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = waiting
+            .chunks(chunk)
+            .map(|part| (part.len(), scope.spawn(move || part.iter().map(|r| seal(r)).collect::<Vec<_>>())))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|(n, h)| {
+                h.join().unwrap_or_else(|_| {
+                    (0..n)
+                        .map(|_| Err(OutboxError::Database("el sellado en paralelo terminó mal".into())))
+                        .collect()
+                })
+            })
+            .collect()
+    })
+}
+
+/// Two sales the intake's duplicate screening could call the same (receptor, kind, serie and
+/// folio, conceptos; a superset of its rule, so ending a batch early is the only effect).
+fn alike(a: &Sale, b: &Sale) -> bool {
+    a.receptor.rfc == b.receptor.rfc
+        && super::kind_str(a.kind) == super::kind_str(b.kind)
+        && (a.serie.as_deref(), a.folio.as_deref()) == (b.serie.as_deref(), b.folio.as_deref())
+        && serde_json::to_value(&a.conceptos).ok() == serde_json::to_value(&b.conceptos).ok()
+}
+
+fn parse(bytes: &[u8]) -> Result<Sale> {
+    if bytes.len() > MAX_SALE_JSON_BYTES {
+        return Err(OutboxError::invalid(
+            "(json)",
+            "tamano",
+            format!("la venta pesa {} bytes; el máximo es {MAX_SALE_JSON_BYTES}", bytes.len()),
+        ));
+    }
+    Ok(Sale::from_json(bytes)?)
+}

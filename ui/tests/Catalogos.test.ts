@@ -1,0 +1,158 @@
+import { describe, expect, test } from 'vitest';
+import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
+import { mockIPC } from '@tauri-apps/api/mocks';
+import Emitir from '../src/pages/Emitir.svelte';
+import Clientes from '../src/pages/Clientes.svelte';
+import { ClickIdentity } from '../src/lib/emit';
+
+type Call = { cmd: string; args: Record<string, unknown> };
+
+const customer = {
+  id: 7,
+  rfc: 'URE180429TM6',
+  nombre: 'UNIVERSIDAD ROBOTICA ESPAÑOLA',
+  cp: '86991',
+  regimen: '601',
+  uso: 'G01',
+  forma_pago: '03',
+  metodo_pago: 'PUE',
+  emails: [],
+  updated_at: '2026-11-29T18:30:00+00:00',
+  updated_by: { name: 'ana', role: 'personal' },
+};
+
+function product(sku: string, descripcion: string, precio: string) {
+  return {
+    product: { id: sku.length, sku, descripcion, clave_prod_serv: '50201706', clave_unidad: 'H87', unidad: null, precio, objeto_imp: '02', iva: '16', ieps: null, ret_isr: null, ret_iva: null, updated_at: '', updated_by: { name: 'ana', role: 'personal' } },
+    concepto: {
+      clave_prod_serv: '50201706',
+      no_identificacion: sku,
+      cantidad: '1',
+      clave_unidad: 'H87',
+      unidad: null,
+      descripcion,
+      valor_unitario: precio,
+      descuento: null,
+      objeto_imp: '02',
+      traslados: [{ impuesto: '002', tipo_factor: 'Tasa', tasa_o_cuota: '0.160000' }],
+      retenciones: [],
+    },
+  };
+}
+
+function backend(extra: (cmd: string, a: Record<string, unknown>) => unknown = () => undefined) {
+  const calls: Call[] = [];
+  mockIPC(
+    (cmd, args) => {
+      const a = (args ?? {}) as Record<string, unknown>;
+      calls.push({ cmd, args: a });
+      const x = extra(cmd, a);
+      if (x !== undefined) return x;
+      switch (cmd) {
+        case 'local_now':
+          return '2026-11-29T12:00:00';
+        case 'preview_sale':
+          return { totals: null, errors: [] };
+        case 'customers':
+          return String(a.query ?? '').toLowerCase().startsWith('univ') || String(a.query ?? '').startsWith('URE') ? [customer] : [];
+        case 'products': {
+          const q = String(a.query ?? '').toLowerCase();
+          return [product('CAF-01', 'Café de olla', '50'), product('TOR-01', 'Tortillas', '22.5')].filter(
+            (p) => p.product.sku.toLowerCase().startsWith(q) || p.product.descripcion.toLowerCase().includes(q),
+          );
+        }
+        case 'record_sale':
+          return { invoice_id: 1, sale_id: String(a.saleId), state: 'pending', replayed: false, warnings: [] };
+      }
+      throw new Error(`unexpected ${cmd}`);
+    },
+    { shouldMockEvents: true },
+  );
+  return calls;
+}
+
+const field = (name: string) => document.querySelector<HTMLInputElement>(`[name='${name}']`)!;
+
+async function typeAndEnter(name: string, text: string) {
+  await fireEvent.input(field(name), { target: { value: text } });
+  await waitFor(() => expect(screen.getByTestId(`ac-${name}-list`)).toBeTruthy());
+  await fireEvent.keyDown(field(name), { key: 'Enter' });
+}
+
+describe('Emitir from saved customers and products', () => {
+  test('the customer search fills the receptor and its defaults; Enter in the product search adds lines; Ctrl+Enter emits', async () => {
+    const calls = backend();
+    render(Emitir, { identity: new ClickIdentity(() => 'click-1') });
+    // The customer search takes the focus first.
+    await waitFor(() => expect(document.activeElement).toBe(field('customer-search')));
+    await typeAndEnter('customer-search', 'univ');
+    await waitFor(() => expect(field('receptor.rfc').value).toBe('URE180429TM6'));
+    expect(field('receptor.nombre').value).toBe('UNIVERSIDAD ROBOTICA ESPAÑOLA');
+    expect(field('receptor.domicilio_fiscal').value).toBe('86991');
+    expect(document.querySelector<HTMLSelectElement>("[name='forma_pago']")!.value).toBe('03');
+    // Still editable per invoice.
+    await fireEvent.input(field('receptor.domicilio_fiscal'), { target: { value: '42501' } });
+
+    await typeAndEnter('product-search', 'caf');
+    await waitFor(() => expect(field('conceptos[0].descripcion').value).toBe('Café de olla'));
+    expect(field('product-search').value).toBe('');
+    // ArrowDown moves to the second suggestion; Enter takes it.
+    await fireEvent.input(field('product-search'), { target: { value: 'o' } });
+    await waitFor(() => expect(screen.getByTestId('ac-product-search-list').querySelectorAll('li').length).toBe(2));
+    await fireEvent.keyDown(field('product-search'), { key: 'ArrowDown' });
+    await fireEvent.keyDown(field('product-search'), { key: 'Enter' });
+    await waitFor(() => expect(field('conceptos[1].descripcion').value).toBe('Tortillas'));
+    expect(field('conceptos[1].valor_unitario').value).toBe('22.5');
+
+    await fireEvent.keyDown(field('conceptos[1].cantidad'), { key: 'Enter', ctrlKey: true });
+    await waitFor(() => expect(calls.some((c) => c.cmd === 'record_sale')).toBe(true));
+    const draft = calls.find((c) => c.cmd === 'record_sale')!.args.draft as {
+      receptor: { rfc: string; domicilio_fiscal: string; uso_cfdi: string };
+      conceptos: { no_identificacion: string }[];
+    };
+    expect(draft.receptor).toMatchObject({ rfc: 'URE180429TM6', domicilio_fiscal: '42501', uso_cfdi: 'G01' });
+    expect(draft.conceptos.map((c) => c.no_identificacion)).toEqual(['CAF-01', 'TOR-01']);
+  });
+
+  test('Enter in a search box never submits the form', async () => {
+    const calls = backend();
+    render(Emitir, { identity: new ClickIdentity(() => 'click-2') });
+    await fireEvent.input(field('product-search'), { target: { value: 'zzz' } });
+    await fireEvent.keyDown(field('product-search'), { key: 'Enter' });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(calls.some((c) => c.cmd === 'record_sale')).toBe(false);
+  });
+});
+
+describe('Clientes', () => {
+  test('an import lists each bad line with its number, field and reason', async () => {
+    backend((cmd) => {
+      if (cmd === 'customers') return [customer];
+      if (cmd === 'import_customers')
+        return { added: 1, updated: 0, bad_lines: [{ line: 3, field: 'cp', message: 'el código postal 00001 no existe en el catálogo c_CodigoPostal del SAT' }] };
+      return undefined;
+    });
+    render(Clientes);
+    await waitFor(() => expect(screen.getByTestId('clientes-table').textContent).toContain('URE180429TM6'));
+    const file = new File(['rfc,nombre,cp,regimen\n'], 'clientes.csv', { type: 'text/csv' });
+    Object.defineProperty(file, 'arrayBuffer', { value: async () => new TextEncoder().encode('x').buffer });
+    const input = document.querySelector<HTMLInputElement>("[name='clientes-csv']")!;
+    await fireEvent.change(input, { target: { files: [file] } });
+    await fireEvent.click(screen.getByTestId('clientes-import'));
+    await waitFor(() => expect(screen.getByTestId('clientes-bad-lines').textContent).toContain('línea 3: cp: el código postal 00001 no existe'));
+    expect(screen.getByTestId('clientes-imported').textContent).toContain('1 agregados');
+  });
+
+  test('a refused save shows the field errors under their inputs', async () => {
+    backend((cmd) => {
+      if (cmd === 'customers') return [];
+      if (cmd === 'save_customer')
+        throw { code: 'validation', message: 'x', details: { errors: [{ field: 'regimen', code: 'combinacion', message: 'el régimen 605 no aplica a personas morales (RFC de 12 caracteres)' }] } };
+      return undefined;
+    });
+    render(Clientes);
+    await fireEvent.click(screen.getByTestId('cliente-nuevo'));
+    await fireEvent.click(screen.getByTestId('cliente-guardar'));
+    await waitFor(() => expect(document.querySelector("[data-error-for='regimen']")).toBeTruthy());
+  });
+});
