@@ -23,9 +23,13 @@ lint: ui-build
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 # Includes the desktop app's webview E2E suite (src-tauri, test `e2e`: Xvfb + tauri-driver),
-# which needs the built UI; screenshots go to artifacts/screenshots/.
+# which needs the built UI; screenshots go to artifacts/screenshots/. The outbox's conformance
+# suite runs every store, intake, drain, duplicate and cancellation test on SQLite and on
+# PostgreSQL (a fresh database per test on the server scripts/test-postgres-url names;
+# deps-test starts one); drain_crash adds the four-worker kill -9 chaos run on PostgreSQL.
 test-rust: ui-build
-	$(CARGO) test --workspace --locked
+	export TIMBRA_TEST_POSTGRES_URL="$$(./scripts/test-postgres-url)" && \
+	$(CARGO) test --workspace --locked && \
 	$(CARGO) test -p timbra-cli --locked --features failpoints --test drain_crash
 	$(MAKE) api-fuzz
 	$(MAKE) fuzz-short

@@ -65,15 +65,30 @@ pub async fn status(ready: &Ready) -> Result<BackupsDto, AppError> {
 /// A backup now, whatever the schedule says (the *Respaldar ahora* button).
 pub async fn now(ready: &Ready) -> Result<(), AppError> {
     let p = policy(ready).await?;
-    let r = backup_schedule::backup_now(ready.outbox.store(), &ready.backup_dir, ready.outbox.now(), p.keep).await;
-    remember(ready, r.map(|_| ()))
+    let r = match ready.outbox.store().sqlite() {
+        Some(store) => backup_schedule::backup_now(store, &ready.backup_dir, ready.outbox.now(), p.keep)
+            .await
+            .map(|_| ()),
+        None => Err(shared_database()),
+    };
+    remember(ready, r)
 }
 
 /// One tick of the schedule.
 pub async fn tick(ready: &Ready) -> Result<(), AppError> {
     let p = policy(ready).await?;
-    let r = backup_schedule::run_if_due(ready.outbox.store(), &ready.backup_dir, ready.outbox.now(), &p).await;
+    // A shared PostgreSQL database is backed up on its server (pg_dump), not by each console.
+    let Some(store) = ready.outbox.store().sqlite() else {
+        return Ok(());
+    };
+    let r = backup_schedule::run_if_due(store, &ready.backup_dir, ready.outbox.now(), &p).await;
     remember(ready, r.map(|_| ()))
+}
+
+fn shared_database() -> outbox::OutboxError {
+    outbox::OutboxError::Unsupported(
+        "la base de datos es PostgreSQL compartida: se respalda en el servidor con pg_dump (README, sección «Teams»)".into(),
+    )
 }
 
 fn remember(ready: &Ready, r: outbox::error::Result<()>) -> Result<(), AppError> {

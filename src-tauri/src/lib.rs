@@ -61,6 +61,7 @@ pub fn run() {
                 tracing::info!(database = %state.database_path, operator = %ready.operator().name, "Timbra iniciado");
                 tauri::async_runtime::block_on(ready.start_drain(app.handle().clone()));
                 tauri::async_runtime::block_on(ready.channels.start(&ready.outbox));
+                ready.watch_others(app.handle().clone());
                 backups::start(app.handle().clone());
             }
             app.manage(state);

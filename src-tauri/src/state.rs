@@ -9,6 +9,9 @@ use outbox::location::{DatabaseLocation, DATABASE_URL_ENV};
 use outbox::settings::DEFAULT_PAC;
 use outbox::{Actor, Outbox, SqliteOptions, SystemClock};
 
+/// How long the app waits for another process's lock or a free PostgreSQL connection.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 use crate::app_settings;
 use crate::channels::ChannelHosts;
 use crate::credentials::CredentialSlot;
@@ -77,9 +80,12 @@ impl AppState {
                 }
             }
         };
-        let DatabaseLocation::Sqlite(path) = location;
-        let database_path = path.display().to_string();
-        let ready = Ready::open(SqliteOptions::new(path).create(true)).await;
+        // A PostgreSQL URL is shown without its password.
+        let database_path = location.to_string();
+        let ready = match &location {
+            DatabaseLocation::Sqlite(path) => Ready::open(SqliteOptions::new(path).create(true)).await,
+            DatabaseLocation::Postgres(_) => Ready::open_shared(&location).await,
+        };
         if let Err(e) = &ready {
             tracing::error!(code = e.code(), error = %e, "no se pudo iniciar el outbox");
         }
@@ -96,6 +102,21 @@ impl Ready {
     pub async fn open_with_clock(opts: SqliteOptions, clock: Arc<dyn outbox::Clock>) -> Result<Ready, AppError> {
         let database_dir = opts.path.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
         let outbox = Outbox::open_sqlite(&opts, clock).await?;
+        Ready::with(outbox, database_dir).await
+    }
+
+    /// A shared PostgreSQL outbox (team mode); the sandbox simulators keep their state in the
+    /// app-data folder.
+    pub async fn open_shared(location: &DatabaseLocation) -> Result<Ready, AppError> {
+        let database_dir = outbox::location::default_sqlite_path()?
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        let outbox = Outbox::open_location(location, true, BUSY_TIMEOUT, Arc::new(SystemClock)).await?;
+        Ready::with(outbox, database_dir).await
+    }
+
+    async fn with(outbox: Outbox, database_dir: std::path::PathBuf) -> Result<Ready, AppError> {
         let test_no_certificado = sandbox::test_no_certificado()?;
         let system = Actor::system(CHANNEL);
         match outbox.emisor_settings().await? {
@@ -199,6 +220,49 @@ impl Ready {
             tracing::error!(code = e.code(), error = %e, "el drenado no pudo iniciar");
         }
         self.set_drain(result);
+    }
+
+    /// On a shared (PostgreSQL) database, tells the UI what other consoles and workers changed:
+    /// each change notification becomes `invoice-changed`, and the counters are re-read (at most
+    /// twice a second). A lost connection is retried every 5 s. On a SQLite file this process
+    /// is the only writer the app shows, and its own writes already announce themselves.
+    pub fn watch_others(&self, app: tauri::AppHandle) {
+        if self.outbox.store().postgres().is_none() {
+            return;
+        }
+        let outbox = self.outbox.clone();
+        tauri::async_runtime::spawn(async move {
+            loop {
+                match outbox.watch_changes().await {
+                    Ok(mut feed) => loop {
+                        match feed.next().await {
+                            Ok(first) => {
+                                let announce = |change| {
+                                    if let outbox::changes::Change::Invoice(invoice_id) = change {
+                                        crate::ipc::emit::invoice_changed(&app, &crate::dto::InvoiceChangedDto { invoice_id });
+                                    }
+                                };
+                                announce(first);
+                                // The rest of a burst of commits, then the counters once.
+                                let until = tokio::time::Instant::now() + std::time::Duration::from_millis(500);
+                                while let Ok(Ok(change)) = tokio::time::timeout_at(until, feed.next()).await {
+                                    announce(change);
+                                }
+                                if let Ok(c) = outbox.counts().await {
+                                    crate::ipc::emit::counts_changed(&app, &c);
+                                }
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, "se perdió el aviso de cambios de otras consolas");
+                                break;
+                            }
+                        }
+                    },
+                    Err(e) => tracing::warn!(error = %e, "no se pudo escuchar los cambios de otras consolas"),
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            }
+        });
     }
 
     /// Installs a (re)started drain, stopping the previous one.

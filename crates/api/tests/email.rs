@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::{contador, World};
+use common::{contador, Backend, World};
 use outbox::email::{deliver_due_emails, EmailSettings, MailOutcome, Mailer, OutgoingEmail, TlsMode};
 use outbox::model::InvoiceRef;
 use outbox::webhooks::RetryPolicy;
@@ -74,8 +74,8 @@ async fn smtp_server() -> (u16, Inbox) {
     (port, inbox)
 }
 
-async fn stamped_with_email(port: u16) -> (World, i64, String) {
-    let w = World::new().await;
+async fn stamped_with_email(backend: Backend, port: u16) -> (World, i64, String) {
+    let w = World::new(backend).await;
     w.outbox
         .set_email_settings(
             &EmailSettings {
@@ -120,10 +120,9 @@ async fn pass(w: &World, mailer: &dyn Mailer) -> outbox::email::EmailReport {
     .unwrap()
 }
 
-#[tokio::test]
-async fn the_customer_gets_the_xml_and_the_pdf_once_per_request() {
+async fn the_customer_gets_the_xml_and_the_pdf_once_per_request(backend: Backend) {
     let (port, inbox) = smtp_server().await;
-    let (w, id, uuid) = stamped_with_email(port).await;
+    let (w, id, uuid) = stamped_with_email(backend, port).await;
     let to = vec!["compras@ure.mx".to_string(), "conta@ure.mx".to_string()];
     let (send, created) = w
         .outbox
@@ -182,10 +181,9 @@ impl Mailer for DiesAfterAccepted {
     }
 }
 
-#[tokio::test]
-async fn a_crash_after_the_server_accepted_resends_the_same_message_once() {
+async fn a_crash_after_the_server_accepted_resends_the_same_message_once(backend: Backend) {
     let (port, inbox) = smtp_server().await;
-    let (w, id, _) = stamped_with_email(port).await;
+    let (w, id, _) = stamped_with_email(backend, port).await;
     w.outbox
         .request_email(&InvoiceRef::Id(id), &["compras@ure.mx".into()], Some("req-crash"), &contador())
         .await
@@ -243,10 +241,9 @@ async fn a_crash_after_the_server_accepted_resends_the_same_message_once() {
     assert_eq!(inbox.all().len(), 2);
 }
 
-#[tokio::test]
-async fn bad_recipients_and_unstamped_invoices_are_refused_before_anything_is_queued() {
+async fn bad_recipients_and_unstamped_invoices_are_refused_before_anything_is_queued(backend: Backend) {
     let (port, _inbox) = smtp_server().await;
-    let (w, id, _) = stamped_with_email(port).await;
+    let (w, id, _) = stamped_with_email(backend, port).await;
     let e = w
         .outbox
         .request_email(&InvoiceRef::Id(id), &["no-es-correo".into()], None, &contador())
@@ -263,10 +260,9 @@ async fn bad_recipients_and_unstamped_invoices_are_refused_before_anything_is_qu
     assert!(w.outbox.email_sends(None, 10).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn automatic_send_on_stamping_goes_to_the_receptors_contacts() {
+async fn automatic_send_on_stamping_goes_to_the_receptors_contacts(backend: Backend) {
     let (port, inbox) = smtp_server().await;
-    let w = World::new().await;
+    let w = World::new(backend).await;
     let mut contacts = std::collections::BTreeMap::new();
     contacts.insert("URE180429TM6".to_string(), vec!["facturas@ure.mx".to_string()]);
     w.outbox
@@ -294,3 +290,10 @@ async fn automatic_send_on_stamping_goes_to_the_receptors_contacts() {
     pass(&w, &api::mailer::SmtpMailer::default()).await;
     assert_eq!(inbox.all().len(), 1);
 }
+
+crate::conformance!(
+    bad_recipients_and_unstamped_invoices_are_refused_before_anything_is_queued,
+    a_crash_after_the_server_accepted_resends_the_same_message_once,
+    the_customer_gets_the_xml_and_the_pdf_once_per_request,
+    automatic_send_on_stamping_goes_to_the_receptors_contacts,
+);

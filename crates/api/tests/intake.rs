@@ -4,13 +4,12 @@
 
 mod common;
 
-use common::{json, sale, sale_changed, World};
+use common::{json, sale, sale_changed, Backend, World};
 use outbox::store::Store;
 use outbox::Clock;
 
-#[tokio::test]
-async fn same_key_same_body_is_the_original_result_and_nothing_new() {
-    let w = World::new().await;
+async fn same_key_same_body_is_the_original_result_and_nothing_new(backend: Backend) {
+    let w = World::new(backend).await;
     let t = w.token("pos").await;
     let s = w.serve().await;
     let (st, first) = json(s.post_sale(Some(&t), Some("k-1"), sale("api-1")).send().await.unwrap()).await;
@@ -24,9 +23,8 @@ async fn same_key_same_body_is_the_original_result_and_nothing_new() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn same_key_different_body_is_a_conflict_and_writes_nothing() {
-    let w = World::new().await;
+async fn same_key_different_body_is_a_conflict_and_writes_nothing(backend: Backend) {
+    let w = World::new(backend).await;
     let t = w.token("pos").await;
     let s = w.serve().await;
     assert_eq!(
@@ -43,9 +41,8 @@ async fn same_key_different_body_is_a_conflict_and_writes_nothing() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn a_key_being_recorded_is_in_progress_until_its_reservation_expires() {
-    let w = World::new().await;
+async fn a_key_being_recorded_is_in_progress_until_its_reservation_expires(backend: Backend) {
+    let w = World::new(backend).await;
     let t = w.token("pos").await;
     let s = w.serve().await;
     // A process that died mid-request left its reservation behind.
@@ -72,9 +69,8 @@ async fn a_key_being_recorded_is_in_progress_until_its_reservation_expires() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn a_validation_error_names_every_field_and_leaves_the_key_free() {
-    let w = World::new().await;
+async fn a_validation_error_names_every_field_and_leaves_the_key_free(backend: Backend) {
+    let w = World::new(backend).await;
     let t = w.token("pos").await;
     let s = w.serve().await;
     let bad = sale("api-4")
@@ -98,9 +94,8 @@ async fn a_validation_error_names_every_field_and_leaves_the_key_free() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn twenty_concurrent_requests_with_one_key_record_one_sale() {
-    let w = World::new().await;
+async fn twenty_concurrent_requests_with_one_key_record_one_sale(backend: Backend) {
+    let w = World::new(backend).await;
     let t = w.token("pos").await;
     let s = w.serve().await;
     let mut tasks = Vec::new();
@@ -131,9 +126,8 @@ async fn twenty_concurrent_requests_with_one_key_record_one_sale() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn tokens_are_required_checked_and_revocable() {
-    let w = World::new().await;
+async fn tokens_are_required_checked_and_revocable(backend: Backend) {
+    let w = World::new(backend).await;
     let t = w.token("pos").await;
     let s = w.serve().await;
     let get = |tok: Option<&str>| {
@@ -173,17 +167,29 @@ async fn tokens_are_required_checked_and_revocable() {
     let (st, _) = json(get(Some(&t)).await.unwrap()).await;
     assert_eq!(st, 401, "revoked");
     // Tokens are stored hashed: the token itself is nowhere in the database.
-    let db = std::fs::read(w.dir.path().join("timbra.db")).unwrap();
-    let wal = std::fs::read(w.dir.path().join("timbra.db-wal")).unwrap_or_default();
-    for bytes in [db, wal] {
-        assert!(!bytes.windows(t.len()).any(|win| win == t.as_bytes()));
+    match backend {
+        Backend::Sqlite => {
+            let db = std::fs::read(w.db.dir.path().join("timbra.db")).unwrap();
+            let wal = std::fs::read(w.db.dir.path().join("timbra.db-wal")).unwrap_or_default();
+            for bytes in [db, wal] {
+                assert!(!bytes.windows(t.len()).any(|win| win == t.as_bytes()));
+            }
+        }
+        Backend::Postgres => {
+            let rows: Vec<String> =
+                sqlx::query_scalar("SELECT concat_ws('|', id::text, name, prefix, token_sha256, actor, revoked_by) FROM api_tokens")
+                    .fetch_all(&w.db.raw)
+                    .await
+                    .unwrap();
+            assert!(!rows.is_empty());
+            assert!(rows.iter().all(|r| !r.contains(t.as_str())), "{rows:?}");
+        }
     }
     s.stop().await;
 }
 
-#[tokio::test]
-async fn bad_input_is_a_json_4xx_never_a_5xx() {
-    let w = World::new().await;
+async fn bad_input_is_a_json_4xx_never_a_5xx(backend: Backend) {
+    let w = World::new(backend).await;
     let t = w.token("pos").await;
     let s = w.serve().await;
     let big = vec![b' '; api::server::MAX_BODY_BYTES + 1];
@@ -233,9 +239,8 @@ fn futures_stream(n: usize) -> reqwest::Body {
     reqwest::Body::wrap_stream(futures_util::stream::iter(chunks))
 }
 
-#[tokio::test]
-async fn reads_and_documents_of_a_stamped_sale() {
-    let w = World::new().await;
+async fn reads_and_documents_of_a_stamped_sale(backend: Backend) {
+    let w = World::new(backend).await;
     let t = w.token("pos").await;
     let s = w.serve().await;
     let (st, created) = json(s.post_sale(Some(&t), Some("k-doc"), sale("api-doc")).send().await.unwrap()).await;
@@ -313,9 +318,8 @@ async fn reads_and_documents_of_a_stamped_sale() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn health_and_the_openapi_document_kept_in_the_repository() {
-    let w = World::new().await;
+async fn health_and_the_openapi_document_kept_in_the_repository(backend: Backend) {
+    let w = World::new(backend).await;
     let s = w.serve().await;
     let (st, body) = json(s.client.get(format!("{}/v1/health", s.url)).send().await.unwrap()).await;
     assert_eq!((st, body["status"].as_str()), (200, Some("ok")));
@@ -350,11 +354,23 @@ async fn health_and_the_openapi_document_kept_in_the_repository() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn graceful_shutdown_finishes_and_frees_the_port() {
-    let w = World::new().await;
+async fn graceful_shutdown_finishes_and_frees_the_port(backend: Backend) {
+    let w = World::new(backend).await;
     let s = w.serve().await;
     let url = s.url.clone();
     s.stop().await;
     assert!(reqwest::get(format!("{url}/v1/health")).await.is_err());
 }
+
+crate::conformance!(
+    same_key_same_body_is_the_original_result_and_nothing_new,
+    same_key_different_body_is_a_conflict_and_writes_nothing,
+    a_key_being_recorded_is_in_progress_until_its_reservation_expires,
+    a_validation_error_names_every_field_and_leaves_the_key_free,
+    twenty_concurrent_requests_with_one_key_record_one_sale,
+    tokens_are_required_checked_and_revocable,
+    bad_input_is_a_json_4xx_never_a_5xx,
+    reads_and_documents_of_a_stamped_sale,
+    health_and_the_openapi_document_kept_in_the_repository,
+    graceful_shutdown_finishes_and_frees_the_port,
+);

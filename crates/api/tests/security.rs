@@ -6,7 +6,7 @@
 mod common;
 
 use api::rate_limit::{Rate, RateLimits};
-use common::World;
+use common::{Backend, World};
 
 fn limits(per_token: u32, failed_auth: u32, per_source: u32) -> RateLimits {
     // Refill so slow that nothing comes back during a test.
@@ -26,9 +26,8 @@ async fn status_of(r: reqwest::RequestBuilder) -> (u16, Option<String>, serde_js
     (status, retry, body)
 }
 
-#[tokio::test]
-async fn a_flooding_token_is_limited_and_the_others_are_not() {
-    let w = World::new().await;
+async fn a_flooding_token_is_limited_and_the_others_are_not(backend: Backend) {
+    let w = World::new(backend).await;
     let pos = w.token("pos-caja-1").await;
     let other = w.token("pos-caja-2").await;
     let s = w.serve_with_limits(limits(3, 100, 100)).await;
@@ -49,9 +48,8 @@ async fn a_flooding_token_is_limited_and_the_others_are_not() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn guessing_tokens_is_slowed_for_everyone_but_a_valid_token_still_passes() {
-    let w = World::new().await;
+async fn guessing_tokens_is_slowed_for_everyone_but_a_valid_token_still_passes(backend: Backend) {
+    let w = World::new(backend).await;
     let pos = w.token("pos").await;
     let s = w.serve_with_limits(limits(100, 5, 100)).await;
     let guesses = [
@@ -75,9 +73,8 @@ async fn guessing_tokens_is_slowed_for_everyone_but_a_valid_token_still_passes()
     s.stop().await;
 }
 
-#[tokio::test]
-async fn webhooks_are_limited_per_source() {
-    let w = World::new().await;
+async fn webhooks_are_limited_per_source(backend: Backend) {
+    let w = World::new(backend).await;
     let s = w.serve_with_limits(limits(100, 100, 2)).await;
     for _ in 0..2 {
         let (st, _, body) = status_of(s.client.post(format!("{}/v1/webhooks/tienda", s.url)).body("{}")).await;
@@ -106,9 +103,8 @@ fn only_loopback_unless_remote_is_allowed() {
     }
 }
 
-#[tokio::test]
-async fn hostile_sale_bodies_are_client_errors_and_write_nothing() {
-    let w = World::new().await;
+async fn hostile_sale_bodies_are_client_errors_and_write_nothing(backend: Backend) {
+    let w = World::new(backend).await;
     let pos = w.token("pos").await;
     let s = w.serve().await;
     let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
@@ -127,3 +123,10 @@ async fn hostile_sale_bodies_are_client_errors_and_write_nothing() {
     assert_eq!(st, 404, "nothing recorded");
     s.stop().await;
 }
+
+crate::conformance!(
+    a_flooding_token_is_limited_and_the_others_are_not,
+    guessing_tokens_is_slowed_for_everyone_but_a_valid_token_still_passes,
+    webhooks_are_limited_per_source,
+    hostile_sale_bodies_are_client_errors_and_write_nothing,
+);

@@ -8,7 +8,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderMap, StatusCode};
-use common::{contador, json, World};
+use common::{contador, json, Backend, World};
 use outbox::model::InvoiceRef;
 use outbox::webhooks::{
     deliver_due, signature_header, verify_signature, DeliveryStatus, EventStatus, OutgoingRequest, RetryPolicy, SendOutcome,
@@ -63,9 +63,8 @@ async fn post_hook(s: &common::Server, source: &str, header: &str, signature: &s
     .await
 }
 
-#[tokio::test]
-async fn signed_generic_webhooks_record_once_and_refuse_bad_signatures() {
-    let w = World::new().await;
+async fn signed_generic_webhooks_record_once_and_refuse_bad_signatures(backend: Backend) {
+    let w = World::new(backend).await;
     w.secrets.set("POS_SECRET", "s3cr3t");
     w.outbox.set_webhook_source(generic_source(), &contador()).await.unwrap();
     let s = w.serve().await;
@@ -113,9 +112,8 @@ async fn signed_generic_webhooks_record_once_and_refuse_bad_signatures() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn an_event_that_cannot_be_mapped_is_kept_with_its_reason() {
-    let w = World::new().await;
+async fn an_event_that_cannot_be_mapped_is_kept_with_its_reason(backend: Backend) {
+    let w = World::new(backend).await;
     w.secrets.set("POS_SECRET", "s3cr3t");
     w.outbox.set_webhook_source(generic_source(), &contador()).await.unwrap();
     let s = w.serve().await;
@@ -146,9 +144,8 @@ async fn an_event_that_cannot_be_mapped_is_kept_with_its_reason() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn stripe_events_use_their_metadata_and_stripe_signatures() {
-    let w = World::new().await;
+async fn stripe_events_use_their_metadata_and_stripe_signatures(backend: Backend) {
+    let w = World::new(backend).await;
     w.secrets.set("STRIPE_WHSEC", "whsec_prueba");
     w.outbox
         .set_webhook_source(WebhookSource::stripe_preset("stripe", "STRIPE_WHSEC"), &contador())
@@ -230,8 +227,8 @@ async fn start_receiver(fail: usize) -> (String, Receiver) {
     (url, r)
 }
 
-async fn stamped_world_notifying(url: &str) -> (World, i64) {
-    let w = World::new().await;
+async fn stamped_world_notifying(backend: Backend, url: &str) -> (World, i64) {
+    let w = World::new(backend).await;
     w.secrets.set("HOOK_SECRET", "h00k");
     w.outbox
         .set_webhook_endpoint(
@@ -250,10 +247,9 @@ async fn stamped_world_notifying(url: &str) -> (World, i64) {
     (w, id)
 }
 
-#[tokio::test]
-async fn every_event_arrives_through_failures_with_one_delivery_id() {
+async fn every_event_arrives_through_failures_with_one_delivery_id(backend: Backend) {
     let (url, receiver) = start_receiver(3).await;
-    let (w, invoice_id) = stamped_world_notifying(&url).await;
+    let (w, invoice_id) = stamped_world_notifying(backend, &url).await;
     let deliveries = w
         .outbox
         .webhook_deliveries(Some(&InvoiceRef::Id(invoice_id)), None, 10)
@@ -315,10 +311,9 @@ impl WebhookSender for DiesAfterSending {
     }
 }
 
-#[tokio::test]
-async fn a_worker_that_dies_after_sending_causes_a_duplicate_with_the_same_delivery_id() {
+async fn a_worker_that_dies_after_sending_causes_a_duplicate_with_the_same_delivery_id(backend: Backend) {
     let (url, receiver) = start_receiver(0).await;
-    let (w, _) = stamped_world_notifying(&url).await;
+    let (w, _) = stamped_world_notifying(backend, &url).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let dying = DiesAfterSending {
         inner: api::sender::ReqwestSender::new(std::time::Duration::from_secs(5)).unwrap(),
@@ -345,3 +340,11 @@ async fn a_worker_that_dies_after_sending_causes_a_duplicate_with_the_same_deliv
     assert!(attempts[0].finished_at.is_none(), "the first attempt's answer was never recorded");
     assert_eq!(attempts[1].outcome.as_deref(), Some("delivered"));
 }
+
+crate::conformance!(
+    a_worker_that_dies_after_sending_causes_a_duplicate_with_the_same_delivery_id,
+    every_event_arrives_through_failures_with_one_delivery_id,
+    signed_generic_webhooks_record_once_and_refuse_bad_signatures,
+    an_event_that_cannot_be_mapped_is_kept_with_its_reason,
+    stripe_events_use_their_metadata_and_stripe_signatures,
+);

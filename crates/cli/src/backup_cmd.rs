@@ -48,7 +48,10 @@ pub enum DbCommand {
 pub fn backup(db: Option<&str>, a: BackupArgs) -> Result<u8, Failure> {
     runtime()?.block_on(async {
         let o = open(db, false).await?;
-        let r = outbox::backup::backup(o.store(), &a.dest).await;
+        let r = match o.store().sqlite() {
+            Some(s) => outbox::backup::backup(s, &a.dest).await,
+            None => Err(pg_dump_instead(o.store().path())),
+        };
         o.store().close().await;
         let report = r.map_err(|e| failure(e, ""))?;
         if a.json {
@@ -67,7 +70,15 @@ pub fn backup(db: Option<&str>, a: BackupArgs) -> Result<u8, Failure> {
 
 pub fn restore(db: Option<&str>, a: RestoreArgs) -> Result<u8, Failure> {
     let env_url = std::env::var(outbox::location::DATABASE_URL_ENV).ok();
-    let outbox::DatabaseLocation::Sqlite(target) = outbox::DatabaseLocation::resolve(db, env_url.as_deref()).map_err(|e| failure(e, ""))?;
+    let target = match outbox::DatabaseLocation::resolve(db, env_url.as_deref()).map_err(|e| failure(e, ""))? {
+        outbox::DatabaseLocation::Sqlite(p) => p,
+        outbox::DatabaseLocation::Postgres(url) => {
+            return Err(failure(
+                pg_dump_instead(std::path::Path::new(&outbox::location::redact_url(&url))),
+                "",
+            ))
+        }
+    };
     runtime()?.block_on(async {
         let report = outbox::backup::restore(&a.src, &target, chrono::Utc::now())
             .await
@@ -86,6 +97,14 @@ pub fn restore(db: Option<&str>, a: RestoreArgs) -> Result<u8, Failure> {
         }
         print_out(&s).map(|_| exit::OK)
     })
+}
+
+/// Backups of a shared PostgreSQL database are the server's (README, "Teams").
+fn pg_dump_instead(location: &std::path::Path) -> outbox::OutboxError {
+    outbox::OutboxError::Unsupported(format!(
+        "{} es PostgreSQL: respalde con `pg_dump --format=custom` y restaure con `pg_restore` (vea la sección «Teams» del README)",
+        location.display()
+    ))
 }
 
 pub fn db(db: Option<&str>, cmd: DbCommand) -> Result<u8, Failure> {

@@ -10,7 +10,7 @@ use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainProgress, Drai
 use outbox::pacs::{build_pac_set, PacConfig, PacRole};
 use outbox::pacs::{PacEntry, PacSet};
 use outbox::strategy::Policy;
-use outbox::{Actor, Outbox, SqliteStore};
+use outbox::{Actor, Outbox};
 use pac::PacKind;
 
 use crate::shell::{failure, open, print_json, print_out, runtime};
@@ -203,7 +203,7 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
 }
 
 /// The PAC set from the settings, plus the in-process sandbox simulator when asked.
-async fn pac_set(outbox: &Outbox<SqliteStore>, sandbox: Option<&pac_sim::SimHandle>) -> Result<PacSet, Failure> {
+async fn pac_set(outbox: &Outbox, sandbox: Option<&pac_sim::SimHandle>) -> Result<PacSet, Failure> {
     let configs = outbox.pacs().await.map_err(|e| failure(e, ""))?;
     let set = build_pac_set(
         &configs,

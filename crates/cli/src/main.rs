@@ -55,16 +55,18 @@ const EXIT_CODES: &str = "Códigos de salida:
   4  la misma clave se está registrando en este momento; reintente en unos segundos
   5  la base de datos no se puede usar: no existe, es de solo lectura, está bloqueada o dañada
 
-Base de datos: --db RUTA, o la variable TIMBRA_DATABASE_URL (ruta o sqlite://RUTA); por omisión
-timbra.db en la carpeta de datos de la aplicación. TIMBRA_BUSY_TIMEOUT_MS: espera máxima por el
-bloqueo de otro proceso (5000 ms por omisión).";
+Base de datos: --db RUTA (o --database-url URL), o la variable TIMBRA_DATABASE_URL: una ruta,
+sqlite://RUTA, o postgres://USUARIO@SERVIDOR/BASE para una base compartida por un equipo (la
+contraseña en PGPASSWORD o ~/.pgpass); por omisión timbra.db en la carpeta de datos de la
+aplicación. TIMBRA_BUSY_TIMEOUT_MS: espera máxima por el bloqueo de otro proceso o por una
+conexión libre (5000 ms por omisión).";
 
 #[derive(Parser)]
 #[command(name = "timbra", version, about = "Timbra: facturación CFDI 4.0 que timbra cada venta exactamente una vez", after_help = EXIT_CODES)]
 struct Cli {
-    /// Base de datos del outbox (ruta o sqlite://RUTA); por omisión TIMBRA_DATABASE_URL o la
-    /// carpeta de datos de la aplicación.
-    #[arg(long, global = true, value_name = "RUTA")]
+    /// Base de datos del outbox (ruta, sqlite://RUTA o postgres://USUARIO@SERVIDOR/BASE); por
+    /// omisión TIMBRA_DATABASE_URL o la carpeta de datos de la aplicación.
+    #[arg(long, visible_alias = "database-url", global = true, value_name = "RUTA|URL")]
     db: Option<String>,
     #[command(subcommand)]
     command: Command,

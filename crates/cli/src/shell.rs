@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 use outbox::model::InvoiceRef;
-use outbox::{Actor, DatabaseLocation, Outbox, OutboxError, Role, SqliteOptions, SystemClock};
+use outbox::{Actor, DatabaseLocation, Outbox, OutboxError, Role, SystemClock};
 
 use crate::{exit, Failure};
 
@@ -79,7 +79,7 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 /// variable the settings name is set.
 pub async fn open(db: Option<&str>, create: bool) -> Result<Outbox, Failure> {
     let env_url = std::env::var(outbox::location::DATABASE_URL_ENV).ok();
-    let DatabaseLocation::Sqlite(path) = DatabaseLocation::resolve(db, env_url.as_deref()).map_err(|e| failure(e, ""))?;
+    let location = DatabaseLocation::resolve(db, env_url.as_deref()).map_err(|e| failure(e, ""))?;
     let busy = match std::env::var(BUSY_TIMEOUT_ENV) {
         Ok(v) => Duration::from_millis(
             v.trim()
@@ -88,8 +88,7 @@ pub async fn open(db: Option<&str>, create: bool) -> Result<Outbox, Failure> {
         ),
         Err(_) => Duration::from_secs(5),
     };
-    let opts = SqliteOptions::new(path).create(create).busy_timeout(busy);
-    let outbox = Outbox::open_sqlite(&opts, Arc::new(SystemClock))
+    let outbox = Outbox::open_location(&location, create, busy, Arc::new(SystemClock))
         .await
         .map_err(|e| failure(e, ""))?;
     unlock_roles(&outbox).await?;

@@ -13,6 +13,10 @@
 //!   zero duplicate CFDIs, checked against both simulators' ledgers.
 //! - The failpoint matrix and a chaos run with a Facturapi primary (JSON attempts, `202
 //!   pending` invoices looked up by `external_id`): the same, against its ledger.
+//! - Team mode (PostgreSQL): four `timbra drain` processes share one database with a faulty
+//!   simulator; two of them are killed with SIGKILL and restarted again and again while the
+//!   other two keep working. Zero lost sales, zero duplicates against the ledger. Two drains
+//!   with a slow PAC send each attempt once on both backends.
 #![cfg(feature = "failpoints")]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -101,15 +105,80 @@ fn http_post(url: &str, body: &str) {
     });
 }
 
+/// The PostgreSQL server the tests create their databases on (its maintenance database).
+fn pg_admin_url() -> String {
+    std::env::var("TIMBRA_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+fn pg_admin(sql: &str) {
+    use sqlx::Connection;
+    let admin = pg_admin_url();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut c = sqlx::PgConnection::connect(&admin).await.unwrap_or_else(|e| {
+            panic!(
+                "PostgreSQL no responde en {admin} ({e}); las pruebas de PostgreSQL no se saltan: `./scripts/install-deps test` lo arranca"
+            )
+        });
+        sqlx::raw_sql(sql).execute(&mut c).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let _ = c.close().await;
+    });
+}
+
+/// A new, empty PostgreSQL database for one test, dropped after it.
+struct PgDatabase {
+    name: String,
+    url: String,
+}
+
+impl PgDatabase {
+    fn new() -> PgDatabase {
+        let name = format!(
+            "timbra_cli_{}_{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+                % 1_000_000_000
+        );
+        pg_admin(&format!("CREATE DATABASE {name} ENCODING 'UTF8' TEMPLATE template0"));
+        let admin = pg_admin_url();
+        let (server, _) = admin.rsplit_once('/').expect("URL with /DATABASE");
+        PgDatabase {
+            url: format!("{server}/{name}"),
+            name,
+        }
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        pg_admin(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
 struct Db {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
+    dir: tempfile::TempDir,
+    /// `--db`: the SQLite file or the PostgreSQL URL.
+    location: String,
+    _pg: Option<PgDatabase>,
 }
 
 impl Db {
     fn timbra(&self, args: &[&str]) -> Command {
         let mut c = Command::new(BIN);
-        c.arg("--db").arg(&self.path).args(args);
+        c.arg("--db").arg(&self.location).args(args);
+        c.env_remove("TIMBRA_DATABASE_URL");
         c.env("TIMBRA_CSD_PASSWORD", "12345678a")
             .env("SIM_TOKEN", "sim-token-infinito")
             .env("SIM_PASSWORD", "simulador")
@@ -126,16 +195,20 @@ impl Db {
 
     /// A database with the EKU emisor, `pacs` configured (first primary), and `n` sales.
     fn new(pacs: &[(&str, &str, &Sim)], n: usize) -> Db {
-        Db::with_timeout(pacs, n, "1500")
+        Db::on(Backend::Sqlite, pacs, n, "1500")
     }
 
-    /// As [`Db::new`], with the PAC clients' request timeout in milliseconds.
-    fn with_timeout(pacs: &[(&str, &str, &Sim)], n: usize, timeout_ms: &str) -> Db {
+    /// As [`Db::new`], on `backend`, with the PAC clients' request timeout in milliseconds.
+    fn on(backend: Backend, pacs: &[(&str, &str, &Sim)], n: usize, timeout_ms: &str) -> Db {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db {
-            path: dir.path().join("timbra.db"),
-            _dir: dir,
+        let (location, pg) = match backend {
+            Backend::Sqlite => (dir.path().join("timbra.db").display().to_string(), None),
+            Backend::Postgres => {
+                let pg = PgDatabase::new();
+                (pg.url.clone(), Some(pg))
+            }
         };
+        let db = Db { dir, location, _pg: pg };
         let f = fixtures();
         db.run(&[
             "init",
@@ -189,7 +262,7 @@ impl Db {
             lines.push_str(&serde_json::to_string(&s).unwrap());
             lines.push('\n');
         }
-        let file = db.path.with_file_name("ventas.jsonl");
+        let file = db.dir.path().join("ventas.jsonl");
         std::fs::write(&file, lines).unwrap();
         db.run(&["sale", "import", file.to_str().unwrap()]);
         db
@@ -467,13 +540,22 @@ fn chaos_with_a_facturapi_primary_loses_nothing_and_duplicates_nothing() {
 }
 
 #[test]
-fn two_drain_processes_with_a_slow_pac_send_each_attempt_once() {
+fn two_drain_processes_with_a_slow_pac_send_each_attempt_once_sqlite() {
+    two_drain_processes_with_a_slow_pac_send_each_attempt_once(Backend::Sqlite);
+}
+
+#[test]
+fn two_drain_processes_with_a_slow_pac_send_each_attempt_once_postgres() {
+    two_drain_processes_with_a_slow_pac_send_each_attempt_once(Backend::Postgres);
+}
+
+fn two_drain_processes_with_a_slow_pac_send_each_attempt_once(backend: Backend) {
     // The desktop app and a headless `timbra drain` run the same engine; here two drain
-    // processes share one SQLite file. The PAC answers after 2.5 s, a lease lasts 1 s: without a
+    // processes share one database. The PAC answers after 2.5 s, a lease lasts 1 s: without a
     // heartbeat the second process would claim every row mid-request and send it again.
     let sim = Sim::start("sw", "latency_ms=2500");
     let n = 4;
-    let db = Db::with_timeout(&[("sw", "sw", &sim)], n, "20000");
+    let db = Db::on(backend, &[("sw", "sw", &sim)], n, "20000");
     let args = ["drain", "--until-idle", "--quiet", "--lease-secs", "1", "--concurrency", "4"];
     let mut one = db
         .timbra(&args)
@@ -498,4 +580,120 @@ fn two_drain_processes_with_a_slow_pac_send_each_attempt_once() {
         let stamps = v["tries"].as_array().unwrap().iter().filter(|t| t["operation"] == "stamp").count();
         assert_eq!(stamps, 1, "{sale}: sent once while its step was in flight");
     }
+}
+
+/// Team mode: four `timbra drain` processes on one PostgreSQL database, the primary simulator
+/// with latency, timeouts after certifying, resets and HTTP 500s. Workers `w1` and `w2` are
+/// killed with SIGKILL at random moments and restarted, again and again, while `w3` and `w4`
+/// keep draining. Then a clean drain finishes: every sale has exactly one CFDI in the ledger
+/// and the database holds exactly the ledger's UUIDs.
+#[test]
+fn four_drains_on_postgres_two_killed_repeatedly_lose_nothing_and_duplicate_nothing() {
+    let n: usize = std::env::var("TIMBRA_PG_CHAOS_SALES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let rounds: usize = std::env::var("TIMBRA_PG_CHAOS_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    let primary = Sim::start(
+        "sw",
+        "latency_ms=5..40,timeout_after_certify=0.1,reset=0.05,http500=0.05,lowercase_uuid=0.3",
+    );
+    let db = Db::on(Backend::Postgres, &[("sw", "sw", &primary)], n, "1500");
+    let mut args = Db::drain_args();
+    args.retain(|a| *a != "--until-idle");
+    let spawn = |worker: &str| {
+        db.timbra(&args)
+            .arg("--worker-id")
+            .arg(worker)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let started = Instant::now();
+    let mut steady = [spawn("w3"), spawn("w4")];
+    let mut rng = fastrand::Rng::with_seed(16);
+    let mut kills = 0;
+    for _ in 0..rounds {
+        let mut victims = [spawn("w1"), spawn("w2")];
+        std::thread::sleep(Duration::from_millis(rng.u64(200..1500)));
+        for v in &mut victims {
+            kill9(v);
+            kills += 1;
+        }
+    }
+    for s in &mut steady {
+        kill9(s);
+    }
+    primary.faults("clear,latency_ms=1..5");
+    let out = db.timbra(&Db::drain_args()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for (sale, (badge, _)) in db.invoices() {
+        assert_ne!(badge, "duplicado", "{sale}: two CFDIs");
+        if badge != "timbrada" {
+            eprintln!("{sale}: {badge} -> reintentar");
+            let _ = db.timbra(&["invoice", "retry", &sale, "--role", "soporte"]).output();
+        }
+    }
+    db.run(&Db::drain_args());
+    check_exactly_once(&db, &[&primary], n);
+    eprintln!(
+        "postgres, 4 workers: {n} ventas, {kills} kill -9, {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Two `timbra sale import` processes record the same sales into one PostgreSQL database at
+/// the same moment: every sale_id gets one invoice; each process either recorded a sale, got
+/// the original back, or was told it is in progress — never a second row.
+#[test]
+fn two_processes_importing_the_same_sales_on_postgres_record_each_once() {
+    let sim = Sim::start("sw", "latency_ms=1..5");
+    let n = 40;
+    let db = Db::on(Backend::Postgres, &[("sw", "sw", &sim)], 0, "1500");
+    let f = fixtures();
+    let sale: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(f.join("sales/ingreso-pedido-4471.json")).unwrap()).unwrap();
+    let mut lines = String::new();
+    for i in 0..n {
+        let mut s = sale.clone();
+        s["sale_id"] = format!("doble-{i}").into();
+        s["folio"] = format!("{i}").into();
+        lines.push_str(&serde_json::to_string(&s).unwrap());
+        lines.push('\n');
+    }
+    let file = db.dir.path().join("doble.jsonl");
+    std::fs::write(&file, lines).unwrap();
+    let import = || {
+        db.timbra(&["sale", "import", file.to_str().unwrap(), "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (one, two) = (import(), import());
+    let mut recorded = 0;
+    for out in [one.wait_with_output().unwrap(), two.wait_with_output().unwrap()] {
+        let s: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        // Anything not recorded nor replayed is a sale the other process was recording.
+        for r in s["rejected"].as_array().unwrap() {
+            assert_eq!(r["code"], "idempotency_in_progress", "{r}");
+        }
+        recorded += s["recorded"].as_u64().unwrap();
+    }
+    // What was in progress is recorded by a third run; the rest comes back as the original.
+    let out = db.run(&["sale", "import", file.to_str().unwrap(), "--json"]);
+    let third: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    recorded += third["recorded"].as_u64().unwrap();
+    assert_eq!(recorded, n as u64, "every sale recorded exactly once across the three runs");
+    assert_eq!(third["replayed"].as_u64().unwrap() + third["recorded"].as_u64().unwrap(), n as u64);
+    let invoices = db.invoices();
+    assert_eq!(invoices.len(), n, "one invoice per sale_id");
+    let out = db.run(&["invoice", "list", "--json", "--limit", "1000"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: BTreeSet<i64> = v["items"].as_array().unwrap().iter().map(|i| i["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids.len(), n, "never a second row");
 }

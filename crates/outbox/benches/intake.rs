@@ -43,7 +43,7 @@ fn statements(sql: &str) -> Vec<&str> {
 /// A configured outbox on a new database under the target folder.
 async fn outbox_in(dir: &Path) -> Outbox<SqliteStore> {
     let opts = SqliteOptions::new(dir.join("bench.db")).create(true);
-    let o = Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await.unwrap();
+    let o = Outbox::new(SqliteStore::open(&opts).await.unwrap(), Arc::new(SystemClock));
     let profile: EmisorProfile = toml::from_str(&String::from_utf8(read("sales/emisor-eku.toml")).unwrap()).unwrap();
     let setup = EmisorSetup {
         profile,

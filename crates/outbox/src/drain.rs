@@ -390,18 +390,32 @@ impl<S: Store> Drain<S> {
             .unwrap_or(std::time::Duration::from_secs(1))
             .max(std::time::Duration::from_millis(50));
         let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        loop {
-            tokio::select! {
-                report = &mut work => return report,
-                _ = heartbeat.tick() => {
-                    let until = (self.outbox.now() + self.config.lease).timestamp_millis();
-                    match self.outbox.store().renew_lease(claim.invoice_id, claim.fencing_token, &self.config.worker_id, until).await {
-                        Ok(true) => {}
-                        Ok(false) => tracing::info!(invoice_id = claim.invoice_id, "el arrendamiento ya no es de este trabajador; su estado quedará cercado"),
-                        Err(e) => tracing::warn!(invoice_id = claim.invoice_id, error = %e, "no se pudo renovar el arrendamiento"),
-                    }
+        // The heartbeat runs beside the step, never instead of it: a renewal may wait for the
+        // row lock the step's own open transaction holds (PostgreSQL waits; SQLite waits up to
+        // its busy timeout), and the step must go on being polled to release it.
+        let renewals = async {
+            loop {
+                heartbeat.tick().await;
+                let until = (self.outbox.now() + self.config.lease).timestamp_millis();
+                match self
+                    .outbox
+                    .store()
+                    .renew_lease(claim.invoice_id, claim.fencing_token, &self.config.worker_id, until)
+                    .await
+                {
+                    Ok(true) => {}
+                    Ok(false) => tracing::info!(
+                        invoice_id = claim.invoice_id,
+                        "el arrendamiento ya no es de este trabajador; su estado quedará cercado"
+                    ),
+                    Err(e) => tracing::warn!(invoice_id = claim.invoice_id, error = %e, "no se pudo renovar el arrendamiento"),
                 }
             }
+        };
+        tokio::pin!(renewals);
+        tokio::select! {
+            report = &mut work => report,
+            never = &mut renewals => never,
         }
     }
 

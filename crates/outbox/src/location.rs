@@ -1,21 +1,44 @@
-//! Where the outbox database is: a path or URL given by the shell (`--db`), else the
-//! `TIMBRA_DATABASE_URL` environment variable, else `timbra.db` in the OS app-data folder.
-//! An unusable location is an error; nothing ever falls back to another file.
+//! Where the outbox database is: a path or URL given by the shell (`--db` / `--database-url`),
+//! else the `TIMBRA_DATABASE_URL` environment variable, else `timbra.db` in the OS app-data
+//! folder. A `postgres://` (or `postgresql://`) URL names a shared PostgreSQL database (team
+//! mode); anything else is a SQLite file. An unusable location is an error; nothing ever falls
+//! back to another database.
 
 use std::path::PathBuf;
 
 use crate::error::{OutboxError, Result};
 
-/// Environment variable naming the database (a path, `sqlite://PATH` or `sqlite:PATH`).
+/// Environment variable naming the database (a path, `sqlite://PATH`, `sqlite:PATH` or
+/// `postgres://USER@HOST/DATABASE`).
 pub const DATABASE_URL_ENV: &str = "TIMBRA_DATABASE_URL";
 
 /// File name of the default database.
 pub const DEFAULT_FILE_NAME: &str = "timbra.db";
 
 /// A database to open.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum DatabaseLocation {
     Sqlite(PathBuf),
+    /// A PostgreSQL URL (it may carry a password: shown only redacted).
+    Postgres(String),
+}
+
+impl std::fmt::Debug for DatabaseLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DatabaseLocation::Sqlite(p) => f.debug_tuple("Sqlite").field(p).finish(),
+            DatabaseLocation::Postgres(url) => f.debug_tuple("Postgres").field(&redact_url(url)).finish(),
+        }
+    }
+}
+
+impl std::fmt::Display for DatabaseLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DatabaseLocation::Sqlite(p) => write!(f, "{}", p.display()),
+            DatabaseLocation::Postgres(url) => f.write_str(&redact_url(url)),
+        }
+    }
 }
 
 impl DatabaseLocation {
@@ -33,16 +56,24 @@ impl DatabaseLocation {
         let bad = |msg: String| OutboxError::invalid("database_url", "url_invalida", msg);
         let lower = s.to_ascii_lowercase();
         if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
-            return Err(bad(
-                "PostgreSQL todavía no está disponible en esta versión de Timbra; use un archivo SQLite".into(),
-            ));
+            use std::str::FromStr;
+            let opts = sqlx::postgres::PgConnectOptions::from_str(s).map_err(|e| bad(format!("{}: {e}", redact_url(s))))?;
+            if opts.get_database().is_none_or(str::is_empty) {
+                return Err(bad(format!(
+                    "{} no nombra la base de datos; use postgres://USUARIO@SERVIDOR/BASE",
+                    redact_url(s)
+                )));
+            }
+            return Ok(DatabaseLocation::Postgres(s.to_string()));
         }
         let path = if let Some(rest) = s.strip_prefix("sqlite://") {
             rest
         } else if let Some(rest) = s.strip_prefix("sqlite:") {
             rest
         } else if let Some((scheme, _)) = s.split_once("://") {
-            return Err(bad(format!("esquema {scheme:?} no soportado; use una ruta o sqlite://RUTA")));
+            return Err(bad(format!(
+                "esquema {scheme:?} no soportado; use una ruta, sqlite://RUTA o postgres://USUARIO@SERVIDOR/BASE"
+            )));
         } else {
             s
         };
@@ -54,6 +85,28 @@ impl DatabaseLocation {
         }
         Ok(DatabaseLocation::Sqlite(PathBuf::from(path)))
     }
+}
+
+/// `url` without its password (for messages and logs): `postgres://USER@HOST:PORT/DATABASE`.
+pub fn redact_url(url: &str) -> String {
+    match <sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(url) {
+        Ok(o) => describe_postgres(&o),
+        Err(_) => "postgres://(URL inválida)".into(),
+    }
+}
+
+pub(crate) fn describe_postgres(o: &sqlx::postgres::PgConnectOptions) -> String {
+    let host = match o.get_socket() {
+        Some(s) => s.display().to_string(),
+        None => o.get_host().to_string(),
+    };
+    format!(
+        "postgres://{}@{}:{}/{}",
+        o.get_username(),
+        host,
+        o.get_port(),
+        o.get_database().unwrap_or("")
+    )
 }
 
 /// `timbra.db` in the OS app-data folder (e.g. `~/.local/share/timbra/` on Linux).
@@ -83,6 +136,7 @@ mod tests {
         assert_eq!(DatabaseLocation::resolve(None, Some("sqlite:///b.db")).unwrap(), sqlite("/b.db"));
         match DatabaseLocation::resolve(None, None) {
             Ok(DatabaseLocation::Sqlite(p)) => assert!(p.ends_with(DEFAULT_FILE_NAME), "{}", p.display()),
+            Ok(other) => panic!("the default is a SQLite file, not {other:?}"),
             Err(e) => assert_eq!(e.code(), "validation"),
         }
     }
@@ -92,7 +146,27 @@ mod tests {
         assert_eq!(DatabaseLocation::parse("sqlite://rel/t.db?mode=rwc").unwrap(), sqlite("rel/t.db"));
         assert_eq!(DatabaseLocation::parse("sqlite:t.db").unwrap(), sqlite("t.db"));
         assert_eq!(DatabaseLocation::parse("C:\\datos\\t.db").unwrap(), sqlite("C:\\datos\\t.db"));
-        for bad in ["postgres://x/y", "mysql://x", "sqlite::memory:", "sqlite://"] {
+        assert_eq!(
+            DatabaseLocation::parse("postgres://timbra@db.local:5433/caja").unwrap(),
+            DatabaseLocation::Postgres("postgres://timbra@db.local:5433/caja".into())
+        );
+        assert!(matches!(
+            DatabaseLocation::parse("postgresql://u:p@h/d").unwrap(),
+            DatabaseLocation::Postgres(_)
+        ));
+        let shown = format!(
+            "{:?} {}",
+            DatabaseLocation::parse("postgres://u:s3cr3t@h/d").unwrap(),
+            DatabaseLocation::parse("postgres://u:s3cr3t@h/d").unwrap()
+        );
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        for bad in [
+            "postgres://x",
+            "postgres://x:notaport/y",
+            "mysql://x",
+            "sqlite::memory:",
+            "sqlite://",
+        ] {
             let e = DatabaseLocation::parse(bad).unwrap_err();
             assert!(
                 matches!(&e, OutboxError::Invalid(v) if v.0[0].field == "database_url"),

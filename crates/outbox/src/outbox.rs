@@ -30,12 +30,14 @@ use crate::actor::Actor;
 use crate::clock::Clock;
 use crate::error::{OutboxError, Result};
 use crate::intake::{self, choose_fecha, pac_idempotency_key, sha256_hex, FECHA_WINDOW, RESERVATION_LEASE};
+use crate::location::DatabaseLocation;
 use crate::model::PacDirectory;
 use crate::model::{
     AttemptReason, Badge, BodyFormat, Counts, InvoiceDetail, InvoicePage, InvoiceRef, InvoiceState, ListFilter, Note, Recorded,
     TimelineEntry, TimelineSource,
 };
 use crate::settings::{self, DrainSettings, EmisorSettings, EmisorSetup, DEFAULT_PAC, SETTING_PRIMARY_PAC};
+use crate::store::any::AnyStore;
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{
     ExistingSale, KeyState, NewAttempt, NewEvent, NewInvoice, NewRecord, NewSale, RecordOutcome, Reservation, Store, StoredEmisorSettings,
@@ -52,7 +54,7 @@ pub const MAX_SALE_JSON_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_NOTE_CHARS: usize = 10_000;
 
 /// The outbox.
-pub struct Outbox<S: Store = SqliteStore> {
+pub struct Outbox<S: Store = AnyStore> {
     store: S,
     clock: Arc<dyn Clock>,
     password: Mutex<Option<Secret>>,
@@ -69,10 +71,22 @@ pub struct Outbox<S: Store = SqliteStore> {
     pub(crate) unlocked: Mutex<Vec<(crate::actor::Role, chrono::DateTime<chrono::Utc>)>>,
 }
 
-impl Outbox<SqliteStore> {
+impl Outbox<AnyStore> {
     /// Opens a SQLite outbox.
-    pub async fn open_sqlite(opts: &SqliteOptions, clock: Arc<dyn Clock>) -> Result<Outbox<SqliteStore>> {
-        Ok(Outbox::new(SqliteStore::open(opts).await?, clock))
+    pub async fn open_sqlite(opts: &SqliteOptions, clock: Arc<dyn Clock>) -> Result<Outbox<AnyStore>> {
+        Ok(Outbox::new(AnyStore::Sqlite(SqliteStore::open(opts).await?), clock))
+    }
+
+    /// Opens the outbox `location` names (SQLite file or PostgreSQL URL); `create` makes a new
+    /// SQLite file or a new PostgreSQL database. `busy_timeout`: how long to wait for another
+    /// process.
+    pub async fn open_location(
+        location: &DatabaseLocation,
+        create: bool,
+        busy_timeout: StdDuration,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Outbox<AnyStore>> {
+        Ok(Outbox::new(AnyStore::open(location, create, busy_timeout).await?, clock))
     }
 }
 

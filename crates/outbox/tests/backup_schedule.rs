@@ -1,6 +1,7 @@
 //! Scheduled automatic backups against a real database: one per interval, named by its
 //! instant, the newest N kept, nothing else in the folder touched, and the newest one restores
-//! to the outbox as it was.
+//! to the outbox as it was. SQLite only: the backups are SQLite files (a PostgreSQL database is
+//! backed up by the server, README "Teams").
 
 mod common;
 
@@ -11,18 +12,18 @@ use outbox::{Clock, Outbox};
 
 #[tokio::test]
 async fn one_backup_per_interval_the_newest_kept_and_the_newest_restores() {
-    let e = env().await;
+    let e = env(Backend::Sqlite).await;
     e.outbox
         .record_sale_json(ingreso("r-1").as_bytes(), None, &staff())
         .await
         .expect("record");
-    let dir = e.dir.path().join("respaldos");
+    let dir = e.dir().join("respaldos");
     let policy = BackupPolicy {
         enabled: true,
         every_hours: 24,
         keep: 3,
     };
-    let run = || backup_schedule::run_if_due(e.outbox.store(), &dir, e.clock.now(), &policy);
+    let run = || backup_schedule::run_if_due(e.outbox.store().sqlite().expect("sqlite"), &dir, e.clock.now(), &policy);
 
     let first = run().await.expect("first").expect("none yet: due");
     assert_eq!(first.report.invoices, 1);
@@ -67,7 +68,7 @@ async fn one_backup_per_interval_the_newest_kept_and_the_newest_restores() {
     }
 
     // The newest restores to the outbox with every sale recorded before it.
-    let target = e.dir.path().join("restaurada.db");
+    let target = e.dir().join("restaurada.db");
     outbox::backup::restore(&kept[0].1, &target, e.clock.now()).await.expect("restore");
     let restored = Outbox::open_sqlite(&outbox::SqliteOptions::new(target), e.clock.clone())
         .await
@@ -77,8 +78,10 @@ async fn one_backup_per_interval_the_newest_kept_and_the_newest_restores() {
     // Disabled: nothing more, however long it has been.
     e.clock.advance(Duration::days(10));
     let off = BackupPolicy { enabled: false, ..policy };
-    assert!(backup_schedule::run_if_due(e.outbox.store(), &dir, e.clock.now(), &off)
-        .await
-        .expect("off")
-        .is_none());
+    assert!(
+        backup_schedule::run_if_due(e.outbox.store().sqlite().expect("sqlite"), &dir, e.clock.now(), &off)
+            .await
+            .expect("off")
+            .is_none()
+    );
 }

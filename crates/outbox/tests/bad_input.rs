@@ -25,9 +25,8 @@ fn sale() -> String {
     sale_json("ingreso-pedido-4471")
 }
 
-#[tokio::test]
-async fn bad_sales_name_the_field_and_write_nothing() {
-    let e = env().await;
+async fn bad_sales_name_the_field_and_write_nothing(backend: Backend) {
+    let e = env(backend).await;
     let huge = "x".repeat(10 * 1024 * 1024);
     let mut bad_utf8 = sale().into_bytes();
     let at = bad_utf8.windows(5).position(|w| w == b"Pieza").expect("fixture has Pieza");
@@ -131,16 +130,14 @@ async fn bad_sales_name_the_field_and_write_nothing() {
     }
 }
 
-#[tokio::test]
-async fn a_bad_idempotency_key_is_refused() {
-    let e = env().await;
+async fn a_bad_idempotency_key_is_refused(backend: Backend) {
+    let e = env(backend).await;
     check(&e, "empty key", sale().as_bytes(), Some(""), "idempotency_key", "caracteres").await;
     check(&e, "long key", sale().as_bytes(), Some(&"k".repeat(201)), "idempotency_key", "201").await;
 }
 
-#[tokio::test]
-async fn a_missing_or_wrong_csd_writes_nothing() {
-    let e = bare().await;
+async fn a_missing_or_wrong_csd_writes_nothing(backend: Backend) {
+    let e = bare(backend).await;
     let err = e.outbox.record_sale_json(sale().as_bytes(), None, &staff()).await.unwrap_err();
     assert_eq!(err.code(), "not_configured", "{err}");
     assert_eq!(e.counts().await, [0, 0, 0, 0, 0]);
@@ -164,16 +161,14 @@ async fn a_missing_or_wrong_csd_writes_nothing() {
     assert_eq!(e.counts().await, [0, 0, 0, 0, 0]);
 }
 
-#[tokio::test]
-async fn an_oversized_request_is_refused_before_parsing() {
-    let e = env().await;
+async fn an_oversized_request_is_refused_before_parsing(backend: Backend) {
+    let e = env(backend).await;
     let big = vec![b' '; outbox::outbox::MAX_SALE_JSON_BYTES + 1];
     check(&e, "17 MB", &big, None, "(json)", "el máximo").await;
 }
 
-#[tokio::test]
-async fn codes_outside_sats_catalogs_write_nothing() {
-    let e = env().await;
+async fn codes_outside_sats_catalogs_write_nothing(backend: Backend) {
+    let e = env(backend).await;
     let cases: Vec<(&str, String, &str, &str)> = vec![
         (
             "postal code not in c_CodigoPostal",
@@ -213,3 +208,11 @@ async fn codes_outside_sats_catalogs_write_nothing() {
         check(&e, case, json.as_bytes(), None, field, needle).await;
     }
 }
+
+crate::conformance!(
+    bad_sales_name_the_field_and_write_nothing,
+    a_bad_idempotency_key_is_refused,
+    a_missing_or_wrong_csd_writes_nothing,
+    an_oversized_request_is_refused_before_parsing,
+    codes_outside_sats_catalogs_write_nothing,
+);

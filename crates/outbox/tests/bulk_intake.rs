@@ -34,9 +34,8 @@ async fn whole_sales(e: &Env) {
     assert_eq!(broken, 0, "every recorded sale has its invoice, attempt and event once");
 }
 
-#[tokio::test]
-async fn each_sale_of_a_batch_is_answered_on_its_own() {
-    let e = env().await;
+async fn each_sale_of_a_batch_is_answered_on_its_own(backend: Backend) {
+    let e = env(backend).await;
     // Recorded before: replayed in the batch.
     e.outbox
         .record_sale_json(sale("pedido-0", 0).as_bytes(), None, &staff())
@@ -80,10 +79,9 @@ async fn each_sale_of_a_batch_is_answered_on_its_own() {
     assert_eq!(e.counts().await, [4, 4, 4, 4, 4]);
 }
 
-#[tokio::test]
-async fn a_batch_rows_match_one_sale_at_a_time() {
-    let one = env().await;
-    let many = env().await;
+async fn a_batch_rows_match_one_sale_at_a_time(backend: Backend) {
+    let one = env(backend).await;
+    let many = env(backend).await;
     let sales: Vec<String> = (0..23).map(|i| sale(&format!("p-{i}"), i)).collect();
     for s in &sales {
         one.outbox.record_sale_json(s.as_bytes(), None, &staff()).await.unwrap();
@@ -99,9 +97,8 @@ async fn a_batch_rows_match_one_sale_at_a_time() {
     whole_sales(&many).await;
 }
 
-#[tokio::test]
-async fn a_record_that_fails_inside_the_shared_transaction_leaves_nothing_of_itself() {
-    let e = env().await;
+async fn a_record_that_fails_inside_the_shared_transaction_leaves_nothing_of_itself(backend: Backend) {
+    let e = env(backend).await;
     // Three sales reserved and sealed through the one-sale path's building blocks: record them
     // once to get their records, then replay the shapes under new sale_ids.
     let first = e.outbox.record_sale_json(sale("seed", 7).as_bytes(), None, &staff()).await.unwrap();
@@ -167,9 +164,8 @@ async fn a_record_that_fails_inside_the_shared_transaction_leaves_nothing_of_its
     whole_sales(&e).await;
 }
 
-#[tokio::test]
-async fn a_stop_error_ends_the_list_and_writes_nothing_after_it() {
-    let e = bare().await;
+async fn a_stop_error_ends_the_list_and_writes_nothing_after_it(backend: Backend) {
+    let e = bare(backend).await;
     // Not configured: every sale would fail the same way; the caller stops at the first.
     let sales: Vec<String> = (0..5).map(|i| sale(&format!("s-{i}"), i)).collect();
     let got = e
@@ -181,14 +177,9 @@ async fn a_stop_error_ends_the_list_and_writes_nothing_after_it() {
     assert_eq!(e.counts().await, [0, 0, 0, 0, 0]);
 }
 
-#[tokio::test]
-async fn two_processes_importing_the_same_sales_record_each_once() {
-    let e = env().await;
-    let other = Arc::new(
-        outbox::Outbox::open_sqlite(&outbox::SqliteOptions::new(e.db()), e.clock.clone())
-            .await
-            .unwrap(),
-    );
+async fn two_processes_importing_the_same_sales_record_each_once(backend: Backend) {
+    let e = env(backend).await;
+    let other = Arc::new(e.reopen().await);
     other.provide_csd_password(password());
     let here = Arc::new(e.outbox);
     let sales = lines(&(0..40).map(|i| sale(&format!("twice-{i}"), i)).collect::<Vec<_>>());
@@ -210,7 +201,7 @@ async fn two_processes_importing_the_same_sales_record_each_once() {
     assert_eq!(new, 40);
     let rows: Vec<i64> =
         sqlx::query_scalar("SELECT COUNT(*) FROM sales UNION ALL SELECT COUNT(*) FROM invoices UNION ALL SELECT COUNT(*) FROM attempts")
-            .fetch_all(here.store().pool())
+            .fetch_all(&e.raw)
             .await
             .unwrap();
     assert_eq!(rows, vec![40, 40, 40]);
@@ -269,3 +260,11 @@ fn template(detail: &outbox::model::InvoiceDetail, body: &[u8]) -> outbox::store
         actor: staff(),
     }
 }
+
+crate::conformance!(
+    each_sale_of_a_batch_is_answered_on_its_own,
+    a_batch_rows_match_one_sale_at_a_time,
+    a_record_that_fails_inside_the_shared_transaction_leaves_nothing_of_itself,
+    a_stop_error_ends_the_list_and_writes_nothing_after_it,
+    two_processes_importing_the_same_sales_record_each_once,
+);

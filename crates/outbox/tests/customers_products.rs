@@ -48,9 +48,8 @@ fn has(fields: &[(String, String)], field: &str, needle: &str) -> bool {
     fields.iter().any(|(f, m)| f == field && m.contains(needle))
 }
 
-#[tokio::test]
-async fn customer_crud_and_search() {
-    let e = bare().await;
+async fn customer_crud_and_search(backend: Backend) {
+    let e = bare(backend).await;
     let c = e.outbox.add_customer(&universidad(), &staff()).await.expect("add");
     assert_eq!(c.rfc, "URE180429TM6", "RFC upper-cased");
     assert_eq!(c.emails, vec!["compras@ure.mx", "pagos@ure.mx"]);
@@ -107,9 +106,8 @@ async fn customer_crud_and_search() {
     assert_eq!(e.count("customers").await, 3);
 }
 
-#[tokio::test]
-async fn a_bad_customer_names_each_field_and_writes_nothing() {
-    let e = bare().await;
+async fn a_bad_customer_names_each_field_and_writes_nothing(backend: Backend) {
+    let e = bare(backend).await;
     let cases: Vec<(&str, CustomerInput, &str, &str)> = vec![
         (
             "bad RFC",
@@ -222,9 +220,8 @@ async fn a_bad_customer_names_each_field_and_writes_nothing() {
     }
 }
 
-#[tokio::test]
-async fn product_crud_taxes_and_bad_adds() {
-    let e = bare().await;
+async fn product_crud_taxes_and_bad_adds(backend: Backend) {
+    let e = bare(backend).await;
     let p = e.outbox.add_product(&cafe(), &staff()).await.expect("add");
     assert_eq!((p.precio.as_str(), p.iva), ("50", Some(Iva::Tasa16)));
     let honorarios = ProductInput {
@@ -352,9 +349,8 @@ async fn product_crud_taxes_and_bad_adds() {
     assert_eq!(e.count("products").await, 1);
 }
 
-#[tokio::test]
-async fn customer_csv_keeps_good_lines_reports_bad_ones_and_round_trips() {
-    let e = bare().await;
+async fn customer_csv_keeps_good_lines_reports_bad_ones_and_round_trips(backend: Backend) {
+    let e = bare(backend).await;
     let csv = "rfc,nombre,cp,regimen,uso,forma_pago,metodo_pago,email\n\
 URE180429TM6,UNIVERSIDAD ROBOTICA ESPAÑOLA,86991,601,G01,03,PUE,compras@ure.mx;pagos@ure.mx\n\
 CACX7605101P8,XOCHILT CASAS CHAVEZ,00001,605,D01,,,\n\
@@ -409,9 +405,8 @@ URE180429TM6,OTRA VEZ,86991,601,G01,,,\n";
     assert!(has(&invalid_fields(err), "archivo", "columna desconocida \"codigo\""));
 }
 
-#[tokio::test]
-async fn product_csv_round_trip_and_bad_lines() {
-    let e = bare().await;
+async fn product_csv_round_trip_and_bad_lines(backend: Backend) {
+    let e = bare(backend).await;
     let csv = "sku,descripcion,clave_prod_serv,clave_unidad,unidad,precio,objeto_imp,iva,ieps,ret_isr,ret_iva\n\
 CAF-01,Café de olla,50201706,H87,Pieza,50.00,02,16,,,\n\
 TOR-01,Tortillas de maíz (kg),50221300,KGM,,22.5,02,0,,,\n\
@@ -456,9 +451,8 @@ X-3,Tercera,01010101,H87,,10,02,16,0.77,,\n";
     assert_eq!(before, after);
 }
 
-#[tokio::test]
-async fn a_sale_from_a_customer_and_products_stays_as_recorded_when_they_change() {
-    let e = env().await;
+async fn a_sale_from_a_customer_and_products_stays_as_recorded_when_they_change(backend: Backend) {
+    let e = env(backend).await;
     let c = e.outbox.add_customer(&universidad(), &staff()).await.unwrap();
     let p = e.outbox.add_product(&cafe(), &staff()).await.unwrap();
     let draft = SaleDraft {
@@ -479,7 +473,7 @@ async fn a_sale_from_a_customer_and_products_stays_as_recorded_when_they_change(
         ..Default::default()
     };
     let recorded = e.outbox.record_sale_json(&draft.to_json(), None, &staff()).await.expect("record");
-    let body = |pool: &sqlx::SqlitePool| {
+    let body = |pool: &sqlx::AnyPool| {
         let pool = pool.clone();
         async move {
             sqlx::query_scalar::<_, String>("SELECT body FROM sales WHERE sale_id = 'desde-catalogo-1'")
@@ -512,3 +506,12 @@ async fn a_sale_from_a_customer_and_products_stays_as_recorded_when_they_change(
     let detail = e.outbox.invoice(&outbox::model::InvoiceRef::Id(recorded.invoice_id)).await.unwrap();
     assert_eq!(detail.invoice.receptor_nombre, "UNIVERSIDAD ROBOTICA ESPAÑOLA");
 }
+
+crate::conformance!(
+    customer_crud_and_search,
+    a_bad_customer_names_each_field_and_writes_nothing,
+    product_crud_taxes_and_bad_adds,
+    customer_csv_keeps_good_lines_reports_bad_ones_and_round_trips,
+    product_csv_round_trip_and_bad_lines,
+    a_sale_from_a_customer_and_products_stays_as_recorded_when_they_change,
+);

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use cfdi::secret::Secret;
-use common::{ingreso, password, setup};
+use common::{ingreso, password, setup, Backend};
 use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::model::{Badge, InvoiceRef};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::strategy::Policy;
-use outbox::{Actor, Outbox, Role, SqliteOptions, SqliteStore, SystemClock};
+use outbox::{Actor, AnyStore, Outbox, Role, SystemClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 use rust_decimal::Decimal;
@@ -29,10 +29,10 @@ impl SecretSource for SimSecrets {
 }
 
 struct World {
-    _dir: tempfile::TempDir,
-    outbox: Arc<Outbox<SqliteStore>>,
+    _db: common::TestDb,
+    outbox: Arc<Outbox>,
     sim: SimHandle,
-    drain: Arc<Drain<SqliteStore>>,
+    drain: Arc<Drain<AnyStore>>,
 }
 
 fn sistema() -> Actor {
@@ -41,11 +41,9 @@ fn sistema() -> Actor {
 
 /// An outbox with SAT's test CSD, one SW-flavoured simulator named `sw` with `faults`, and a
 /// drain with quick backoff.
-async fn world(faults: &str) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let mut opts = SqliteOptions::new(dir.path().join("timbra.db"));
-    opts.create = true;
-    let outbox = Arc::new(Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await.unwrap());
+async fn world(backend: Backend, faults: &str) -> World {
+    let db = common::TestDb::new(backend).await;
+    let outbox = Arc::new(db.open(Arc::new(SystemClock)).await.unwrap());
     outbox.configure_emisor(&setup(), &password(), &sistema()).await.unwrap();
     outbox.provide_csd_password(password());
     let mut cfg = SimConfig::new(Flavor::Sw);
@@ -95,7 +93,7 @@ async fn world(faults: &str) -> World {
         Arc::new(NoSink),
     ));
     World {
-        _dir: dir,
+        _db: db,
         outbox,
         sim,
         drain,
@@ -134,9 +132,8 @@ fn dec(s: &str) -> Decimal {
     s.parse().unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stamped_sales_give_latency_totals_and_hours_from_the_database() {
-    let w = world("latency_ms=250").await;
+async fn stamped_sales_give_latency_totals_and_hours_from_the_database(backend: Backend) {
+    let w = world(backend, "latency_ms=250").await;
     let ids = [w.record("501").await, w.record("502").await, w.record("503").await];
     w.until_idle().await;
     for id in ids {
@@ -179,10 +176,9 @@ async fn stamped_sales_give_latency_totals_and_hours_from_the_database() {
     assert!(d.days[..29].iter().all(|x| x.recorded == 0));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_outage_is_counted_from_the_tries_and_ends_with_the_next_success() {
+async fn an_outage_is_counted_from_the_tries_and_ends_with_the_next_success(backend: Backend) {
     // The PAC's port refuses connections: every try is "not sent" and the invoice stops.
-    let w = world("down=1").await;
+    let w = world(backend, "down=1").await;
     let id = w.record("601").await;
     w.until_idle().await;
     assert_ne!(w.badge(id).await, Badge::Timbrada);
@@ -220,3 +216,8 @@ async fn an_outage_is_counted_from_the_tries_and_ends_with_the_next_success() {
     assert_eq!(after.today.invoices, 1);
     assert_eq!(after.today.amount, dec("116.00"));
 }
+
+crate::conformance!(
+    stamped_sales_give_latency_totals_and_hours_from_the_database,
+    an_outage_is_counted_from_the_tries_and_ends_with_the_next_success,
+);

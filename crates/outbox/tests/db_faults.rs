@@ -1,3 +1,5 @@
+//! SQLite only: file faults (missing, read-only, locked, corrupt, foreign files) and the PRAGMAs
+//! of the embedded database. PostgreSQL runs on a server; its faults are the server's.
 //! A database that is missing, read-only, locked, corrupt, foreign or newer than this build:
 //! a classified error naming the file, never a panic and never another file.
 
@@ -27,7 +29,7 @@ async fn populated(dir: &Path) -> std::path::PathBuf {
         .unwrap();
     // Move everything from the WAL into the main file now (closing may finish later).
     sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-        .execute(o.store().pool())
+        .execute(o.store().sqlite().expect("sqlite").pool())
         .await
         .unwrap();
     o.store().close().await;
@@ -178,9 +180,18 @@ async fn reopening_keeps_everything() {
     let o = open(&path, false).await.unwrap();
     assert_eq!(o.counts().await.unwrap().total, 1);
     assert!(o.emisor_settings().await.unwrap().is_some());
-    let (journal,): (String,) = sqlx::query_as("PRAGMA journal_mode").fetch_one(o.store().pool()).await.unwrap();
-    let (sync,): (i64,) = sqlx::query_as("PRAGMA synchronous").fetch_one(o.store().pool()).await.unwrap();
-    let (fk,): (i64,) = sqlx::query_as("PRAGMA foreign_keys").fetch_one(o.store().pool()).await.unwrap();
+    let (journal,): (String,) = sqlx::query_as("PRAGMA journal_mode")
+        .fetch_one(o.store().sqlite().expect("sqlite").pool())
+        .await
+        .unwrap();
+    let (sync,): (i64,) = sqlx::query_as("PRAGMA synchronous")
+        .fetch_one(o.store().sqlite().expect("sqlite").pool())
+        .await
+        .unwrap();
+    let (fk,): (i64,) = sqlx::query_as("PRAGMA foreign_keys")
+        .fetch_one(o.store().sqlite().expect("sqlite").pool())
+        .await
+        .unwrap();
     assert_eq!(
         (journal.as_str(), sync, fk),
         ("wal", 2, 1),

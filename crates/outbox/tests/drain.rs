@@ -10,14 +10,14 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use cfdi::secret::Secret;
-use common::{ingreso, password, setup};
+use common::{ingreso, password, setup, Backend};
 use outbox::actions::RetryKind;
 use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::model::{Badge, InvoiceRef, InvoiceState, ListFilter};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::store::{InvoiceUpdate, Store};
 use outbox::strategy::{ActionKind, Policy, ReasonCode, RefusalCode};
-use outbox::{Actor, Outbox, OutboxError, Role, SqliteOptions, SqliteStore, SystemClock};
+use outbox::{Actor, AnyStore, Outbox, OutboxError, Role, SystemClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 
@@ -34,10 +34,10 @@ impl SecretSource for SimSecrets {
 }
 
 struct World {
-    _dir: tempfile::TempDir,
-    outbox: Arc<Outbox<SqliteStore>>,
+    _db: common::TestDb,
+    outbox: Arc<Outbox>,
     sims: Vec<(String, SimHandle)>,
-    drain: Arc<Drain<SqliteStore>>,
+    drain: Arc<Drain<AnyStore>>,
 }
 
 fn sistema() -> Actor {
@@ -54,16 +54,14 @@ fn contador() -> Actor {
 
 /// An outbox with SAT's test CSD and one simulator per `(name, flavor, faults)`, the first the
 /// primary; a drain with quick timeouts and backoff.
-async fn world(pacs: &[(&str, Flavor, &str)]) -> World {
-    world_with(pacs, 1200).await
+async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)]) -> World {
+    world_with(backend, pacs, 1200).await
 }
 
 /// As [`world`], with the PAC clients' request timeout.
-async fn world_with(pacs: &[(&str, Flavor, &str)], timeout_ms: u64) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let mut opts = SqliteOptions::new(dir.path().join("timbra.db"));
-    opts.create = true;
-    let outbox = Arc::new(Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await.unwrap());
+async fn world_with(backend: Backend, pacs: &[(&str, Flavor, &str)], timeout_ms: u64) -> World {
+    let db = common::TestDb::new(backend).await;
+    let outbox = Arc::new(db.open(Arc::new(SystemClock)).await.unwrap());
     outbox.configure_emisor(&setup(), &password(), &sistema()).await.unwrap();
     outbox.provide_csd_password(password());
     let mut sims = Vec::new();
@@ -93,7 +91,7 @@ async fn world_with(pacs: &[(&str, Flavor, &str)], timeout_ms: u64) -> World {
     }
     let drain = Arc::new(drain_for(&outbox, "w1", chrono::Duration::seconds(30)).await);
     World {
-        _dir: dir,
+        _db: db,
         outbox,
         sims,
         drain,
@@ -101,7 +99,7 @@ async fn world_with(pacs: &[(&str, Flavor, &str)], timeout_ms: u64) -> World {
 }
 
 /// A drain worker over the outbox's configured PACs, with quick backoff.
-async fn drain_for(outbox: &Arc<Outbox<SqliteStore>>, worker: &str, lease: chrono::Duration) -> Drain<SqliteStore> {
+async fn drain_for(outbox: &Arc<Outbox>, worker: &str, lease: chrono::Duration) -> Drain<AnyStore> {
     let set = build_pac_set(
         &outbox.pacs().await.unwrap(),
         &SimSecrets,
@@ -187,9 +185,8 @@ impl World {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sales_are_stamped_once_and_their_xml_verifies() {
-    let w = world(&[("sw", Flavor::Sw, "latency_ms=1..5")]).await;
+async fn sales_are_stamped_once_and_their_xml_verifies(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "latency_ms=1..5")]).await;
     let mut ids = Vec::new();
     for i in 0..6 {
         ids.push(w.record(&format!("pedido-{i}")).await);
@@ -221,9 +218,12 @@ async fn sales_are_stamped_once_and_their_xml_verifies() {
     assert_eq!(ledger, uuids, "exactly the ledger's CFDIs, one per sale");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn timeout_after_certify_resumes_to_the_same_uuid() {
-    let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1"), ("fk", Flavor::Finkok, "")]).await;
+async fn timeout_after_certify_resumes_to_the_same_uuid(backend: Backend) {
+    let w = world(
+        backend,
+        &[("sw", Flavor::Sw, "timeout_after_certify=1"), ("fk", Flavor::Finkok, "")],
+    )
+    .await;
     let id = w.record("pedido-t").await;
     w.until_badge(id, Badge::Reanudar).await;
     // Unknown outcome: reprocess and failover are refused, with the evidence named.
@@ -256,9 +256,8 @@ async fn timeout_after_certify_resumes_to_the_same_uuid() {
     assert!(w.sim("fk").engine().ledger().is_empty(), "no failover happened");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn refused_connections_fail_over_to_the_backup_with_the_same_bytes() {
-    let w = world(&[("sw", Flavor::Sw, "down=1"), ("fk", Flavor::Finkok, "")]).await;
+async fn refused_connections_fail_over_to_the_backup_with_the_same_bytes(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "down=1"), ("fk", Flavor::Finkok, "")]).await;
     let id = w.record("pedido-f").await;
     w.until_badge(id, Badge::Timbrada).await;
     let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
@@ -272,9 +271,12 @@ async fn refused_connections_fail_over_to_the_backup_with_the_same_bytes() {
     assert_eq!(w.sim("fk").engine().ledger().len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_timeout_after_certify_never_fails_over_by_itself() {
-    let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1"), ("fk", Flavor::Finkok, "")]).await;
+async fn a_timeout_after_certify_never_fails_over_by_itself(backend: Backend) {
+    let w = world(
+        backend,
+        &[("sw", Flavor::Sw, "timeout_after_certify=1"), ("fk", Flavor::Finkok, "")],
+    )
+    .await;
     let id = w.record("pedido-u").await;
     w.until_badge(id, Badge::Reanudar).await;
     // Now the primary is down altogether: later "not sent" answers do not settle the unknown.
@@ -295,9 +297,12 @@ async fn a_timeout_after_certify_never_fails_over_by_itself() {
     assert!(w.sim("fk").engine().ledger().is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forced_failover_away_from_finkok_reveals_the_duplicate() {
-    let w = world(&[("fk", Flavor::Finkok, "timeout_after_certify=1"), ("sw", Flavor::Sw, "")]).await;
+async fn forced_failover_away_from_finkok_reveals_the_duplicate(backend: Backend) {
+    let w = world(
+        backend,
+        &[("fk", Flavor::Finkok, "timeout_after_certify=1"), ("sw", Flavor::Sw, "")],
+    )
+    .await;
     let id = w.record("pedido-d").await;
     w.until_badge(id, Badge::Reanudar).await;
     // Finkok stays unreachable for sends; the contador forces the backup with a note.
@@ -327,9 +332,12 @@ async fn forced_failover_away_from_finkok_reveals_the_duplicate() {
     assert_eq!(w.sim("sw").engine().ledger().len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forced_failover_away_from_sw_stays_open_and_is_never_resent() {
-    let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1"), ("fk", Flavor::Finkok, "")]).await;
+async fn forced_failover_away_from_sw_stays_open_and_is_never_resent(backend: Backend) {
+    let w = world(
+        backend,
+        &[("sw", Flavor::Sw, "timeout_after_certify=1"), ("fk", Flavor::Finkok, "")],
+    )
+    .await;
     let id = w.record("pedido-s").await;
     w.until_badge(id, Badge::Reanudar).await;
     let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
@@ -366,9 +374,8 @@ async fn forced_failover_away_from_sw_stays_open_and_is_never_resent() {
     assert_eq!(d.invoice.badge, Badge::Timbrada);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_zombie_cannot_move_a_row_it_no_longer_owns() {
-    let w = world(&[("sw", Flavor::Sw, "")]).await;
+async fn a_zombie_cannot_move_a_row_it_no_longer_owns(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "")]).await;
     let id = w.record("pedido-z").await;
     let store = w.outbox.store();
     let now = chrono::Utc::now().timestamp_millis();
@@ -407,10 +414,9 @@ async fn a_zombie_cannot_move_a_row_it_no_longer_owns() {
     assert_eq!(page.items[0].state_reason.as_deref(), Some("w2"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_validation_rejection_asks_for_reprocess() {
+async fn a_validation_rejection_asks_for_reprocess(backend: Backend) {
     // The simulator refuses Fechas outside its window: move its clock 4 days ahead.
-    let w = world(&[("sw", Flavor::Sw, "")]).await;
+    let w = world(backend, &[("sw", Flavor::Sw, "")]).await;
     w.sim("sw").clock().advance(chrono::Duration::days(4));
     let id = w.record("pedido-r").await;
     w.until_badge(id, Badge::Reprocesar).await;
@@ -428,9 +434,8 @@ async fn a_validation_rejection_asks_for_reprocess() {
     assert!(d.timeline.iter().any(|t| t.kind == "attempt_created"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_document_identical_to_another_sales_is_reprocessed_not_looped() {
-    let w = world(&[("sw", Flavor::Sw, "")]).await;
+async fn a_document_identical_to_another_sales_is_reprocessed_not_looped(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "")]).await;
     // Two sales whose comprobantes are byte-identical (same folio, Fecha, receptor, conceptos).
     let a = w
         .outbox
@@ -456,9 +461,8 @@ async fn a_document_identical_to_another_sales_is_reprocessed_not_looped() {
     assert_eq!(w.sim("sw").engine().ledger().len(), 2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn send_to_contador_records_the_hand_off_and_changes_nothing_else() {
-    let w = world(&[("sw", Flavor::Sw, "down=1")]).await;
+async fn send_to_contador_records_the_hand_off_and_changes_nothing_else(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "down=1")]).await;
     let id = w.record("pedido-c").await;
     w.until_badge(id, Badge::Reanudar).await;
     let inv = InvoiceRef::Id(id);
@@ -520,10 +524,14 @@ async fn tries_of(w: &World, id: i64) -> usize {
     w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap().tries.len()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_late_cfdi_from_a_fenced_out_worker_shows_in_lists_and_counts() {
+async fn a_late_cfdi_from_a_fenced_out_worker_shows_in_lists_and_counts(backend: Backend) {
     // Case 25. SW answers after 3 s; the backup stamps within a fraction of that.
-    let w = world_with(&[("sw", Flavor::Sw, "latency_ms=3000"), ("fk", Flavor::Finkok, "")], 15_000).await;
+    let w = world_with(
+        backend,
+        &[("sw", Flavor::Sw, "latency_ms=3000"), ("fk", Flavor::Finkok, "")],
+        15_000,
+    )
+    .await;
     let id = w.record("pedido-late").await;
     let now = chrono::Utc::now().timestamp_millis();
     let claim = w
@@ -568,9 +576,8 @@ async fn a_late_cfdi_from_a_fenced_out_worker_shows_in_lists_and_counts() {
     assert_eq!(counts.by_badge.get("timbrada"), None, "{counts:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_try_starts_only_under_the_current_token_and_for_the_live_attempt() {
-    let w = world(&[("sw", Flavor::Sw, "down=1"), ("fk", Flavor::Finkok, "down=1")]).await;
+async fn a_try_starts_only_under_the_current_token_and_for_the_live_attempt(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "down=1"), ("fk", Flavor::Finkok, "down=1")]).await;
     let id = w.record("pedido-fence").await;
     let store = w.outbox.store();
     let now = chrono::Utc::now().timestamp_millis();
@@ -605,10 +612,9 @@ async fn a_try_starts_only_under_the_current_token_and_for_the_live_attempt() {
     assert_eq!(tries_of(&w, id).await, 2, "a non-creating lookup of it is fine");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reintentar_after_the_maximum_tries_sends_again() {
+async fn reintentar_after_the_maximum_tries_sends_again(backend: Backend) {
     // Case 24: no backup, the PAC refuses connections until the tries run out.
-    let w = world(&[("sw", Flavor::Sw, "down=1")]).await;
+    let w = world(backend, &[("sw", Flavor::Sw, "down=1")]).await;
     let id = w.record("pedido-max").await;
     w.until_badge(id, Badge::Atencion).await;
     let before = tries_of(&w, id).await;
@@ -618,12 +624,14 @@ async fn reintentar_after_the_maximum_tries_sends_again() {
     assert!(tries_of(&w, id).await > before, "Reintentar opened a fresh try budget");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn verify_absent_is_refused_on_the_live_attempt() {
-    let w = world(&[
-        ("sw", Flavor::Sw, "timeout_after_certify=1"),
-        ("fk", Flavor::Finkok, "timeout_after_certify=1"),
-    ])
+async fn verify_absent_is_refused_on_the_live_attempt(backend: Backend) {
+    let w = world(
+        backend,
+        &[
+            ("sw", Flavor::Sw, "timeout_after_certify=1"),
+            ("fk", Flavor::Finkok, "timeout_after_certify=1"),
+        ],
+    )
     .await;
     let id = w.record("pedido-va").await;
     w.until_badge(id, Badge::Reanudar).await;
@@ -650,10 +658,9 @@ async fn verify_absent_is_refused_on_the_live_attempt() {
         .unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_step_longer_than_the_lease_is_not_sent_twice() {
+async fn a_step_longer_than_the_lease_is_not_sent_twice(backend: Backend) {
     // Two workers on one database; SW takes 2.5 s to answer and a lease lasts 1 s.
-    let w = world_with(&[("sw", Flavor::Sw, "latency_ms=2500")], 15_000).await;
+    let w = world_with(backend, &[("sw", Flavor::Sw, "latency_ms=2500")], 15_000).await;
     let mut ids = Vec::new();
     for i in 0..2 {
         ids.push(w.record(&format!("pedido-lease-{i}")).await);
@@ -681,12 +688,11 @@ async fn a_step_longer_than_the_lease_is_not_sent_twice() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rejection_on_resume_after_a_timeout_is_never_a_silent_second_cfdi() {
+async fn a_rejection_on_resume_after_a_timeout_is_never_a_silent_second_cfdi(backend: Backend) {
     // Case 19, both orders. The PAC stamped A1 and the answer was lost; by the resume, the
     // Fecha window has passed at the PAC.
     for validate_first in [false, true] {
-        let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1")]).await;
+        let w = world(backend, &[("sw", Flavor::Sw, "timeout_after_certify=1")]).await;
         let id = w.record(&format!("pedido-vbd-{validate_first}")).await;
         w.until_badge(id, Badge::Reanudar).await;
         w.sim("sw").clock().advance(chrono::Duration::days(4));
@@ -756,10 +762,9 @@ async fn a_rejection_on_resume_after_a_timeout_is_never_a_silent_second_cfdi() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lowercase_uuid_from_the_pac_is_one_cfdi_not_a_duplicate() {
+async fn a_lowercase_uuid_from_the_pac_is_one_cfdi_not_a_duplicate(backend: Backend) {
     // Case 22, directly and through a resume after a lost answer.
-    let w = world(&[("sw", Flavor::Sw, "lowercase_uuid=1")]).await;
+    let w = world(backend, &[("sw", Flavor::Sw, "lowercase_uuid=1")]).await;
     let a = w.record("pedido-lc-a").await;
     w.until_badge(a, Badge::Timbrada).await;
     w.faults("sw", "lowercase_uuid=1,timeout_after_certify=1");
@@ -777,10 +782,9 @@ async fn a_lowercase_uuid_from_the_pac_is_one_cfdi_not_a_duplicate() {
     assert_eq!(counts.by_badge.get("duplicado"), None);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn another_documents_cfdi_in_a_307_is_never_attached() {
+async fn another_documents_cfdi_in_a_307_is_never_attached(backend: Backend) {
     // Case 26: the PAC answers "already stamped" with a CFDI whose SelloCFD is not A1's Sello.
-    let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1")]).await;
+    let w = world(backend, &[("sw", Flavor::Sw, "timeout_after_certify=1")]).await;
     // Another document stamped at the same PAC, outside this outbox.
     let other = cfdi::build(
         &cfdi::sale::Sale::from_json(
@@ -818,9 +822,8 @@ async fn another_documents_cfdi_in_a_307_is_never_attached() {
     assert!(!v.allows(ActionKind::Download) && !v.allows(ActionKind::Reprocess));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_resume_never_goes_to_another_pac_behind_the_same_name() {
-    let w = world(&[("sw", Flavor::Sw, "timeout_after_certify=1")]).await;
+async fn a_resume_never_goes_to_another_pac_behind_the_same_name(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "timeout_after_certify=1")]).await;
     let id = w.record("pedido-id").await;
     w.until_badge(id, Badge::Reanudar).await;
     // Someone points "sw" at another service while A1's outcome is unknown.
@@ -917,3 +920,25 @@ fn lookups_of_an_attempt_back_off_with_every_lookup() {
     assert!((8000..=16_000).contains(&wait(4)));
     assert!((300_000..=600_000).contains(&wait(20)));
 }
+
+crate::conformance!(
+    sales_are_stamped_once_and_their_xml_verifies,
+    timeout_after_certify_resumes_to_the_same_uuid,
+    refused_connections_fail_over_to_the_backup_with_the_same_bytes,
+    a_timeout_after_certify_never_fails_over_by_itself,
+    forced_failover_away_from_finkok_reveals_the_duplicate,
+    forced_failover_away_from_sw_stays_open_and_is_never_resent,
+    a_zombie_cannot_move_a_row_it_no_longer_owns,
+    a_validation_rejection_asks_for_reprocess,
+    a_document_identical_to_another_sales_is_reprocessed_not_looped,
+    send_to_contador_records_the_hand_off_and_changes_nothing_else,
+    a_late_cfdi_from_a_fenced_out_worker_shows_in_lists_and_counts,
+    a_try_starts_only_under_the_current_token_and_for_the_live_attempt,
+    reintentar_after_the_maximum_tries_sends_again,
+    verify_absent_is_refused_on_the_live_attempt,
+    a_step_longer_than_the_lease_is_not_sent_twice,
+    a_rejection_on_resume_after_a_timeout_is_never_a_silent_second_cfdi,
+    a_lowercase_uuid_from_the_pac_is_one_cfdi_not_a_duplicate,
+    another_documents_cfdi_in_a_307_is_never_attached,
+    a_resume_never_goes_to_another_pac_behind_the_same_name,
+);

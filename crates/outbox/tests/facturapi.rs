@@ -12,13 +12,13 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use cfdi::secret::Secret;
-use common::{ingreso, password, setup};
+use common::{ingreso, password, setup, Backend};
 use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::facts::evidence_kind;
 use outbox::model::{AttemptReason, Badge, BodyFormat, InvoiceDetail, InvoiceRef, InvoiceState};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::strategy::{ActionKind, Policy, RefusalCode};
-use outbox::{Actor, Outbox, OutboxError, Role, SqliteOptions, SqliteStore, SystemClock};
+use outbox::{Actor, AnyStore, Outbox, OutboxError, Role, SystemClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, Organization, SimConfig, SimHandle};
 
@@ -35,10 +35,10 @@ impl SecretSource for SimSecrets {
 }
 
 struct World {
-    _dir: tempfile::TempDir,
-    outbox: Arc<Outbox<SqliteStore>>,
+    _db: common::TestDb,
+    outbox: Arc<Outbox>,
     sims: Vec<(String, SimHandle)>,
-    drain: Arc<Drain<SqliteStore>>,
+    drain: Arc<Drain<AnyStore>>,
 }
 
 fn sistema() -> Actor {
@@ -70,11 +70,9 @@ fn facturapi_config(name: &str, url: &str, role: PacRole) -> PacConfig {
 /// An outbox with SAT's test CSD and one simulator per `(name, flavor, faults)`, the first the
 /// primary. The Facturapi simulators issue for SAT's test organization (EKU9003173C9, the
 /// emisor configured here) unless `foreign_org`.
-async fn world(pacs: &[(&str, Flavor, &str)], foreign_org: bool) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let mut opts = SqliteOptions::new(dir.path().join("timbra.db"));
-    opts.create = true;
-    let outbox = Arc::new(Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await.unwrap());
+async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)], foreign_org: bool) -> World {
+    let db = common::TestDb::new(backend).await;
+    let outbox = Arc::new(db.open(Arc::new(SystemClock)).await.unwrap());
     outbox.configure_emisor(&setup(), &password(), &sistema()).await.unwrap();
     outbox.provide_csd_password(password());
     let mut sims = Vec::new();
@@ -133,7 +131,7 @@ async fn world(pacs: &[(&str, Flavor, &str)], foreign_org: bool) -> World {
     };
     let drain = Arc::new(Drain::new(outbox.clone(), set, config, Arc::new(NoSink)));
     World {
-        _dir: dir,
+        _db: db,
         outbox,
         sims,
         drain,
@@ -204,9 +202,8 @@ async fn assert_stamped_once(w: &World, id: i64, pac: &str) -> String {
     d.cfdis[0].uuid.clone()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_facturapi_primary_freezes_a_json_attempt_and_stamps_it_once() {
-    let w = world(&[("fa", Flavor::Facturapi, "")], false).await;
+async fn a_facturapi_primary_freezes_a_json_attempt_and_stamps_it_once(backend: Backend) {
+    let w = world(backend, &[("fa", Flavor::Facturapi, "")], false).await;
     let id = w.record("pedido-901").await;
     let d = w.detail(id).await;
     let a = &d.attempts[0];
@@ -234,9 +231,8 @@ async fn a_facturapi_primary_freezes_a_json_attempt_and_stamps_it_once() {
     assert_eq!(after, body, "the frozen JSON is never rebuilt");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pending_is_looked_up_by_external_id_and_never_created_again() {
-    let w = world(&[("fa", Flavor::Facturapi, "pending=1,pending_ms=1500")], false).await;
+async fn pending_is_looked_up_by_external_id_and_never_created_again(backend: Backend) {
+    let w = world(backend, &[("fa", Flavor::Facturapi, "pending=1,pending_ms=1500")], false).await;
     let id = w.record("pedido-902").await;
     w.until_badge(id, Badge::Reanudar).await;
     let d = w.detail(id).await;
@@ -257,9 +253,8 @@ async fn pending_is_looked_up_by_external_id_and_never_created_again() {
     assert_eq!(w.sim("fa").state.create_requests(&key), 1, "one create; the rest were lookups");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_key_twice_is_one_invoice() {
-    let w = world(&[("fa", Flavor::Facturapi, "")], false).await;
+async fn the_same_key_twice_is_one_invoice(backend: Backend) {
+    let w = world(backend, &[("fa", Flavor::Facturapi, "")], false).await;
     let id = w.record("pedido-903").await;
     w.until_badge(id, Badge::Timbrada).await;
     let uuid = assert_stamped_once(&w, id, "fa").await;
@@ -282,9 +277,8 @@ async fn the_same_key_twice_is_one_invoice() {
     assert_eq!(w.sim("fa").state.create_requests(&request.idempotency_key), 2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_validation_error_is_reprocessed_into_one_new_attempt_with_a_new_key() {
-    let w = world(&[("fa", Flavor::Facturapi, "")], false).await;
+async fn a_validation_error_is_reprocessed_into_one_new_attempt_with_a_new_key(backend: Backend) {
+    let w = world(backend, &[("fa", Flavor::Facturapi, "")], false).await;
     // Facturapi's clock past the organization's certificate: the PAC refuses the document.
     w.sim("fa").clock().set_offset(chrono::Duration::days(3650));
     let id = w.record("pedido-904").await;
@@ -315,9 +309,8 @@ async fn a_validation_error_is_reprocessed_into_one_new_attempt_with_a_new_key()
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sw_refusing_the_connection_fails_over_to_facturapi_with_a_new_mapping_and_key() {
-    let w = world(&[("sw", Flavor::Sw, "down=1"), ("fa", Flavor::Facturapi, "")], false).await;
+async fn sw_refusing_the_connection_fails_over_to_facturapi_with_a_new_mapping_and_key(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "down=1"), ("fa", Flavor::Facturapi, "")], false).await;
     let id = w.record("pedido-905").await;
     w.until_badge(id, Badge::Timbrada).await;
     let d = w.detail(id).await;
@@ -331,9 +324,9 @@ async fn sw_refusing_the_connection_fails_over_to_facturapi_with_a_new_mapping_a
     assert_stamped_once(&w, id, "fa").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sw_unknown_refuses_failover_to_facturapi_but_the_contador_may_force_it() {
+async fn sw_unknown_refuses_failover_to_facturapi_but_the_contador_may_force_it(backend: Backend) {
     let w = world(
+        backend,
         &[("sw", Flavor::Sw, "timeout_after_certify=1"), ("fa", Flavor::Facturapi, "")],
         false,
     )
@@ -373,10 +366,9 @@ async fn sw_unknown_refuses_failover_to_facturapi_but_the_contador_may_force_it(
     assert_eq!(w.sim("fa").engine().ledger().len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cfdi_issued_for_another_emisor_is_evidence_not_a_timbrada() {
+async fn a_cfdi_issued_for_another_emisor_is_evidence_not_a_timbrada(backend: Backend) {
     // Facturapi's organization is not the emisor of Timbra's settings.
-    let w = world(&[("fa", Flavor::Facturapi, "")], true).await;
+    let w = world(backend, &[("fa", Flavor::Facturapi, "")], true).await;
     let id = w.record("pedido-907").await;
     w.until_badge(id, Badge::Atencion).await;
     let d = w.detail(id).await;
@@ -391,9 +383,8 @@ async fn a_cfdi_issued_for_another_emisor_is_evidence_not_a_timbrada() {
     assert_ne!(d.invoice.state, InvoiceState::Stamped);
 }
 
-#[tokio::test]
-async fn a_facturapi_pac_needs_its_key_variable_and_nothing_else() {
-    let e = common::env().await;
+async fn a_facturapi_pac_needs_its_key_variable_and_nothing_else(backend: Backend) {
+    let e = common::env(backend).await;
     let mut c = facturapi_config("fa", "http://127.0.0.1:9", PacRole::Primary);
     c.token_env = None;
     match e.outbox.add_pac(c.clone(), false, &common::admin()).await {
@@ -412,11 +403,10 @@ async fn a_facturapi_pac_needs_its_key_variable_and_nothing_else() {
     assert_eq!(list[0].flavor, PacKind::Facturapi);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sale_facturapi_cannot_take_is_refused_naming_the_field_and_writes_nothing() {
-    let w = world(&[("fa", Flavor::Facturapi, "")], false).await;
+async fn a_sale_facturapi_cannot_take_is_refused_naming_the_field_and_writes_nothing(backend: Backend) {
+    let w = world(backend, &[("fa", Flavor::Facturapi, "")], false).await;
     let counts = |t: &'static str| {
-        let pool = w.outbox.store().pool().clone();
+        let pool = w._db.raw.clone();
         async move {
             sqlx::query_scalar::<_, i64>(&format!("SELECT COUNT(*) FROM {t}"))
                 .fetch_one(&pool)
@@ -437,3 +427,15 @@ async fn a_sale_facturapi_cannot_take_is_refused_naming_the_field_and_writes_not
     let after = (counts("sales").await, counts("attempts").await, counts("intake_keys").await);
     assert_eq!(before, after, "nothing written");
 }
+
+crate::conformance!(
+    a_facturapi_primary_freezes_a_json_attempt_and_stamps_it_once,
+    pending_is_looked_up_by_external_id_and_never_created_again,
+    the_same_key_twice_is_one_invoice,
+    a_validation_error_is_reprocessed_into_one_new_attempt_with_a_new_key,
+    sw_refusing_the_connection_fails_over_to_facturapi_with_a_new_mapping_and_key,
+    sw_unknown_refuses_failover_to_facturapi_but_the_contador_may_force_it,
+    a_cfdi_issued_for_another_emisor_is_evidence_not_a_timbrada,
+    a_facturapi_pac_needs_its_key_variable_and_nothing_else,
+    a_sale_facturapi_cannot_take_is_refused_naming_the_field_and_writes_nothing,
+);

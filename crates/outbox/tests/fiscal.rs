@@ -13,13 +13,13 @@ use std::time::Duration as StdDuration;
 
 use cfdi::secret::Secret;
 use cfdi::xml::{Document, Element};
-use common::{password, setup};
+use common::{password, setup, Backend};
 use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::model::{InvoiceRef, InvoiceState, ListFilter};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::payments::{PaymentRequest, PaymentStatus, PaymentTarget};
 use outbox::strategy::Policy;
-use outbox::{Actor, Outbox, OutboxError, Role, SqliteOptions, SqliteStore, SystemClock};
+use outbox::{Actor, AnyStore, Outbox, OutboxError, Role, SystemClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 use rust_decimal::Decimal;
@@ -33,10 +33,10 @@ impl SecretSource for SimSecrets {
 }
 
 struct World {
-    _dir: tempfile::TempDir,
-    outbox: Arc<Outbox<SqliteStore>>,
+    _db: common::TestDb,
+    outbox: Arc<Outbox>,
     _sim: SimHandle,
-    drain: Arc<Drain<SqliteStore>>,
+    drain: Arc<Drain<AnyStore>>,
 }
 
 fn ana() -> Actor {
@@ -51,10 +51,9 @@ fn dec(s: &str) -> Decimal {
     s.parse().unwrap()
 }
 
-async fn world() -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let opts = SqliteOptions::new(dir.path().join("timbra.db")).create(true);
-    let outbox = Arc::new(Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await.unwrap());
+async fn world(backend: Backend) -> World {
+    let db = common::TestDb::new(backend).await;
+    let outbox = Arc::new(db.open(Arc::new(SystemClock)).await.unwrap());
     outbox
         .configure_emisor(&setup(), &password(), &Actor::system("test"))
         .await
@@ -104,7 +103,7 @@ async fn world() -> World {
         Arc::new(NoSink),
     ));
     World {
-        _dir: dir,
+        _db: db,
         outbox,
         _sim: sim,
         drain,
@@ -157,17 +156,17 @@ impl World {
 
     async fn cancel(&self, id: i64) {
         let uuid = self.uuid(id).await;
-        sqlx::query("UPDATE cfdis SET cancellation_status = ?1 WHERE uuid = ?2")
+        sqlx::query("UPDATE cfdis SET cancellation_status = $1 WHERE uuid = $2")
             .bind(outbox::payments::CANCELLED)
             .bind(uuid)
-            .execute(self.outbox.store().pool())
+            .execute(&self._db.raw)
             .await
             .unwrap();
     }
 
     async fn count(&self, table: &str) -> i64 {
         sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
-            .fetch_one(self.outbox.store().pool())
+            .fetch_one(&self._db.raw)
             .await
             .unwrap()
     }
@@ -331,9 +330,8 @@ fn attr(e: &Element, name: &str) -> Decimal {
 
 // Payments -----------------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ppd_invoice_paid_in_two_parts_then_a_payment_cancelled() {
-    let w = world().await;
+async fn ppd_invoice_paid_in_two_parts_then_a_payment_cancelled(backend: Backend) {
+    let w = world(backend).await;
     let inv = w
         .record(&ingreso("pedido-100", URE, "1000.00", &tax(Some("0.160000")), "PPD", "MXN"))
         .await;
@@ -429,9 +427,8 @@ async fn ppd_invoice_paid_in_two_parts_then_a_payment_cancelled() {
     assert_eq!(d.timeline.iter().filter(|t| t.kind == "payment_recorded").count(), 3);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_payment_for_two_invoices_and_a_usd_invoice_paid_in_mxn() {
-    let w = world().await;
+async fn one_payment_for_two_invoices_and_a_usd_invoice_paid_in_mxn(backend: Backend) {
+    let w = world(backend).await;
     let a = w
         .record(&ingreso("pedido-200", KIJ, "1000.00", &tax(Some("0.160000")), "PPD", "MXN"))
         .await;
@@ -493,9 +490,8 @@ async fn one_payment_for_two_invoices_and_a_usd_invoice_paid_in_mxn() {
 
 // The factura global ---------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn thirty_tickets_of_a_day_make_one_global_invoice_once() {
-    let w = world().await;
+async fn thirty_tickets_of_a_day_make_one_global_invoice_once(backend: Backend) {
+    let w = world(backend).await;
     let mut ids = Vec::new();
     for n in 0..30 {
         let forma = if n % 3 == 0 { "04" } else { "01" };
@@ -630,9 +626,8 @@ async fn thirty_tickets_of_a_day_make_one_global_invoice_once() {
 
 // The contador's month -----------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn month_report_totals_equal_the_stamped_xmls() {
-    let w = world().await;
+async fn month_report_totals_equal_the_stamped_xmls(backend: Backend) {
+    let w = world(backend).await;
     let i16 = w
         .record(&ingreso("m-16", URE, "1000.00", &tax(Some("0.160000")), "PPD", "MXN"))
         .await;
@@ -666,11 +661,12 @@ async fn month_report_totals_equal_the_stamped_xmls() {
     let report = w.outbox.month_report(year, month).await.unwrap();
 
     // Independently: every stored XML, walked by local names, summed with Decimal.
-    let uuids: Vec<(String, bool)> =
-        sqlx::query_as("SELECT uuid, COALESCE(cancellation_status = 'cancelado', 0) FROM cfdis WHERE xml IS NOT NULL")
-            .fetch_all(w.outbox.store().pool())
-            .await
-            .unwrap();
+    let uuids: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT uuid, CAST(CASE WHEN cancellation_status = 'cancelado' THEN 1 ELSE 0 END AS BIGINT) FROM cfdis WHERE xml IS NOT NULL",
+    )
+    .fetch_all(&w._db.raw)
+    .await
+    .unwrap();
     let mut sub = Decimal::ZERO;
     let (mut b16, mut i16_, mut b8, mut i8_, mut b0, mut bex, mut ret_iva, mut ret_isr, mut eg_total, mut pagos) = (
         Decimal::ZERO,
@@ -692,7 +688,7 @@ async fn month_report_totals_equal_the_stamped_xmls() {
         if !root.attr("Fecha").unwrap().starts_with(&fecha[..7]) {
             continue;
         }
-        if is_cancelled {
+        if is_cancelled != 0 {
             n_cancelled += 1;
             continue;
         }
@@ -763,9 +759,8 @@ async fn month_report_totals_equal_the_stamped_xmls() {
 
 // Receptor screening (69-B) --------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn listed_receptors_are_warned_about_and_bad_lines_are_named() {
-    let w = world().await;
+async fn listed_receptors_are_warned_about_and_bad_lines_are_named(backend: Backend) {
+    let w = world(backend).await;
     let list = "Información actualizada al 15 de noviembre de 2026\n\
 No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación página SAT definitivos\n\
 1,URE180429TM6,UNIVERSIDAD ROBOTICA ESPAÑOLA,Definitivo,15/01/2021\n\
@@ -830,3 +825,11 @@ No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación págin
     let s = w.outbox.screening_check("maso451221pm4").await.unwrap();
     assert_eq!((s.entry.map(|e| e.situacion), s.warns), (Some("desvirtuado".to_string()), false));
 }
+
+crate::conformance!(
+    ppd_invoice_paid_in_two_parts_then_a_payment_cancelled,
+    one_payment_for_two_invoices_and_a_usd_invoice_paid_in_mxn,
+    thirty_tickets_of_a_day_make_one_global_invoice_once,
+    month_report_totals_equal_the_stamped_xmls,
+    listed_receptors_are_warned_about_and_bad_lines_are_named,
+);

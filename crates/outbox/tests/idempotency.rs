@@ -52,8 +52,8 @@ fn original() -> String {
 
 /// Runs a history and checks each result, then the rows intake wrote
 /// (sales, invoices, attempts, timeline events, intake keys).
-async fn check(case: &str, steps: Vec<(Step, Expect)>, rows: [i64; 5]) {
-    let e = env().await;
+async fn check(backend: Backend, case: &str, steps: Vec<(Step, Expect)>, rows: [i64; 5]) {
+    let e = env(backend).await;
     let mut first: Option<i64> = None;
     for (i, (step, expect)) in steps.into_iter().enumerate() {
         let at = format!("{case}, step {i} ({expect:?})");
@@ -98,9 +98,9 @@ async fn check(case: &str, steps: Vec<(Step, Expect)>, rows: [i64; 5]) {
     );
 }
 
-#[tokio::test]
-async fn same_key_same_body_returns_the_original_and_writes_nothing() {
+async fn same_key_same_body_returns_the_original_and_writes_nothing(backend: Backend) {
     check(
+        backend,
         "same key, same body",
         vec![
             (record(None, original()), Expect::Recorded),
@@ -112,9 +112,9 @@ async fn same_key_same_body_returns_the_original_and_writes_nothing() {
     .await;
 }
 
-#[tokio::test]
-async fn same_key_different_body_is_a_conflict_and_writes_nothing() {
+async fn same_key_different_body_is_a_conflict_and_writes_nothing(backend: Backend) {
     check(
+        backend,
         "same key, different body",
         vec![
             (record(Some("click-1"), original()), Expect::Recorded),
@@ -126,9 +126,9 @@ async fn same_key_different_body_is_a_conflict_and_writes_nothing() {
     .await;
 }
 
-#[tokio::test]
-async fn same_key_while_the_first_is_being_recorded_is_in_progress() {
+async fn same_key_while_the_first_is_being_recorded_is_in_progress(backend: Backend) {
     check(
+        backend,
         "same key while in progress",
         vec![
             (Step::ReservedElsewhere { key: "pedido-4471" }, Expect::Nothing),
@@ -140,9 +140,9 @@ async fn same_key_while_the_first_is_being_recorded_is_in_progress() {
     .await;
 }
 
-#[tokio::test]
-async fn a_validation_error_names_the_field_and_leaves_the_key_free() {
+async fn a_validation_error_names_the_field_and_leaves_the_key_free(backend: Backend) {
     check(
+        backend,
         "validation error",
         vec![
             (
@@ -156,9 +156,9 @@ async fn a_validation_error_names_the_field_and_leaves_the_key_free() {
     .await;
 }
 
-#[tokio::test]
-async fn a_reservation_abandoned_by_a_crash_expires_after_two_minutes() {
+async fn a_reservation_abandoned_by_a_crash_expires_after_two_minutes(backend: Backend) {
     check(
+        backend,
         "process died mid-request",
         vec![
             (Step::ReservedElsewhere { key: "pedido-4471" }, Expect::Nothing),
@@ -173,9 +173,9 @@ async fn a_reservation_abandoned_by_a_crash_expires_after_two_minutes() {
     .await;
 }
 
-#[tokio::test]
-async fn the_sale_id_is_the_identity_whatever_the_key() {
+async fn the_sale_id_is_the_identity_whatever_the_key(backend: Backend) {
     check(
+        backend,
         "another key, same sale",
         vec![
             (record(None, original()), Expect::Recorded),
@@ -187,9 +187,8 @@ async fn the_sale_id_is_the_identity_whatever_the_key() {
     .await;
 }
 
-#[tokio::test]
-async fn concurrent_requests_with_one_key_record_one_invoice() {
-    let e = env().await;
+async fn concurrent_requests_with_one_key_record_one_invoice(backend: Backend) {
+    let e = env(backend).await;
     let outbox = Arc::new(e.outbox);
     let mut tasks = Vec::new();
     for _ in 0..8 {
@@ -212,10 +211,7 @@ async fn concurrent_requests_with_one_key_record_one_invoice() {
     }
     assert_eq!(recorded, 1, "replayed {replayed}, in progress {in_progress}");
     assert_eq!(recorded + replayed + in_progress, 8);
-    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sales")
-        .fetch_one(outbox.store().pool())
-        .await
-        .unwrap();
+    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sales").fetch_one(&e.raw).await.unwrap();
     assert_eq!(rows, 1);
     let again = outbox
         .record_sale_json(original().as_bytes(), Some("click-1"), &staff())
@@ -224,14 +220,9 @@ async fn concurrent_requests_with_one_key_record_one_invoice() {
     assert!(again.replayed);
 }
 
-#[tokio::test]
-async fn two_processes_on_one_database_record_a_sale_once() {
-    let e = env().await;
-    let other = Arc::new(
-        outbox::Outbox::open_sqlite(&outbox::SqliteOptions::new(e.db()), e.clock.clone())
-            .await
-            .unwrap(),
-    );
+async fn two_processes_on_one_database_record_a_sale_once(backend: Backend) {
+    let e = env(backend).await;
+    let other = Arc::new(e.reopen().await);
     other.provide_csd_password(password());
     let here = Arc::new(e.outbox);
     let mut tasks = Vec::new();
@@ -254,8 +245,19 @@ async fn two_processes_on_one_database_record_a_sale_once() {
     assert_eq!(new, 10);
     let rows: Vec<i64> =
         sqlx::query_scalar("SELECT COUNT(*) FROM sales UNION ALL SELECT COUNT(*) FROM invoices UNION ALL SELECT COUNT(*) FROM attempts")
-            .fetch_all(here.store().pool())
+            .fetch_all(&e.raw)
             .await
             .unwrap();
     assert_eq!(rows, vec![10, 10, 10]);
 }
+
+crate::conformance!(
+    same_key_same_body_returns_the_original_and_writes_nothing,
+    same_key_different_body_is_a_conflict_and_writes_nothing,
+    same_key_while_the_first_is_being_recorded_is_in_progress,
+    a_validation_error_names_the_field_and_leaves_the_key_free,
+    a_reservation_abandoned_by_a_crash_expires_after_two_minutes,
+    the_sale_id_is_the_identity_whatever_the_key,
+    concurrent_requests_with_one_key_record_one_invoice,
+    two_processes_on_one_database_record_a_sale_once,
+);

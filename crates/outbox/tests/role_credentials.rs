@@ -20,9 +20,8 @@ fn is_locked(e: &OutboxError) -> bool {
     matches!(e, OutboxError::RoleLocked { role: "contador", .. })
 }
 
-#[tokio::test]
-async fn a_contador_with_a_credential_acts_only_while_unlocked() {
-    let e = env().await;
+async fn a_contador_with_a_credential_acts_only_while_unlocked(backend: Backend) {
+    let e = env(backend).await;
     let rec = e.outbox.record_sale_json(ingreso("v-1").as_bytes(), None, &staff()).await.unwrap();
     let invoice = InvoiceRef::Id(rec.invoice_id);
     // No credential yet: the declared role acts (the strategy may still refuse the action).
@@ -100,9 +99,8 @@ async fn a_contador_with_a_credential_acts_only_while_unlocked() {
     e.outbox.unlock_role(Role::Contador, &Secret::new("nuevo-7781")).await.unwrap();
 }
 
-#[tokio::test]
-async fn a_refusal_for_the_role_is_written_on_the_invoice_timeline() {
-    let e = env().await;
+async fn a_refusal_for_the_role_is_written_on_the_invoice_timeline(backend: Backend) {
+    let e = env(backend).await;
     let rec = e.outbox.record_sale_json(ingreso("v-2").as_bytes(), None, &staff()).await.unwrap();
     let invoice = InvoiceRef::Id(rec.invoice_id);
     let forbidden = |d: &outbox::model::InvoiceDetail, why: &str| {
@@ -133,9 +131,8 @@ async fn a_refusal_for_the_role_is_written_on_the_invoice_timeline() {
     assert_eq!(after.invoice.badge, d.invoice.badge);
 }
 
-#[tokio::test]
-async fn every_risky_action_asks_for_the_credential_again() {
-    let e = env().await;
+async fn every_risky_action_asks_for_the_credential_again(backend: Backend) {
+    let e = env(backend).await;
     let rec = e.outbox.record_sale_json(ingreso("v-3").as_bytes(), None, &staff()).await.unwrap();
     let invoice = InvoiceRef::Id(rec.invoice_id);
     let pin = Secret::new("482913");
@@ -184,3 +181,9 @@ async fn every_risky_action_asks_for_the_credential_again() {
     }
     assert!(e.outbox.role_unlocked_until(Role::Soporte).is_some());
 }
+
+crate::conformance!(
+    every_risky_action_asks_for_the_credential_again,
+    a_contador_with_a_credential_acts_only_while_unlocked,
+    a_refusal_for_the_role_is_written_on_the_invoice_timeline,
+);

@@ -12,7 +12,11 @@ use cfdi::secret::Secret;
 use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::pacs::SecretSource;
 use outbox::pacs::{PacEntry, PacSet};
-use outbox::{Actor, EmisorSetup, Outbox, Role, SqliteOptions, TestClock};
+use outbox::{Actor, EmisorSetup, Outbox, Role, TestClock};
+
+#[path = "../../../outbox/tests/common/db.rs"]
+mod db;
+pub use db::*;
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -52,7 +56,7 @@ impl SecretSource for MapSecrets {
 }
 
 pub struct World {
-    pub dir: tempfile::TempDir,
+    pub db: TestDb,
     pub outbox: Arc<Outbox>,
     pub clock: Arc<TestClock>,
     pub secrets: MapSecrets,
@@ -63,13 +67,12 @@ pub fn contador() -> Actor {
 }
 
 impl World {
-    pub async fn new() -> World {
-        let dir = tempfile::tempdir().unwrap();
+    pub async fn new(backend: Backend) -> World {
+        let db = TestDb::new(backend).await;
         let now = chrono::Utc::now();
         let now = chrono::DateTime::from_timestamp(now.timestamp(), 0).unwrap();
         let clock = Arc::new(TestClock::new(now));
-        let opts = SqliteOptions::new(dir.path().join("timbra.db")).create(true);
-        let outbox = Arc::new(Outbox::open_sqlite(&opts, clock.clone()).await.unwrap());
+        let outbox = Arc::new(db.open(clock.clone()).await.unwrap());
         let certs = fixture("cfdi/certs");
         let setup = EmisorSetup {
             profile: toml::from_str(&std::fs::read_to_string(fixture("sales/emisor-eku.toml")).unwrap()).unwrap(),
@@ -82,7 +85,7 @@ impl World {
             .await
             .unwrap();
         World {
-            dir,
+            db,
             outbox,
             clock,
             secrets: MapSecrets::default(),

@@ -3,8 +3,11 @@
 //! more implementation of it with its own SQL files and migrations, and the same tests.
 //!
 //! Backends own their SQL (in `.sql` files) and their transactions; the idempotency, Fecha and
-//! sealing rules live above them in [`crate::Outbox`], identical for every backend. Today's
-//! backend is [`sqlite::SqliteStore`].
+//! sealing rules live above them in [`crate::Outbox`], identical for every backend. The
+//! backends are [`sqlite::SqliteStore`] (the embedded default) and [`postgres::PgStore`]
+//! (teams: many consoles and `timbra drain` workers on one server); [`any::AnyStore`] is the
+//! one chosen at run time by the database URL. One conformance suite (`crates/outbox/tests`)
+//! runs every test body against both.
 //!
 //! Contract every backend keeps:
 //! - [`Store::record_sale`] writes sale + invoice + attempt + timeline event + settled key in
@@ -23,6 +26,8 @@ use crate::model::{
     Note,
 };
 
+pub mod any;
+pub mod postgres;
 pub mod sqlite;
 
 /// A sale recorded earlier, as idempotency needs to see it.

@@ -1,5 +1,8 @@
-//! Shared test fixtures: a fresh outbox on a temporary database with SAT's test CSD, the
-//! sample sales, and raw row counts read straight from the database.
+//! Shared test fixtures: a fresh outbox on a fresh database of either backend (a temporary
+//! SQLite file, or a new PostgreSQL database created for the test and dropped after it) with
+//! SAT's test CSD, the sample sales and raw row counts read straight from the database; `db.rs`
+//! has the per-test database and the `conformance!` macro that runs one test body on both
+//! backends.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -7,7 +10,10 @@ use std::sync::Arc;
 
 use cfdi::sale::EmisorProfile;
 use cfdi::secret::Secret;
-use outbox::{Actor, EmisorSetup, Outbox, Role, SqliteOptions, SqliteStore, TestClock};
+use outbox::{Actor, EmisorSetup, Outbox, Role, TestClock};
+
+mod db;
+pub use db::*;
 
 /// A day after the fixture sales (2026-11-29T12:00 at 42501, UTC-6): inside the window.
 pub const NOW: &str = "2026-11-29T18:30:00Z";
@@ -57,18 +63,37 @@ pub fn admin() -> Actor {
 }
 
 pub struct Env {
-    pub dir: tempfile::TempDir,
     pub clock: Arc<TestClock>,
-    pub outbox: Outbox<SqliteStore>,
+    pub outbox: Outbox,
+    pub raw: sqlx::AnyPool,
+    pub db: TestDb,
 }
 
 impl Env {
-    pub fn db(&self) -> PathBuf {
-        self.dir.path().join("timbra.db")
+    pub fn backend(&self) -> Backend {
+        self.db.backend
     }
 
-    pub fn pool(&self) -> &sqlx::SqlitePool {
-        self.outbox.store().pool()
+    /// A temporary folder of the test's own.
+    pub fn dir(&self) -> &Path {
+        self.db.dir.path()
+    }
+
+    pub fn pool(&self) -> &sqlx::AnyPool {
+        &self.raw
+    }
+
+    /// A SQL literal of the bytes `hex` in this backend's dialect.
+    pub fn blob(&self, hex: &str) -> String {
+        match self.backend() {
+            Backend::Sqlite => format!("x'{hex}'"),
+            Backend::Postgres => format!("'\\x{hex}'::bytea"),
+        }
+    }
+
+    /// Another outbox on the same database (another process, as far as the database knows).
+    pub async fn reopen(&self) -> Outbox {
+        self.db.open(self.clock.clone()).await.expect("reopen")
     }
 
     /// Rows in a table, read with SQL (not through the API under test).
@@ -92,17 +117,17 @@ impl Env {
 }
 
 /// A new database, unconfigured.
-pub async fn bare() -> Env {
-    let dir = tempfile::tempdir().expect("tempdir");
+pub async fn bare(backend: Backend) -> Env {
+    let db = TestDb::new(backend).await;
     let clock = Arc::new(TestClock::at(NOW));
-    let opts = SqliteOptions::new(dir.path().join("timbra.db")).create(true);
-    let outbox = Outbox::open_sqlite(&opts, clock.clone()).await.expect("open");
-    Env { dir, clock, outbox }
+    let outbox = db.open(clock.clone()).await.expect("open");
+    let raw = db.raw.clone();
+    Env { clock, outbox, raw, db }
 }
 
 /// A new database with the EKU emisor and its CSD configured.
-pub async fn env() -> Env {
-    let e = bare().await;
+pub async fn env(backend: Backend) -> Env {
+    let e = bare(backend).await;
     e.outbox
         .configure_emisor(&setup(), &password(), &admin())
         .await

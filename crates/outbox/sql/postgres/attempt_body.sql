@@ -1,0 +1,1 @@
+SELECT body_format, body FROM attempts WHERE id = $1

@@ -1,0 +1,1 @@
+UPDATE email_sends SET attempts_count = attempts_count + 1 WHERE id = $1

@@ -1,0 +1,1 @@
+SELECT xml FROM foreign_cfdis WHERE id = $1

@@ -1,0 +1,3 @@
+SELECT id FROM invoices
+WHERE folio = $2 AND serie IS NOT DISTINCT FROM $1
+ORDER BY id

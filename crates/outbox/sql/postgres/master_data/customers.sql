@@ -1,0 +1,5 @@
+-- Every customer, by name.
+SELECT id, rfc, nombre, cp, regimen, uso, forma_pago, metodo_pago, emails,
+       created_at_ms, updated_at_ms, actor, actor_role
+FROM customers
+ORDER BY lower(nombre), id

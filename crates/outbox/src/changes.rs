@@ -1,0 +1,91 @@
+//! What other processes changed: a console on a shared database (or a second window on the
+//! same SQLite file) learns that invoices changed without re-reading everything on a timer.
+//!
+//! On PostgreSQL the triggers of `migrations/postgres/0001_outbox.sql` NOTIFY channel
+//! [`CHANNEL`] with the invoice id at every commit that wrote an invoice, its notes or its
+//! timeline, and a [`ChangeFeed`] LISTENs on its own connection. On SQLite there is no message
+//! between processes: the feed polls `PRAGMA data_version` (which moves when another connection
+//! commits) every [`SQLITE_POLL`]. Either way a change is a hint to re-read, never the data.
+
+use std::time::Duration;
+
+use sqlx::Connection;
+
+use crate::error::{OutboxError, Result};
+use crate::outbox::Outbox;
+use crate::store::any::AnyStore;
+
+/// The NOTIFY channel of invoice changes (payload: the invoice id).
+pub const CHANNEL: &str = "timbra_changes";
+
+/// How often a SQLite feed looks for commits by other connections.
+pub const SQLITE_POLL: Duration = Duration::from_millis(500);
+
+/// Something changed in the outbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// This invoice (PostgreSQL names it).
+    Invoice(i64),
+    /// Some commit happened (SQLite cannot say what it wrote).
+    Unspecified,
+}
+
+/// A stream of [`Change`]s, on a connection of its own.
+pub struct ChangeFeed {
+    inner: Feed,
+}
+
+enum Feed {
+    Postgres(sqlx::postgres::PgListener),
+    Sqlite { conn: sqlx::SqliteConnection, version: i64 },
+}
+
+fn feed_error(e: sqlx::Error) -> OutboxError {
+    OutboxError::Database(format!("avisos de cambios: {e}"))
+}
+
+impl ChangeFeed {
+    /// Waits for the next change.
+    pub async fn next(&mut self) -> Result<Change> {
+        match &mut self.inner {
+            Feed::Postgres(listener) => {
+                let n = listener.recv().await.map_err(feed_error)?;
+                Ok(n.payload().trim().parse().map(Change::Invoice).unwrap_or(Change::Unspecified))
+            }
+            Feed::Sqlite { conn, version } => loop {
+                tokio::time::sleep(SQLITE_POLL).await;
+                let now: i64 = sqlx::query_scalar(include_str!("../sql/sqlite/data_version.sql"))
+                    .fetch_one(&mut *conn)
+                    .await
+                    .map_err(feed_error)?;
+                if now != *version {
+                    *version = now;
+                    return Ok(Change::Unspecified);
+                }
+            },
+        }
+    }
+}
+
+impl Outbox<AnyStore> {
+    /// Starts a feed of the changes committed from now on (by any process, this one included).
+    pub async fn watch_changes(&self) -> Result<ChangeFeed> {
+        let inner = match self.store() {
+            AnyStore::Postgres(pg) => {
+                let mut listener = sqlx::postgres::PgListener::connect_with(pg.pool()).await.map_err(feed_error)?;
+                listener.listen(CHANNEL).await.map_err(feed_error)?;
+                Feed::Postgres(listener)
+            }
+            AnyStore::Sqlite(s) => {
+                let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(s.path()).read_only(true);
+                let mut conn = sqlx::SqliteConnection::connect_with(&opts).await.map_err(feed_error)?;
+                let version: i64 = sqlx::query_scalar(include_str!("../sql/sqlite/data_version.sql"))
+                    .fetch_one(&mut conn)
+                    .await
+                    .map_err(feed_error)?;
+                Feed::Sqlite { conn, version }
+            }
+        };
+        Ok(ChangeFeed { inner })
+    }
+}
