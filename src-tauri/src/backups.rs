@@ -14,8 +14,6 @@ use crate::dto::{BackupPolicyDto, BackupsDto};
 use crate::error::AppError;
 use crate::state::{AppState, Ready};
 
-/// The folder beside the database.
-pub const FOLDER: &str = "respaldos";
 /// The settings key of the policy.
 pub const POLICY: &str = "app.backups";
 

@@ -23,6 +23,9 @@ use crate::sandbox::{self, SandboxPacs};
 /// The channel every action from this app is recorded with.
 pub const CHANNEL: &str = "app";
 
+/// The folder of the scheduled backups, beside the database.
+pub const BACKUP_FOLDER: &str = "respaldos";
+
 /// The outbox and what the shell knows about it.
 pub struct Ready {
     pub outbox: Arc<Outbox>,
@@ -40,7 +43,7 @@ pub struct Ready {
     /// The local API server and the notification worker (see [`crate::channels`]).
     pub channels: ChannelHosts,
     /// Where the scheduled backups go (`respaldos/` beside the database), and why the last
-    /// one failed, if it did (see [`crate::backups`]).
+    /// one failed, if it did (the schedule lives in `backups.rs`, which reads these).
     pub backup_dir: std::path::PathBuf,
     pub backup_error: Mutex<Option<AppError>>,
 }
@@ -161,7 +164,7 @@ impl Ready {
             sandbox_fault: Mutex::new(SandboxFaultDto::None),
             drain: RwLock::new(None),
             channels: ChannelHosts::default(),
-            backup_dir: database_dir.join(crate::backups::FOLDER),
+            backup_dir: database_dir.join(BACKUP_FOLDER),
             backup_error: Mutex::new(None),
         };
         if ready.mode().await? == ModeDto::Sandbox {

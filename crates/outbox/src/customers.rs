@@ -28,16 +28,12 @@ use ts_rs::TS;
 use cfdi::catalog::{self, Persona, RFC_EXTRANJERO, RFC_PUBLICO_EN_GENERAL};
 use cfdi::validation::{FieldError, ValidationErrors};
 
-use crate::actor::Actor;
-use crate::error::{OutboxError, Result};
-use crate::master_csv::{self, CsvBadLine, CsvImport};
+use crate::master_csv;
 use crate::model::ActedBy;
-use crate::outbox::Outbox;
-use crate::store::Store;
 
 /// The columns of the customers' CSV, in order.
 pub const CSV_COLUMNS: [&str; 8] = ["rfc", "nombre", "cp", "regimen", "uso", "forma_pago", "metodo_pago", "email"];
-const CSV_REQUIRED: [&str; 4] = ["rfc", "nombre", "cp", "regimen"];
+pub(crate) const CSV_REQUIRED: [&str; 4] = ["rfc", "nombre", "cp", "regimen"];
 
 /// Longest legal name (the receptor's Nombre in CFDI 4.0).
 pub const MAX_NOMBRE: usize = 254;
@@ -82,7 +78,7 @@ impl CustomerRecord {
     }
 
     /// The key two records of the same customer share.
-    fn key(&self) -> (String, Option<String>) {
+    pub(crate) fn key(&self) -> (String, Option<String>) {
         (self.rfc.clone(), self.generic().then(|| self.nombre.clone()))
     }
 }
@@ -335,7 +331,7 @@ pub fn matches(c: &Customer, query: &str) -> bool {
     catalog::normalize(q).split(' ').all(|w| words.iter().any(|n| n.starts_with(w)))
 }
 
-fn input_of_row(row: &master_csv::CsvRow) -> CustomerInput {
+pub(crate) fn input_of_row(row: &master_csv::CsvRow) -> CustomerInput {
     CustomerInput {
         rfc: row.get("rfc").to_string(),
         nombre: row.get("nombre").to_string(),
@@ -365,134 +361,4 @@ pub fn to_csv(customers: &[Customer]) -> String {
             ]
         }),
     )
-}
-
-impl<S: Store> Outbox<S> {
-    /// Every customer (by name), or those matching `query` (see [`matches`]).
-    pub async fn customers(&self, query: Option<&str>) -> Result<Vec<Customer>> {
-        let all = self.store().customers().await?;
-        Ok(match query {
-            Some(q) => all.into_iter().filter(|c| matches(c, q)).collect(),
-            None => all,
-        })
-    }
-
-    pub async fn customer(&self, id: i64) -> Result<Customer> {
-        self.store().customer(id).await?.ok_or_else(|| OutboxError::NotFound {
-            what: "el cliente",
-            id: id.to_string(),
-        })
-    }
-
-    /// Adds a customer. Refused (nothing written) when invalid or when its key (the RFC; for a
-    /// generic RFC, RFC and name) is another customer's.
-    pub async fn add_customer(&self, input: &CustomerInput, actor: &Actor) -> Result<Customer> {
-        let record = validate(input)?;
-        self.check_customer_key(&record, None).await?;
-        let ids = self
-            .store()
-            .save_customers(&[(None, record)], actor, self.now().timestamp_millis())
-            .await?;
-        let id = *ids
-            .first()
-            .ok_or_else(|| OutboxError::Database("save_customers no devolvió el id".into()))?;
-        self.customer(id).await
-    }
-
-    /// Replaces customer `id`'s data. Recorded sales keep the receptor they were recorded with.
-    pub async fn update_customer(&self, id: i64, input: &CustomerInput, actor: &Actor) -> Result<Customer> {
-        let record = validate(input)?;
-        self.customer(id).await?;
-        self.check_customer_key(&record, Some(id)).await?;
-        self.store()
-            .save_customers(&[(Some(id), record)], actor, self.now().timestamp_millis())
-            .await?;
-        self.customer(id).await
-    }
-
-    /// Deletes customer `id` (sales recorded for it keep their copy of the receptor).
-    pub async fn delete_customer(&self, id: i64, actor: &Actor) -> Result<()> {
-        if !self.store().delete_customer(id).await? {
-            return Err(OutboxError::NotFound {
-                what: "el cliente",
-                id: id.to_string(),
-            });
-        }
-        tracing::info!(customer = id, actor = %actor.name, "cliente eliminado");
-        Ok(())
-    }
-
-    async fn check_customer_key(&self, record: &CustomerRecord, except: Option<i64>) -> Result<()> {
-        let key = record.key();
-        if let Some(other) = self
-            .store()
-            .customers()
-            .await?
-            .into_iter()
-            .find(|c| Some(c.id) != except && c.record().key() == key)
-        {
-            let (field, what) = if record.generic() {
-                (
-                    "nombre",
-                    format!("ya hay un cliente {} con el RFC genérico {}", other.nombre, other.rfc),
-                )
-            } else {
-                ("rfc", format!("el RFC {} ya es del cliente {:?}", other.rfc, other.nombre))
-            };
-            return Err(OutboxError::invalid(field, "duplicado", what));
-        }
-        Ok(())
-    }
-
-    /// Imports a customers' CSV (see [`CSV_COLUMNS`]): every good line is written — the customer
-    /// with the same key updated, the others added — in one transaction; every bad field of a bad
-    /// line is reported as `línea N: campo: motivo`. A file whose header is wrong imports nothing.
-    pub async fn import_customers_csv(&self, bytes: &[u8], actor: &Actor) -> Result<CsvImport> {
-        let (rows, mut bad) =
-            master_csv::read(bytes, &CSV_COLUMNS, &CSV_REQUIRED).map_err(|m| OutboxError::invalid("archivo", "formato", m))?;
-        let existing = self.store().customers().await?;
-        let mut batch: Vec<(Option<i64>, CustomerRecord)> = Vec::new();
-        let mut seen: Vec<((String, Option<String>), u64)> = Vec::new();
-        let (mut added, mut updated) = (0, 0);
-        for row in rows {
-            let record = match validate(&input_of_row(&row)) {
-                Ok(r) => r,
-                Err(e) => {
-                    bad.extend(master_csv::bad_lines(row.line, e));
-                    continue;
-                }
-            };
-            let key = record.key();
-            if let Some((_, first)) = seen.iter().find(|(k, _)| *k == key) {
-                bad.push(CsvBadLine {
-                    line: row.line,
-                    field: if record.generic() { "nombre" } else { "rfc" }.into(),
-                    message: format!("el mismo cliente ya viene en la línea {first}"),
-                });
-                continue;
-            }
-            seen.push((key.clone(), row.line));
-            let id = existing.iter().find(|c| c.record().key() == key).map(|c| c.id);
-            if id.is_some() {
-                updated += 1;
-            } else {
-                added += 1;
-            }
-            batch.push((id, record));
-        }
-        if !batch.is_empty() {
-            self.store().save_customers(&batch, actor, self.now().timestamp_millis()).await?;
-        }
-        bad.sort_by_key(|b| b.line);
-        Ok(CsvImport {
-            added,
-            updated,
-            bad_lines: bad,
-        })
-    }
-
-    /// Every customer as CSV, in the import's shape (an export imports back to the same list).
-    pub async fn export_customers_csv(&self) -> Result<String> {
-        Ok(to_csv(&self.customers(None).await?))
-    }
 }

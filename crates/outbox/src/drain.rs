@@ -970,6 +970,43 @@ pub fn schedule(
     }
 }
 
+impl<S: Store> Drain<S> {
+    /// Whether a CFDI a PAC answered is this attempt's ([`match_cfdi_to_attempt`]);
+    /// for a JSON attempt, also whether Facturapi issued it as the sale says
+    /// ([`crate::facturapi_lane::check_against_sale`]). `Ok(Err(why))` is evidence that it is not the attempt's.
+    pub(crate) async fn match_to_attempt(
+        &self,
+        invoice_id: i64,
+        attempt: &AttemptInfo,
+        xml: &[u8],
+        body: &[u8],
+        uuid: &str,
+    ) -> Result<std::result::Result<Option<String>, String>> {
+        let matched = match_cfdi_to_attempt(xml, body, uuid);
+        if attempt.body_format != crate::model::BodyFormat::Json || matched.is_err() {
+            return Ok(matched);
+        }
+        let Some(detail) = self.outbox.store().invoice_detail(invoice_id).await? else {
+            return Ok(matched);
+        };
+        let emisor = self
+            .outbox
+            .store()
+            .current_emisor_settings()
+            .await?
+            .ok_or(OutboxError::NotConfigured)?;
+        Ok(
+            match crate::facturapi_lane::check_against_sale(xml, &detail.sale.body, &emisor.profile) {
+                Ok(()) => matched,
+                Err(why) => {
+                    tracing::warn!(invoice_id, uuid, why, "el CFDI de Facturapi no corresponde a la venta");
+                    Err(why)
+                }
+            },
+        )
+    }
+}
+
 /// Whether what a PAC answered is this attempt's CFDI: the stamped XML (or, when the PAC sent
 /// only the timbre — SW's `data.tfd` — the TFD alone) parses, names `uuid`, and the TFD's
 /// `SelloCFD` is the attempt's Sello; when the XML is the whole comprobante, its own Sello is

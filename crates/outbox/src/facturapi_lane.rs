@@ -17,10 +17,8 @@
 use cfdi::sale::{EmisorProfile, Sale};
 use pac::PacKind;
 
-use crate::drain::Drain;
 use crate::error::{OutboxError, Result};
-use crate::model::{AttemptInfo, BodyFormat, PacIdentity};
-use crate::store::Store;
+use crate::model::PacIdentity;
 
 /// Version of the JSON mapping frozen with a JSON attempt.
 pub const JSON_MAPPING_VERSION: u32 = pac::facturapi_body::MAPPING_VERSION;
@@ -95,41 +93,6 @@ pub fn check_against_sale(xml: &[u8], sale: &Sale, emisor: &EmisorProfile) -> st
         Ok(())
     } else {
         Err(format!("el CFDI de Facturapi no corresponde a la venta: {}", differs.join("; ")))
-    }
-}
-
-impl<S: Store> Drain<S> {
-    /// Whether a CFDI a PAC answered is this attempt's ([`crate::drain::match_cfdi_to_attempt`]);
-    /// for a JSON attempt, also whether Facturapi issued it as the sale says
-    /// ([`check_against_sale`]). `Ok(Err(why))` is evidence that it is not the attempt's.
-    pub(crate) async fn match_to_attempt(
-        &self,
-        invoice_id: i64,
-        attempt: &AttemptInfo,
-        xml: &[u8],
-        body: &[u8],
-        uuid: &str,
-    ) -> Result<std::result::Result<Option<String>, String>> {
-        let matched = crate::drain::match_cfdi_to_attempt(xml, body, uuid);
-        if attempt.body_format != BodyFormat::Json || matched.is_err() {
-            return Ok(matched);
-        }
-        let Some(detail) = self.outbox.store().invoice_detail(invoice_id).await? else {
-            return Ok(matched);
-        };
-        let emisor = self
-            .outbox
-            .store()
-            .current_emisor_settings()
-            .await?
-            .ok_or(OutboxError::NotConfigured)?;
-        Ok(match check_against_sale(xml, &detail.sale.body, &emisor.profile) {
-            Ok(()) => matched,
-            Err(why) => {
-                tracing::warn!(invoice_id, uuid, why, "el CFDI de Facturapi no corresponde a la venta");
-                Err(why)
-            }
-        })
     }
 }
 

@@ -58,6 +58,7 @@ pub mod global_invoice;
 pub mod intake;
 pub mod location;
 pub mod master_csv;
+pub mod master_data;
 pub mod model;
 pub mod outbox;
 pub mod pacs;

@@ -400,8 +400,30 @@ pub struct TimelineEntry {
     pub actor: ActedBy,
     /// The technical detail (raw codes, the PAC's text, ids): shown folded.
     pub detail: serde_json::Value,
-    /// What the entry says, as codes the shells put in words ([`crate::timeline_words`]).
-    pub said: Vec<crate::timeline_words::Phrase>,
+    /// What the entry says, as codes the shells put in words (`timeline_words.rs` writes them).
+    pub said: Vec<Phrase>,
+}
+
+/// One sentence of a timeline entry: `code` names the message (`timeline.say.<code>` in the
+/// console's catalogues), `params` fill it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct Phrase {
+    pub code: String,
+    pub params: BTreeMap<String, String>,
+}
+
+impl Phrase {
+    pub(crate) fn new(code: impl Into<String>) -> Phrase {
+        Phrase {
+            code: code.into(),
+            params: BTreeMap::new(),
+        }
+    }
+
+    pub(crate) fn with(mut self, key: &str, value: impl ToString) -> Phrase {
+        self.params.insert(key.into(), value.to_string());
+        self
+    }
 }
 
 /// Who a PAC entry reaches — flavor, URL and account — never a secret. Every attempt freezes

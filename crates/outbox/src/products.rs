@@ -27,12 +27,8 @@ use cfdi::catalog::{self, Detalle};
 use cfdi::sale_draft::{ConceptoDraft, TaxDraft};
 use cfdi::validation::{FieldError, ValidationErrors};
 
-use crate::actor::Actor;
-use crate::error::{OutboxError, Result};
-use crate::master_csv::{self, CsvBadLine, CsvImport};
+use crate::master_csv;
 use crate::model::ActedBy;
-use crate::outbox::Outbox;
-use crate::store::Store;
 
 /// The columns of the products' CSV, in order.
 pub const CSV_COLUMNS: [&str; 11] = [
@@ -48,7 +44,7 @@ pub const CSV_COLUMNS: [&str; 11] = [
     "ret_isr",
     "ret_iva",
 ];
-const CSV_REQUIRED: [&str; 5] = ["sku", "descripcion", "clave_prod_serv", "clave_unidad", "precio"];
+pub(crate) const CSV_REQUIRED: [&str; 5] = ["sku", "descripcion", "clave_prod_serv", "clave_unidad", "precio"];
 
 pub const MAX_SKU: usize = 100;
 pub const MAX_DESCRIPCION: usize = 1000;
@@ -415,7 +411,7 @@ pub fn matches(p: &Product, query: &str) -> bool {
     catalog::normalize(q).split(' ').all(|w| words.iter().any(|n| n.starts_with(w)))
 }
 
-fn input_of_row(row: &master_csv::CsvRow) -> ProductInput {
+pub(crate) fn input_of_row(row: &master_csv::CsvRow) -> ProductInput {
     ProductInput {
         sku: row.get("sku").into(),
         descripcion: row.get("descripcion").into(),
@@ -451,126 +447,4 @@ pub fn to_csv(products: &[Product]) -> String {
             ]
         }),
     )
-}
-
-impl<S: Store> Outbox<S> {
-    /// Every product (by SKU), or those matching `query` (see [`matches`]).
-    pub async fn products(&self, query: Option<&str>) -> Result<Vec<Product>> {
-        let all = self.store().products().await?;
-        Ok(match query {
-            Some(q) => all.into_iter().filter(|p| matches(p, q)).collect(),
-            None => all,
-        })
-    }
-
-    pub async fn product(&self, id: i64) -> Result<Product> {
-        self.store().product(id).await?.ok_or_else(|| OutboxError::NotFound {
-            what: "el producto",
-            id: id.to_string(),
-        })
-    }
-
-    /// Adds a product; refused (nothing written) when invalid or its SKU is another product's.
-    pub async fn add_product(&self, input: &ProductInput, actor: &Actor) -> Result<Product> {
-        let record = validate(input)?;
-        self.check_sku(&record.sku, None).await?;
-        let ids = self
-            .store()
-            .save_products(&[(None, record)], actor, self.now().timestamp_millis())
-            .await?;
-        let id = *ids
-            .first()
-            .ok_or_else(|| OutboxError::Database("save_products no devolvió el id".into()))?;
-        self.product(id).await
-    }
-
-    /// Replaces product `id`'s data. Recorded sales keep the conceptos they were recorded with.
-    pub async fn update_product(&self, id: i64, input: &ProductInput, actor: &Actor) -> Result<Product> {
-        let record = validate(input)?;
-        self.product(id).await?;
-        self.check_sku(&record.sku, Some(id)).await?;
-        self.store()
-            .save_products(&[(Some(id), record)], actor, self.now().timestamp_millis())
-            .await?;
-        self.product(id).await
-    }
-
-    pub async fn delete_product(&self, id: i64, actor: &Actor) -> Result<()> {
-        if !self.store().delete_product(id).await? {
-            return Err(OutboxError::NotFound {
-                what: "el producto",
-                id: id.to_string(),
-            });
-        }
-        tracing::info!(product = id, actor = %actor.name, "producto eliminado");
-        Ok(())
-    }
-
-    async fn check_sku(&self, sku: &str, except: Option<i64>) -> Result<()> {
-        if let Some(other) = self
-            .store()
-            .products()
-            .await?
-            .into_iter()
-            .find(|p| Some(p.id) != except && p.sku == sku)
-        {
-            return Err(OutboxError::invalid(
-                "sku",
-                "duplicado",
-                format!("el SKU {sku} ya es del producto {:?}", other.descripcion),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Imports a products' CSV (see [`CSV_COLUMNS`]): good lines written in one transaction
-    /// (the product with the same SKU updated, the others added), each bad field reported as
-    /// `línea N: campo: motivo`. A file whose header is wrong imports nothing.
-    pub async fn import_products_csv(&self, bytes: &[u8], actor: &Actor) -> Result<CsvImport> {
-        let (rows, mut bad) =
-            master_csv::read(bytes, &CSV_COLUMNS, &CSV_REQUIRED).map_err(|m| OutboxError::invalid("archivo", "formato", m))?;
-        let existing = self.store().products().await?;
-        let mut batch: Vec<(Option<i64>, ProductRecord)> = Vec::new();
-        let mut seen: Vec<(String, u64)> = Vec::new();
-        let (mut added, mut updated) = (0, 0);
-        for row in rows {
-            let record = match validate(&input_of_row(&row)) {
-                Ok(r) => r,
-                Err(e) => {
-                    bad.extend(master_csv::bad_lines(row.line, e));
-                    continue;
-                }
-            };
-            if let Some((_, first)) = seen.iter().find(|(s, _)| *s == record.sku) {
-                bad.push(CsvBadLine {
-                    line: row.line,
-                    field: "sku".into(),
-                    message: format!("el SKU {} ya viene en la línea {first}", record.sku),
-                });
-                continue;
-            }
-            seen.push((record.sku.clone(), row.line));
-            let id = existing.iter().find(|p| p.sku == record.sku).map(|p| p.id);
-            if id.is_some() {
-                updated += 1;
-            } else {
-                added += 1;
-            }
-            batch.push((id, record));
-        }
-        if !batch.is_empty() {
-            self.store().save_products(&batch, actor, self.now().timestamp_millis()).await?;
-        }
-        bad.sort_by_key(|b| b.line);
-        Ok(CsvImport {
-            added,
-            updated,
-            bad_lines: bad,
-        })
-    }
-
-    /// Every product as CSV, in the import's shape.
-    pub async fn export_products_csv(&self) -> Result<String> {
-        Ok(to_csv(&self.products(None).await?))
-    }
 }

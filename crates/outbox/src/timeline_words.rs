@@ -7,36 +7,10 @@
 //!
 //! Pure: reads the entry and the invoice's attempts, writes nothing.
 
-use std::collections::BTreeMap;
-
-use serde::Serialize;
 use serde_json::Value;
-use ts_rs::TS;
 
 use crate::facts::evidence_kind;
-use crate::model::{AttemptInfo, TimelineEntry, TimelineSource};
-
-/// One sentence of a timeline entry: `code` names the message (`timeline.say.<code>` in the
-/// console's catalogues), `params` fill it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-pub struct Phrase {
-    pub code: String,
-    pub params: BTreeMap<String, String>,
-}
-
-impl Phrase {
-    fn new(code: impl Into<String>) -> Phrase {
-        Phrase {
-            code: code.into(),
-            params: BTreeMap::new(),
-        }
-    }
-
-    fn with(mut self, key: &str, value: impl ToString) -> Phrase {
-        self.params.insert(key.into(), value.to_string());
-        self
-    }
-}
+use crate::model::{AttemptInfo, Phrase, TimelineEntry, TimelineSource};
 
 /// Outcome classes of PAC answers and lookups that have words of their own.
 const OUTCOMES: &[&str] = &[
