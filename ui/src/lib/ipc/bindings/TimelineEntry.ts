@@ -21,6 +21,6 @@ kind: string, actor: ActedBy,
  */
 detail: JsonValue, 
 /**
- * What the entry says, as codes the shells put in words ([`crate::timeline_words`]).
+ * What the entry says, as codes the shells put in words (`timeline_words.rs` writes them).
  */
 said: Array<Phrase>, };
