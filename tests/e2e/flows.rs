@@ -54,7 +54,7 @@ pub async fn emitir_y_notas(app: &App) -> Res {
     app.wait_contains("[data-total=traslados]", "$16.00").await?;
     app.screenshot("emitir").await?;
 
-    // The retry of that click keeps its identity (DESIGN §8) and records the sale once.
+    // The retry of that click keeps its identity (docs/intake.md, Idempotency) and records the sale once.
     app.click("[data-testid=emitir-submit]").await?;
     let recorded = app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
     check(

@@ -218,6 +218,7 @@ pub(crate) fn sealed_record(
         event,
         idempotency_key: key.to_string(),
         reservation_owner: owner.to_string(),
+        claim: None,
         at_ms: now.timestamp_millis(),
         actor: actor.clone(),
     })

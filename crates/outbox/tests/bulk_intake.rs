@@ -256,6 +256,7 @@ fn template(detail: &outbox::model::InvoiceDetail, body: &[u8]) -> outbox::store
         },
         idempotency_key: String::new(),
         reservation_owner: String::new(),
+        claim: None,
         at_ms: 0,
         actor: staff(),
     }

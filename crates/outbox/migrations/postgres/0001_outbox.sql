@@ -77,7 +77,7 @@ CREATE TRIGGER sales_no_delete BEFORE DELETE ON sales
 FOR EACH ROW
 EXECUTE FUNCTION timbra_refuse('immutable: sales are never deleted');
 
--- Idempotency keys of the intake (DESIGN §8). A 'reserved' row is a short lease held while a
+-- Idempotency keys of the intake (docs/intake.md). A 'reserved' row is a short lease held while a
 -- sale is being recorded; an abandoned one is taken over once lease_until_ms has passed. A
 -- 'recorded' row points at its sale forever.
 CREATE TABLE intake_keys (
@@ -236,7 +236,7 @@ CREATE TRIGGER tries_no_delete BEFORE DELETE ON tries
 FOR EACH ROW
 EXECUTE FUNCTION timbra_refuse('append-only: tries are never deleted');
 
--- Evidence: what we learned (DESIGN §5), never fenced, never changed ------------------------------
+-- Evidence: what we learned (docs/domain.md, invariant 4), never fenced, never changed -----------
 
 -- kind: 'pac_response', 'lookup', 'sat_status', 'operator_action', 'reconciliation'.
 -- outcome (for PAC answers): 'stamped', 'already_stamped', 'rejected', 'not_sent',

@@ -4,11 +4,14 @@
 //! same reservation of its key, and the same rows — only the durable commit is shared, with a
 //! savepoint per sale so a sale that fails writes nothing of itself and stops nothing else.
 //!
-//! A batch runs in three phases: (1) in order, each sale is parsed, looked up, validated and
-//! its key reserved (non-durable, as for one sale); (2) the reserved sales are built and
-//! sealed in parallel on scoped threads; (3) one transaction records them
-//! ([`Store::record_sales`]). A kill -9 during (3) loses the whole uncommitted batch and
-//! nothing else: whole sales or none, and their reservations expire like a single sale's.
+//! A batch runs in three phases: (1) in order, each sale is parsed, looked up (replay,
+//! conflict, a live reservation of another process) and validated; (2) the sales are built
+//! and sealed in parallel on scoped threads; (3) one transaction records them
+//! ([`Store::record_sales`]), each reserving its key inside its own savepoint
+//! ([`NewRecord::claim`]). The key is never reserved outside the recording transaction, so a
+//! batch whose commit fails (a full disk, a kill -9) leaves no reservation behind: the same
+//! file imported again records what is missing at once instead of waiting out a lease. Whole
+//! sales or none.
 //! Sales with fiscal links (tickets, payments, global invoices, screening warnings) take the
 //! one-sale path, in their place. The same sale_id twice in one batch ends the batch before
 //! the second, which then replays (or conflicts with) the first as it would one at a time.
@@ -20,12 +23,12 @@ use cfdi::csd::Csd;
 use cfdi::sale::Sale;
 use chrono::{DateTime, Utc};
 
-use super::{in_progress, replay_or_conflict, sealed_record, Outbox, MAX_SALE_JSON_BYTES};
+use super::{replay_or_conflict, sealed_record, Outbox, MAX_SALE_JSON_BYTES};
 use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
 use crate::intake::{choose_fecha, sha256_hex, FechaChoice, RESERVATION_LEASE};
 use crate::model::{InvoiceState, PacIdentity, Recorded};
-use crate::store::{IntakeLinks, NewRecord, RecordOutcome, Reservation, Store, StoredEmisorSettings};
+use crate::store::{IntakeLinks, KeyClaim, NewRecord, RecordOutcome, Store, StoredEmisorSettings};
 
 /// The most sales one transaction records in a bulk import: a few per core keeps every core
 /// sealing, and a kill -9 loses little work.
@@ -43,7 +46,7 @@ struct Context {
     pac_identity: Option<PacIdentity>,
 }
 
-/// A sale whose key is reserved, waiting for its seal and its transaction.
+/// A sale checked and ready, waiting for its seal and its transaction (which reserves its key).
 struct Reserved {
     sale: Sale,
     owner: String,
@@ -128,14 +131,24 @@ impl<S: Store> Outbox<S> {
         if let (false, Some(ctx)) = (waiting.is_empty(), context.as_ref()) {
             // Phase 2: seal on every core.
             sealed = seal_all(&waiting, ctx, actor);
-            // Phase 3: one transaction for every sealed record.
-            let records: Vec<NewRecord> = sealed.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
+            // Phase 3: one transaction for every sealed record, each reserving its key.
+            let records: Vec<NewRecord> = sealed
+                .iter()
+                .zip(&waiting)
+                .filter_map(|(r, w)| {
+                    r.as_ref().ok().map(|record| NewRecord {
+                        claim: Some(KeyClaim {
+                            until_ms: (w.now + RESERVATION_LEASE).timestamp_millis(),
+                            now_ms: w.now.timestamp_millis(),
+                        }),
+                        ..record.clone()
+                    })
+                })
+                .collect();
             match self.store.record_sales(&records).await {
                 Ok(list) => outcomes = list,
                 Err(e) => {
-                    for r in &waiting {
-                        self.release(&r.sale.sale_id, &r.owner).await;
-                    }
+                    // Nothing was committed, and no reservation was written outside it.
                     let halt = stop(&e);
                     for slot in slots {
                         match slot {
@@ -164,14 +177,8 @@ impl<S: Store> Outbox<S> {
                             .unwrap_or_else(|| Err(OutboxError::Database("la transacción no devolvió el resultado de una venta".into())));
                         self.settle_in_batch(&r, &record, outcome).await
                     }
-                    Some(Err(e)) => {
-                        self.release(&r.sale.sale_id, &r.owner).await;
-                        Err(e)
-                    }
-                    None => {
-                        self.release(&r.sale.sale_id, &r.owner).await;
-                        Err(OutboxError::NotConfigured)
-                    }
+                    Some(Err(e)) => Err(e),
+                    None => Err(OutboxError::NotConfigured),
                 },
             };
             out.push(answer);
@@ -179,7 +186,8 @@ impl<S: Store> Outbox<S> {
         stopped
     }
 
-    /// Phase 1 for one sale: the lookups, validation and reservation of `record_sale_with`.
+    /// Phase 1 for one sale: the lookups and validation of `record_sale_with` (its key is
+    /// reserved later, inside the recording transaction).
     async fn reserve_in_batch(&self, sale: Sale, actor: &Actor, context: &mut Option<Context>) -> Result<Slot> {
         let now = self.clock.now();
         let key = sale.sale_id.as_str();
@@ -231,16 +239,6 @@ impl<S: Store> Outbox<S> {
             self.instance,
             self.reservations.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
-        let until_ms = (now + RESERVATION_LEASE).timestamp_millis();
-        match self
-            .store
-            .reserve_key(key, &sale.sale_id, &body_sha256, &owner, until_ms, now.timestamp_millis())
-            .await?
-        {
-            Reservation::Granted => {}
-            Reservation::Held { until_ms } => return Err(in_progress(key, until_ms, now)),
-            Reservation::Recorded(existing) => return Ok(Slot::Done(replay_or_conflict(key, existing, &body_sha256))),
-        }
         Ok(Slot::Waiting(Box::new(Reserved {
             sale,
             owner,
@@ -265,16 +263,14 @@ impl<S: Store> Outbox<S> {
                     warnings: vec![],
                 })
             }
-            Ok(RecordOutcome::SaleIdTaken) => {
-                self.release(key, &r.owner).await;
-                match self.store.sale_by_sale_id(&r.sale.sale_id).await? {
-                    Some(existing) => replay_or_conflict(key, existing, &record.sale.body_sha256),
-                    None => Err(OutboxError::Database(format!(
-                        "la venta {:?} se reportó existente y no se encontró",
-                        r.sale.sale_id
-                    ))),
-                }
-            }
+            Ok(RecordOutcome::SaleIdTaken) => match self.store.sale_by_sale_id(&r.sale.sale_id).await? {
+                Some(existing) => replay_or_conflict(key, existing, &record.sale.body_sha256),
+                None => Err(OutboxError::Database(format!(
+                    "la venta {:?} se reportó existente y no se encontró",
+                    r.sale.sale_id
+                ))),
+            },
+            // Another process holds or recorded the key: answer as one sale at a time would.
             Ok(RecordOutcome::ReservationLost) => match self.settled(key, &r.sale.sale_id, &r.body_sha256, self.clock.now()).await? {
                 Some(done) => Ok(done),
                 None => Err(OutboxError::InProgress {
@@ -282,10 +278,7 @@ impl<S: Store> Outbox<S> {
                     retry_after: std::time::Duration::from_secs(1),
                 }),
             },
-            Err(e) => {
-                self.release(key, &r.owner).await;
-                Err(e)
-            }
+            Err(e) => Err(e),
         }
     }
 }

@@ -27,6 +27,7 @@ use crate::model::{
 };
 
 pub mod any;
+pub mod migrations;
 pub mod postgres;
 pub mod sqlite;
 
@@ -123,8 +124,21 @@ pub struct NewRecord {
     /// The reservation to settle (fenced by its owner).
     pub idempotency_key: String,
     pub reservation_owner: String,
+    /// When set, the key is reserved for `reservation_owner` inside the recording transaction
+    /// itself instead of beforehand (bulk intake): a transaction that fails leaves no
+    /// reservation behind, and recording costs no separate write for the key.
+    pub claim: Option<KeyClaim>,
     pub at_ms: i64,
     pub actor: Actor,
+}
+
+/// A key reserved in the same transaction that records its sale ([`NewRecord::claim`]): granted
+/// when the key is new or its reservation expired at `now_ms`, exactly as
+/// [`Store::reserve_key`] grants one; otherwise the record is [`RecordOutcome::ReservationLost`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyClaim {
+    pub until_ms: i64,
+    pub now_ms: i64,
 }
 
 /// What the intake transaction did.

@@ -17,7 +17,6 @@
 //! the append-only tables with SQLSTATE 23000, which [`classify_error`] reads as
 //! [`OutboxError::Integrity`], as SQLite's `RAISE(ABORT)`.
 
-use std::borrow::Cow;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -27,7 +26,9 @@ use std::time::Duration;
 use cfdi::sale::EmisorProfile;
 use chrono::{DateTime, Utc};
 use sqlx::error::BoxDynError;
-use sqlx::migrate::{MigrateError, Migration, MigrationSource, MigrationType, Migrator};
+use sqlx::migrate::{MigrateError, Migration, MigrationSource, Migrator};
+
+use super::migrations::Released;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::{ConnectOptions, Connection, Postgres, Row};
 
@@ -88,25 +89,47 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
 ];
 
+/// Every released migration of [`MIGRATIONS`], pinned (`store::migrations`): the checksum
+/// databases recorded and the hash of its statements.
+pub const RELEASED: &[Released] = &[
+    Released {
+        version: 1,
+        checksum: "5eb2c11df14bb4dbffcf5160504720fb95cc78533d067c7320393e90844a6e8983ba389a3f0d92e5fbff7c64bb10379c",
+        statements: "285b0f9ac04d6d00ec8b375ebcfe54078827835b07fb2da73bd74bc695b2a4cb",
+    },
+    Released {
+        version: 2,
+        checksum: "bc009e2d8feede68c23bbeea164677d0d19ceb20574fb56dec882e9af8a25ce8bf98684e86192d2053e50b9b7c3c5a0c",
+        statements: "2232424a830ae74a97184984bc223e3e1f0cd24837705341ba5606a1a6214257",
+    },
+    Released {
+        version: 3,
+        checksum: "031ac1cab5d868f603c23809bf53e8ff031a5d0f4ad44d0c42de74ecdee5f604a18ec1416a4daf13cf655504426c6d9a",
+        statements: "92cfb627a6c47f7206f71f79d1baca64a00af7c9a3866bff5b705bdfdcbf7a33",
+    },
+    Released {
+        version: 4,
+        checksum: "afbd0aa1a31248bb4a352d45837be6dc3fdfeff9486e65f2a9ac7ac423fb49e5c034abc9d21bda84331696d7bfae7869",
+        statements: "a066e6e44e1118eb8615cd8a1f10e9362a61b7918c0926b6fbe66a422a822dff",
+    },
+    Released {
+        version: 5,
+        checksum: "cb119a92645a6568ee31a4ddb782711a5edaa13399f4c8edbe62fe0c9ca28161c17f5c2d5a0eacba132010452c5f17b5",
+        statements: "46635cda4c6472aa55f964c6c185fd5128f79b20dac6b3c95970c62895d997a8",
+    },
+    Released {
+        version: 6,
+        checksum: "3ea50426019afe26396a33810077f36fd379e1464fc1ee0b62fa51df95c1fd109f233bc34cdf4aa2b37a8b978f726880",
+        statements: "f768046b219bfb5952293aedc44a3a431ddf732c5772f42e9b652350b1620e94",
+    },
+];
+
 #[derive(Debug)]
 struct EmbeddedMigrations;
 
 impl<'s> MigrationSource<'s> for EmbeddedMigrations {
     fn resolve(self) -> Pin<Box<dyn Future<Output = std::result::Result<Vec<Migration>, BoxDynError>> + Send + 's>> {
-        Box::pin(async move {
-            Ok(MIGRATIONS
-                .iter()
-                .map(|(version, description, sql)| {
-                    Migration::new(
-                        *version,
-                        Cow::Borrowed(*description),
-                        MigrationType::Simple,
-                        Cow::Borrowed(*sql),
-                        false,
-                    )
-                })
-                .collect())
-        })
+        Box::pin(async move { Ok(super::migrations::embedded(MIGRATIONS, RELEASED)) })
     }
 }
 
@@ -671,6 +694,22 @@ impl Store for PgStore {
     async fn record_sale(&self, r: &NewRecord) -> Result<RecordOutcome> {
         let actor_role = r.actor.role.as_str();
         let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        if let Some(claim) = r.claim {
+            let granted: Option<String> = sqlx::query_scalar(sql!("reserve_key"))
+                .bind(&r.idempotency_key)
+                .bind(&r.sale.sale_id)
+                .bind(&r.sale.body_sha256)
+                .bind(&r.reservation_owner)
+                .bind(claim.until_ms)
+                .bind(claim.now_ms)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+            if granted.is_none() {
+                tx.rollback().await.map_err(|e| self.err(e))?;
+                return Ok(RecordOutcome::ReservationLost);
+            }
+        }
         let sale_ref: Option<i64> = sqlx::query_scalar(sql!("insert_sale"))
             .bind(&r.sale.sale_id)
             .bind(&r.sale.kind)
@@ -2272,6 +2311,11 @@ impl PgStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_migration_is_pinned_and_only_its_comments_changed() {
+        super::super::migrations::check_pinned("postgres", MIGRATIONS, RELEASED);
+    }
 
     #[test]
     fn every_migration_file_is_embedded_and_mirrors_sqlite() {

@@ -12,7 +12,6 @@
 //! A reservation lost to a power cut costs nothing (the sale was not recorded either, and
 //! the next FULL commit flushes the WAL frames before it), so it does not pay for an fsync.
 
-use std::borrow::Cow;
 use std::future::Future;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -23,7 +22,9 @@ use std::time::Duration;
 use cfdi::sale::EmisorProfile;
 use chrono::{DateTime, Utc};
 use sqlx::error::BoxDynError;
-use sqlx::migrate::{MigrateError, Migration, MigrationSource, MigrationType, Migrator};
+use sqlx::migrate::{MigrateError, Migration, MigrationSource, Migrator};
+
+use super::migrations::Released;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous};
 use sqlx::{Row, Sqlite};
 
@@ -83,6 +84,41 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
 ];
 
+/// Every released migration of [`MIGRATIONS`], pinned (`store::migrations`): the checksum
+/// databases recorded and the hash of its statements.
+pub const RELEASED: &[Released] = &[
+    Released {
+        version: 1,
+        checksum: "c4b97045492e55a586f46945a8aecb427d971e82ff0bd7041a96626bb41c17ba38d512c8130f22aefdf93dcd08accf7b",
+        statements: "27cbd0213cab511ba7714c64491321bc64c9e6b9d459d099a0aeaab6d7968da3",
+    },
+    Released {
+        version: 2,
+        checksum: "0db8c60d446fc048a56278f5a40f8e3f4e941d9d6ec16e7899cf2242fb1f0c98c72e20162462f52f7f29cf92a2a1ba0e",
+        statements: "c601f6b9a55930fec5c5d54168b5fe8af39217c7db361ff10653d8aa7a42e6dc",
+    },
+    Released {
+        version: 3,
+        checksum: "3ea0c9975b42a413c615fb810753968a29b9702e6c837b69286aaa06360f13d12cefe5a847c13f3e1f7f8ced034f5794",
+        statements: "29655b647e0764e9656f8a9567d5d55a6e8bda53ae3c0cc282e24d48cf85be86",
+    },
+    Released {
+        version: 4,
+        checksum: "a73fbea835b55796d941b76a20084d92837630b2b190894be3946baf5ae946a489054282fd28018304e32eea87baf64d",
+        statements: "c84f252e7df07bb005f99a90409f2681deb888e063c1b1d57cec24cf67f4641b",
+    },
+    Released {
+        version: 5,
+        checksum: "ce8c919f6015a1c11a19c540e428ac9d6a1f19e7237dec521561ee0f9e8ec26e61a877e05c6091b7e92f73dc9f2d8bbb",
+        statements: "02461efe8bcb62df0284bd74deb6cc63fbda0dced7b8ded91492341373424696",
+    },
+    Released {
+        version: 6,
+        checksum: "ef55e4fec4cd0e705193f8fb5bcaed2f08f3b254c65f09d1cb73c1c8b0e2b01553dd349e4363efc0e41b67a2af721007",
+        statements: "61eae0973ebca8680f00bdc30676b85ca2f5f8673baf4889cf34723649971a52",
+    },
+];
+
 /// The first 16 bytes of every SQLite 3 database file.
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
@@ -91,20 +127,7 @@ struct EmbeddedMigrations;
 
 impl<'s> MigrationSource<'s> for EmbeddedMigrations {
     fn resolve(self) -> Pin<Box<dyn Future<Output = std::result::Result<Vec<Migration>, BoxDynError>> + Send + 's>> {
-        Box::pin(async move {
-            Ok(MIGRATIONS
-                .iter()
-                .map(|(version, description, sql)| {
-                    Migration::new(
-                        *version,
-                        Cow::Borrowed(*description),
-                        MigrationType::Simple,
-                        Cow::Borrowed(*sql),
-                        false,
-                    )
-                })
-                .collect())
-        })
+        Box::pin(async move { Ok(super::migrations::embedded(MIGRATIONS, RELEASED)) })
     }
 }
 
@@ -763,6 +786,21 @@ impl SqliteStore {
     /// rolled back by the caller.
     async fn record_sale_in(&self, tx: &mut sqlx::Transaction<'_, Sqlite>, r: &NewRecord) -> Result<RecordOutcome> {
         let actor_role = r.actor.role.as_str();
+        if let Some(claim) = r.claim {
+            let granted: Option<String> = sqlx::query_scalar(sql!("reserve_key"))
+                .bind(&r.idempotency_key)
+                .bind(&r.sale.sale_id)
+                .bind(&r.sale.body_sha256)
+                .bind(&r.reservation_owner)
+                .bind(claim.until_ms)
+                .bind(claim.now_ms)
+                .fetch_optional(&mut **tx)
+                .await
+                .map_err(|e| self.err(e))?;
+            if granted.is_none() {
+                return Ok(RecordOutcome::ReservationLost);
+            }
+        }
         let sale_ref: Option<i64> = sqlx::query_scalar(sql!("insert_sale"))
             .bind(&r.sale.sale_id)
             .bind(&r.sale.kind)
@@ -2467,6 +2505,11 @@ impl SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_migration_is_pinned_and_only_its_comments_changed() {
+        super::super::migrations::check_pinned("sqlite", MIGRATIONS, RELEASED);
+    }
 
     #[test]
     fn every_migration_file_is_embedded_in_order() {
