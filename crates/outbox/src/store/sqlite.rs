@@ -165,6 +165,25 @@ impl SqliteOptions {
     }
 }
 
+/// Options shared by the store's pools. A connection whose transaction SQLite rolled back by
+/// itself is never handed out again: after `SQLITE_FULL` (a full disk) SQLite may roll the
+/// transaction back on its own, the `ROLLBACK` that follows then fails ("no transaction is
+/// active"), and sqlx keeps counting the transaction as open — every later `BEGIN IMMEDIATE` on
+/// that connection would fail forever ("begin_with at non-zero transaction depth") and the
+/// drain would never recover when space returns. An idle connection still counted inside a
+/// transaction is closed instead, and the pool opens a fresh one.
+fn pool_options() -> SqlitePoolOptions {
+    SqlitePoolOptions::new().before_acquire(|conn, _meta| {
+        Box::pin(async move {
+            let stuck = sqlx::Connection::is_in_transaction(conn);
+            if stuck {
+                tracing::warn!("conexión SQLite con una transacción que ya no existe: se cierra y se abre otra");
+            }
+            Ok(!stuck)
+        })
+    })
+}
+
 /// The SQLite outbox store.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
@@ -190,19 +209,19 @@ impl SqliteStore {
             .busy_timeout(opts.busy_timeout)
             .foreign_keys(true);
         let acquire = opts.busy_timeout + Duration::from_secs(30);
-        let pool = SqlitePoolOptions::new()
+        let pool = pool_options()
             .max_connections(opts.max_connections.max(1))
             .acquire_timeout(acquire)
             .connect_with(base.clone())
             .await
             .map_err(classify)?;
-        let scratch = SqlitePoolOptions::new()
+        let scratch = pool_options()
             .max_connections(1)
             .acquire_timeout(acquire)
             .connect_with(base.clone().synchronous(SqliteSynchronous::Normal))
             .await
             .map_err(classify)?;
-        let writer = SqlitePoolOptions::new()
+        let writer = pool_options()
             .max_connections(1)
             .acquire_timeout(acquire)
             .connect_with(base)
