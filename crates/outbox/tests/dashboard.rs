@@ -217,7 +217,44 @@ async fn an_outage_is_counted_from_the_tries_and_ends_with_the_next_success(back
     assert_eq!(after.today.amount, dec("116.00"));
 }
 
+async fn withholdings_are_summed_from_the_stamped_xml(backend: Backend) {
+    let w = world(backend, "").await;
+    let plain = w.record("701").await;
+    // A service with IVA and ISR withheld: base 100.00, IVA 16.00 trasladado, IVA 10.67 and
+    // ISR 10.00 retenidos (SAT's rates for services a persona moral pays), total 95.33.
+    let mut sale: serde_json::Value = serde_json::from_str(&ingreso("pedido-702")).unwrap();
+    sale["folio"] = "702".into();
+    sale["conceptos"][0]["clave_prod_serv"] = "80111600".into();
+    sale["conceptos"][0]["clave_unidad"] = "E48".into();
+    sale["conceptos"][0]["unidad"] = "Servicio".into();
+    sale["conceptos"][0]["descripcion"] = "Asesoría".into();
+    sale["conceptos"][0]["cantidad"] = "1".into();
+    sale["conceptos"][0]["valor_unitario"] = "100.00".into();
+    sale["conceptos"][0]["retenciones"] = serde_json::json!([
+        {"impuesto": "001", "tipo_factor": "Tasa", "tasa_o_cuota": "0.100000"},
+        {"impuesto": "002", "tipo_factor": "Tasa", "tasa_o_cuota": "0.106667"}
+    ]);
+    let withheld = w
+        .outbox
+        .record_sale_json(sale.to_string().as_bytes(), None, &Actor::new("ana", Role::Personal, "test"))
+        .await
+        .unwrap()
+        .invoice_id;
+    w.until_idle().await;
+    for id in [plain, withheld] {
+        assert_eq!(w.badge(id).await, Badge::Timbrada);
+    }
+    let d = w.outbox.dashboard(chrono::Utc::now()).await.unwrap();
+    for t in [&d.today, &d.month] {
+        assert_eq!((t.documents, t.invoices, t.unreadable), (2, 2, 0));
+        assert_eq!(t.amount, dec("211.33"), "116.00 + 95.33");
+        assert_eq!(t.iva_trasladado, dec("32.00"));
+        assert_eq!(t.iva_retenido, dec("10.67"), "only the IVA withheld, not the ISR");
+    }
+}
+
 crate::conformance!(
+    withholdings_are_summed_from_the_stamped_xml,
     stamped_sales_give_latency_totals_and_hours_from_the_database,
     an_outage_is_counted_from_the_tries_and_ends_with_the_next_success,
 );

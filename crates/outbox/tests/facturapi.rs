@@ -3,8 +3,9 @@
 //! `external_id` until valid, never created again; the same key twice is one invoice; a
 //! validation error is reprocessed into one new attempt with a new key; an XML primary that
 //! refused the connection fails over to Facturapi with a new mapping and key, while an unknown
-//! outcome refuses that failover (the contador's forced path only); and a CFDI Facturapi
-//! issued for another emisor is evidence, not a Timbrada.
+//! outcome refuses that failover (the contador's forced path only); a CFDI Facturapi issued for
+//! another emisor is evidence, not a Timbrada; and a CFDI Facturapi stamped is cancelled
+//! through Facturapi (`DELETE /v2/invoices/{id}`) by the drain's cancellation step, once.
 
 mod common;
 
@@ -13,7 +14,9 @@ use std::time::Duration as StdDuration;
 
 use cfdi::secret::Secret;
 use common::{ingreso, password, setup, Backend};
+use outbox::cancellation::Motivo;
 use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
+use outbox::duplicates::CancelOrder;
 use outbox::facts::evidence_kind;
 use outbox::model::{AttemptReason, Badge, BodyFormat, InvoiceDetail, InvoiceRef, InvoiceState};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
@@ -86,7 +89,11 @@ async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)], foreign_org: boo
         let sim = pac_sim::start(cfg).await.unwrap();
         let role = if i == 0 { PacRole::Primary } else { PacRole::Backup };
         let config = match flavor {
-            Flavor::Facturapi => facturapi_config(name, &sim.base_url, role),
+            // Cancellation status comes from SAT's ConsultaCFDIService (the simulator's).
+            Flavor::Facturapi => PacConfig {
+                sat_url: Some(format!("{}/ConsultaCFDIService.svc", sim.control_url)),
+                ..facturapi_config(name, &sim.base_url, role)
+            },
             _ => PacConfig {
                 name: name.to_string(),
                 preset: None,
@@ -150,6 +157,20 @@ impl World {
             .await
             .unwrap()
             .invoice_id
+    }
+
+    /// Runs the drain until the invoice's last cancellation is final; returns its outcome.
+    async fn until_cancellation_final(&self, id: i64) -> (InvoiceDetail, String) {
+        for _ in 0..200 {
+            let d = self.detail(id).await;
+            if let Some(c) = d.cancellations.last().filter(|c| c.state == "final") {
+                let outcome = c.outcome.clone().unwrap_or_default();
+                return (d, outcome);
+            }
+            let run = self.drain.run(tokio::time::sleep(StdDuration::from_millis(150)), RunMode::Forever);
+            run.await.unwrap();
+        }
+        panic!("the cancellation never became final: {:#?}", self.detail(id).await.cancellations);
     }
 
     async fn detail(&self, id: i64) -> InvoiceDetail {
@@ -428,7 +449,54 @@ async fn a_sale_facturapi_cannot_take_is_refused_naming_the_field_and_writes_not
     assert_eq!(before, after, "nothing written");
 }
 
+async fn a_cfdi_facturapi_stamped_is_cancelled_through_facturapi_once(backend: Backend) {
+    let w = world(backend, &[("fapi", Flavor::Facturapi, "")], false).await;
+    let id = w.record("pedido-6201").await;
+    w.until_badge(id, Badge::Timbrada).await;
+    let uuid = assert_stamped_once(&w, id, "fapi").await;
+    let order = CancelOrder {
+        motivo: Motivo::SinRelacion,
+        folio_sustitucion: None,
+        note: "la venta se devolvió",
+    };
+    // Only the contador asks; the request is recorded before anything reaches Facturapi.
+    match w
+        .outbox
+        .request_cancellation(&InvoiceRef::Id(id), &uuid, &order, &Actor::new("ana", Role::Personal, "test"))
+        .await
+    {
+        Err(OutboxError::Forbidden { .. }) => {}
+        other => panic!("personal may not cancel: {other:?}"),
+    }
+    assert_eq!(w.sim("fapi").engine().cancel_requests(&uuid), 0);
+    w.outbox
+        .request_cancellation(&InvoiceRef::Id(id), &uuid, &order, &contador())
+        .await
+        .unwrap();
+    let (d, outcome) = w.until_cancellation_final(id).await;
+    // 116.00 MXN on the day it was issued: no acceptance needed.
+    assert_eq!(outcome, "cancelado_sin_aceptacion", "{:#?}", d.cancellations);
+    assert_eq!(d.cancellations.len(), 1);
+    assert_eq!(d.cancellations[0].pac, "fapi", "cancelled through the PAC that stamped it");
+    assert_eq!(d.cancellations[0].uuid.to_uppercase(), uuid.to_uppercase());
+    assert_eq!(
+        w.sim("fapi").engine().cancel_requests(&uuid),
+        1,
+        "exactly one request reached Facturapi"
+    );
+    let row = w
+        .sim("fapi")
+        .engine()
+        .ledger()
+        .into_iter()
+        .find(|r| r.uuid.eq_ignore_ascii_case(&uuid))
+        .expect("in Facturapi's ledger");
+    assert_eq!(row.estado, "Cancelado");
+    w.until_badge(id, Badge::Cancelada).await;
+}
+
 crate::conformance!(
+    a_cfdi_facturapi_stamped_is_cancelled_through_facturapi_once,
     a_facturapi_primary_freezes_a_json_attempt_and_stamps_it_once,
     pending_is_looked_up_by_external_id_and_never_created_again,
     the_same_key_twice_is_one_invoice,

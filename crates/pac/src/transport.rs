@@ -126,7 +126,7 @@ mod tests {
             TransportFailure::ConnectionRefused
         );
         assert_eq!(
-            code("error sending request for url (https://pac.invalid/): client error (Connect): dns error: failed to lookup address information: Name or service not known"),
+            code("error sending request for url (https://x/): client error (Connect): dns error: failed to lookup address information: Name or service not known"),
             TransportFailure::Dns
         );
         assert_eq!(
