@@ -22,6 +22,7 @@ use crate::credentials::CredentialSlot;
 use crate::demo;
 use crate::dto::*;
 use crate::error::AppError;
+use crate::file_chooser::{read_chosen, Accept};
 use crate::ipc::emit;
 use crate::state::{AppState, Ready};
 
@@ -348,29 +349,69 @@ pub async fn follow_up_draft(state: State<'_, AppState>, invoice_id: i64, kind: 
     Ok(state.ready()?.outbox.follow_up_draft(&InvoiceRef::Id(invoice_id), kind).await?)
 }
 
-/// Reconciliation import of stamped XMLs the UI read (files of a folder or of a ZIP).
+/// Reconciliation import of stamped XMLs (and SAT's ZIPs of them) the person chose: every
+/// path checked and read here before anything is imported.
 #[tauri::command]
-pub async fn import_cfdis(app: AppHandle, state: State<'_, AppState>, files: Vec<ImportFileDto>) -> Res<ImportReport> {
+pub async fn import_cfdis(app: AppHandle, state: State<'_, AppState>, paths: Vec<String>) -> Res<ImportReport> {
     let ready = state.ready()?;
+    let files = read_cfdi_files(&paths)?;
     let report = import_cfdis_as(ready, files).await?;
     announce(&app, ready, None).await;
     Ok(report)
 }
 
-/// [`import_cfdis`] without the window, as the operator at the desk.
-pub(crate) async fn import_cfdis_as(ready: &Ready, files: Vec<ImportFileDto>) -> Res<ImportReport> {
-    // A ZIP (SAT's bulk download) is opened here: all of it, or nothing is imported.
+/// The most files one reconciliation import may choose.
+const MAX_IMPORT_FILES: usize = 10_000;
+
+/// The XMLs of the chosen paths, a ZIP (SAT's bulk download) opened here: all of them, or an
+/// error naming the file and nothing imported; at most
+/// [`outbox::reconciliation::MAX_IMPORT_BYTES`] of XML together.
+fn read_cfdi_files(paths: &[String]) -> Res<Vec<(String, Vec<u8>)>> {
+    use outbox::reconciliation::MAX_IMPORT_BYTES;
+    const XML: Accept = Accept {
+        field: "files",
+        extensions: &["xml", "zip"],
+        max_bytes: cfdi::xml::MAX_DOCUMENT_BYTES as u64,
+    };
+    if paths.len() > MAX_IMPORT_FILES {
+        return Err(AppError::validation(
+            "files",
+            "rango",
+            format!("se eligieron {} archivos; el máximo es {MAX_IMPORT_FILES}", paths.len()),
+        ));
+    }
     let mut all: Vec<(String, Vec<u8>)> = Vec::new();
-    for f in files {
-        if f.name.to_ascii_lowercase().ends_with(".zip") {
-            let inner = outbox::reconciliation::zip_xmls(&f.bytes, 512 * 1024 * 1024)
+    let mut total = 0u64;
+    for path in paths {
+        let is_zip = path.to_ascii_lowercase().ends_with(".zip");
+        let limit = if is_zip {
+            outbox::file_input::MAX_FILE_BYTES
+        } else {
+            XML.max_bytes
+        };
+        let f = read_chosen(path, Accept { max_bytes: limit, ..XML })?;
+        if is_zip {
+            let inner = outbox::reconciliation::zip_xmls(&f.bytes, MAX_IMPORT_BYTES.saturating_sub(total))
                 .map_err(|e| AppError::validation("files", "zip_invalido", format!("{}: {e}; no se importó nada", f.name)))?;
+            total += inner.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
             all.extend(inner.into_iter().map(|(n, b)| (format!("{}/{n}", f.name), b)));
         } else {
+            total += f.bytes.len() as u64;
             all.push((f.name, f.bytes));
         }
+        if total > MAX_IMPORT_BYTES {
+            return Err(AppError::validation(
+                "files",
+                "archivo_muy_grande",
+                format!("más de {MAX_IMPORT_BYTES} bytes de XML; no se importó nada"),
+            ));
+        }
     }
-    let files = all;
+    Ok(all)
+}
+
+/// [`import_cfdis`] without the window, as the operator at the desk.
+pub(crate) async fn import_cfdis_as(ready: &Ready, files: Vec<(String, Vec<u8>)>) -> Res<ImportReport> {
     let report = ready
         .outbox
         .import_cfdis(&files, outbox::reconciliation::SaleIdField::None, &ready.actor())
@@ -596,6 +637,18 @@ pub async fn set_sandbox_fault(state: State<'_, AppState>, fault: SandboxFaultDt
 
 // Ajustes --------------------------------------------------------------------------------------
 
+/// The CSD's two files as Ajustes chooses them.
+const CSD_CER: Accept = Accept {
+    field: "cer",
+    extensions: &["cer"],
+    max_bytes: outbox::settings::MAX_CSD_FILE_BYTES,
+};
+const CSD_KEY: Accept = Accept {
+    field: "key",
+    extensions: &["key"],
+    max_bytes: outbox::settings::MAX_CSD_FILE_BYTES,
+};
+
 #[tauri::command]
 pub async fn save_emisor(state: State<'_, AppState>, setup: EmisorSetupDto) -> Res<EmisorDto> {
     let ready = state.ready()?;
@@ -608,8 +661,8 @@ pub async fn save_emisor(state: State<'_, AppState>, setup: EmisorSetupDto) -> R
             regimen_fiscal: setup.regimen_fiscal.trim().to_string(),
             lugar_expedicion: setup.lugar_expedicion.trim().to_string(),
         },
-        cer: setup.cer,
-        key: setup.key,
+        cer: read_chosen(&setup.cer_path, CSD_CER)?.bytes,
+        key: read_chosen(&setup.key_path, CSD_KEY)?.bytes,
         password_env: outbox::settings::DEFAULT_PASSWORD_ENV.to_string(),
     };
     // The outbox checks everything (profile, key encrypted, password, pair, RFC, validity)
@@ -1007,16 +1060,24 @@ fn save_export(name: &str, bytes: &[u8]) -> Res<SavedFileDto> {
     })
 }
 
-/// Imports SAT's 69-B list (the CSV the user chose). `list_date` (`AAAA-MM-DD`) when the file
+/// Imports SAT's 69-B list (the CSV the person chose, read here). `list_date` (`AAAA-MM-DD`) when the file
 /// does not state it; `skip_bad_lines` keeps the good lines of a file with bad ones.
 #[tauri::command]
 pub async fn import_screening_list(
     state: State<'_, AppState>,
-    file: ImportFileDto,
+    path: String,
     list_date: Option<String>,
     skip_bad_lines: bool,
 ) -> Res<outbox::screening::ScreeningImport> {
     let ready = state.ready()?;
+    let file = read_chosen(
+        &path,
+        Accept {
+            field: "archivo",
+            extensions: &["csv", "txt"],
+            max_bytes: outbox::screening::MAX_LIST_BYTES as u64,
+        },
+    )?;
     let date = match blank_to_none(&list_date) {
         Some(d) => Some(date_field("fecha", &d)?),
         None => None,
@@ -1142,10 +1203,19 @@ pub async fn delete_customer(state: State<'_, AppState>, id: i64) -> Res<Vec<out
     Ok(ready.outbox.customers(None).await?)
 }
 
-/// Imports a customers' CSV: the good lines written, each bad one reported with its number.
+/// A customers' or products' CSV as their pages choose it.
+const MASTER_CSV: Accept = Accept {
+    field: "archivo",
+    extensions: &["csv", "txt"],
+    max_bytes: outbox::master_csv::MAX_CSV_BYTES as u64,
+};
+
+/// Imports the customers' CSV the person chose: the good lines written, each bad one reported
+/// with its number.
 #[tauri::command]
-pub async fn import_customers(state: State<'_, AppState>, file: ImportFileDto) -> Res<outbox::master_csv::CsvImport> {
+pub async fn import_customers(state: State<'_, AppState>, path: String) -> Res<outbox::master_csv::CsvImport> {
     let ready = state.ready()?;
+    let file = read_chosen(&path, MASTER_CSV)?;
     Ok(ready.outbox.import_customers_csv(&file.bytes, &ready.actor()).await?)
 }
 
@@ -1186,10 +1256,11 @@ pub async fn delete_product(state: State<'_, AppState>, id: i64) -> Res<Vec<Prod
     Ok(ready.outbox.products(None).await?.into_iter().map(product_dto).collect())
 }
 
-/// Imports a products' CSV.
+/// Imports the products' CSV the person chose.
 #[tauri::command]
-pub async fn import_products(state: State<'_, AppState>, file: ImportFileDto) -> Res<outbox::master_csv::CsvImport> {
+pub async fn import_products(state: State<'_, AppState>, path: String) -> Res<outbox::master_csv::CsvImport> {
     let ready = state.ready()?;
+    let file = read_chosen(&path, MASTER_CSV)?;
     Ok(ready.outbox.import_products_csv(&file.bytes, &ready.actor()).await?)
 }
 

@@ -149,10 +149,10 @@ pub struct EmisorSetupDto {
     pub nombre: String,
     pub regimen_fiscal: String,
     pub lugar_expedicion: String,
-    /// The `.cer` file's bytes.
-    pub cer: Vec<u8>,
-    /// The `.key` file's bytes (encrypted, as SAT issues it).
-    pub key: Vec<u8>,
+    /// The `.cer` file the person chose (an absolute path; Rust reads it).
+    pub cer_path: String,
+    /// The `.key` file the person chose (encrypted, as SAT issues it).
+    pub key_path: String,
     /// The key's password: stored in the OS credential store, never in the database.
     pub password: String,
 }
@@ -231,13 +231,6 @@ pub struct CancelOrderDto {
     pub folio_sustitucion: Option<String>,
     /// Why (required).
     pub note: String,
-}
-
-/// A file the UI read for the reconciliation import.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, TS)]
-pub struct ImportFileDto {
-    pub name: String,
-    pub bytes: Vec<u8>,
 }
 
 /// What the contador found for an attempt with an open question (*Encontré el CFDI*).

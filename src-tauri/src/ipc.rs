@@ -186,11 +186,17 @@ fn camel(name: &str) -> String {
 
 /// `capabilities/main.json`: the window may listen to events and call exactly the listed commands.
 pub fn capability(s: &Surface) -> String {
-    let mut permissions = vec!["core:event:allow-listen".to_string(), "core:event:allow-unlisten".to_string()];
+    // The native file chooser answers a path and nothing else (no fs plugin is installed, so the
+    // chosen path opens no file-system scope); Timbra's commands read the file.
+    let mut permissions = vec![
+        "core:event:allow-listen".to_string(),
+        "core:event:allow-unlisten".to_string(),
+        "dialog:allow-open".to_string(),
+    ];
     permissions.extend(s.commands.iter().map(|c| format!("allow-{}", kebab(c.name))));
     let json = serde_json::json!({
         "identifier": "main",
-        "description": "What the console's one window may do: listen to Timbra's events and call Timbra's own commands. No filesystem, shell, HTTP or other plugin access. Generated from src-tauri/src/ipc_list.rs.",
+        "description": "What the console's one window may do: listen to Timbra's events, open the native file chooser (which answers a path; Timbra's own commands read the file) and call Timbra's own commands. No filesystem, shell, HTTP or other plugin access. Generated from src-tauri/src/ipc_list.rs.",
         "windows": ["main"],
         "permissions": permissions,
     });

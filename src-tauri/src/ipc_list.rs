@@ -43,7 +43,7 @@ macro_rules! ipc_surface {
                 decide_candidate(candidate_id: i64, survivor: Option<String>, order_dto: Option<CancelOrderDto>, note: String) -> Vec<DuplicateGroup>;
                 cancellation_preview(uuid: String) -> CancellationPreview;
                 cancel_cfdi(invoice_id: i64, uuid: String, order_dto: CancelOrderDto) -> InvoiceDetailDto;
-                import_cfdis(files: Vec<ImportFileDto>) -> ImportReport;
+                import_cfdis(paths: Vec<String>) -> ImportReport;
                 follow_up_draft(invoice_id: i64, kind: FollowUpKind) -> FollowUpDraft;
                 export_pdf(invoice_id: i64) -> SavedFileDto;
                 email_recipients(invoice_id: i64) -> Vec<String>;
@@ -61,7 +61,7 @@ macro_rules! ipc_surface {
                 create_global_invoice(periodicidad: String, desde: String, hasta: String) -> GlobalInvoiceResult;
                 month_report(month: String) -> MonthReport;
                 export_month(month: String, format: MonthExportDto) -> SavedFileDto;
-                import_screening_list(file: ImportFileDto, list_date: Option<String>, skip_bad_lines: bool) -> ScreeningImport;
+                import_screening_list(path: String, list_date: Option<String>, skip_bad_lines: bool) -> ScreeningImport;
                 screening_check(rfc: String) -> ScreeningStatus;
                 role_locks() -> Vec<RoleLockDto>;
                 unlock_role(role: Role, pin: String) -> Vec<RoleLockDto>;
@@ -73,12 +73,12 @@ macro_rules! ipc_surface {
                 customers(query: Option<String>) -> Vec<Customer>;
                 save_customer(id: Option<i64>, input: CustomerInput) -> Customer;
                 delete_customer(id: i64) -> Vec<Customer>;
-                import_customers(file: ImportFileDto) -> CsvImport;
+                import_customers(path: String) -> CsvImport;
                 export_customers() -> SavedFileDto;
                 products(query: Option<String>) -> Vec<ProductDto>;
                 save_product(id: Option<i64>, input: ProductInput) -> ProductDto;
                 delete_product(id: i64) -> Vec<ProductDto>;
-                import_products(file: ImportFileDto) -> CsvImport;
+                import_products(path: String) -> CsvImport;
                 export_products() -> SavedFileDto;
                 catalog_search(catalogo: CatalogoDto, text: String, limit: u32) -> Vec<CatalogEntryDto>;
                 catalog_version() -> CatalogVersionDto;

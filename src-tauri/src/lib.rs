@@ -14,6 +14,8 @@
 //!   and its events; [`pac_settings`]: the PAC form over the outbox's PAC list;
 //! - [`sandbox`]: SAT's test CSD and the in-process PAC simulators; [`demo`]: the demo sales;
 //!   [`credentials`]: the OS credential store; [`app_settings`]: operators, drain concurrency;
+//! - [`file_chooser`]: the native file chooser (Tauri's dialog plugin; its E2E stand-in) and
+//!   the checks a chosen path passes before Rust reads the file;
 //! - [`channels`]: the local HTTP API (`crates/api`) started from Ajustes, the notification
 //!   worker, tokens, webhook and SMTP settings, the PDF and the bulk export.
 //!
@@ -32,6 +34,7 @@ pub mod demo;
 pub mod drain_host;
 pub mod dto;
 pub mod error;
+pub mod file_chooser;
 pub mod ipc;
 pub mod pac_settings;
 pub mod sandbox;
@@ -55,6 +58,7 @@ pub fn run() {
         .try_init();
 
     let app = tauri::Builder::default()
+        .plugin(file_chooser::plugin())
         .setup(|app| {
             let state = tauri::async_runtime::block_on(state::AppState::start());
             if let Ok(ready) = state.ready() {

@@ -107,6 +107,9 @@ impl Drop for Display {
 pub struct App {
     driver: Child,
     pub client: Client,
+    /// What the native file chooser answers (the app's E2E stand-in of the dialog plugin:
+    /// `TIMBRA_E2E_FILE_CHOOSER`, test-only; see src-tauri/src/file_chooser.rs).
+    chooser: PathBuf,
     /// The app's temporary folders (database, exports, XDG); removed when the flow ends.
     _dir: tempfile::TempDir,
 }
@@ -138,6 +141,7 @@ impl App {
             let _ = std::fs::create_dir_all(&p);
             p
         };
+        let chooser = dir.path().join("selector-de-archivos.txt");
         let mut driver = Command::new(driver_bin)
             .arg("--native-driver")
             .arg(&native)
@@ -150,6 +154,8 @@ impl App {
             // Software rendering under Xvfb: no shader cache to write (or to race at teardown).
             .env("MESA_SHADER_CACHE_DISABLE", "true")
             .env("TIMBRA_LOG", "warn")
+            // WebDriver cannot drive a native dialog: the app's chooser answers from this file.
+            .env("TIMBRA_E2E_FILE_CHOOSER", &chooser)
             .envs(extra_env)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -193,7 +199,12 @@ impl App {
                 return Err(format!("no se abrió la sesión WebDriver: {e}"));
             }
         };
-        Ok(App { driver, client, _dir: dir })
+        Ok(App {
+            driver,
+            client,
+            chooser,
+            _dir: dir,
+        })
     }
 
     /// Ends the session (the app exits) and stops tauri-driver.
@@ -207,6 +218,26 @@ impl App {
     }
 
     // Helpers ----------------------------------------------------------------------------------
+
+    /// What the next native file chooser answers, as a person picking these files would (none:
+    /// the person cancels). Used once, by the next chooser opened.
+    pub fn choose_next(&self, files: &[&Path]) -> Res {
+        let text: String = files.iter().map(|f| format!("{}\n", f.display())).collect();
+        std::fs::write(&self.chooser, text).map_err(|e| format!("{}: {e}", self.chooser.display()))
+    }
+
+    /// The title of every native file chooser the app opened so far, in order.
+    pub fn chooser_titles(&self) -> Res<Vec<String>> {
+        let mut log = self.chooser.clone().into_os_string();
+        log.push(".pedidos");
+        let text = std::fs::read_to_string(PathBuf::from(log)).unwrap_or_default();
+        text.lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).map_err(|e| format!("pedido {l}: {e}"))?;
+                Ok(v["options"]["title"].as_str().unwrap_or_default().to_string())
+            })
+            .collect()
+    }
 
     /// Navigates to a hash route (`#/emitir`); a full URL is cut down to its hash.
     pub async fn go(&self, hash: &str) -> Res {

@@ -53,6 +53,7 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
         Box::pin(flows::linea_de_tiempo_en_palabras(app))
     }),
     ("emitir_con_catalogos", nothing, |app| Box::pin(flows::emitir_con_catalogos(app))),
+    ("ventana_y_archivos", nothing, |app| Box::pin(flows::ventana_y_archivos(app))),
 ];
 
 fn main() -> ExitCode {

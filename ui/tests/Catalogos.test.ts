@@ -114,6 +114,41 @@ describe('Emitir from saved customers and products', () => {
     expect(draft.conceptos.map((c) => c.no_identificacion)).toEqual(['CAF-01', 'TOR-01']);
   });
 
+  test('shortcuts: Alt+C and Alt+P reach the searches, Alt+N adds a blank line, Alt+Supr removes the focused one, Escape closes suggestions', async () => {
+    const calls = backend();
+    render(Emitir, { identity: new ClickIdentity(() => 'click-2') });
+    await waitFor(() => expect(document.activeElement).toBe(field('customer-search')));
+    // The hint names every shortcut.
+    expect(screen.getByTestId('emitir-shortcuts').textContent).toContain('Alt+C');
+    expect(screen.getByTestId('emitir-shortcuts').textContent).toContain('Alt+Supr');
+    await fireEvent.keyDown(field('customer-search'), { key: 'p', code: 'KeyP', altKey: true });
+    expect(document.activeElement).toBe(field('product-search'));
+    await typeAndEnter('product-search', 'caf');
+    await waitFor(() => expect(field('conceptos[0].descripcion').value).toBe('Café de olla'));
+    // Escape closes the suggestions and leaves the text.
+    await fireEvent.input(field('product-search'), { target: { value: 'tor' } });
+    await waitFor(() => expect(screen.getByTestId('ac-product-search-list')).toBeTruthy());
+    await fireEvent.keyDown(field('product-search'), { key: 'Escape' });
+    await waitFor(() => expect(screen.queryByTestId('ac-product-search-list')).toBeNull());
+    expect(field('product-search').value).toBe('tor');
+    // Alt+N: a blank second line, with the focus in its description.
+    await fireEvent.keyDown(field('product-search'), { key: 'n', code: 'KeyN', altKey: true });
+    await waitFor(() => expect(document.activeElement).toBe(field('conceptos[1].descripcion')));
+    expect(field('conceptos[1].descripcion').value).toBe('');
+    // Alt+Supr in that line removes it; the focus goes back to the line before.
+    await fireEvent.keyDown(field('conceptos[1].descripcion'), { key: 'Delete', altKey: true });
+    await waitFor(() => expect(document.querySelector("[name='conceptos[1].descripcion']")).toBeNull());
+    expect(document.activeElement).toBe(field('conceptos[0].descripcion'));
+    expect(field('conceptos[0].descripcion').value).toBe('Café de olla');
+    // Alt+Supr outside a line does nothing.
+    await fireEvent.keyDown(field('product-search'), { key: 'Delete', altKey: true });
+    expect(field('conceptos[0].descripcion').value).toBe('Café de olla');
+    // Alt+C: back to the customer search.
+    await fireEvent.keyDown(document.body, { key: 'c', code: 'KeyC', altKey: true });
+    expect(document.activeElement).toBe(field('customer-search'));
+    expect(calls.some((c) => c.cmd === 'record_sale')).toBe(false);
+  });
+
   test('Enter in a search box never submits the form', async () => {
     const calls = backend();
     render(Emitir, { identity: new ClickIdentity(() => 'click-2') });
@@ -126,21 +161,21 @@ describe('Emitir from saved customers and products', () => {
 
 describe('Clientes', () => {
   test('an import lists each bad line with its number, field and reason', async () => {
-    backend((cmd) => {
+    const calls = backend((cmd) => {
       if (cmd === 'customers') return [customer];
+      // The native chooser (Tauri's dialog plugin) answers the path the person chose.
+      if (cmd === 'plugin:dialog|open') return '/home/ana/clientes.csv';
       if (cmd === 'import_customers')
         return { added: 1, updated: 0, bad_lines: [{ line: 3, field: 'cp', message: 'el código postal 00001 no existe en el catálogo c_CodigoPostal del SAT' }] };
       return undefined;
     });
     render(Clientes);
     await waitFor(() => expect(screen.getByTestId('clientes-table').textContent).toContain('URE180429TM6'));
-    const file = new File(['rfc,nombre,cp,regimen\n'], 'clientes.csv', { type: 'text/csv' });
-    Object.defineProperty(file, 'arrayBuffer', { value: async () => new TextEncoder().encode('x').buffer });
-    const input = document.querySelector<HTMLInputElement>("[name='clientes-csv']")!;
-    await fireEvent.change(input, { target: { files: [file] } });
     await fireEvent.click(screen.getByTestId('clientes-import'));
     await waitFor(() => expect(screen.getByTestId('clientes-bad-lines').textContent).toContain('línea 3: cp: el código postal 00001 no existe'));
     expect(screen.getByTestId('clientes-imported').textContent).toContain('1 agregados');
+    // Rust gets the path (and reads the file); the webview never read it.
+    expect(calls.find((c) => c.cmd === 'import_customers')?.args).toEqual({ path: '/home/ana/clientes.csv' });
   });
 
   test('a refused save shows the field errors under their inputs', async () => {

@@ -225,6 +225,7 @@ describe('69-B list in Ajustes', () => {
     mockIPC((cmd, args) => {
       calls.push([cmd, args]);
       if (cmd === 'screening_check') return { rfc: '', list: null, entry: null, warns: false };
+      if (cmd === 'plugin:dialog|open') return '/home/ana/Descargas/lista.csv';
       if (cmd === 'import_screening_list')
         throw {
           code: 'validation',
@@ -238,17 +239,14 @@ describe('69-B list in Ajustes', () => {
     });
     render(ScreeningSettings);
     await waitFor(() => expect(screen.getByTestId('screening-current').textContent).toContain('Aún no se ha importado'));
-    const input = document.querySelector<HTMLInputElement>('input[type=file]')!;
-    // jsdom's File has no arrayBuffer(): a stand-in with the two members the form reads.
-    const file = { name: 'lista.csv', arrayBuffer: async () => new TextEncoder().encode('RFC,Situación\n').buffer };
-    Object.defineProperty(input, 'files', { value: [file] });
-    await fireEvent.change(input);
+    expect(screen.getByTestId('screening-import').hasAttribute('disabled')).toBe(true);
+    await fireEvent.click(screen.getByTestId('screening-choose'));
+    await waitFor(() => expect(screen.getByTestId('screening-file').textContent).toBe('lista.csv'));
     await fireEvent.click(screen.getByTestId('screening-import'));
     await waitFor(() => expect(screen.getByTestId('screening-error').textContent).toContain('línea 6: el RFC "XYZ" no es válido'));
     expect(screen.getByTestId('screening-error').textContent).toContain('línea 8');
-    const sent = calls.find(([c]) => c === 'import_screening_list')![1] as { file: { name: string; bytes: number[] }; listDate: string | null; skipBadLines: boolean };
-    expect(sent.file.name).toBe('lista.csv');
-    expect(sent.file.bytes.length).toBeGreaterThan(0);
+    const sent = calls.find(([c]) => c === 'import_screening_list')![1] as { path: string; listDate: string | null; skipBadLines: boolean };
+    expect(sent.path).toBe('/home/ana/Descargas/lista.csv');
     expect(sent.listDate).toBeNull();
     expect(sent.skipBadLines).toBe(false);
   });

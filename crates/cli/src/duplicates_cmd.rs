@@ -9,15 +9,12 @@ use clap::{Args, Subcommand};
 use outbox::cancellation::Motivo;
 use outbox::duplicates::CancelOrder;
 use outbox::model::InvoiceRef;
-use outbox::reconciliation::{ImportedFile, SaleIdField};
+use outbox::reconciliation::{ImportedFile, SaleIdField, MAX_IMPORT_BYTES};
 use outbox::Store;
 
 use crate::input::read_file;
 use crate::shell::{failure, open, print_json, print_out, runtime, ActorArgs};
 use crate::{exit, Failure};
-
-/// Files read from a folder or a ZIP, at most this many bytes together.
-const MAX_IMPORT_BYTES: u64 = 512 * 1024 * 1024;
 
 #[derive(Subcommand)]
 pub enum DuplicatesCommand {

@@ -11,42 +11,15 @@
 use std::path::Path;
 
 use cfdi::secret::Secret;
+use outbox::file_input::MAX_FILE_BYTES;
 
 use crate::Failure;
 
-/// Files larger than this are refused before they are read whole.
-const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
-
-/// Reads a whole file, with a Spanish error naming it.
+/// Reads a whole regular file (at most [`MAX_FILE_BYTES`], through
+/// [`outbox::file_input::read_bounded`], the reader the console's file chooser uses too), with
+/// a Spanish error naming it.
 pub fn read_file(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
-    let meta = std::fs::metadata(path).map_err(|e| Failure::invalid(format!("{what} {}: {}", path.display(), io_reason(&e))))?;
-    if meta.is_dir() {
-        return Err(Failure::invalid(format!(
-            "{what} {}: es una carpeta, no un archivo",
-            path.display()
-        )));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(Failure::invalid(format!(
-            "{what} {}: pesa {} bytes; el máximo es {MAX_FILE_BYTES}",
-            path.display(),
-            meta.len()
-        )));
-    }
-    // The size the metadata reports is not a bound (`/dev/zero`, a FIFO, a file still growing):
-    // read at most one byte past the limit.
-    use std::io::Read;
-    let io = |e: std::io::Error| Failure::invalid(format!("{what} {}: {}", path.display(), io_reason(&e)));
-    let file = std::fs::File::open(path).map_err(io)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(Failure::invalid(format!(
-            "{what} {}: pesa más de {MAX_FILE_BYTES} bytes; el máximo es {MAX_FILE_BYTES}",
-            path.display()
-        )));
-    }
-    Ok(bytes)
+    outbox::file_input::read_bounded(path, MAX_FILE_BYTES).map_err(|e| Failure::invalid(format!("{what} {}: {e}", path.display())))
 }
 
 /// Reads a UTF-8 text file.

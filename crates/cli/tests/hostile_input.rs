@@ -148,8 +148,8 @@ fn hostile_sales_are_refused_with_the_reason_and_write_nothing() {
     // Over the sale limit (16 MiB), under the file limit: the limit is named.
     let big = format!("{{\"sale_id\":\"{}\"}}", "x".repeat(17 << 20));
     db.refused(&["sale", "add", &db.file("big.json", big.as_bytes())], &["16777216"]);
-    // A file that never ends is read to the file limit and no further.
-    db.refused(&["sale", "add", "/dev/zero"], &["/dev/zero", "67108864"]);
+    // A device that never ends is not a regular file: refused before a byte is read.
+    db.refused(&["sale", "add", "/dev/zero"], &["/dev/zero", "no es un archivo regular"]);
     // A JSON lines import with one deep line names the line and records the others only.
     let line = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
     let out = db.run(&["sale", "import", &db.file("lines.jsonl", line.as_bytes())]);
@@ -200,10 +200,13 @@ fn hostile_reconciliation_imports_are_refused_whole() {
         assert_eq!(f["result"], "refused", "{f}");
         assert!(f["message"].as_str().unwrap_or_default().contains(needle), "{f}");
     }
-    // A symlink in a folder import pointing at a device is bounded like any file.
+    // A symlink in a folder import pointing at a device is refused like the device.
     let dir = db.dir.path().join("carpeta");
     std::fs::create_dir(&dir).unwrap();
     std::os::unix::fs::symlink("/dev/zero", dir.join("cero.xml")).unwrap();
-    db.refused(&["cfdi", "import", dir.to_str().unwrap()], &["cero.xml", "67108864"]);
+    db.refused(
+        &["cfdi", "import", dir.to_str().unwrap()],
+        &["cero.xml", "no es un archivo regular"],
+    );
     nothing_written(&db);
 }

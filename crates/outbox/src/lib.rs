@@ -29,6 +29,7 @@
 //!   import/export through [`master_csv`]); a sale copies what it uses, so edits never reach it;
 //! - the JSON lane: [`facturapi_lane`] (attempts whose frozen body is Facturapi's invoice
 //!   JSON; the check of the CFDI Facturapi returns against the sale);
+//! - [`file_input`]: the bounded reader of a file a person pointed Timbra at (both shells);
 //! - [`actor`], [`clock`], [`location`], [`error`].
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
@@ -52,6 +53,7 @@ pub mod email;
 pub mod error;
 pub mod facts;
 pub mod facturapi_lane;
+pub mod file_input;
 mod fiscal_intake;
 pub mod follow_up;
 pub mod global_invoice;

@@ -80,6 +80,10 @@ impl ImportReport {
     }
 }
 
+/// The XML of one reconciliation import (a folder's files, a ZIP's entries as inflated), at most
+/// this many bytes together: the CLI's `timbra cfdi import` and the console's import.
+pub const MAX_IMPORT_BYTES: u64 = 512 * 1024 * 1024;
+
 /// The most entries a reconciliation ZIP may list (SAT's bulk download packs far fewer).
 pub const MAX_ZIP_ENTRIES: usize = 200_000;
 

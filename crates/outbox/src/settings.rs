@@ -18,6 +18,9 @@ use crate::store::{NewEmisorSettings, StoredEmisorSettings};
 /// The environment variable that holds the CSD key password unless settings name another.
 pub const DEFAULT_PASSWORD_ENV: &str = "TIMBRA_CSD_PASSWORD";
 
+/// The largest `.cer` or `.key` file read (SAT's are about 1.5 KB).
+pub const MAX_CSD_FILE_BYTES: u64 = 64 * 1024;
+
 /// Setting (JSON string) naming the PAC new attempts are frozen for.
 pub const SETTING_PRIMARY_PAC: &str = "pac.primary";
 

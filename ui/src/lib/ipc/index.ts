@@ -31,7 +31,6 @@ import type { FollowUpKind } from './bindings/FollowUpKind';
 import type { FoundCfdiDto } from './bindings/FoundCfdiDto';
 import type { GlobalInvoicePreview } from './bindings/GlobalInvoicePreview';
 import type { GlobalInvoiceResult } from './bindings/GlobalInvoiceResult';
-import type { ImportFileDto } from './bindings/ImportFileDto';
 import type { ImportReport } from './bindings/ImportReport';
 import type { InvoiceBalance } from './bindings/InvoiceBalance';
 import type { InvoiceChangedDto } from './bindings/InvoiceChangedDto';
@@ -87,7 +86,7 @@ export const api = {
   decideCandidate: (candidateId: number, survivor: string | null, orderDto: CancelOrderDto | null, note: string) => call<Array<DuplicateGroup>>('decide_candidate', { candidateId, survivor, orderDto, note }),
   cancellationPreview: (uuid: string) => call<CancellationPreview>('cancellation_preview', { uuid }),
   cancelCfdi: (invoiceId: number, uuid: string, orderDto: CancelOrderDto) => call<InvoiceDetailDto>('cancel_cfdi', { invoiceId, uuid, orderDto }),
-  importCfdis: (files: Array<ImportFileDto>) => call<ImportReport>('import_cfdis', { files }),
+  importCfdis: (paths: Array<string>) => call<ImportReport>('import_cfdis', { paths }),
   followUpDraft: (invoiceId: number, kind: FollowUpKind) => call<FollowUpDraft>('follow_up_draft', { invoiceId, kind }),
   exportPdf: (invoiceId: number) => call<SavedFileDto>('export_pdf', { invoiceId }),
   emailRecipients: (invoiceId: number) => call<Array<string>>('email_recipients', { invoiceId }),
@@ -105,7 +104,7 @@ export const api = {
   createGlobalInvoice: (periodicidad: string, desde: string, hasta: string) => call<GlobalInvoiceResult>('create_global_invoice', { periodicidad, desde, hasta }),
   monthReport: (month: string) => call<MonthReport>('month_report', { month }),
   exportMonth: (month: string, format: MonthExportDto) => call<SavedFileDto>('export_month', { month, format }),
-  importScreeningList: (file: ImportFileDto, listDate: string | null, skipBadLines: boolean) => call<ScreeningImport>('import_screening_list', { file, listDate, skipBadLines }),
+  importScreeningList: (path: string, listDate: string | null, skipBadLines: boolean) => call<ScreeningImport>('import_screening_list', { path, listDate, skipBadLines }),
   screeningCheck: (rfc: string) => call<ScreeningStatus>('screening_check', { rfc }),
   roleLocks: () => call<Array<RoleLockDto>>('role_locks'),
   unlockRole: (role: Role, pin: string) => call<Array<RoleLockDto>>('unlock_role', { role, pin }),
@@ -117,12 +116,12 @@ export const api = {
   customers: (query: string | null) => call<Array<Customer>>('customers', { query }),
   saveCustomer: (id: number | null, input: CustomerInput) => call<Customer>('save_customer', { id, input }),
   deleteCustomer: (id: number) => call<Array<Customer>>('delete_customer', { id }),
-  importCustomers: (file: ImportFileDto) => call<CsvImport>('import_customers', { file }),
+  importCustomers: (path: string) => call<CsvImport>('import_customers', { path }),
   exportCustomers: () => call<SavedFileDto>('export_customers'),
   products: (query: string | null) => call<Array<ProductDto>>('products', { query }),
   saveProduct: (id: number | null, input: ProductInput) => call<ProductDto>('save_product', { id, input }),
   deleteProduct: (id: number) => call<Array<ProductDto>>('delete_product', { id }),
-  importProducts: (file: ImportFileDto) => call<CsvImport>('import_products', { file }),
+  importProducts: (path: string) => call<CsvImport>('import_products', { path }),
   exportProducts: () => call<SavedFileDto>('export_products'),
   catalogSearch: (catalogo: CatalogoDto, text: string, limit: number) => call<Array<CatalogEntryDto>>('catalog_search', { catalogo, text, limit }),
   catalogVersion: () => call<CatalogVersionDto>('catalog_version'),

@@ -5,13 +5,13 @@
  */
 export type EmisorSetupDto = { rfc: string, nombre: string, regimen_fiscal: string, lugar_expedicion: string, 
 /**
- * The `.cer` file's bytes.
+ * The `.cer` file the person chose (an absolute path; Rust reads it).
  */
-cer: Array<number>, 
+cer_path: string, 
 /**
- * The `.key` file's bytes (encrypted, as SAT issues it).
+ * The `.key` file the person chose (encrypted, as SAT issues it).
  */
-key: Array<number>, 
+key_path: string, 
 /**
  * The key's password: stored in the OS credential store, never in the database.
  */
