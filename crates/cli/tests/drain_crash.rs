@@ -4,7 +4,8 @@
 //! - Failpoint matrix: a `timbra drain` crashes (abort) after claim, after the request was
 //!   written, after the response was read, before commit, after commit; a clean drain then
 //!   finishes. Every sale ends with exactly one CFDI in the simulator's ledger, the same UUID
-//!   as in the database.
+//!   as in the database. The matrix (SW and Facturapi primaries, and the crash around a
+//!   cancellation request) runs on SQLite and on PostgreSQL.
 //! - Chaos: many sales, a simulator with latency, timeouts after certifying, resets, HTTP 500,
 //!   lowercase UUIDs and an outage of the primary (a backup takes over what is known not
 //!   created), then a stretch where the primary validates before it looks for a previous stamp
@@ -338,7 +339,16 @@ fn check_exactly_once(db: &Db, sims: &[&Sim], n: usize) {
 }
 
 #[test]
-fn every_failpoint_then_restart_stamps_each_sale_exactly_once() {
+fn every_failpoint_then_restart_stamps_each_sale_exactly_once_sqlite() {
+    every_failpoint_then_restart_stamps_each_sale_exactly_once(Backend::Sqlite);
+}
+
+#[test]
+fn every_failpoint_then_restart_stamps_each_sale_exactly_once_postgres() {
+    every_failpoint_then_restart_stamps_each_sale_exactly_once(Backend::Postgres);
+}
+
+fn every_failpoint_then_restart_stamps_each_sale_exactly_once(backend: Backend) {
     for point in [
         "after_claim",
         "after_request_written",
@@ -348,7 +358,7 @@ fn every_failpoint_then_restart_stamps_each_sale_exactly_once() {
     ] {
         let sim = Sim::start("sw", "latency_ms=5..20");
         let n = 6;
-        let db = Db::new(&[("sw", "sw", &sim)], n);
+        let db = Db::on(backend, &[("sw", "sw", &sim)], n, "1500");
         let crashed = db
             .timbra(&Db::drain_args())
             .env("TIMBRA_FAILPOINT", point)
@@ -365,7 +375,16 @@ fn every_failpoint_then_restart_stamps_each_sale_exactly_once() {
 /// (a create answered with the original invoice) or looked up by `external_id`; never a second
 /// invoice.
 #[test]
-fn every_failpoint_with_a_facturapi_primary_stamps_each_sale_exactly_once() {
+fn every_failpoint_with_a_facturapi_primary_stamps_each_sale_exactly_once_sqlite() {
+    every_failpoint_with_a_facturapi_primary_stamps_each_sale_exactly_once(Backend::Sqlite);
+}
+
+#[test]
+fn every_failpoint_with_a_facturapi_primary_stamps_each_sale_exactly_once_postgres() {
+    every_failpoint_with_a_facturapi_primary_stamps_each_sale_exactly_once(Backend::Postgres);
+}
+
+fn every_failpoint_with_a_facturapi_primary_stamps_each_sale_exactly_once(backend: Backend) {
     for point in [
         "after_claim",
         "after_request_written",
@@ -375,7 +394,7 @@ fn every_failpoint_with_a_facturapi_primary_stamps_each_sale_exactly_once() {
     ] {
         let sim = Sim::start("facturapi", "latency_ms=5..20");
         let n = 4;
-        let db = Db::new(&[("fa", "facturapi", &sim)], n);
+        let db = Db::on(backend, &[("fa", "facturapi", &sim)], n, "1500");
         let crashed = db
             .timbra(&Db::drain_args())
             .env("TIMBRA_FAILPOINT", point)
@@ -392,10 +411,19 @@ fn every_failpoint_with_a_facturapi_primary_stamps_each_sale_exactly_once() {
 /// request leaves, or right after the PAC answered and before the answer is recorded, is
 /// restarted and exactly one request reaches the PAC; SAT's last word is recorded.
 #[test]
-fn a_crash_around_a_cancellation_request_sends_it_exactly_once() {
+fn a_crash_around_a_cancellation_request_sends_it_exactly_once_sqlite() {
+    a_crash_around_a_cancellation_request_sends_it_exactly_once(Backend::Sqlite);
+}
+
+#[test]
+fn a_crash_around_a_cancellation_request_sends_it_exactly_once_postgres() {
+    a_crash_around_a_cancellation_request_sends_it_exactly_once(Backend::Postgres);
+}
+
+fn a_crash_around_a_cancellation_request_sends_it_exactly_once(backend: Backend) {
     for point in ["before_cancel_send", "after_cancel_send"] {
         let sim = Sim::start("sw", "latency_ms=5..20");
-        let db = Db::new(&[("sw", "sw", &sim)], 1);
+        let db = Db::on(backend, &[("sw", "sw", &sim)], 1, "1500");
         db.run(&[
             "pac",
             "add",
