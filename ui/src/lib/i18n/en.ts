@@ -407,7 +407,7 @@ export const en: Record<keyof typeof es, string> = {
   'tablero.pending_cancellations': 'Cancellations in progress',
   'tablero.by_badge': 'Invoices by strategy',
   'tablero.per_hour': 'Stamps per hour (last 24 h)',
-  'tablero.per_hour_hint': '{n} invoices stamped in the last 24 hours.',
+  'tablero.per_hour_hint': 'Stamped in the last 24 hours: {n}.',
   "tablero.over_time": "States over time (30 days)",
   "tablero.over_time_hint": "Per day: invoices recorded and, of those, how many are stamped, queued or held now. From the history stored in the database.",
   "tablero.pac_health": "PAC health (last 24 h)",

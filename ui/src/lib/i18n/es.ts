@@ -403,7 +403,7 @@ export const es = {
   'tablero.pending_cancellations': 'Cancelaciones en curso',
   'tablero.by_badge': 'Facturas por estrategia',
   'tablero.per_hour': 'Timbres por hora (últimas 24 h)',
-  'tablero.per_hour_hint': '{n} facturas timbradas en las últimas 24 horas.',
+  'tablero.per_hour_hint': 'Timbradas en las últimas 24 horas: {n}.',
   "tablero.over_time": "Estados a lo largo del tiempo (30 días)",
   "tablero.over_time_hint": "Por día: facturas registradas y, de ellas, cuántas están timbradas, en cola o detenidas hoy. Del historial guardado en la base de datos.",
   "tablero.pac_health": "Salud de los PAC (últimas 24 h)",
