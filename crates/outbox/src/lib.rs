@@ -29,6 +29,7 @@
 //!   import/export through [`master_csv`]); a sale copies what it uses, so edits never reach it;
 //! - the JSON lane: [`facturapi_lane`] (attempts whose frozen body is Facturapi's invoice
 //!   JSON; the check of the CFDI Facturapi returns against the sale);
+//! - [`workers`]: the drain processes working the database, and which are live;
 //! - [`actor`], [`clock`], [`location`], [`error`].
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
@@ -73,6 +74,7 @@ pub mod store;
 pub mod strategy;
 pub mod timeline_words;
 pub mod webhooks;
+pub mod workers;
 
 pub use actor::{Actor, Role};
 pub use clock::{Clock, SystemClock, TestClock};

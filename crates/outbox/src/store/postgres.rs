@@ -25,6 +25,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use cfdi::sale::EmisorProfile;
+use cfdi::secret::Secret;
 use chrono::{DateTime, Utc};
 use sqlx::error::BoxDynError;
 use sqlx::migrate::{MigrateError, Migration, MigrationSource, MigrationType, Migrator};
@@ -43,6 +44,7 @@ use super::{
     DashboardInvoiceRow, DashboardStampedRow, DashboardTryRow, IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry,
     ScreeningListRow, StoredCfdi, TicketRow,
 };
+use super::{NewWorker, WorkerRow};
 use crate::actor::{Actor, Role};
 use crate::channel_rows::{ApiToken, EmailAttempt, EmailSend, NewEmailSend, TokenCandidate};
 use crate::channel_rows::{
@@ -86,6 +88,7 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "customers_products",
         include_str!("../../migrations/postgres/0006_customers_products.sql"),
     ),
+    (7, "workers", include_str!("../../migrations/postgres/0007_workers.sql")),
 ];
 
 #[derive(Debug)]
@@ -122,6 +125,9 @@ pub struct PgOptions {
     /// [`OutboxError::DatabaseLocked`].
     pub acquire_timeout: Duration,
     pub max_connections: u32,
+    /// The password, when it does not come from the URL, `PGPASSWORD` or `~/.pgpass` (the
+    /// desktop app keeps it in the OS credential store).
+    pub password: Option<Secret>,
 }
 
 impl std::fmt::Debug for PgOptions {
@@ -132,6 +138,7 @@ impl std::fmt::Debug for PgOptions {
             .field("create", &self.create)
             .field("acquire_timeout", &self.acquire_timeout)
             .field("max_connections", &self.max_connections)
+            .field("password", &self.password)
             .finish()
     }
 }
@@ -143,7 +150,24 @@ impl PgOptions {
             create: false,
             acquire_timeout: Duration::from_secs(10),
             max_connections: 8,
+            password: None,
         }
+    }
+
+    pub fn password(mut self, password: Option<Secret>) -> PgOptions {
+        self.password = password;
+        self
+    }
+
+    /// The connect options of the URL, with the password when one is given apart.
+    fn connect_options(&self) -> Result<PgConnectOptions> {
+        let mut connect = PgConnectOptions::from_str(&self.url)
+            .map_err(|e| OutboxError::invalid("database_url", "url_invalida", format!("{}: {e}", redact_url(&self.url))))?
+            .application_name("timbra");
+        if let Some(p) = &self.password {
+            connect = connect.password(p.expose());
+        }
+        Ok(connect)
     }
 
     pub fn create(mut self, create: bool) -> PgOptions {
@@ -175,10 +199,7 @@ impl PgStore {
     /// Connects (with `create`, creating the database first when it does not exist) and brings
     /// the schema up to date.
     pub async fn open(opts: &PgOptions) -> Result<PgStore> {
-        let bad = |msg: String| OutboxError::invalid("database_url", "url_invalida", msg);
-        let connect = PgConnectOptions::from_str(&opts.url)
-            .map_err(|e| bad(format!("{}: {e}", redact_url(&opts.url))))?
-            .application_name("timbra");
+        let connect = opts.connect_options()?;
         let location = PathBuf::from(describe(&connect));
         let classify = |e: sqlx::Error| classify_error(&location, opts.acquire_timeout, e);
         let pool_options = || {
@@ -291,6 +312,71 @@ async fn create_database(target: &PgConnectOptions) -> std::result::Result<(), s
     }
 }
 
+/// What a connection check learned of a PostgreSQL database, changing nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgProbe {
+    /// `postgres://USER@HOST:PORT/DATABASE` (never the password).
+    pub location: String,
+    /// The server's `server_version`.
+    pub server_version: String,
+    /// Timbra's latest migration applied there; None for an empty database (Timbra creates
+    /// its tables when it opens it).
+    pub schema_version: Option<i64>,
+    /// The latest migration this build carries.
+    pub latest_version: i64,
+}
+
+/// Connects once to the database `opts` names and reads what opening it would find — the
+/// server's version and Timbra's schema there — without creating or migrating anything. The
+/// errors are those opening would give: `db_missing`, `db_auth`, `db_unavailable`,
+/// `db_corrupt` (another program's tables), `db_too_new`.
+pub async fn probe(opts: &PgOptions) -> Result<PgProbe> {
+    let connect = opts.connect_options()?;
+    let location = PathBuf::from(describe(&connect));
+    let classify = |e: sqlx::Error| classify_error(&location, opts.acquire_timeout, e);
+    let mut conn = match tokio::time::timeout(opts.acquire_timeout, connect.connect()).await {
+        Ok(c) => c.map_err(classify)?,
+        Err(_) => {
+            return Err(OutboxError::DatabaseUnavailable {
+                path: location.clone(),
+                detail: format!("el servidor no contestó en {} s", opts.acquire_timeout.as_secs().max(1)),
+            })
+        }
+    };
+    let found = async {
+        let server_version: String = sqlx::query_scalar(sql!("probe_server_version")).fetch_one(&mut conn).await?;
+        let tables: Vec<String> = sqlx::query_scalar(sql!("user_tables")).fetch_all(&mut conn).await?;
+        let schema_version: Option<i64> = if tables.iter().any(|t| t == "_sqlx_migrations") {
+            sqlx::query_scalar(sql!("probe_schema_version")).fetch_one(&mut conn).await?
+        } else {
+            None
+        };
+        Ok::<_, sqlx::Error>((server_version, tables, schema_version))
+    }
+    .await;
+    let _ = conn.close().await;
+    let (server_version, tables, schema_version) = found.map_err(classify)?;
+    if !tables.is_empty() && !tables.iter().any(|t| t == "_sqlx_migrations") {
+        return Err(OutboxError::DatabaseCorrupt {
+            path: location,
+            detail: format!("contiene tablas que no son de Timbra ({})", tables.join(", ")),
+        });
+    }
+    let latest_version = MIGRATIONS.iter().map(|(v, _, _)| *v).max().unwrap_or(0);
+    if let Some(v) = schema_version.filter(|v| *v > latest_version) {
+        return Err(OutboxError::DatabaseTooNew {
+            path: location,
+            version: v,
+        });
+    }
+    Ok(PgProbe {
+        location: location.display().to_string(),
+        server_version,
+        schema_version,
+        latest_version,
+    })
+}
+
 /// Turns a driver error into an [`OutboxError`] a person can act on (by SQLSTATE).
 fn classify_error(location: &std::path::Path, waited: Duration, e: sqlx::Error) -> OutboxError {
     let path = location.to_path_buf();
@@ -310,13 +396,15 @@ fn classify_error(location: &std::path::Path, waited: Duration, e: sqlx::Error) 
                     ),
                 },
                 "XX001" | "XX002" => OutboxError::DatabaseCorrupt { path, detail: message },
+                c if c.starts_with("28") => OutboxError::DatabaseAuth {
+                    path,
+                    detail: format!("{message} (SQLSTATE {c})"),
+                },
                 c if c.starts_with("23") => OutboxError::Integrity(message),
-                c if c.starts_with("08") || c.starts_with("28") || c.starts_with("53") || c.starts_with("57P") => {
-                    OutboxError::DatabaseUnavailable {
-                        path,
-                        detail: format!("{message} (SQLSTATE {c})"),
-                    }
-                }
+                c if c.starts_with("08") || c.starts_with("53") || c.starts_with("57P") => OutboxError::DatabaseUnavailable {
+                    path,
+                    detail: format!("{message} (SQLSTATE {c})"),
+                },
                 _ => OutboxError::Database(format!("{message} (SQLSTATE {code})")),
             }
         }
@@ -339,6 +427,18 @@ where
     T: sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>,
 {
     row.try_get(col).map_err(|e| OutboxError::Database(format!("columna {col}: {e}")))
+}
+
+fn worker_row(r: &PgRow) -> Result<WorkerRow> {
+    Ok(WorkerRow {
+        id: get(r, "id")?,
+        worker: get(r, "worker")?,
+        program: get(r, "program")?,
+        host: get(r, "host")?,
+        pid: get(r, "pid")?,
+        started_at_ms: get(r, "started_at_ms")?,
+        heartbeat_at_ms: get(r, "heartbeat_at_ms")?,
+    })
 }
 
 fn instant(ms: i64) -> Result<DateTime<Utc>> {
@@ -979,6 +1079,85 @@ impl Store for PgStore {
             .await
             .map_err(|e| self.err(e))?;
         Ok(())
+    }
+
+    async fn replace_setting(&self, key: &str, expected: Option<&str>, value_json: &str, actor: &Actor, at_ms: i64) -> Result<bool> {
+        let done = match expected {
+            Some(old) => {
+                sqlx::query(sql!("replace_setting"))
+                    .bind(key)
+                    .bind(value_json)
+                    .bind(old)
+                    .bind(at_ms)
+                    .bind(&actor.name)
+                    .bind(actor.role.as_str())
+                    .execute(&self.pool)
+                    .await
+            }
+            None => {
+                sqlx::query(sql!("insert_setting_if_absent"))
+                    .bind(key)
+                    .bind(value_json)
+                    .bind(at_ms)
+                    .bind(&actor.name)
+                    .bind(actor.role.as_str())
+                    .execute(&self.pool)
+                    .await
+            }
+        }
+        .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn register_worker(&self, w: &NewWorker) -> Result<()> {
+        sqlx::query(sql!("workers/insert_worker"))
+            .bind(&w.id)
+            .bind(&w.worker)
+            .bind(&w.program)
+            .bind(&w.host)
+            .bind(w.pid)
+            .bind(w.at_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    async fn worker_heartbeat(&self, id: &str, at_ms: i64) -> Result<bool> {
+        let done = sqlx::query(sql!("workers/heartbeat"))
+            .bind(id)
+            .bind(at_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn unregister_worker(&self, id: &str) -> Result<()> {
+        sqlx::query(sql!("workers/delete_worker"))
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    async fn forget_workers(&self, before_ms: i64) -> Result<u64> {
+        let done = sqlx::query(sql!("workers/forget_workers"))
+            .bind(before_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn workers_since(&self, since_ms: i64) -> Result<Vec<WorkerRow>> {
+        let rows = sqlx::query(sql!("workers/workers_since"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(worker_row).collect()
     }
 
     async fn claim_due(&self, worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<Claim>> {
