@@ -109,3 +109,14 @@ async fn the_connection_check_reads_the_database_and_changes_nothing() {
     assert_eq!(down.code(), "db_unavailable", "{down:?}");
     assert!(!format!("{down} {down:?}").contains("s3cr3t"));
 }
+
+/// Opening a server that refuses connections says so at once — never "locked by another
+/// process" after waiting out the pool's timeout (what the pool alone reports).
+#[tokio::test]
+async fn opening_a_server_nobody_listens_on_is_unavailable_not_locked() {
+    let started = std::time::Instant::now();
+    let opts = PgOptions::new("postgres://timbra@127.0.0.1:1/timbra").acquire_timeout(std::time::Duration::from_secs(5));
+    let e = Outbox::open_postgres(&opts, Arc::new(SystemClock)).await.err().expect("refused");
+    assert_eq!(e.code(), "db_unavailable", "{e:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(4), "{:?}", started.elapsed());
+}

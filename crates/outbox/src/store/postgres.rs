@@ -207,13 +207,13 @@ impl PgStore {
                 .max_connections(opts.max_connections.max(1))
                 .acquire_timeout(opts.acquire_timeout)
         };
-        let pool = match pool_options().connect_with(connect.clone()).await.map_err(classify) {
-            Err(OutboxError::DatabaseMissing { .. }) if opts.create => {
-                create_database(&connect).await.map_err(classify)?;
-                pool_options().connect_with(connect.clone()).await.map_err(classify)?
-            }
+        // One connection first: the pool retries a refused or failing connection until its
+        // acquire timeout and then says only "timed out" (read as locked); this says why.
+        match first_connection(&connect, opts.acquire_timeout, &location).await {
+            Err(OutboxError::DatabaseMissing { .. }) if opts.create => create_database(&connect).await.map_err(classify)?,
             other => other?,
-        };
+        }
+        let pool = pool_options().connect_with(connect.clone()).await.map_err(classify)?;
         let store = PgStore {
             pool,
             location,
@@ -292,6 +292,21 @@ impl PgStore {
             "recorded" => Ok(KeyState::Recorded(existing_sale(&row)?)),
             other => Err(OutboxError::Database(format!("intake_keys.state desconocido: {other:?}"))),
         }
+    }
+}
+
+/// Opens and closes one connection within `timeout`, classified as opening would be.
+async fn first_connection(connect: &PgConnectOptions, timeout: Duration, location: &std::path::Path) -> Result<()> {
+    match tokio::time::timeout(timeout, connect.connect()).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(classify_error(location, timeout, e)),
+        Err(_) => Err(OutboxError::DatabaseUnavailable {
+            path: location.to_path_buf(),
+            detail: format!("el servidor no contestó en {} s", timeout.as_secs().max(1)),
+        }),
     }
 }
 
