@@ -47,7 +47,9 @@ pub fn run(db: Option<&str>, cmd: RoleCommand) -> Result<u8, Failure> {
                 let var = format!("{}_NUEVO", role_credential_var(role));
                 let credential = secret_from_env(&var, "credencial nueva del rol")?;
                 let secrets = crate::input::secrets()?;
-                let current = outbox::pacs::SecretSource::get(secrets, &role_credential_var(role));
+                // The current credential proves a change; a role without one takes the CSD's.
+                let has = o.role_has_credential(role).await.map_err(|e| failure(e, ""))?;
+                let current = outbox::pacs::SecretSource::get(secrets, &role_credential_var(role)).filter(|_| has);
                 let csd_var = match o.emisor_settings().await.map_err(|e| failure(e, ""))? {
                     Some(s) => s.password_env,
                     None => outbox::settings::DEFAULT_PASSWORD_ENV.to_string(),
