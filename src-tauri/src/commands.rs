@@ -1114,7 +1114,7 @@ pub async fn role_locks(state: State<'_, AppState>) -> Res<Vec<RoleLockDto>> {
 
 /// Unlocks `role` for a limited time with its credential (never stored, never logged: it
 /// crosses as a [`SecretText`]). A wrong one is refused and locks the role. From then on this
-/// desk acts in `role` (the contador) until [`lock_role`] or a restart; the outbox still checks
+/// desk acts in `role` (the contador) until [`leave_role`] or a restart; the outbox still checks
 /// every action and re-asks for every risky one.
 #[tauri::command]
 pub async fn unlock_role(state: State<'_, AppState>, role: Role, pin: SecretText) -> Res<Vec<RoleLockDto>> {
@@ -1124,9 +1124,18 @@ pub async fn unlock_role(state: State<'_, AppState>, role: Role, pin: SecretText
     role_locks_of(ready).await
 }
 
-/// Locks `role` again in this window; a desk acting in it goes back to the seat's own role.
+/// Locks `role` again in this window (a contador stepping away): the desk still shows the
+/// role's work, and its next action asks for the PIN.
 #[tauri::command]
 pub async fn lock_role(state: State<'_, AppState>, role: Role) -> Res<Vec<RoleLockDto>> {
+    let ready = state.ready()?;
+    ready.outbox.lock_role(role);
+    role_locks_of(ready).await
+}
+
+/// Leaves `role` (entered with its PIN): locked again, and the desk back to the seat's own role.
+#[tauri::command]
+pub async fn leave_role(state: State<'_, AppState>, role: Role) -> Res<Vec<RoleLockDto>> {
     let ready = state.ready()?;
     ready.outbox.lock_role(role);
     ready.stop_acting_as(role);

@@ -69,6 +69,7 @@ macro_rules! ipc_surface {
                 role_locks() -> Vec<RoleLockDto>;
                 unlock_role(role: Role, pin: SecretText) -> Vec<RoleLockDto>;
                 lock_role(role: Role) -> Vec<RoleLockDto>;
+                leave_role(role: Role) -> Vec<RoleLockDto>;
                 set_role_pin(role: Role, pin: SecretText, proof: RoleProofDto) -> Vec<RoleLockDto>;
                 backups() -> BackupsDto;
                 save_backups(policy: BackupPolicyDto) -> BackupsDto;

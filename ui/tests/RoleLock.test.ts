@@ -79,13 +79,13 @@ describe('RoleLock', () => {
     expect(screen.queryByTestId('act-as-contador')).toBeNull();
   });
 
-  test('acting as contador, the desk can go back to its own role', async () => {
+  test('acting as contador, the desk can lock the PIN (still contador) or go back to its own role', async () => {
     const calls: [string, unknown][] = [];
     mockIPC(
       (cmd, args) => {
         calls.push([cmd, args]);
         if (cmd === 'role_locks') return [{ ...contadorSet, unlocked_until: '2026-12-01T15:00:00Z' }, soporteNone];
-        if (cmd === 'lock_role') return [contadorSet, soporteNone];
+        if (cmd === 'lock_role' || cmd === 'leave_role') return [contadorSet, soporteNone];
         if (cmd === 'app_status') return null;
         throw new Error(`unexpected ${cmd}`);
       },
@@ -93,8 +93,12 @@ describe('RoleLock', () => {
     );
     render(RoleLock, { role: 'soporte', acting: 'contador' });
     await waitFor(() => expect(screen.getByTestId('acting-contador').textContent).toContain('Desbloqueado hasta'));
-    await fireEvent.click(screen.getByTestId('leave-contador'));
+    await fireEvent.click(screen.getByTestId('role-lock-button'));
     await waitFor(() => expect(calls).toContainEqual(['lock_role', { role: 'contador' }]));
+    await waitFor(() => expect(screen.getByTestId('acting-contador').textContent).not.toContain('Desbloqueado hasta'));
+    expect(calls.some(([c]) => c === 'app_status')).toBe(false);
+    await fireEvent.click(screen.getByTestId('leave-contador'));
+    await waitFor(() => expect(calls).toContainEqual(['leave_role', { role: 'contador' }]));
     await waitFor(() => expect(calls.some(([c]) => c === 'app_status')).toBe(true));
   });
 });

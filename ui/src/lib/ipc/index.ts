@@ -120,6 +120,7 @@ export const api = {
   roleLocks: () => call<Array<RoleLockDto>>('role_locks'),
   unlockRole: (role: Role, pin: SecretText) => call<Array<RoleLockDto>>('unlock_role', { role, pin }),
   lockRole: (role: Role) => call<Array<RoleLockDto>>('lock_role', { role }),
+  leaveRole: (role: Role) => call<Array<RoleLockDto>>('leave_role', { role }),
   setRolePin: (role: Role, pin: SecretText, proof: RoleProofDto) => call<Array<RoleLockDto>>('set_role_pin', { role, pin, proof }),
   backups: () => call<BackupsDto>('backups'),
   saveBackups: (policy: BackupPolicyDto) => call<BackupsDto>('save_backups', { policy }),
