@@ -719,10 +719,19 @@ pub async fn test_database(postgres_url: String, password: Option<SecretText>) -
     let url = crate::seat::check_postgres_url(&postgres_url)?;
     let password = match password.filter(|p| !p.is_empty()) {
         Some(p) => Some(p.secret().clone()),
-        None => CredentialSlot::DatabasePassword {
+        // As at start-up: without the credential store, PGPASSWORD or ~/.pgpass may still
+        // answer; a refused password then says so (`db_auth`).
+        None => match (CredentialSlot::DatabasePassword {
             location: outbox::location::redact_url(&url),
-        }
-        .load()?,
+        })
+        .load()
+        {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "no se pudo leer la contraseña de la base de datos del almacén de credenciales");
+                None
+            }
+        },
     };
     let opts = outbox::store::postgres::PgOptions::new(url)
         .password(password)

@@ -1509,3 +1509,92 @@ pub async fn emitir_con_catalogos(app: &App) -> Res {
     app.wait_badge("timbrada").await?;
     Ok(())
 }
+
+/// The PostgreSQL server the team flow creates its database on (as the other suites:
+/// `TIMBRA_TEST_POSTGRES_URL`, else the local server as postgres).
+fn pg_admin_url() -> String {
+    std::env::var("TIMBRA_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// The team flow's database (one E2E run at a time on a machine: a fixed name, replaced).
+const TEAM_DB: &str = "timbra_e2e_equipo";
+
+fn psql(sql: &str) -> Res {
+    let out = std::process::Command::new("psql")
+        .arg(pg_admin_url())
+        .args(["-v", "ON_ERROR_STOP=1", "-Atqc", sql])
+        .output()
+        .map_err(|e| format!("psql: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("psql {sql}: {}", String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+fn team_url() -> Res<String> {
+    let admin = pg_admin_url();
+    let (server, _) = admin.rsplit_once('/').ok_or("TIMBRA_TEST_POSTGRES_URL sin /BASE")?;
+    Ok(format!("{server}/{TEAM_DB}"))
+}
+
+/// A team's PostgreSQL database, empty, saved in this machine's seat file (`puesto.json` under
+/// the app's XDG config folder) as Ajustes saves it, with the seat's operator; no
+/// `TIMBRA_DATABASE_URL`, so the saved choice is what opens.
+pub fn team_database(dir: &std::path::Path) -> Res<Env> {
+    psql(&format!("DROP DATABASE IF EXISTS {TEAM_DB} WITH (FORCE)"))?;
+    psql(&format!("CREATE DATABASE {TEAM_DB} ENCODING 'UTF8' TEMPLATE template0"))?;
+    let seat = dir.join("config/timbra/puesto.json");
+    std::fs::create_dir_all(seat.parent().ok_or("sin carpeta")?).map_err(|e| e.to_string())?;
+    let json = serde_json::json!({ "operator": "Caja 2", "role": "soporte", "postgres_url": team_url()? });
+    std::fs::write(&seat, json.to_string()).map_err(|e| e.to_string())?;
+    Ok(vec![("TIMBRA_DATABASE_URL", "")])
+}
+
+/// A console on a team's PostgreSQL database chosen in Ajustes (no environment variable): the
+/// frame and Ajustes name it (never a password), the app's own drain is counted live there and on
+/// the Tablero, a sale recorded by this seat's operator is stamped by it, *Probar conexión* reads
+/// Timbra's schema on the server, and going back to this computer's SQLite is saved for the next
+/// start (it says so).
+pub async fn equipo_postgres(app: &App) -> Res {
+    let url = team_url()?;
+    let shown = url.trim_start_matches("postgres://").to_string();
+    let r = async {
+        app.wait_contains("[data-testid=frame-database]", &shown).await?;
+        app.wait_contains("[data-testid=operator]", "Caja 2 · Soporte").await?;
+        app.go("#/ajustes").await?;
+        app.wait_contains("[data-testid=database-form]", "PostgreSQL").await?;
+        app.wait_contains("[data-testid=database-shown]", &url).await?;
+        app.wait_contains("[data-testid=database-form]", "elegida aquí").await?;
+        app.wait_contains("[data-testid=live-workers]", "timbra-app").await?;
+
+        let factura = emit_and_open(app, "4490").await?;
+        app.wait_badge("timbrada").await?;
+        app.wait_contains("[data-testid=timeline] li[data-kind=sale_recorded]", "Caja 2 · Soporte")
+            .await?;
+        app.go("#/tablero").await?;
+        app.wait_contains("[data-testid=tablero-database]", &url).await?;
+        app.wait_contains("[data-testid=database-and-drain] [data-testid=live-workers-count]", "1 proceso")
+            .await?;
+
+        app.go("#/ajustes").await?;
+        app.click("[data-testid=database-test]").await?;
+        app.wait_contains("[data-testid=database-probe]", "Esquema de Timbra: versión")
+            .await?;
+        app.screenshot("ajustes-base-equipo").await?;
+        app.click("[data-testid=database-local]").await?;
+        app.click("[data-testid=database-form] button[type=submit]").await?;
+        app.wait_contains("[data-testid=database-form] [role=status]", "se aplica al reiniciar Timbra")
+            .await?;
+        app.wait_contains("[data-testid=database-restart]", "reiniciar").await?;
+        app.go(&factura).await?;
+        app.wait_badge("timbrada").await?;
+        Ok(())
+    }
+    .await;
+    let dropped = psql(&format!("DROP DATABASE IF EXISTS {TEAM_DB} WITH (FORCE)"));
+    r.and(dropped)
+}

@@ -53,6 +53,7 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
         Box::pin(flows::linea_de_tiempo_en_palabras(app))
     }),
     ("emitir_con_catalogos", nothing, |app| Box::pin(flows::emitir_con_catalogos(app))),
+    ("equipo_postgres", flows::team_database, |app| Box::pin(flows::equipo_postgres(app))),
 ];
 
 fn main() -> ExitCode {
