@@ -351,7 +351,7 @@ export const en: Record<keyof typeof es, string> = {
   'emitir.open': 'Open invoice',
 
   'ajustes.title': 'Settings',
-  'ajustes.read_only': 'With the role {role} settings are read-only.',
+  'ajustes.read_only': "With the role {role} the business's settings are read-only; this desk, the PINs (with their proof) and this computer's database can still be changed here.",
   'ajustes.emisor': 'Emisor and CSD',
   'ajustes.csd_current': 'CSD {no}, valid from {from} to {to}.',
   'ajustes.test_csd': "SAT's test CSD",

@@ -348,7 +348,7 @@ export const es = {
   'emitir.open': 'Ver factura',
 
   'ajustes.title': 'Ajustes',
-  'ajustes.read_only': 'Con el rol {role} los ajustes son de solo lectura.',
+  'ajustes.read_only': 'Con el rol {role} los ajustes del negocio son de solo lectura; este puesto, los PIN (con su prueba) y la base de datos de este equipo sí se cambian aquí.',
   'ajustes.emisor': 'Emisor y CSD',
   'ajustes.csd_current': 'CSD {no}, vigente del {from} al {to}.',
   'ajustes.test_csd': 'CSD de prueba del SAT',
