@@ -294,7 +294,7 @@ pub async fn save_api(outbox: &Arc<Outbox>, hosts: &ChannelHosts, enabled: bool,
 }
 
 /// Sets the outgoing webhook (`url` empty: removes it). An empty `secret` keeps the stored one.
-pub async fn save_webhook(outbox: &Outbox, url: &str, secret: &str, actor: &Actor) -> Result<(), AppError> {
+pub async fn save_webhook(outbox: &Outbox, url: &str, secret: &Secret, actor: &Actor) -> Result<(), AppError> {
     outbox::settings::may_change_settings(actor, "configurar el webhook saliente")?;
     let url = url.trim();
     if url.is_empty() {
@@ -310,7 +310,7 @@ pub async fn save_webhook(outbox: &Outbox, url: &str, secret: &str, actor: &Acto
         events: vec![],
     };
     endpoint.validate()?;
-    if secret.is_empty() {
+    if secret.expose().is_empty() {
         if !has_secret(WEBHOOK_SECRET_NAME) {
             return Err(AppError::validation(
                 "secret",
@@ -319,14 +319,14 @@ pub async fn save_webhook(outbox: &Outbox, url: &str, secret: &str, actor: &Acto
             ));
         }
     } else {
-        if secret.chars().count() < 16 {
+        if secret.expose().chars().count() < 16 {
             return Err(AppError::validation(
                 "secret",
                 "muy_corto",
                 "el secreto debe tener al menos 16 caracteres",
             ));
         }
-        secret_slot(WEBHOOK_SECRET_NAME).store(&Secret::new(secret.to_string()))?;
+        secret_slot(WEBHOOK_SECRET_NAME).store(secret)?;
     }
     outbox.set_webhook_endpoint(endpoint, actor).await?;
     Ok(())
@@ -352,7 +352,7 @@ pub async fn save_smtp(outbox: &Outbox, input: &SmtpInputDto, actor: &Actor) -> 
     // Checked before the password is stored: bad input writes nothing.
     settings.validate()?;
     if !input.password.is_empty() {
-        secret_slot(SMTP_PASSWORD_NAME).store(&Secret::new(input.password.clone()))?;
+        secret_slot(SMTP_PASSWORD_NAME).store(input.password.secret())?;
     }
     outbox.set_email_settings(&settings, actor).await?;
     Ok(())
@@ -613,7 +613,7 @@ mod tests {
             port: 2525,
             tls: TlsModeDto::None,
             user: String::new(),
-            password: String::new(),
+            password: crate::dto::SecretText::new(""),
             from: "facturas@ejemplo.mx".into(),
             auto_send: true,
         };
@@ -639,9 +639,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let outbox = outbox(dir.path()).await;
         let soporte = Actor::new("Soporte", outbox::Role::Soporte, "app");
-        let e = save_webhook(&outbox, "ftp://erp", "", &soporte).await.unwrap_err();
+        let e = save_webhook(&outbox, "ftp://erp", &Secret::new(""), &soporte).await.unwrap_err();
         assert!(matches!(&e, AppError::Validation { errors } if errors[0].field == "url"), "{e:?}");
-        let e = save_webhook(&outbox, "https://erp.ejemplo.mx/timbra", "corto", &soporte)
+        let e = save_webhook(&outbox, "https://erp.ejemplo.mx/timbra", &Secret::new("corto"), &soporte)
             .await
             .unwrap_err();
         assert!(
@@ -652,7 +652,9 @@ mod tests {
         // Without a secret in the credential store, the environment variable of the same name
         // is the fallback (as for PAC secrets).
         std::env::set_var(WEBHOOK_SECRET_NAME, "secreto-de-prueba-123456");
-        save_webhook(&outbox, "https://erp.ejemplo.mx/timbra", "", &soporte).await.unwrap();
+        save_webhook(&outbox, "https://erp.ejemplo.mx/timbra", &Secret::new(""), &soporte)
+            .await
+            .unwrap();
         let view = view(&outbox, &ChannelHosts::default()).await.unwrap();
         assert_eq!(
             view.webhook,
@@ -661,7 +663,7 @@ mod tests {
                 has_secret: true
             })
         );
-        save_webhook(&outbox, " ", "", &soporte).await.unwrap();
+        save_webhook(&outbox, " ", &Secret::new(""), &soporte).await.unwrap();
         assert!(outbox.webhook_endpoints().await.unwrap().is_empty());
     }
 

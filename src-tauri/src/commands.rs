@@ -4,7 +4,6 @@
 //! the strategy and re-checks every action.
 
 use cfdi::sale_draft::SaleDraft;
-use cfdi::secret::Secret;
 use outbox::dashboard::Dashboard;
 use outbox::duplicates::{CancellationPreview, DuplicateGroup};
 use outbox::follow_up::{FollowUpDraft, FollowUpKind};
@@ -16,7 +15,7 @@ use outbox::Role;
 use outbox::{EmisorSetup, OutboxError};
 use tauri::{AppHandle, State};
 
-use crate::app_settings::{self, OPERATORS};
+use crate::app_settings;
 use crate::convert;
 use crate::credentials::CredentialSlot;
 use crate::demo;
@@ -36,19 +35,6 @@ async fn announce(app: &AppHandle, ready: &Ready, invoice_id: Option<i64>) {
     match ready.outbox.counts().await {
         Ok(c) => emit::counts_changed(app, &c),
         Err(e) => tracing::warn!(error = %e, "no se pudieron contar las facturas"),
-    }
-}
-
-/// Refuses the current operator unless their role is one of `roles`.
-fn require_role(ready: &Ready, action: &str, roles: &[Role]) -> Res<()> {
-    let op = ready.operator();
-    if roles.contains(&op.role) {
-        Ok(())
-    } else {
-        Err(AppError::Forbidden {
-            action: action.into(),
-            role: op.role.as_str().into(),
-        })
     }
 }
 
@@ -79,8 +65,9 @@ pub async fn app_status(state: State<'_, AppState>) -> Res<AppStatusDto> {
                     concurrency: 1,
                     max_tries: None,
                 },
-                operators: app_settings::default_operators(),
-                operator: app_settings::default_operators()[1].clone(),
+                seat: state.seat_dto(),
+                operator: state.operator(),
+                database: database_view(&state),
                 drain_available: false,
                 sandbox_pac_error: None,
                 sandbox_fault: None,
@@ -101,10 +88,9 @@ pub async fn app_status(state: State<'_, AppState>) -> Res<AppStatusDto> {
         emisor,
         pacs: pacs_view(ready).await?,
         drain: convert::drain_settings(&ready.outbox.drain_settings().await?),
-        operators: app_settings::get(&ready.outbox, OPERATORS)
-            .await?
-            .unwrap_or_else(app_settings::default_operators),
+        seat: ready.seat().dto(),
         operator: ready.operator(),
+        database: database_view(&state),
         drain_available: ready.drain().is_ok(),
         sandbox_pac_error: ready.sandbox_error.clone(),
         sandbox_fault: ready.sandbox_pacs.as_ref().map(|_| ready.sandbox_fault()),
@@ -653,7 +639,7 @@ const CSD_KEY: Accept = Accept {
 pub async fn save_emisor(state: State<'_, AppState>, setup: EmisorSetupDto) -> Res<EmisorDto> {
     let ready = state.ready()?;
     outbox::settings::may_change_settings(&ready.actor(), "configurar el emisor y el CSD")?;
-    let password = Secret::new(setup.password.clone());
+    let password = setup.password.secret().clone();
     let domain = EmisorSetup {
         profile: cfdi::sale::EmisorProfile {
             rfc: setup.rfc.trim().to_uppercase(),
@@ -700,40 +686,122 @@ pub async fn save_drain(app: AppHandle, state: State<'_, AppState>, drain: Drain
     Ok(convert::drain_settings(&saved))
 }
 
+// This desk and its database (local settings; they work even when the outbox could not open) -
+
+/// Saves this desk's operator name and role (personal or soporte) on this machine; every
+/// action from now on is recorded with them.
 #[tauri::command]
-pub async fn save_operators(state: State<'_, AppState>, operators: Vec<OperatorDto>) -> Res<Vec<OperatorDto>> {
-    let ready = state.ready()?;
-    require_role(ready, "save_operators", &[Role::Contador])?;
-    let operators: Vec<OperatorDto> = operators
-        .into_iter()
-        .map(|o| OperatorDto {
-            name: o.name.trim().to_string(),
-            role: o.role,
-        })
-        .collect();
-    app_settings::check_operators(&operators)?;
-    app_settings::put(&ready.outbox, OPERATORS, &operators, &ready.actor()).await?;
-    // The person at the desk keeps their seat if it still exists with the same role.
-    let me = ready.operator();
-    if !operators.contains(&me) {
-        ready.set_operator(operators[0].clone());
-    }
-    Ok(operators)
+pub async fn save_seat(state: State<'_, AppState>, seat: SeatInputDto) -> Res<SeatDto> {
+    let name = crate::seat::check_name(&seat.name)?;
+    let role = crate::seat::check_role(seat.role)?;
+    state.update_seat(|s| {
+        s.operator = Some(name);
+        s.role = role;
+    })?;
+    Ok(state.seat_dto())
 }
 
-/// Who is acting at this desktop (recorded on every action from now on).
+/// The database this console is on, and what Ajustes saved for the next start.
+fn database_view(state: &AppState) -> DatabaseDto {
+    let seat = state.seat();
+    let saved = seat.postgres_url.clone();
+    let has_password = saved.as_deref().is_some_and(|u| {
+        CredentialSlot::DatabasePassword {
+            location: outbox::location::redact_url(u),
+        }
+        .exists()
+    });
+    let db = &state.database;
+    let restart_needed = match db.source {
+        DatabaseSourceDto::Environment => false,
+        DatabaseSourceDto::Settings | DatabaseSourceDto::Default => saved != db.settings_url,
+    };
+    DatabaseDto {
+        backend: db.backend,
+        shown: db.shown.clone(),
+        source: db.source,
+        saved_postgres_url: saved,
+        has_password,
+        restart_needed,
+    }
+}
+
 #[tauri::command]
-pub async fn select_operator(state: State<'_, AppState>, name: String) -> Res<OperatorDto> {
-    let ready = state.ready()?;
-    let operators: Vec<OperatorDto> = app_settings::get(&ready.outbox, OPERATORS)
-        .await?
-        .unwrap_or_else(app_settings::default_operators);
-    let op = operators.into_iter().find(|o| o.name == name).ok_or_else(|| AppError::NotFound {
-        what: "operator".into(),
-        id: name,
-    })?;
-    ready.set_operator(op.clone());
-    Ok(op)
+pub async fn database_settings(state: State<'_, AppState>) -> Res<DatabaseDto> {
+    Ok(database_view(&state))
+}
+
+/// Saves which database this console opens at its next start: a PostgreSQL URL without its
+/// password (the password, when typed, goes to the OS credential store first), or none for
+/// this machine's SQLite file. Bad input writes nothing. `TIMBRA_DATABASE_URL` still wins.
+#[tauri::command]
+pub async fn save_database(state: State<'_, AppState>, database: DatabaseInputDto) -> Res<DatabaseDto> {
+    let url = database
+        .postgres_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(crate::seat::check_postgres_url)
+        .transpose()?;
+    if let Some(url) = &url {
+        let slot = CredentialSlot::DatabasePassword {
+            location: outbox::location::redact_url(url),
+        };
+        if let Some(p) = database.password.as_ref().filter(|p| !p.is_empty()) {
+            slot.store(p.secret())?;
+        }
+    }
+    let previous = state.seat().postgres_url;
+    state.update_seat(|s| s.postgres_url = url.clone())?;
+    // Back to this machine's file: the old server's password is not kept.
+    if let Some(old) = previous.filter(|old| url.as_ref() != Some(old)) {
+        let slot = CredentialSlot::DatabasePassword {
+            location: outbox::location::redact_url(&old),
+        };
+        if let Err(e) = slot.delete() {
+            tracing::warn!(error = %e, "no se pudo borrar la contraseña anterior de la base de datos");
+        }
+    }
+    Ok(database_view(&state))
+}
+
+/// *Probar conexión*: connects once to the PostgreSQL database and reads what opening it would
+/// find, changing nothing. No password typed: the one stored for that URL, if any.
+#[tauri::command]
+pub async fn test_database(postgres_url: String, password: Option<SecretText>) -> Res<DatabaseProbeDto> {
+    let url = crate::seat::check_postgres_url(&postgres_url)?;
+    let password = match password.filter(|p| !p.is_empty()) {
+        Some(p) => Some(p.secret().clone()),
+        // As at start-up: without the credential store, PGPASSWORD or ~/.pgpass may still
+        // answer; a refused password then says so (`db_auth`).
+        None => match (CredentialSlot::DatabasePassword {
+            location: outbox::location::redact_url(&url),
+        })
+        .load()
+        {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "no se pudo leer la contraseña de la base de datos del almacén de credenciales");
+                None
+            }
+        },
+    };
+    let opts = outbox::store::postgres::PgOptions::new(url)
+        .password(password)
+        .acquire_timeout(std::time::Duration::from_secs(5));
+    let probe = outbox::store::postgres::probe(&opts).await?;
+    Ok(DatabaseProbeDto {
+        location: probe.location,
+        server_version: probe.server_version,
+        schema_version: probe.schema_version,
+        latest_version: probe.latest_version,
+    })
+}
+
+/// The drain processes live on this database (this app's and any `timbra drain`).
+#[tauri::command]
+pub async fn live_workers(state: State<'_, AppState>) -> Res<Vec<outbox::workers::WorkerInfo>> {
+    Ok(state.ready()?.outbox.live_workers().await?)
 }
 
 // Documents and channels (issue 12; the wiring is in `channels.rs`) ----------------------------
@@ -872,9 +940,9 @@ pub async fn revoke_api_token(state: State<'_, AppState>, name: String) -> Res<C
 
 /// The outgoing webhook: URL and signing secret (empty URL removes it; empty secret keeps it).
 #[tauri::command]
-pub async fn save_webhook(state: State<'_, AppState>, url: String, secret: String) -> Res<ChannelsDto> {
+pub async fn save_webhook(state: State<'_, AppState>, url: String, secret: SecretText) -> Res<ChannelsDto> {
     let ready = state.ready()?;
-    crate::channels::save_webhook(&ready.outbox, &url, &secret, &ready.actor()).await?;
+    crate::channels::save_webhook(&ready.outbox, &url, secret.secret(), &ready.actor()).await?;
     channels_view(ready).await
 }
 
@@ -1115,16 +1183,19 @@ pub async fn role_locks(state: State<'_, AppState>) -> Res<Vec<RoleLockDto>> {
 }
 
 /// Unlocks `role` for a limited time with its credential (never stored, never logged: it
-/// becomes a `Secret` at once). A wrong one is refused and locks the role.
+/// crosses as a [`SecretText`]). A wrong one is refused and locks the role. From then on this
+/// desk acts in `role` (the contador) until [`leave_role`] or a restart; the outbox still checks
+/// every action and re-asks for every risky one.
 #[tauri::command]
-pub async fn unlock_role(state: State<'_, AppState>, role: Role, pin: String) -> Res<Vec<RoleLockDto>> {
+pub async fn unlock_role(state: State<'_, AppState>, role: Role, pin: SecretText) -> Res<Vec<RoleLockDto>> {
     let ready = state.ready()?;
-    let pin = cfdi::secret::Secret::new(pin);
-    ready.outbox.unlock_role(role, &pin).await?;
+    ready.outbox.unlock_role(role, pin.secret()).await?;
+    ready.act_as(role);
     role_locks_of(ready).await
 }
 
-/// Locks `role` again in this window.
+/// Locks `role` again in this window (a contador stepping away): the desk still shows the
+/// role's work, and its next action asks for the PIN.
 #[tauri::command]
 pub async fn lock_role(state: State<'_, AppState>, role: Role) -> Res<Vec<RoleLockDto>> {
     let ready = state.ready()?;
@@ -1132,13 +1203,26 @@ pub async fn lock_role(state: State<'_, AppState>, role: Role) -> Res<Vec<RoleLo
     role_locks_of(ready).await
 }
 
-/// Sets (or, unlocked, changes) the credential of the operator's own role.
+/// Leaves `role` (entered with its PIN): locked again, and the desk back to the seat's own role.
 #[tauri::command]
-pub async fn set_role_pin(state: State<'_, AppState>, pin: String) -> Res<Vec<RoleLockDto>> {
+pub async fn leave_role(state: State<'_, AppState>, role: Role) -> Res<Vec<RoleLockDto>> {
     let ready = state.ready()?;
-    let actor = ready.actor();
-    let pin = cfdi::secret::Secret::new(pin);
-    ready.outbox.set_role_credential(actor.role, &pin, &actor).await?;
+    ready.outbox.lock_role(role);
+    ready.stop_acting_as(role);
+    role_locks_of(ready).await
+}
+
+/// Sets (or changes) `role`'s PIN given proof of authority: its current PIN, or the password of
+/// the emisor's CSD key (the first PIN, or a forgotten one). Whoever acts here is recorded.
+#[tauri::command]
+pub async fn set_role_pin(state: State<'_, AppState>, role: Role, pin: SecretText, proof: RoleProofDto) -> Res<Vec<RoleLockDto>> {
+    let ready = state.ready()?;
+    let proof_secret = proof.secret.secret();
+    let proof = match proof.kind {
+        RoleProofKindDto::CurrentPin => outbox::role_credentials::RoleProof::CurrentCredential(proof_secret),
+        RoleProofKindDto::CsdPassword => outbox::role_credentials::RoleProof::CsdPassword(proof_secret),
+    };
+    ready.outbox.set_role_credential(role, pin.secret(), proof, &ready.actor()).await?;
     role_locks_of(ready).await
 }
 
@@ -1315,7 +1399,7 @@ mod tests {
 
     use cfdi::secret::Secret;
     use chrono::Timelike;
-    use outbox::{Actor, Clock, Role, SqliteOptions, TestClock};
+    use outbox::{Clock, Role, SqliteOptions, TestClock};
 
     use super::*;
 
@@ -1323,7 +1407,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         // Whole seconds: a backup's file name carries its instant to the second.
         let clock = Arc::new(TestClock::new(chrono::Utc::now().with_nanosecond(0).expect("a valid instant")));
-        let ready = Ready::open_with_clock(SqliteOptions::new(dir.path().join("timbra.db")).create(true), clock.clone())
+        let seat = crate::state::SeatIdentity {
+            name: "Sofía".into(),
+            role: Role::Soporte,
+            confirmed: true,
+        };
+        let ready = Ready::open_with_clock(SqliteOptions::new(dir.path().join("timbra.db")).create(true), seat, clock.clone())
             .await
             .expect("open");
         let now_local = cfdi::tz::local_at(ready.outbox.now(), "42501");
@@ -1333,10 +1422,6 @@ mod tests {
             .await
             .expect("record");
         (dir, clock, ready, rec.invoice_id)
-    }
-
-    fn seat(ready: &Ready, name: &str, role: Role) {
-        ready.set_operator(OperatorDto { name: name.into(), role });
     }
 
     /// A contador-only action that reaches the outbox's role check before anything else.
@@ -1352,17 +1437,47 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_contador_only_command_is_refused_for_soporte_and_for_an_expired_or_spent_unlock() {
+    async fn a_contador_only_command_is_refused_for_soporte_without_a_pin_and_for_an_expired_or_spent_unlock() {
         let (_dir, clock, ready, invoice_id) = desk().await;
         // Soporte (the default seat) calling the contador's command directly.
         let r = accept_risk(&ready, invoice_id).await;
         assert!(matches!(&r, Err(AppError::Forbidden { role, .. }) if role == "soporte"), "{r:?}");
 
-        seat(&ready, "Carla", Role::Contador);
+        // No contador PIN yet: a desk that got itself into the contador's role anyway (the
+        // command layer only lets a PIN do that) is refused with the code the UI turns into
+        // "Configure el PIN del contador en Ajustes".
+        ready.act_as(Role::Contador);
+        assert_eq!(
+            ready.operator(),
+            OperatorDto {
+                name: "Sofía".into(),
+                role: Role::Contador
+            }
+        );
+        let r = accept_risk(&ready, invoice_id).await;
+        assert!(matches!(&r, Err(AppError::ContadorPinMissing { .. })), "no PIN: {r:?}");
+        assert_eq!(r.as_ref().map_err(AppError::code).err(), Some("contador_pin_missing"));
+
+        // The first PIN takes the emisor's CSD password (sandbox: SAT's public test one).
         let pin = Secret::new("482913");
+        let wrong = ready
+            .outbox
+            .set_role_credential(
+                Role::Contador,
+                &pin,
+                outbox::role_credentials::RoleProof::CsdPassword(&Secret::new("no-es")),
+                &ready.actor(),
+            )
+            .await;
+        assert!(matches!(wrong, Err(outbox::OutboxError::Forbidden { .. })), "{wrong:?}");
         ready
             .outbox
-            .set_role_credential(Role::Contador, &pin, &Actor::new("Carla", Role::Contador, "test"))
+            .set_role_credential(
+                Role::Contador,
+                &pin,
+                outbox::role_credentials::RoleProof::CsdPassword(&crate::sandbox::test_password()),
+                &ready.actor(),
+            )
             .await
             .expect("pin");
         let r = accept_risk(&ready, invoice_id).await;
@@ -1387,14 +1502,82 @@ mod tests {
         let r = import_cfdis_as(&ready, vec![]).await;
         assert!(matches!(&r, Err(AppError::RoleLocked { .. })), "spent: {r:?}");
 
+        // Leaving the contador's role: back to the seat's own.
+        ready.stop_acting_as(Role::Contador);
+        assert_eq!(ready.operator().role, Role::Soporte);
+
         let detail = ready.outbox.invoice(&InvoiceRef::Id(invoice_id)).await.expect("detail");
         let refusals: Vec<_> = detail
             .timeline
             .iter()
             .filter(|t| t.kind == "action_forbidden")
-            .map(|t| t.detail["reason"].as_str().unwrap_or_default().to_string())
+            .map(|t| (t.detail["reason"].as_str().unwrap_or_default().to_string(), t.actor.name.clone()))
             .collect();
-        assert_eq!(refusals, ["rol", "bloqueado", "bloqueado"], "each refusal is on the timeline");
+        let reasons: Vec<&str> = refusals.iter().map(|(r, _)| r.as_str()).collect();
+        assert_eq!(
+            reasons,
+            ["rol", "sin_pin", "bloqueado", "bloqueado"],
+            "each refusal is on the timeline"
+        );
+        assert!(refusals.iter().all(|(_, who)| who == "Sofía"), "{refusals:?}");
+    }
+
+    /// The seat's name is who every write from this desk is recorded as: the sale, a note, an
+    /// operator action and its evidence — whatever role it acts in.
+    #[tokio::test]
+    async fn the_seat_operator_is_recorded_on_every_write() {
+        let (_dir, _clock, ready, invoice_id) = desk().await;
+        let invoice = InvoiceRef::Id(invoice_id);
+        ready
+            .outbox
+            .add_note(&invoice, "revisar el RFC", &ready.actor())
+            .await
+            .expect("note");
+        ready.set_seat(crate::state::SeatIdentity {
+            name: "Lucía Pérez".into(),
+            role: Role::Personal,
+            confirmed: true,
+        });
+        act_on_invoice(
+            &ready,
+            invoice_id,
+            ActionKindDto::SendToContador,
+            Some("¿se factura así?".into()),
+            None,
+        )
+        .await
+        .expect("send to contador");
+        let detail = ready.outbox.invoice(&invoice).await.expect("detail");
+        let by = |kind: &str| {
+            detail
+                .timeline
+                .iter()
+                .filter(|t| t.kind == kind)
+                .map(|t| (t.actor.name.clone(), t.actor.role))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            by("sale_recorded"),
+            [("Sofía".to_string(), Role::Soporte)],
+            "{:#?}",
+            detail.timeline
+        );
+        assert_eq!(detail.notes[0].author.name, "Sofía");
+        assert!(
+            detail
+                .notes
+                .iter()
+                .any(|n| n.author.name == "Lucía Pérez" && n.author.role == Role::Personal),
+            "{:?}",
+            detail.notes
+        );
+        let actions: Vec<_> = detail
+            .timeline
+            .iter()
+            .filter(|t| t.source == outbox::model::TimelineSource::Evidence)
+            .map(|t| t.actor.name.clone())
+            .collect();
+        assert_eq!(actions, ["Lucía Pérez"], "{:#?}", detail.timeline);
     }
 
     #[tokio::test]

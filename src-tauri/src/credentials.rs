@@ -1,6 +1,7 @@
 //! The OS credential store (Secret Service on Linux, Keychain on macOS, Credential Manager on
-//! Windows) for the CSD key password and PAC credentials : they never touch the
-//! database or the logs.
+//! Windows) for the CSD key password, PAC credentials, the SMTP and webhook secrets and the
+//! password of a team's PostgreSQL database: they never touch the database, the settings files
+//! or the logs.
 
 use cfdi::secret::Secret;
 
@@ -17,6 +18,9 @@ pub enum CredentialSlot {
     Pac { pac: String, environment: String },
     /// A secret named in the outbox's PAC settings (`token_env` / `password_env`).
     Named { name: String },
+    /// The password of a PostgreSQL database, by `postgres://USER@HOST:PORT/DATABASE` (the
+    /// URL Ajustes saved, without a password).
+    DatabasePassword { location: String },
 }
 
 impl CredentialSlot {
@@ -25,6 +29,7 @@ impl CredentialSlot {
             CredentialSlot::CsdPassword { no_certificado } => format!("csd:{no_certificado}"),
             CredentialSlot::Pac { pac, environment } => format!("pac:{pac}:{environment}"),
             CredentialSlot::Named { name } => format!("secret:{name}"),
+            CredentialSlot::DatabasePassword { location } => format!("db:{location}"),
         }
     }
 
@@ -42,6 +47,14 @@ impl CredentialSlot {
         match self.entry()?.get_password() {
             Ok(p) => Ok(Some(Secret::new(p))),
             Err(keyring::Error::NoEntry) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Removes the stored secret (none stored is not an error).
+    pub fn delete(&self) -> Result<(), AppError> {
+        match self.entry()?.delete_credential() {
+            Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }

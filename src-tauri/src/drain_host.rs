@@ -134,6 +134,7 @@ impl DrainHost {
         let config = DrainConfig {
             policy,
             worker_id: format!("app-{}", std::process::id()),
+            program: "timbra-app".into(),
             concurrency: settings.concurrency.clamp(1, outbox::settings::DrainSettings::MAX_CONCURRENCY) as usize,
             backoff: APP_BACKOFF,
             ..DrainConfig::default()

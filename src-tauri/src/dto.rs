@@ -7,6 +7,7 @@
 //! status frame, settings inputs, the sandbox's faults. Instants are RFC 3339 UTC strings;
 //! amounts are decimal strings, never numbers.
 
+use cfdi::secret::Secret;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -16,6 +17,43 @@ use outbox::model::{Badge, InvoiceDetail, InvoiceState};
 use outbox::Role;
 
 use crate::error::{AppError, FieldErrorDto};
+
+// Secrets --------------------------------------------------------------------------------------
+
+/// A secret typed into a form — a CSD key password, a PAC token, the SMTP or database password,
+/// a role's PIN — as it crosses IPC: a string on the wire that becomes a [`Secret`] while it is
+/// deserialized, so `Debug` prints `[oculto]` (a logged DTO or a panic message never shows it),
+/// it is wiped on drop, and nothing can serialize it back (it implements no `Serialize`).
+#[derive(Clone, PartialEq, Eq, TS)]
+pub struct SecretText(#[ts(type = "string")] Secret);
+
+impl SecretText {
+    pub fn new(value: impl Into<String>) -> SecretText {
+        SecretText(Secret::new(value))
+    }
+
+    /// The secret, to hand to the code that needs it.
+    pub fn secret(&self) -> &Secret {
+        &self.0
+    }
+
+    /// Nothing typed (a form's "keep the stored one").
+    pub fn is_empty(&self) -> bool {
+        self.0.expose().is_empty()
+    }
+}
+
+impl std::fmt::Debug for SecretText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretText([oculto])")
+    }
+}
+
+impl<'de> Deserialize<'de> for SecretText {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SecretText, D::Error> {
+        String::deserialize(d).map(SecretText::new)
+    }
+}
 
 // Enums ----------------------------------------------------------------------------------------
 
@@ -61,11 +99,105 @@ pub enum PacEnvironmentDto {
 
 // Status and settings --------------------------------------------------------------------------
 
-/// Someone who uses this desktop, and the role they act in.
+/// Who acts at this desktop now: the seat's operator, in the seat's role or in the role a PIN
+/// unlocked (the contador).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct OperatorDto {
     pub name: String,
     pub role: Role,
+}
+
+/// This desk (kept on this machine, never in the shared database): the operator's name every
+/// action is recorded with, and the role the desk works in without a PIN.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct SeatDto {
+    pub name: String,
+    /// `personal` or `soporte` (the contador is entered with the contador's PIN, never chosen).
+    pub role: Role,
+    /// False until the name was confirmed in Ajustes (first run proposes the OS user's name).
+    pub confirmed: bool,
+}
+
+/// The *Este puesto* form.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, TS)]
+pub struct SeatInputDto {
+    pub name: String,
+    pub role: Role,
+}
+
+/// Which kind of database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum DatabaseBackendDto {
+    Sqlite,
+    Postgres,
+}
+
+/// Where the database in use was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum DatabaseSourceDto {
+    /// `TIMBRA_DATABASE_URL` (it wins over Ajustes).
+    Environment,
+    /// Ajustes › Base de datos (this machine's settings).
+    Settings,
+    /// This machine's SQLite file, by default.
+    Default,
+}
+
+/// The database the console is on, and what Ajustes saved for the next start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct DatabaseDto {
+    pub backend: DatabaseBackendDto,
+    /// The SQLite file, or `postgres://USER@HOST:PORT/DATABASE` (never a password).
+    pub shown: String,
+    pub source: DatabaseSourceDto,
+    /// The PostgreSQL URL saved in Ajustes (None: this machine's SQLite file).
+    pub saved_postgres_url: Option<String>,
+    /// Whether the OS credential store holds a password for the saved URL.
+    pub has_password: bool,
+    /// What Ajustes saved differs from the database open now: it applies when Timbra restarts
+    /// (unless `TIMBRA_DATABASE_URL` is set: it always wins).
+    pub restart_needed: bool,
+}
+
+/// The *Base de datos* form: a PostgreSQL URL without its password, or None for this machine's
+/// SQLite file. The password goes to the OS credential store; None or empty keeps the stored one.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, TS)]
+pub struct DatabaseInputDto {
+    pub postgres_url: Option<String>,
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub password: Option<SecretText>,
+}
+
+/// What *Probar conexión* found, changing nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct DatabaseProbeDto {
+    /// `postgres://USER@HOST:PORT/DATABASE`.
+    pub location: String,
+    pub server_version: String,
+    /// Timbra's latest migration there (None: an empty database; Timbra creates its tables).
+    pub schema_version: Option<i64>,
+    /// The latest migration this version of Timbra carries.
+    pub latest_version: i64,
+}
+
+/// What proves the authority to set a role's PIN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum RoleProofKindDto {
+    /// The role's current PIN (to change it).
+    CurrentPin,
+    /// The password of the emisor's CSD private key (the first PIN, or a forgotten one).
+    CsdPassword,
+}
+
+/// The proof, with its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, TS)]
+pub struct RoleProofDto {
+    pub kind: RoleProofKindDto,
+    pub secret: SecretText,
 }
 
 /// The emisor profile and its CSD, without key material.
@@ -126,8 +258,12 @@ pub struct AppStatusDto {
     pub emisor: Option<EmisorDto>,
     pub pacs: PacsDto,
     pub drain: DrainSettingsDto,
-    pub operators: Vec<OperatorDto>,
+    /// This desk's operator and role (local settings).
+    pub seat: SeatDto,
+    /// Who acts now: the seat's operator in the seat's role, or as contador after the PIN.
     pub operator: OperatorDto,
+    /// The database in use and what Ajustes saved.
+    pub database: DatabaseDto,
     /// Whether the drain engine and the evidence-derived strategy run in this build.
     pub drain_available: bool,
     /// Set when Modo sandbox's in-process PAC simulators could not start.
@@ -154,7 +290,7 @@ pub struct EmisorSetupDto {
     /// The `.key` file the person chose (encrypted, as SAT issues it).
     pub key_path: String,
     /// The key's password: stored in the OS credential store, never in the database.
-    pub password: String,
+    pub password: SecretText,
 }
 
 /// A PAC to save, with new credentials (empty: keep the stored ones).
@@ -167,7 +303,7 @@ pub struct PacInputDto {
     /// SW: user (empty to use a token); Finkok: user.
     pub user: String,
     /// Password or token; empty keeps the stored one.
-    pub secret: String,
+    pub secret: SecretText,
     /// Replace the PAC although attempts at it are unresolved and the new settings reach
     /// another service or account (recorded on each affected attempt's timeline).
     #[serde(default)]
@@ -461,7 +597,8 @@ pub struct SmtpInputDto {
     pub port: u16,
     pub tls: TlsModeDto,
     pub user: String,
-    pub password: String,
+    /// Empty keeps the stored one.
+    pub password: SecretText,
     pub from: String,
     pub auto_send: bool,
 }
@@ -611,4 +748,58 @@ pub enum CatalogoDto {
 pub struct CatalogVersionDto {
     pub fuente: String,
     pub fecha: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every DTO that carries a secret prints `[oculto]` where the secret would be, however it
+    /// is formatted (a logged DTO, a panic message, an error chain).
+    #[test]
+    fn debug_never_prints_a_secret_a_form_sent() {
+        let emisor: EmisorSetupDto = serde_json::from_value(serde_json::json!({
+            "rfc": "EKU9003173C9", "nombre": "X", "regimen_fiscal": "601", "lugar_expedicion": "42501",
+            "cer": [1], "key": [2], "password": "csd-Secreto-1"
+        }))
+        .unwrap();
+        let pac: PacInputDto = serde_json::from_value(serde_json::json!({
+            "pac": "sw", "environment": "pruebas", "url": "", "user": "u", "secret": "pac-Secreto-2"
+        }))
+        .unwrap();
+        let smtp: SmtpInputDto = serde_json::from_value(serde_json::json!({
+            "host": "h", "port": 25, "tls": "none", "user": "u", "password": "smtp-Secreto-3", "from": "a@b.mx", "auto_send": false
+        }))
+        .unwrap();
+        let db: DatabaseInputDto = serde_json::from_value(serde_json::json!({
+            "postgres_url": "postgres://t@h/d", "password": "db-Secreto-4"
+        }))
+        .unwrap();
+        let proof: RoleProofDto = serde_json::from_value(serde_json::json!({ "kind": "csd_password", "secret": "csd-Secreto-5" })).unwrap();
+        let pin: SecretText = serde_json::from_value(serde_json::json!("pin-Secreto-6")).unwrap();
+        let printed = format!("{emisor:?} {emisor:#?} {pac:?} {smtp:#?} {db:?} {proof:?} {pin:?} {:?}", Some(&pin));
+        for (i, secret) in [
+            "csd-Secreto-1",
+            "pac-Secreto-2",
+            "smtp-Secreto-3",
+            "db-Secreto-4",
+            "csd-Secreto-5",
+            "pin-Secreto-6",
+        ]
+        .iter()
+        .enumerate()
+        {
+            assert!(!printed.contains(secret), "secret {i} printed: {printed}");
+        }
+        assert_eq!(printed.matches("[oculto]").count(), 8, "{printed}");
+        // The values still reach the code that needs them.
+        assert_eq!(emisor.password.secret().expose(), "csd-Secreto-1");
+        assert_eq!(pac.secret.secret().expose(), "pac-Secreto-2");
+        assert_eq!(smtp.password.secret().expose(), "smtp-Secreto-3");
+        assert_eq!(
+            db.password.map(|p| p.secret().expose().to_string()).as_deref(),
+            Some("db-Secreto-4")
+        );
+        assert!(SecretText::new("").is_empty());
+    }
 }

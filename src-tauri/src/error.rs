@@ -83,6 +83,9 @@ pub enum AppError {
     DbTooNew { path: String, version: i64 },
     #[error("no se pudo abrir la base de datos")]
     DbUnavailable { path: String, detail: String },
+    /// The database server refused the user or the password.
+    #[error("el servidor de la base de datos rechazó el usuario o la contraseña")]
+    DbAuth { path: String, detail: String },
     /// The disk holding the database is full: the write was refused whole, nothing
     /// half-written; it works again once there is space.
     #[error("el disco de la base de datos está lleno")]
@@ -104,6 +107,10 @@ pub enum AppError {
     /// the previous risky action): the UI asks for the PIN and tries once more.
     #[error("el rol {role} está bloqueado para {action}")]
     RoleLocked { action: String, role: String },
+    /// The contador has no PIN yet: nobody acts as contador until it is set (Ajustes, with the
+    /// CSD key password as proof).
+    #[error("el contador no tiene PIN: {action}")]
+    ContadorPinMissing { action: String },
     /// The operation is not available in this build yet (named, never faked).
     #[error("no disponible todavía: {feature}")]
     Unsupported { feature: String },
@@ -155,6 +162,7 @@ impl AppError {
             AppError::DbCorrupt { .. } => "db_corrupt",
             AppError::DbTooNew { .. } => "db_too_new",
             AppError::DbUnavailable { .. } => "db_unavailable",
+            AppError::DbAuth { .. } => "db_auth",
             AppError::DbFull { .. } => "db_full",
             AppError::Integrity { .. } => "integrity",
             AppError::Db { .. } => "db",
@@ -162,6 +170,7 @@ impl AppError {
             AppError::CredentialStore { .. } => "credential_store",
             AppError::Forbidden { .. } => "forbidden",
             AppError::RoleLocked { .. } => "role_locked",
+            AppError::ContadorPinMissing { .. } => "contador_pin_missing",
             AppError::Unsupported { .. } => "unsupported",
             AppError::File { .. } => "file",
             AppError::SandboxOnly => "sandbox_only",
@@ -236,6 +245,7 @@ impl From<OutboxError> for AppError {
             OutboxError::DatabaseTooNew { path: p, version } => AppError::DbTooNew { path: path(&p), version },
             OutboxError::DatabaseUnavailable { path: p, .. } if disk_full => AppError::DbFull { path: path(&p) },
             OutboxError::DatabaseUnavailable { path: p, detail } => AppError::DbUnavailable { path: path(&p), detail },
+            OutboxError::DatabaseAuth { path: p, detail } => AppError::DbAuth { path: path(&p), detail },
             OutboxError::Integrity(message) => AppError::Integrity { message },
             OutboxError::Database(message) => AppError::Db { message },
             OutboxError::ActionRefused { action, reason, evidence } => AppError::ActionRefused {
@@ -251,6 +261,9 @@ impl From<OutboxError> for AppError {
             OutboxError::RoleLocked { action, role } => AppError::RoleLocked {
                 action: action.to_string(),
                 role: role.to_string(),
+            },
+            OutboxError::ContadorPinMissing { action } => AppError::ContadorPinMissing {
+                action: action.to_string(),
             },
             OutboxError::Unsupported(feature) => AppError::Unsupported { feature },
         }
@@ -391,6 +404,11 @@ mod tests {
                 role: "r".into(),
             },
             AppError::DbFull { path: "p".into() },
+            AppError::DbAuth {
+                path: "p".into(),
+                detail: "d".into(),
+            },
+            AppError::ContadorPinMissing { action: "a".into() },
             AppError::Unsupported { feature: "f".into() },
             AppError::File {
                 path: "p".into(),
@@ -466,6 +484,10 @@ mod tests {
                 path: "p".into(),
                 detail: "d".into(),
             },
+            OutboxError::DatabaseAuth {
+                path: "p".into(),
+                detail: "d".into(),
+            },
             OutboxError::Integrity("m".into()),
             OutboxError::Database("m".into()),
             OutboxError::ActionRefused {
@@ -486,6 +508,9 @@ mod tests {
                 action: "cancelar el CFDI",
                 role: "contador",
             },
+            OutboxError::ContadorPinMissing {
+                action: "cancelar el CFDI",
+            },
             OutboxError::Unsupported("x".into()),
         ];
         for e in &samples {
@@ -505,12 +530,14 @@ mod tests {
                 | OutboxError::DatabaseCorrupt { .. }
                 | OutboxError::DatabaseTooNew { .. }
                 | OutboxError::DatabaseUnavailable { .. }
+                | OutboxError::DatabaseAuth { .. }
                 | OutboxError::Integrity(_)
                 | OutboxError::Database(_)
                 | OutboxError::ActionRefused { .. }
                 | OutboxError::PacHasOpenAttempts { .. }
                 | OutboxError::Forbidden { .. }
                 | OutboxError::RoleLocked { .. }
+                | OutboxError::ContadorPinMissing { .. }
                 | OutboxError::Unsupported(_) => {}
             }
         }
@@ -521,7 +548,7 @@ mod tests {
     fn every_outbox_error_keeps_its_code_across_ipc() {
         // The CLI prints `OutboxError::code`; the app must answer the very same code.
         let samples = every_outbox_error();
-        assert_eq!(samples.len(), 22, "one sample per variant");
+        assert_eq!(samples.len(), 24, "one sample per variant");
         for e in samples {
             let code = e.code();
             let app = AppError::from(e);

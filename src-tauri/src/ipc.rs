@@ -19,6 +19,7 @@ use outbox::payments::InvoiceBalance;
 use outbox::products::ProductInput;
 use outbox::reconciliation::ImportReport;
 use outbox::screening::{ScreeningImport, ScreeningStatus};
+use outbox::workers::WorkerInfo;
 use outbox::Role;
 use ts_rs::{Config, TypeVisitor, TS};
 
@@ -62,7 +63,7 @@ pub fn config() -> Config {
 }
 
 /// Adds the binding files `T` names directly: itself when it has one, else the types it wraps
-/// (`Vec<OperatorDto>` and `Option<OperatorDto>` name `OperatorDto`).
+/// (`Vec<WorkerInfo>` and `Option<SecretText>` name `WorkerInfo` and `SecretText`).
 fn imports_of<T: TS + 'static + ?Sized>(cfg: &Config, out: &mut BTreeMap<String, String>) {
     struct Wrapped<'a>(&'a Config, &'a mut BTreeMap<String, String>);
     impl TypeVisitor for Wrapped<'_> {
@@ -268,11 +269,13 @@ mod tests {
         let s = surface(&config());
         let action = s.commands.iter().find(|c| c.name == "invoice_action").unwrap();
         assert_eq!(action.args[2], ("note", "string | null".to_string()));
-        let ops = s.commands.iter().find(|c| c.name == "save_operators").unwrap();
-        assert_eq!(ops.answer, "Array<OperatorDto>");
-        assert!(s.imports.contains_key("OperatorDto"));
+        let workers = s.commands.iter().find(|c| c.name == "live_workers").unwrap();
+        assert_eq!(workers.answer, "Array<WorkerInfo>");
+        assert!(s.imports.contains_key("WorkerInfo"));
+        let test = s.commands.iter().find(|c| c.name == "test_database").unwrap();
+        assert_eq!(test.args[1], ("password", "SecretText | null".to_string()));
         let ts = typescript(&s);
-        assert!(ts.contains("saveOperators: (operators: Array<OperatorDto>) => call<Array<OperatorDto>>('save_operators', { operators }),"));
+        assert!(ts.contains("liveWorkers: () => call<Array<WorkerInfo>>('live_workers'),"));
         assert!(ts.contains("localNow: () => call<string>('local_now'),"));
     }
 }

@@ -32,8 +32,11 @@ macro_rules! ipc_surface {
                 save_emisor(setup: EmisorSetupDto) -> EmisorDto;
                 save_pacs(primary: PacInputDto, backup: Option<PacInputDto>) -> PacsDto;
                 save_drain(drain: DrainSettingsDto) -> DrainSettingsDto;
-                save_operators(operators: Vec<OperatorDto>) -> Vec<OperatorDto>;
-                select_operator(name: String) -> OperatorDto;
+                save_seat(seat: SeatInputDto) -> SeatDto;
+                database_settings() -> DatabaseDto;
+                save_database(database: DatabaseInputDto) -> DatabaseDto;
+                test_database(postgres_url: String, password: Option<SecretText>) -> DatabaseProbeDto;
+                live_workers() -> Vec<WorkerInfo>;
                 load_demo_data() -> DemoLoadedDto;
                 load_demo_tickets() -> DemoLoadedDto;
                 invoice_action(invoice_id: i64, action: ActionKindDto, note: Option<String>, found: Option<FoundCfdiDto>) -> InvoiceDetailDto;
@@ -53,7 +56,7 @@ macro_rules! ipc_surface {
                 save_api(enabled: bool, listen: String) -> ChannelsDto;
                 create_api_token(name: String) -> CreatedTokenDto;
                 revoke_api_token(name: String) -> ChannelsDto;
-                save_webhook(url: String, secret: String) -> ChannelsDto;
+                save_webhook(url: String, secret: SecretText) -> ChannelsDto;
                 save_smtp(smtp: SmtpInputDto) -> ChannelsDto;
                 invoice_balance(invoice_id: i64) -> InvoiceBalance;
                 record_payment(invoice_id: i64, payment: PaymentInputDto) -> Recorded;
@@ -64,9 +67,10 @@ macro_rules! ipc_surface {
                 import_screening_list(path: String, list_date: Option<String>, skip_bad_lines: bool) -> ScreeningImport;
                 screening_check(rfc: String) -> ScreeningStatus;
                 role_locks() -> Vec<RoleLockDto>;
-                unlock_role(role: Role, pin: String) -> Vec<RoleLockDto>;
+                unlock_role(role: Role, pin: SecretText) -> Vec<RoleLockDto>;
                 lock_role(role: Role) -> Vec<RoleLockDto>;
-                set_role_pin(pin: String) -> Vec<RoleLockDto>;
+                leave_role(role: Role) -> Vec<RoleLockDto>;
+                set_role_pin(role: Role, pin: SecretText, proof: RoleProofDto) -> Vec<RoleLockDto>;
                 backups() -> BackupsDto;
                 save_backups(policy: BackupPolicyDto) -> BackupsDto;
                 backup_now() -> BackupsDto;

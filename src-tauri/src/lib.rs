@@ -3,8 +3,9 @@
 //! answer (no business logic here — see ARCHITECTURE.md).
 //!
 //! Map:
-//! - [`state`]: start-up (database from `TIMBRA_DATABASE_URL` or the app-data folder, Modo
-//!   sandbox when nothing is configured) and the operator acting at this desktop;
+//! - [`state`]: start-up (database from `TIMBRA_DATABASE_URL`, else the one saved in Ajustes,
+//!   else the app-data folder; Modo sandbox when nothing is configured) and who acts at this
+//!   desktop; [`seat`]: this machine's own settings (the operator's name and role, the database);
 //! - [`ipc_list`]: the one list of commands and events; [`ipc`] renders from it the capability
 //!   file, the UI's typed `api`/`events` module and the TypeScript of every type, and emits events;
 //! - [`commands`]: the command functions; [`dto`]: the shapes that exist only in the app (the
@@ -13,7 +14,7 @@
 //! - [`drain_host`]: the outbox's drain engine running in the app's runtime, its PAC clients
 //!   and its events; [`pac_settings`]: the PAC form over the outbox's PAC list;
 //! - [`sandbox`]: SAT's test CSD and the in-process PAC simulators; [`demo`]: the demo sales;
-//!   [`credentials`]: the OS credential store; [`app_settings`]: operators, drain concurrency;
+//!   [`credentials`]: the OS credential store; [`app_settings`]: the shared JSON settings;
 //! - [`file_chooser`]: the native file chooser (Tauri's dialog plugin; its E2E stand-in) and
 //!   the checks a chosen path passes before Rust reads the file;
 //! - [`channels`]: the local HTTP API (`crates/api`) started from Ajustes, the notification
@@ -38,6 +39,7 @@ pub mod file_chooser;
 pub mod ipc;
 pub mod pac_settings;
 pub mod sandbox;
+pub mod seat;
 pub mod state;
 
 use tauri::Manager;

@@ -182,7 +182,7 @@ pub async fn save(outbox: &Outbox, primary: &PacInputDto, backup: Option<&PacInp
             name: secret_name(&c.name),
         };
         if !p.secret.is_empty() {
-            slot.store(&cfdi::secret::Secret::new(p.secret.clone()))?;
+            slot.store(p.secret.secret())?;
         } else if !slot.exists() {
             let field = if *role == PacRole::Primary {
                 "primary.secret"
@@ -208,7 +208,7 @@ mod tests {
             environment: env,
             url: url.into(),
             user: user.into(),
-            secret: "s".into(),
+            secret: crate::dto::SecretText::new("s"),
             replace_open: false,
         }
     }

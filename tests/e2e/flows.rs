@@ -11,6 +11,41 @@ fn check(cond: bool, what: impl Into<String>) -> Res {
 }
 
 /// Fills the Emitir form with a valid sale for SAT's test receptor, except the RFC given.
+/// The contador's PIN in every flow that acts as contador.
+const CONTADOR_PIN: &str = "135792";
+
+/// Sets the contador's PIN from Ajustes the first time — with the sandbox CSD's public password
+/// as the proof of authority, as the page hints — and leaves the page.
+async fn set_contador_pin(app: &App) -> Res {
+    app.go("#/ajustes").await?;
+    let form = "[data-testid=role-pin-form]";
+    app.wait_contains(&format!("{form} [data-testid=role-pin-status]"), "nadie puede actuar como contador")
+        .await?;
+    app.type_into(&format!("{form} input[name='pin.new']"), CONTADOR_PIN).await?;
+    app.type_into(&format!("{form} input[name='pin.repeat']"), CONTADOR_PIN).await?;
+    app.type_into(&format!("{form} input[name='pin.proof']"), "12345678a").await?;
+    app.click(&format!("{form} button[type=submit]")).await?;
+    app.wait_contains(&format!("{form} [role=status]"), "PIN del rol Contador guardado")
+        .await?;
+    Ok(())
+}
+
+/// Enters the contador's role from the sidebar with its PIN (the desk then acts as contador).
+async fn act_as_contador(app: &App) -> Res {
+    app.click("[data-testid=act-as-contador]").await?;
+    app.type_into("[data-testid=contador-pin]", CONTADOR_PIN).await?;
+    app.click("[data-testid=contador-enter]").await?;
+    app.wait_contains("[data-testid=acting-as]", "actuando como Contador").await?;
+    Ok(())
+}
+
+/// Leaves the contador's role: back to the desk's own.
+async fn leave_contador(app: &App) -> Res {
+    app.click("[data-testid=leave-contador]").await?;
+    app.find("[data-testid=act-as-contador]").await?;
+    Ok(())
+}
+
 async fn fill_sale(app: &App, rfc: &str) -> Res {
     app.type_into("input[name='receptor.rfc']", rfc).await?;
     app.type_into("input[name='receptor.nombre']", "UNIVERSIDAD ROBOTICA ESPAÑOLA")
@@ -36,6 +71,11 @@ pub async fn emitir_y_notas(app: &App) -> Res {
     app.wait_contains("[data-testid=sandbox-banner]", "EKU9003173C9").await?;
     app.wait_text("[data-testid=count-total]", "0 facturas", |t| t.trim() == "0")
         .await?;
+    // The first run asks who uses this console (proposing the OS user's name); every action is
+    // recorded with the name given.
+    app.type_into("[data-testid=seat-first-run-name]", "Lucía Pérez").await?;
+    app.click("[data-testid=seat-first-run-save]").await?;
+    app.wait_contains("[data-testid=operator]", "Lucía Pérez").await?;
 
     // A click with an invalid RFC: field-level error from Rust, nothing written.
     app.go("#/emitir").await?;
@@ -71,7 +111,10 @@ pub async fn emitir_y_notas(app: &App) -> Res {
     let entry = app
         .wait_contains("[data-testid=timeline] li[data-kind=sale_recorded]", "Venta registrada")
         .await?;
-    check(entry.contains("Soporte"), format!("la entrada debe nombrar al operador: {entry:?}"))?;
+    check(
+        entry.contains("Lucía Pérez · Soporte"),
+        format!("la entrada debe nombrar al operador de este puesto: {entry:?}"),
+    )?;
 
     // The drain stamps it against the sandbox PAC: Timbrada, with its UUID and CFDI.
     app.wait_badge("timbrada").await?;
@@ -193,28 +236,62 @@ pub async fn demo_ajustes_idioma(app: &App) -> Res {
     app.wait_contains("[data-testid=badge-bars]", "Timbrada").await?;
     app.screenshot("tablero").await?;
 
-    // Roles: personal may not change settings (hidden/disabled here, refused by the API).
-    app.select("[data-testid=operator]", "Mostrador").await?;
+    // The database this console is on, and the drain processes live on it (this app's own).
     app.go("#/ajustes").await?;
+    app.wait_contains("[data-testid=database-form]", "SQLite").await?;
+    app.wait_contains("[data-testid=live-workers]", "timbra-app").await?;
+    app.go("#/tablero").await?;
+    app.wait_contains("[data-testid=database-and-drain] [data-testid=live-workers-count]", "1 proceso")
+        .await?;
+
+    // This desk works as personal (Ajustes › Este puesto, kept on this computer): personal may
+    // not change settings (hidden/disabled here, refused by the API).
+    app.go("#/ajustes").await?;
+    app.type_into("[data-testid=seat-form] input[name='seat.name']", "Ana Mostrador")
+        .await?;
+    app.select("[data-testid=seat-form] select[name='seat.role']", "personal").await?;
+    app.click("[data-testid=seat-form] button[type=submit]").await?;
+    app.wait_contains("[data-testid=seat-form] [role=status]", "a nombre de Ana Mostrador")
+        .await?;
     app.wait_contains(".ajustes", "solo lectura").await?;
     let disabled = app.attr("[data-testid=pac-form] fieldset", "disabled").await?;
     check(disabled.is_some(), "con rol personal el formulario de PAC debe estar deshabilitado")?;
 
-    // The contador protects the role with a PIN from the sidebar; locked, a wrong PIN is
-    // refused in words and the right one unlocks it for a while.
-    app.select("[data-testid=operator]", "Contador").await?;
-    app.click("[data-testid=role-set-pin]").await?;
-    app.type_into("[data-testid=role-pin]", "246813").await?;
-    app.click("[data-testid=role-unlock]").await?;
-    app.wait_contains("[data-testid=role-lock]", "Rol bloqueado").await?;
-    app.type_into("[data-testid=role-pin]", "000000").await?;
-    app.click("[data-testid=role-unlock]").await?;
+    // Nobody acts as contador until the contador has a PIN, and picking a role proves nothing:
+    // the first PIN takes the CSD key's password (in sandbox, SAT's public one, as hinted).
+    app.wait_contains("[data-testid=contador-no-pin]", "Configure el PIN del contador en Ajustes")
+        .await?;
+    let form = "[data-testid=role-pin-form]";
+    app.wait_contains("[data-testid=role-pin-sandbox-hint]", "12345678a").await?;
+    app.type_into(&format!("{form} input[name='pin.new']"), "246813").await?;
+    app.type_into(&format!("{form} input[name='pin.repeat']"), "246813").await?;
+    app.type_into(&format!("{form} input[name='pin.proof']"), "adivinada").await?;
+    app.click(&format!("{form} button[type=submit]")).await?;
+    app.wait_contains("[data-testid=role-pin-error]", "La prueba no es correcta")
+        .await?;
+    app.type_into(&format!("{form} input[name='pin.proof']"), "12345678a").await?;
+    app.click(&format!("{form} button[type=submit]")).await?;
+    app.wait_contains(&format!("{form} [role=status]"), "PIN del rol Contador guardado")
+        .await?;
+    app.screenshot("ajustes-pin-y-base").await?;
+
+    // The desk acts as contador with the PIN from the sidebar; a wrong PIN is refused in words.
+    app.click("[data-testid=act-as-contador]").await?;
+    app.type_into("[data-testid=contador-pin]", "000000").await?;
+    app.click("[data-testid=contador-enter]").await?;
     app.wait_contains("[data-testid=role-lock-error]", "El PIN no es correcto").await?;
-    app.type_into("[data-testid=role-pin]", "246813").await?;
-    app.click("[data-testid=role-unlock]").await?;
-    app.wait_contains("[data-testid=role-lock]", "Desbloqueado hasta").await?;
+    app.type_into("[data-testid=contador-pin]", "246813").await?;
+    app.click("[data-testid=contador-enter]").await?;
+    app.wait_contains("[data-testid=acting-contador]", "Desbloqueado hasta").await?;
+    app.wait_contains("[data-testid=acting-as]", "actuando como Contador").await?;
+    app.wait_contains("[data-testid=operator]", "Ana Mostrador").await?;
     app.screenshot("rol-desbloqueado").await?;
-    app.select("[data-testid=operator]", "Soporte").await?;
+    app.click("[data-testid=leave-contador]").await?;
+    app.find("[data-testid=act-as-contador]").await?;
+    // Back to soporte.
+    app.select("[data-testid=seat-form] select[name='seat.role']", "soporte").await?;
+    app.click("[data-testid=seat-form] button[type=submit]").await?;
+    app.wait_contains("[data-testid=operator]", "Soporte").await?;
 
     // English switch.
     app.click("[data-testid=lang-en]").await?;
@@ -322,7 +399,7 @@ async fn wait_evidence(app: &App, factura: &str, kind: &str, outcome: &str) -> R
 async fn set_fault(app: &App, fault: &str, says: &str) -> Res {
     app.go("#/ajustes").await?;
     app.select("[data-testid=sandbox-fault]", fault).await?;
-    app.wait_contains(".notice[role=status]", says).await?;
+    app.wait_contains(".ajustes > .notice[role=status]", says).await?;
     Ok(())
 }
 
@@ -356,14 +433,17 @@ pub async fn timeout_tras_certificar(app: &App) -> Res {
     )?;
     app.screenshot("factura-reanudar").await?;
 
-    // The contador sees the forced failover (it needs a note); nothing to verify yet.
-    app.select("[data-testid=operator]", "Contador").await?;
+    // The contador (its PIN set in Ajustes, entered from the sidebar) sees the forced failover
+    // (it needs a note); nothing to verify yet.
+    set_contador_pin(app).await?;
+    app.go(&factura).await?;
+    act_as_contador(app).await?;
     expect_button(app, "force_failover", true, "").await?;
     expect_button(app, "verify_absent", false, "No hay un intento en duda").await?;
     app.click("button[data-action=force_failover]").await?;
     app.find("[data-testid=note-required] textarea").await?;
     app.click("[data-testid=note-required] button:not(.danger)").await?;
-    app.select("[data-testid=operator]", "Soporte").await?;
+    leave_contador(app).await?;
 
     // The PAC answers again; Reintentar resumes with the same bytes and key.
     set_fault(app, "none", "Sin fallas").await?;
@@ -562,6 +642,7 @@ pub async fn finkok_finalizar(app: &App) -> Res {
 pub async fn finkok_duplicado(app: &App) -> Res {
     // Then the contador resolves the pair from the Duplicados page and follows the loser's
     // cancellation to SAT's last word.
+    set_contador_pin(app).await?;
     set_fault(app, "timeout_after_certify", "Timbra y no contesta").await?;
     let factura = emit_and_open(app, "4476").await?;
     app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "Sin respuesta clara de")
@@ -569,7 +650,8 @@ pub async fn finkok_duplicado(app: &App) -> Res {
     app.invoke("set_sandbox_fault", serde_json::json!({ "fault": "outage" })).await?;
     app.wait_badge("reanudar").await?;
 
-    app.select("[data-testid=operator]", "Contador").await?;
+    // The contador enters with the PIN and forces the backup (the fresh unlock is spent by it).
+    act_as_contador(app).await?;
     expect_button(app, "force_failover", true, "").await?;
     app.click("button[data-action=force_failover]").await?;
     app.type_into(
@@ -608,7 +690,7 @@ pub async fn finkok_duplicado(app: &App) -> Res {
     app.screenshot("factura-duplicado").await?;
 
     // Soporte sees the queue but cannot decide.
-    app.select("[data-testid=operator]", "Soporte").await?;
+    leave_contador(app).await?;
     app.go("#/duplicados").await?;
     app.find("[data-testid=only-contador]").await?;
     check(
@@ -616,8 +698,12 @@ pub async fn finkok_duplicado(app: &App) -> Res {
         "soporte no ve el formulario de decisión",
     )?;
 
-    // The contador keeps the CFDI the invoice shows and cancels the other, motivo 02.
-    app.select("[data-testid=operator]", "Contador").await?;
+    // The contador keeps the CFDI the invoice shows and cancels the other, motivo 02. Back in
+    // the role with the PIN, the contador locks it on stepping away (still the contador's desk).
+    act_as_contador(app).await?;
+    app.click("[data-testid=role-lock-button]").await?;
+    app.wait_text("[data-testid=acting-contador]", "bloqueado", |t| !t.contains("Desbloqueado hasta"))
+        .await?;
     app.go("#/duplicados").await?;
     app.wait_contains("[data-testid=duplicate-group]", "Dos o más CFDI de una misma venta")
         .await?;
@@ -636,9 +722,8 @@ pub async fn finkok_duplicado(app: &App) -> Res {
     )
     .await?;
     app.screenshot("duplicados-decision").await?;
-    // The contador protects the role with a PIN; a risky action then asks for it at the
-    // moment it is taken (a wrong PIN is refused in words), and the decision goes through once.
-    app.invoke("set_role_pin", serde_json::json!({ "pin": "135792" })).await?;
+    // Locked, the risky action asks for the PIN at the moment it is taken (a wrong PIN is
+    // refused in words), and the decision goes through once.
     app.click("[data-testid=decide]").await?;
     app.wait_contains("[data-testid=pin-prompt]", "Confirme con el PIN del rol Contador")
         .await?;
@@ -666,7 +751,7 @@ pub async fn finkok_duplicado(app: &App) -> Res {
     app.screenshot("factura-duplicado-cancelado").await?;
     app.go("#/duplicados").await?;
     app.find("[data-testid=no-duplicates]").await?;
-    app.select("[data-testid=operator]", "Soporte").await?;
+    leave_contador(app).await?;
     Ok(())
 }
 
@@ -718,6 +803,7 @@ pub async fn caida_hasta_atencion(app: &App) -> Res {
 /// Atención — never one-click Reprocesar; the contador reprocesses accepting the risk, with a
 /// note, and the invoice shows the open question as *posible duplicado*.
 pub async fn rechazo_tras_desconocido(app: &App) -> Res {
+    set_contador_pin(app).await?;
     set_fault(app, "timeout_after_certify", "Timbra y no contesta").await?;
     let factura = emit_and_open(app, "4478").await?;
     app.wait_contains("[data-testid=timeline] li[data-kind=pac_response]", "Sin respuesta clara de")
@@ -733,8 +819,9 @@ pub async fn rechazo_tras_desconocido(app: &App) -> Res {
         app.all("button[data-action=reprocess_accepting_risk]").await?.is_empty(),
         "soporte no ve reprocesar aceptando el riesgo",
     )?;
-    // The contador sees the risk-accepting path and the records that settle the question.
-    app.select("[data-testid=operator]", "Contador").await?;
+    // The contador (entered with the PIN) sees the risk-accepting path and the records that
+    // settle the question.
+    act_as_contador(app).await?;
     expect_button(app, "reprocess_accepting_risk", true, "").await?;
     expect_button(app, "verify_absent", true, "").await?;
     expect_button(app, "record_found", true, "").await?;
@@ -758,7 +845,7 @@ pub async fn rechazo_tras_desconocido(app: &App) -> Res {
     app.wait_contains("[data-testid=timeline]", "Acción: Reprocesar aceptando el riesgo")
         .await?;
     app.screenshot("factura-riesgo-aceptado").await?;
-    app.select("[data-testid=operator]", "Soporte").await?;
+    leave_contador(app).await?;
     Ok(())
 }
 
@@ -1712,4 +1799,93 @@ MAL-01,Clave inventada,99999999,H87,,1.00,02,16,,,\n",
     app.wait_contains("[data-testid=factura-head]", "URE180429TM6").await?;
     app.wait_badge("timbrada").await?;
     Ok(())
+}
+
+/// The PostgreSQL server the team flow creates its database on (as the other suites:
+/// `TIMBRA_TEST_POSTGRES_URL`, else the local server as postgres).
+fn pg_admin_url() -> String {
+    std::env::var("TIMBRA_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// The team flow's database (one E2E run at a time on a machine: a fixed name, replaced).
+const TEAM_DB: &str = "timbra_e2e_equipo";
+
+fn psql(sql: &str) -> Res {
+    let out = std::process::Command::new("psql")
+        .arg(pg_admin_url())
+        .args(["-v", "ON_ERROR_STOP=1", "-Atqc", sql])
+        .output()
+        .map_err(|e| format!("psql: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("psql {sql}: {}", String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+fn team_url() -> Res<String> {
+    let admin = pg_admin_url();
+    let (server, _) = admin.rsplit_once('/').ok_or("TIMBRA_TEST_POSTGRES_URL sin /BASE")?;
+    Ok(format!("{server}/{TEAM_DB}"))
+}
+
+/// A team's PostgreSQL database, empty, saved in this machine's seat file (`puesto.json` under
+/// the app's XDG config folder) as Ajustes saves it, with the seat's operator; no
+/// `TIMBRA_DATABASE_URL`, so the saved choice is what opens.
+pub fn team_database(dir: &std::path::Path) -> Res<Env> {
+    psql(&format!("DROP DATABASE IF EXISTS {TEAM_DB} WITH (FORCE)"))?;
+    psql(&format!("CREATE DATABASE {TEAM_DB} ENCODING 'UTF8' TEMPLATE template0"))?;
+    let seat = dir.join("config/timbra/puesto.json");
+    std::fs::create_dir_all(seat.parent().ok_or("sin carpeta")?).map_err(|e| e.to_string())?;
+    let json = serde_json::json!({ "operator": "Caja 2", "role": "soporte", "postgres_url": team_url()? });
+    std::fs::write(&seat, json.to_string()).map_err(|e| e.to_string())?;
+    Ok(vec![("TIMBRA_DATABASE_URL", "")])
+}
+
+/// A console on a team's PostgreSQL database chosen in Ajustes (no environment variable): the
+/// frame and Ajustes name it (never a password), the app's own drain is counted live there and on
+/// the Tablero, a sale recorded by this seat's operator is stamped by it, *Probar conexión* reads
+/// Timbra's schema on the server, and going back to this computer's SQLite is saved for the next
+/// start (it says so).
+pub async fn equipo_postgres(app: &App) -> Res {
+    let url = team_url()?;
+    let shown = url.trim_start_matches("postgres://").to_string();
+    let r = async {
+        app.wait_contains("[data-testid=frame-database]", &shown).await?;
+        app.wait_contains("[data-testid=operator]", "Caja 2 · Soporte").await?;
+        app.go("#/ajustes").await?;
+        app.wait_contains("[data-testid=database-form]", "PostgreSQL").await?;
+        app.wait_contains("[data-testid=database-shown]", &url).await?;
+        app.wait_contains("[data-testid=database-form]", "elegida aquí").await?;
+        app.wait_contains("[data-testid=live-workers]", "timbra-app").await?;
+
+        let factura = emit_and_open(app, "4490").await?;
+        app.wait_badge("timbrada").await?;
+        app.wait_contains("[data-testid=timeline] li[data-kind=sale_recorded]", "Caja 2 · Soporte")
+            .await?;
+        app.go("#/tablero").await?;
+        app.wait_contains("[data-testid=tablero-database]", &url).await?;
+        app.wait_contains("[data-testid=database-and-drain] [data-testid=live-workers-count]", "1 proceso")
+            .await?;
+
+        app.go("#/ajustes").await?;
+        app.click("[data-testid=database-test]").await?;
+        app.wait_contains("[data-testid=database-probe]", "Esquema de Timbra: versión")
+            .await?;
+        app.screenshot("ajustes-base-equipo").await?;
+        app.click("[data-testid=database-local]").await?;
+        app.click("[data-testid=database-form] button[type=submit]").await?;
+        app.wait_contains("[data-testid=database-form] [role=status]", "se aplica al reiniciar Timbra")
+            .await?;
+        app.wait_contains("[data-testid=database-restart]", "reiniciar").await?;
+        app.go(&factura).await?;
+        app.wait_badge("timbrada").await?;
+        Ok(())
+    }
+    .await;
+    let dropped = psql(&format!("DROP DATABASE IF EXISTS {TEAM_DB} WITH (FORCE)"));
+    r.and(dropped)
 }

@@ -315,8 +315,15 @@ impl App {
         e.send_keys(text).await.map_err(|e| format!("teclear en {css}: {e}"))
     }
 
+    /// Picks `value` in the select `css`, brought to the middle of the window first (as
+    /// [`App::click`]: WebKit clicks the option, which must be in view).
     pub async fn select(&self, css: &str, value: &str) -> Res {
         let e = self.find(css).await?;
+        let target = serde_json::to_value(&e).map_err(|err| format!("{css}: {err}"))?;
+        self.client
+            .execute("arguments[0].scrollIntoView({block: 'center', inline: 'nearest'});", vec![target])
+            .await
+            .map_err(|err| format!("desplazar a {css}: {err}"))?;
         e.select_by_value(value).await.map_err(|e| format!("elegir {value} en {css}: {e}"))
     }
 

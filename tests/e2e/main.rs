@@ -54,6 +54,7 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     }),
     ("emitir_con_catalogos", nothing, |app| Box::pin(flows::emitir_con_catalogos(app))),
     ("ventana_y_archivos", nothing, |app| Box::pin(flows::ventana_y_archivos(app))),
+    ("equipo_postgres", flows::team_database, |app| Box::pin(flows::equipo_postgres(app))),
 ];
 
 fn main() -> ExitCode {

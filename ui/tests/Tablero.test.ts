@@ -34,6 +34,26 @@ const board: Dashboard = {
   days: [{ day: '2026-11-30', recorded: 5, stamped: 4, now_pending: 1, now_held: 0, now_stamped: 4 }],
   today: { documents: 4, invoices: 4, amount: '464.00', iva_trasladado: '64.00', iva_retenido: '0', unreadable: 0 },
   month: { ...zero, documents: 4, invoices: 4, amount: '464.00', iva_trasladado: '64.00' },
+  live_workers: [
+    {
+      id: 'srv@servidor:812:abc',
+      worker: 'srv',
+      program: 'timbra drain',
+      host: 'servidor',
+      pid: 812,
+      started_at: '2026-11-30T08:00:00Z',
+      heartbeat_at: '2026-11-30T17:59:55Z',
+    },
+    {
+      id: 'app-9@caja-1:9:def',
+      worker: 'app-9',
+      program: 'timbra-app',
+      host: 'caja-1',
+      pid: 9,
+      started_at: '2026-11-30T09:00:00Z',
+      heartbeat_at: '2026-11-30T17:59:58Z',
+    },
+  ],
 };
 
 describe('Tablero', () => {
@@ -56,5 +76,23 @@ describe('Tablero', () => {
     expect(totals.querySelector('tr[data-total=amount]')?.textContent).toContain('$464.00');
     expect(totals.querySelector('tr[data-total=iva_trasladado]')?.textContent).toContain('$64.00');
     expect(screen.getByTestId('per-hour').textContent).toContain('4 facturas timbradas');
+    // The drain processes live on this database, as Rust counted them.
+    const live = screen.getByTestId('live-workers');
+    expect(live.getAttribute('data-count')).toBe('2');
+    expect(screen.getByTestId('live-workers-count').textContent).toBe('2 proceso(s) de drenado activo(s).');
+    expect(live.querySelector('li[data-worker=srv]')?.textContent).toContain('timbra drain en servidor (pid 812)');
+  });
+
+  test('no live drain process is said plainly', async () => {
+    mockIPC(
+      (cmd) => {
+        if (cmd === 'invoice_counts') return { total: 0, by_state: {}, by_badge: {}, open_candidates: 0, pending_cancellations: 0 };
+        if (cmd === 'dashboard') return { ...board, live_workers: [] };
+      },
+      { shouldMockEvents: true },
+    );
+    render(Tablero);
+    await waitFor(() => expect(screen.getByTestId('live-workers').getAttribute('data-count')).toBe('0'));
+    expect(screen.getByTestId('live-workers-count').textContent).toContain('Ningún proceso de drenado activo');
   });
 });

@@ -25,6 +25,7 @@ const SAMPLES = {
   db_corrupt: { code: 'db_corrupt', details: { path: '/p', detail: 'd' } },
   db_too_new: { code: 'db_too_new', details: { path: '/p', version: 9 } },
   db_unavailable: { code: 'db_unavailable', details: { path: '/p', detail: 'd' } },
+  db_auth: { code: 'db_auth', details: { path: 'postgres://timbra@db:5432/timbra', detail: 'd' } },
   integrity: { code: 'integrity', details: { message: 'm' } },
   db: { code: 'db', details: { message: 'm' } },
   db_full: { code: 'db_full', details: { path: '/datos/timbra.db' } },
@@ -32,6 +33,7 @@ const SAMPLES = {
   credential_store: { code: 'credential_store', details: { message: 'm' } },
   forbidden: { code: 'forbidden', details: { action: 'save_pacs', role: 'personal' } },
   role_locked: { code: 'role_locked', details: { action: 'cancelar el CFDI', role: 'contador' } },
+  contador_pin_missing: { code: 'contador_pin_missing', details: { action: 'cancelar el CFDI' } },
   unsupported: { code: 'unsupported', details: { feature: 'f' } },
   file: { code: 'file', details: { path: '/p', message: 'm' } },
   sandbox_only: { code: 'sandbox_only' },
@@ -59,6 +61,10 @@ describe('coded errors', () => {
     expect(errorMessage(SAMPLES.forbidden)).toBe('Con el rol Personal no puede hacer esto.');
     expect(errorMessage(SAMPLES.role_locked)).toBe(
       'El rol Contador está bloqueado para cancelar el CFDI: escriba su PIN. Cada acción de riesgo lo pide de nuevo.',
+    );
+    expect(errorMessage(SAMPLES.contador_pin_missing)).toContain('Configure el PIN del contador en Ajustes');
+    expect(errorMessage(SAMPLES.db_auth)).toBe(
+      'El servidor de la base de datos postgres://timbra@db:5432/timbra rechazó el usuario o la contraseña.',
     );
     expect(errorMessage(SAMPLES.db_full)).toContain('El disco donde está la base de datos /datos/timbra.db está lleno');
     expect(errorMessage(SAMPLES.startup)).toContain('está ocupada');

@@ -54,7 +54,9 @@ impl From<OutboxError> for ApiError {
             }
             OutboxError::NoteAlreadyResolved(_) | OutboxError::PacHasOpenAttempts { .. } => StatusCode::CONFLICT,
             OutboxError::NotFound { .. } => StatusCode::NOT_FOUND,
-            OutboxError::Forbidden { .. } | OutboxError::RoleLocked { .. } => StatusCode::FORBIDDEN,
+            OutboxError::Forbidden { .. } | OutboxError::RoleLocked { .. } | OutboxError::ContadorPinMissing { .. } => {
+                StatusCode::FORBIDDEN
+            }
             OutboxError::Unsupported(_) => StatusCode::BAD_REQUEST,
             OutboxError::NotConfigured
             | OutboxError::CsdLocked { .. }
@@ -64,7 +66,8 @@ impl From<OutboxError> for ApiError {
             | OutboxError::DatabaseLocked { .. }
             | OutboxError::DatabaseCorrupt { .. }
             | OutboxError::DatabaseTooNew { .. }
-            | OutboxError::DatabaseUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            | OutboxError::DatabaseUnavailable { .. }
+            | OutboxError::DatabaseAuth { .. } => StatusCode::SERVICE_UNAVAILABLE,
             OutboxError::Seal(_) | OutboxError::Integrity(_) | OutboxError::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let mut err = ApiError::new(status, code, message);

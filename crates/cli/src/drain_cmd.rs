@@ -1,5 +1,6 @@
-//! `timbra pac …` and `timbra drain`: the PAC settings and the drain engine from the command
-//! line (progress on stderr, SIGTERM stops it cleanly).
+//! `timbra pac …`, `timbra drain` and `timbra workers`: the PAC settings, the drain engine from
+//! the command line (progress on stderr, SIGTERM stops it cleanly; registered with a heartbeat
+//! in the `workers` table while it runs) and the list of live drain processes.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -250,6 +251,44 @@ impl DrainSink for ProgressLine {
     }
 }
 
+/// `timbra workers`.
+#[derive(clap::Args)]
+pub struct WorkersArgs {
+    /// La lista en JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Lists the live drain processes (a heartbeat within `outbox::workers::LIVE_WITHIN`).
+pub fn workers(db: Option<&str>, a: WorkersArgs) -> Result<u8, Failure> {
+    runtime()?.block_on(async {
+        let o = open(db, false).await?;
+        let live = o.live_workers().await.map_err(|e| failure(e, ""));
+        o.store().close().await;
+        let live = live?;
+        if a.json {
+            print_json(&live)?;
+        } else if live.is_empty() {
+            print_out("ningún proceso de drenado vivo (ninguno dio señal en los últimos 35 s)")?;
+        } else {
+            let mut out = format!("{} proceso(s) de drenado vivo(s):\n", live.len());
+            for w in &live {
+                out.push_str(&format!(
+                    "  {}  {} en {} (pid {}), desde {}, última señal {}\n",
+                    w.worker,
+                    w.program,
+                    w.host,
+                    w.pid,
+                    w.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
+                    w.heartbeat_at.format("%H:%M:%S UTC")
+                ));
+            }
+            print_out(out.trim_end())?;
+        }
+        Ok(exit::OK)
+    })
+}
+
 pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -278,6 +317,8 @@ pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
         }
         let config = DrainConfig {
             worker_id: a.worker_id.clone(),
+            program: "timbra drain".into(),
+            heartbeat: outbox::workers::HEARTBEAT_EVERY,
             concurrency: a.concurrency.max(1),
             lease: chrono::Duration::seconds(a.lease_secs.max(1)),
             poll: Duration::from_millis(200),

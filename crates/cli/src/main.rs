@@ -107,6 +107,10 @@ enum Command {
     /// Cuántas facturas hay en cada estado e insignia.
     #[command(after_help = EXIT_CODES)]
     Status(outbox_cmd::StatusArgs),
+    /// Los procesos de drenado vivos en esta base de datos (`timbra drain` y las consolas):
+    /// los que dieron señal en los últimos 35 s.
+    #[command(after_help = EXIT_CODES)]
+    Workers(drain_cmd::WorkersArgs),
     /// Pagos contra facturas PPD (complemento de pago): registrar, saldo.
     #[command(subcommand, after_help = EXIT_CODES)]
     Payment(payment_cmd::PaymentCommand),
@@ -193,6 +197,7 @@ fn main() -> ExitCode {
         Command::Status(args) => outbox_cmd::status(cli.db.as_deref(), args),
         Command::Pac(cmd) => drain_cmd::pac(cli.db.as_deref(), cmd),
         Command::Drain(args) => drain_cmd::drain(cli.db.as_deref(), args),
+        Command::Workers(args) => drain_cmd::workers(cli.db.as_deref(), args),
         Command::Payment(cmd) => payment_cmd::run(cli.db.as_deref(), cmd),
         Command::Global(cmd) => global_cmd::run(cli.db.as_deref(), cmd),
         Command::Report(cmd) => report_cmd::run(cli.db.as_deref(), cmd),

@@ -181,6 +181,10 @@ impl Db {
         c.arg("--db").arg(&self.location).args(args);
         c.env_remove("TIMBRA_DATABASE_URL");
         c.env("TIMBRA_CSD_PASSWORD", "12345678a")
+            // The contador's PIN (set with `timbra role set-credential contador` before a
+            // cancellation, the CSD password as proof): every contador action needs it.
+            .env("TIMBRA_CONTADOR_PIN", "contador-4821")
+            .env("TIMBRA_CONTADOR_PIN_NUEVO", "contador-4821")
             .env("SIM_TOKEN", "sim-token-infinito")
             .env("SIM_PASSWORD", "simulador")
             .env("SIM_FACTURAPI_KEY", "sk_test_simulador");
@@ -444,6 +448,7 @@ fn a_crash_around_a_cancellation_request_sends_it_exactly_once(backend: Backend)
         db.run(&Db::drain_args());
         let (_, uuid) = db.invoices().into_values().next().unwrap();
         let uuid = uuid.expect("stamped");
+        db.run(&["role", "set-credential", "contador"]);
         db.run(&["cancel", &uuid, "--motivo", "02", "--note", "venta devuelta", "--role", "contador"]);
         let crashed = db
             .timbra(&Db::drain_args())

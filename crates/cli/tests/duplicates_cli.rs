@@ -1,7 +1,8 @@
 //! `timbra cfdi import`, `timbra cancel` and `timbra duplicates` as a user runs them, against a
 //! `timbra pac-sim` process: a ZIP with a known CFDI and a tampered one (refused, exit 2,
 //! nothing of it written), a damaged ZIP (nothing imported), a cancellation refused to soporte
-//! and carried out for the contador to SAT's last word.
+//! and to a contador without a PIN, and carried out for the contador (PIN set with the CSD
+//! password, given in `TIMBRA_CONTADOR_PIN`) to SAT's last word.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -51,6 +52,9 @@ fn http_get(url: &str) -> String {
     rt.block_on(async { reqwest::get(url).await.unwrap().text().await.unwrap() })
 }
 
+/// The contador's PIN, set after `init` with the CSD password as proof.
+const CONTADOR_PIN: &str = "contador-4821";
+
 struct Db {
     dir: tempfile::TempDir,
 }
@@ -67,6 +71,8 @@ impl Db {
             .args(args)
             .env("TIMBRA_CSD_PASSWORD", "12345678a")
             .env("SIM_TOKEN", "sim-token-infinito")
+            .env("TIMBRA_CONTADOR_PIN", CONTADOR_PIN)
+            .env("TIMBRA_CONTADOR_PIN_NUEVO", CONTADOR_PIN)
             .env_remove("TIMBRA_ROLE")
             .output()
             .unwrap()
@@ -187,6 +193,15 @@ fn only_the_contador_cancels_and_the_status_follows_to_sat() {
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );
+    // Declaring the role proves nothing: until the contador has a PIN, nobody cancels.
+    let no_pin = db.timbra(&["cancel", &uuid, "--motivo", "02", "--note", "error", "--role", "contador"]);
+    assert_eq!(no_pin.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&no_pin.stderr).contains("hasta que el contador tenga PIN"),
+        "{}",
+        String::from_utf8_lossy(&no_pin.stderr)
+    );
+    db.ok(&["role", "set-credential", "contador"]);
     let no_note = db.timbra(&["cancel", &uuid, "--motivo", "02", "--note", " ", "--role", "contador"]);
     assert_eq!(no_note.status.code(), Some(2), "a blank note is refused");
     db.ok(&[

@@ -1,7 +1,9 @@
-//! The contador's credential through the CLI: set from `TIMBRA_CONTADOR_PIN_NUEVO` (here the
-//! 0600 secrets file), then every contador action needs `TIMBRA_CONTADOR_PIN` — never an
-//! argument — and a wrong one stops the command; soporte is unaffected; the database holds only
-//! the Argon2id hash.
+//! The contador's credential through the CLI: until it exists, `--role contador` is refused
+//! (declaring the role proves nothing); the first one is set from `TIMBRA_CONTADOR_PIN_NUEVO`
+//! (here the 0600 secrets file) with the emisor's CSD password as proof (the variable the
+//! emisor names), a change with the current one; then every contador action needs
+//! `TIMBRA_CONTADOR_PIN` — never an argument — and a wrong one stops the command; soporte is
+//! unaffected; the database holds only the Argon2id hash.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -57,19 +59,39 @@ fn contador_actions_need_the_credential_once_it_is_set() {
     let xml = fx("cfdi/samples/pago20-eku.xml");
     let import = ["cfdi", "import", xml.as_str(), "--role", "contador"];
 
-    // Declared role, no credential: the import runs (its file is judged on its own).
+    // Declared role, no credential: refused, saying how to set one.
     let out = run(d, &import, &[]);
-    assert!(!stderr(&out).contains("desbloquearse"), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("hasta que el contador tenga PIN") && stderr(&out).contains("timbra role set-credential contador"),
+        "{}",
+        stderr(&out)
+    );
 
     let secrets = d.join("secretos.env");
     std::fs::write(&secrets, "TIMBRA_CONTADOR_PIN_NUEVO=482913-caja\n").unwrap();
     std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
     let file = secrets.to_str().unwrap();
-    let out = run(
-        d,
-        &["role", "set-credential", "contador", "--role", "contador"],
-        &[("TIMBRA_SECRETS_FILE", file)],
+    let set = ["role", "set-credential", "contador"];
+    // No proof at all, then a wrong CSD password: refused, nothing stored.
+    let out = run(d, &set, &[("TIMBRA_SECRETS_FILE", file), ("TEST_CSD_PASSWORD", "")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("falta la prueba de autoridad") && stderr(&out).contains("TEST_CSD_PASSWORD"),
+        "{}",
+        stderr(&out)
     );
+    let out = run(d, &set, &[("TIMBRA_SECRETS_FILE", file), ("TEST_CSD_PASSWORD", "adivinada")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("la contraseña de la llave privada del CSD no es correcta"),
+        "{}",
+        stderr(&out)
+    );
+    let status = run(d, &["role", "status"], &[]);
+    assert!(String::from_utf8_lossy(&status.stdout).contains("contador: sin credencial"));
+    // The CSD password (TEST_CSD_PASSWORD, the variable the emisor names) is the proof.
+    let out = run(d, &set, &[("TIMBRA_SECRETS_FILE", file)]);
     assert!(out.status.success(), "{}", stderr(&out));
 
     let out = run(d, &import, &[]);
@@ -88,13 +110,28 @@ fn contador_actions_need_the_credential_once_it_is_set() {
         "{}",
         stderr(&out)
     );
+    // Changing it takes the current one (a wrong current one changes nothing).
+    let out = run(
+        d,
+        &set,
+        &[
+            ("TIMBRA_CONTADOR_PIN", "482913-caja"),
+            ("TIMBRA_CONTADOR_PIN_NUEVO", "775511-caja"),
+            ("TEST_CSD_PASSWORD", ""),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(d, &import, &[("TIMBRA_CONTADOR_PIN", "482913-caja")]);
+    assert!(stderr(&out).contains("no es la credencial del rol contador"), "{}", stderr(&out));
+    let out = run(d, &import, &[("TIMBRA_CONTADOR_PIN", "775511-caja")]);
+    assert!(!stderr(&out).contains("credencial"), "{}", stderr(&out));
     // Soporte declares its role as before.
     let out = run(d, &["cfdi", "import", xml.as_str(), "--role", "soporte"], &[]);
     assert!(!stderr(&out).contains("desbloquearse"), "{}", stderr(&out));
 
     let db = std::fs::read(d.join("t.db")).unwrap();
     assert!(
-        !db.windows(11).any(|w| w == b"482913-caja"),
+        !db.windows(11).any(|w| w == b"482913-caja" || w == b"775511-caja"),
         "the credential is not in the database"
     );
     assert!(db.windows(10).any(|w| w == b"$argon2id$"), "its hash is");

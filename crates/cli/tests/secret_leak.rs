@@ -1,11 +1,12 @@
 //! No secret leaks: a full headless scenario — `init` with a CSD whose key has a password of
-//! our own, an SW primary with a token and a Finkok backup with a password (two simulators that
-//! accept exactly those values), sales imported, a drain stamping them at both PACs (the primary
-//! refuses half the connections, so the backup stamps too), an API token created, evidence,
-//! XML/PDF export and a backup — with every secret handed over through a 0600 secrets file and
-//! every command logging at `trace`. Then the database file, its WAL and shared-memory file
-//! (read while the drain still runs), the logs, the printed evidence, the exports and the
-//! backup are searched byte for byte: no secret appears, in plain text or as Base64.
+//! our own, the contador's PIN set with it as proof, an SW primary with a token and a Finkok
+//! backup with a password (two simulators that accept exactly those values), sales imported, a
+//! drain stamping them at both PACs (the primary refuses half the connections, so the backup
+//! stamps too), an API token created, evidence, XML/PDF export and a backup — with every secret
+//! handed over through a 0600 secrets file and every command logging at `trace`. Then the
+//! database file, its WAL and shared-memory file (read while the drain still runs), the logs,
+//! the printed evidence, the exports and the backup are searched byte for byte: no secret
+//! appears, in plain text or as Base64.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -19,6 +20,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_timbra");
 const CSD_PASSWORD: &str = "csd-Secreto-5f1c9a0e";
 const SW_TOKEN: &str = "tok-Secreto-7f3a91c2e4b8";
 const FINKOK_PASSWORD: &str = "pw-Secreto-88d1e0b7c3";
+const CONTADOR_PIN: &str = "pin-Secreto-4c2d9e71";
 const FINKOK_USER: &str = "usuario-finkok@timbra.test";
 
 fn fixtures() -> PathBuf {
@@ -159,7 +161,7 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
 fn needles(extra: &[String]) -> Vec<(String, Vec<u8>)> {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let mut n: Vec<(String, Vec<u8>)> = Vec::new();
-    for s in [CSD_PASSWORD, SW_TOKEN, FINKOK_PASSWORD]
+    for s in [CSD_PASSWORD, SW_TOKEN, FINKOK_PASSWORD, CONTADOR_PIN]
         .iter()
         .map(|s| s.to_string())
         .chain(extra.iter().cloned())
@@ -202,7 +204,9 @@ fn a_full_scenario_leaves_no_secret_in_the_database_wal_logs_or_exports() {
     // The secrets file must be the owner's alone.
     std::fs::write(
         s.secrets(),
-        format!("# secretos de la prueba\nTIMBRA_CSD_PASSWORD={CSD_PASSWORD}\nSW_TOKEN={SW_TOKEN}\nFINKOK_PASSWORD={FINKOK_PASSWORD}\n"),
+        format!(
+            "# secretos de la prueba\nTIMBRA_CSD_PASSWORD={CSD_PASSWORD}\nSW_TOKEN={SW_TOKEN}\nFINKOK_PASSWORD={FINKOK_PASSWORD}\nTIMBRA_CONTADOR_PIN={CONTADOR_PIN}\nTIMBRA_CONTADOR_PIN_NUEVO={CONTADOR_PIN}\n"
+        ),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -232,6 +236,9 @@ fn a_full_scenario_leaves_no_secret_in_the_database_wal_logs_or_exports() {
     std::fs::set_permissions(s.secrets(), std::fs::Permissions::from_mode(0o600)).unwrap();
 
     s.ok(&init);
+    // The contador's PIN, set with the CSD password as proof; every later command unlocks the
+    // contador with it (both read from the secrets file).
+    s.ok(&["role", "set-credential", "contador"]);
     s.ok(&[
         "pac",
         "add",

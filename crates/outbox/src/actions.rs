@@ -155,6 +155,7 @@ impl<S: Store> Outbox<S> {
             match self.require_unlocked(actor, action.nombre()).await {
                 Ok(()) => None,
                 Err(e @ OutboxError::RoleLocked { .. }) => Some((e, "bloqueado")),
+                Err(e @ OutboxError::ContadorPinMissing { .. }) => Some((e, "sin_pin")),
                 Err(e) => return Err(e),
             }
         };

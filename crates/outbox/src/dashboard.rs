@@ -17,6 +17,8 @@
 //!   ([`cfdi::fiscal::FiscalDocument`]): ingresos (`I`) not cancelled — how many, Σ Total,
 //!   Σ IVA (Impuesto `002`) trasladado and retenido of the comprobante's summary, in MXN
 //!   (× TipoCambio when the Moneda is another) — and every stamped document counted apart.
+//! - **Live drain processes**, from the `workers` table ([`crate::workers`]): those whose
+//!   heartbeat is within [`crate::workers::LIVE_WITHIN`] of `now`.
 //!
 //! Money is `rust_decimal`; time is passed in.
 
@@ -47,6 +49,9 @@ pub struct Dashboard {
     pub days: Vec<DayStates>,
     pub today: Totals,
     pub month: Totals,
+    /// The drain processes working this database now (a heartbeat within
+    /// [`crate::workers::LIVE_WITHIN`]): the app's own and any `timbra drain`.
+    pub live_workers: Vec<crate::workers::WorkerInfo>,
 }
 
 /// One PAC's health.
@@ -355,6 +360,7 @@ impl<S: Store> Outbox<S> {
             days: days(&invoices, now, offset),
             today: totals(&stamped, today_start),
             month: totals(&stamped, month_start),
+            live_workers: self.live_workers_at(now).await?,
         })
     }
 }

@@ -76,6 +76,11 @@ impl Backoff {
 #[derive(Debug, Clone)]
 pub struct DrainConfig {
     pub worker_id: String,
+    /// What runs this drain, as the `workers` table shows it (`timbra drain`, `timbra-app`).
+    pub program: String,
+    /// How often the run renews its heartbeat in the `workers` table
+    /// ([`crate::workers::HEARTBEAT_EVERY`]; tests shorten it).
+    pub heartbeat: std::time::Duration,
     /// Invoices in flight at once.
     pub concurrency: usize,
     /// How long a claim lasts; a crashed worker's rows come back after it.
@@ -92,6 +97,8 @@ impl Default for DrainConfig {
     fn default() -> DrainConfig {
         DrainConfig {
             worker_id: "drain".into(),
+            program: "timbra".into(),
+            heartbeat: crate::workers::HEARTBEAT_EVERY,
             concurrency: 4,
             lease: Duration::seconds(120),
             poll: std::time::Duration::from_millis(500),
@@ -216,7 +223,20 @@ impl<S: Store> Drain<S> {
     }
 
     /// Runs until `shutdown` fires (or, in [`RunMode::UntilIdle`], until there is nothing left).
+    /// While it runs, the process is registered in the `workers` table with a heartbeat
+    /// ([`crate::workers`]), so consoles can count the live drains.
     pub async fn run(self: &Arc<Self>, shutdown: impl Future<Output = ()>, mode: RunMode) -> Result<DrainProgress>
+    where
+        S: 'static,
+    {
+        let who = crate::workers::WorkerIdentity::this_process(&self.config.worker_id, &self.config.program);
+        let registration = crate::workers::Registration::start(self.outbox.clone(), who, self.config.heartbeat).await;
+        let result = self.run_registered(shutdown, mode).await;
+        registration.end().await;
+        result
+    }
+
+    async fn run_registered(self: &Arc<Self>, shutdown: impl Future<Output = ()>, mode: RunMode) -> Result<DrainProgress>
     where
         S: 'static,
     {

@@ -55,6 +55,9 @@ pub enum OutboxError {
     DatabaseTooNew { path: PathBuf, version: i64 },
     #[error("no se pudo abrir la base de datos {}: {detail}", path.display())]
     DatabaseUnavailable { path: PathBuf, detail: String },
+    /// The database server refused the user or its password (PostgreSQL SQLSTATE 28xxx).
+    #[error("el servidor de la base de datos {} rechazó el usuario o la contraseña: {detail}", path.display())]
+    DatabaseAuth { path: PathBuf, detail: String },
     /// The database refused a write that would break an invariant (a trigger or constraint).
     #[error("la base de datos rechazó la operación: {0}")]
     Integrity(String),
@@ -82,6 +85,10 @@ pub enum OutboxError {
     /// its unlock was spent by the previous risky action): `action` says what was attempted.
     #[error("el rol {role} no puede {action} sin desbloquearse con su credencial (TIMBRA_CONTADOR_PIN): el desbloqueo dura 15 minutos y cada acción de riesgo lo pide de nuevo")]
     RoleLocked { action: &'static str, role: &'static str },
+    /// The contador has no credential yet, so nobody can act as contador: the first one is set
+    /// with the emisor's CSD key password (Ajustes, or `timbra role set-credential contador`).
+    #[error("nadie puede {action} como contador hasta que el contador tenga PIN: fíjelo en Ajustes › PIN del contador, o con `timbra role set-credential contador` y la contraseña de la llave privada del CSD")]
+    ContadorPinMissing { action: &'static str },
     /// Something Timbra does not do (yet), said plainly.
     #[error("{0}")]
     Unsupported(String),
@@ -109,12 +116,14 @@ impl OutboxError {
             OutboxError::DatabaseCorrupt { .. } => "db_corrupt",
             OutboxError::DatabaseTooNew { .. } => "db_too_new",
             OutboxError::DatabaseUnavailable { .. } => "db_unavailable",
+            OutboxError::DatabaseAuth { .. } => "db_auth",
             OutboxError::Integrity(_) => "integrity",
             OutboxError::Database(_) => "db",
             OutboxError::ActionRefused { .. } => "action_refused",
             OutboxError::PacHasOpenAttempts { .. } => "pac_has_open_attempts",
             OutboxError::Forbidden { .. } => "forbidden",
             OutboxError::RoleLocked { .. } => "role_locked",
+            OutboxError::ContadorPinMissing { .. } => "contador_pin_missing",
             OutboxError::Unsupported(_) => "unsupported",
         }
     }
@@ -125,7 +134,10 @@ impl OutboxError {
     pub fn is_storage_fault(&self) -> bool {
         matches!(
             self,
-            OutboxError::DatabaseReadOnly { .. } | OutboxError::DatabaseLocked { .. } | OutboxError::DatabaseUnavailable { .. }
+            OutboxError::DatabaseReadOnly { .. }
+                | OutboxError::DatabaseLocked { .. }
+                | OutboxError::DatabaseUnavailable { .. }
+                | OutboxError::DatabaseAuth { .. }
         )
     }
 
@@ -157,6 +169,10 @@ impl OutboxError {
                 version: *version,
             },
             OutboxError::DatabaseUnavailable { path, detail } => OutboxError::DatabaseUnavailable {
+                path: path.clone(),
+                detail: detail.clone(),
+            },
+            OutboxError::DatabaseAuth { path, detail } => OutboxError::DatabaseAuth {
                 path: path.clone(),
                 detail: detail.clone(),
             },

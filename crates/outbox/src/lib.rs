@@ -30,6 +30,7 @@
 //! - the JSON lane: [`facturapi_lane`] (attempts whose frozen body is Facturapi's invoice
 //!   JSON; the check of the CFDI Facturapi returns against the sale);
 //! - [`file_input`]: the bounded reader of a file a person pointed Timbra at (both shells);
+//! - [`workers`]: the drain processes working the database, and which are live;
 //! - [`actor`], [`clock`], [`location`], [`error`].
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
@@ -75,6 +76,7 @@ pub mod store;
 pub mod strategy;
 pub mod timeline_words;
 pub mod webhooks;
+pub mod workers;
 
 pub use actor::{Actor, Role};
 pub use clock::{Clock, SystemClock, TestClock};

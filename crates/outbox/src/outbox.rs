@@ -88,6 +88,15 @@ impl Outbox<AnyStore> {
     ) -> Result<Outbox<AnyStore>> {
         Ok(Outbox::new(AnyStore::open(location, create, busy_timeout).await?, clock))
     }
+
+    /// Opens a PostgreSQL outbox with options a URL cannot carry (a password kept apart, as the
+    /// desktop app keeps it in the OS credential store).
+    pub async fn open_postgres(opts: &crate::store::postgres::PgOptions, clock: Arc<dyn Clock>) -> Result<Outbox<AnyStore>> {
+        Ok(Outbox::new(
+            AnyStore::Postgres(crate::store::postgres::PgStore::open(opts).await?),
+            clock,
+        ))
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -334,7 +343,13 @@ impl<S: Store> Outbox<S> {
         settings::may_change_settings(actor, "configurar el emisor y el CSD")?;
         let now = self.clock.now();
         let (row, csd) = settings::check_setup(setup, password, now)?;
+        let previous_rfc = self.store.current_emisor_settings().await?.map(|s| s.profile.rfc);
         let id = self.store.insert_emisor_settings(&row, actor, now.timestamp_millis()).await?;
+        if previous_rfc.is_some_and(|rfc| rfc != setup.profile.rfc) {
+            // The role credentials were set under another business's CSD (or SAT's public test
+            // CSD of Modo sandbox): that authority no longer stands.
+            self.forget_role_credentials(actor).await?;
+        }
         *lock(&self.csd) = Some((id, Arc::new(csd)));
         *lock(&self.password) = Some(password.clone());
         tracing::info!(rfc = %setup.profile.rfc, settings_id = id, "emisor y CSD configurados");

@@ -53,8 +53,10 @@ fn soporte() -> Actor {
     Actor::new("sofia", Role::Soporte, "test")
 }
 
-fn contador() -> Actor {
-    Actor::new("carlos", Role::Contador, "test")
+/// The contador, unlocked on `outbox` for one action (its PIN set first, with the CSD
+/// password as proof).
+async fn contador(outbox: &outbox::Outbox) -> Actor {
+    common::unlocked_contador(outbox).await
 }
 
 async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)]) -> World {
@@ -97,6 +99,8 @@ async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)]) -> World {
     .unwrap();
     let config = DrainConfig {
         worker_id: "w1".into(),
+        program: "test".into(),
+        heartbeat: outbox::workers::HEARTBEAT_EVERY,
         concurrency: 4,
         lease: chrono::Duration::seconds(30),
         poll: StdDuration::from_millis(20),
@@ -218,7 +222,12 @@ async fn a_duplicate_from_a_forced_failover_is_decided_and_the_loser_cancelled_w
     w.until_badge(id, Badge::Reanudar).await;
     w.faults("fk", "down=1");
     w.outbox
-        .force_failover(&InvoiceRef::Id(id), "sw", "Finkok no contesta; riesgo aceptado", &contador())
+        .force_failover(
+            &InvoiceRef::Id(id),
+            "sw",
+            "Finkok no contesta; riesgo aceptado",
+            &contador(&w.outbox).await,
+        )
         .await
         .unwrap();
     w.until_badge(id, Badge::Timbrada).await;
@@ -260,7 +269,7 @@ async fn a_duplicate_from_a_forced_failover_is_decided_and_the_loser_cancelled_w
             &InvoiceRef::Id(id),
             "AAAAAAAA-AAAA-AAAA-AAAA-AAAAAAAAAAAA",
             &order("x"),
-            &contador(),
+            &contador(&w.outbox).await,
         )
         .await
     {
@@ -272,7 +281,7 @@ async fn a_duplicate_from_a_forced_failover_is_decided_and_the_loser_cancelled_w
             &InvoiceRef::Id(id),
             &u2,
             &order("Finkok timbró antes del respaldo; se conserva el de SW"),
-            &contador(),
+            &contador(&w.outbox).await,
         )
         .await
         .unwrap();
@@ -326,7 +335,7 @@ async fn the_receptor_accepts_rejects_or_lets_the_deadline_pass(backend: Backend
             other => panic!("soporte may not cancel: {other:?}"),
         }
         w.outbox
-            .request_cancellation(&InvoiceRef::Id(*id), u, &order("la venta se devolvió"), &contador())
+            .request_cancellation(&InvoiceRef::Id(*id), u, &order("la venta se devolvió"), &contador(&w.outbox).await)
             .await
             .unwrap();
     }
@@ -372,7 +381,7 @@ async fn a_cfdi_with_a_vigente_related_document_is_not_cancelable(backend: Backe
         "the contador sees why before confirming"
     );
     w.outbox
-        .request_cancellation(&InvoiceRef::Id(id), &u1, &order("error de captura"), &contador())
+        .request_cancellation(&InvoiceRef::Id(id), &u1, &order("error de captura"), &contador(&w.outbox).await)
         .await
         .unwrap();
     assert_eq!(w.until_final(id).await, "no_cancelable");
@@ -392,7 +401,7 @@ async fn motivo_01_needs_a_substitute_that_relates_with_04(backend: Backend) {
     };
     match w
         .outbox
-        .request_cancellation(&InvoiceRef::Id(id), &u1, &with(None), &contador())
+        .request_cancellation(&InvoiceRef::Id(id), &u1, &with(None), &contador(&w.outbox).await)
         .await
     {
         Err(OutboxError::Invalid(v)) => assert_eq!(v.0[0].field, "folio_sustitucion"),
@@ -404,7 +413,7 @@ async fn motivo_01_needs_a_substitute_that_relates_with_04(backend: Backend) {
     let u_other: &'static str = Box::leak(u_other.into_boxed_str());
     match w
         .outbox
-        .request_cancellation(&InvoiceRef::Id(id), &u1, &with(Some(u_other)), &contador())
+        .request_cancellation(&InvoiceRef::Id(id), &u1, &with(Some(u_other)), &contador(&w.outbox).await)
         .await
     {
         Err(OutboxError::Invalid(v)) => assert_eq!((v.0[0].field.as_str(), v.0[0].code), ("folio_sustitucion", "sustituto_invalido")),
@@ -419,7 +428,7 @@ async fn motivo_01_needs_a_substitute_that_relates_with_04(backend: Backend) {
     let u_sust = w.until_badge(sid, Badge::Timbrada).await.cfdis[0].uuid.clone();
     let u_sust: &'static str = Box::leak(u_sust.into_boxed_str());
     w.outbox
-        .request_cancellation(&InvoiceRef::Id(id), &u1, &with(Some(u_sust)), &contador())
+        .request_cancellation(&InvoiceRef::Id(id), &u1, &with(Some(u_sust)), &contador(&w.outbox).await)
         .await
         .unwrap();
     assert_eq!(w.until_final(id).await, "cancelado_sin_aceptacion");
@@ -435,7 +444,12 @@ async fn reconciliation_import_settles_an_abandoned_attempt_and_refuses_a_tamper
     let id = w.record_json(&sale("pedido-i", false)).await;
     w.until_badge(id, Badge::Reanudar).await;
     w.outbox
-        .force_failover(&InvoiceRef::Id(id), "fk", "SW no contesta; riesgo aceptado", &contador())
+        .force_failover(
+            &InvoiceRef::Id(id),
+            "fk",
+            "SW no contesta; riesgo aceptado",
+            &contador(&w.outbox).await,
+        )
         .await
         .unwrap();
     let d = w.until_badge(id, Badge::Timbrada).await;
@@ -513,7 +527,7 @@ async fn reconciliation_import_settles_an_abandoned_attempt_and_refuses_a_tamper
         .expect("the look-alike is queued");
     let cid: i64 = candidate.key.trim_start_matches("candidate-").parse().unwrap();
     w.outbox
-        .decide_candidate(cid, None, None, "otro pedido del mismo cliente", &contador())
+        .decide_candidate(cid, None, None, "otro pedido del mismo cliente", &contador(&w.outbox).await)
         .await
         .unwrap();
     assert!(!w.outbox.duplicate_groups().await.unwrap().iter().any(|g| g.key == candidate.key));
@@ -647,7 +661,7 @@ async fn a_credit_note_and_a_substitute_start_from_the_stamped_ingreso(backend: 
         note: "se sustituye",
     };
     w.outbox
-        .request_cancellation(&InvoiceRef::Id(id), &u1, &motivo_01, &contador())
+        .request_cancellation(&InvoiceRef::Id(id), &u1, &motivo_01, &contador(&w.outbox).await)
         .await
         .unwrap();
     assert_eq!(w.until_final(id).await, "cancelado_sin_aceptacion");

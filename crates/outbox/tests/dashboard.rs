@@ -77,6 +77,8 @@ async fn world(backend: Backend, faults: &str) -> World {
         set,
         DrainConfig {
             worker_id: "w1".into(),
+            program: "test".into(),
+            heartbeat: outbox::workers::HEARTBEAT_EVERY,
             concurrency: 2,
             lease: chrono::Duration::seconds(30),
             poll: StdDuration::from_millis(20),

@@ -48,8 +48,10 @@ fn soporte() -> Actor {
     Actor::new("sofia", Role::Soporte, "test")
 }
 
-fn contador() -> Actor {
-    Actor::new("carlos", Role::Contador, "test")
+/// The contador, unlocked on `outbox` for one action (its PIN set first, with the CSD
+/// password as proof).
+async fn contador(outbox: &outbox::Outbox) -> Actor {
+    common::unlocked_contador(outbox).await
 }
 
 /// An outbox with SAT's test CSD and one simulator per `(name, flavor, faults)`, the first the
@@ -109,6 +111,8 @@ async fn drain_for(outbox: &Arc<Outbox>, worker: &str, lease: chrono::Duration) 
     .unwrap();
     let config = DrainConfig {
         worker_id: worker.into(),
+        program: "test".into(),
+        heartbeat: outbox::workers::HEARTBEAT_EVERY,
         concurrency: 4,
         lease,
         poll: StdDuration::from_millis(20),
@@ -316,7 +320,12 @@ async fn forced_failover_away_from_finkok_reveals_the_duplicate(backend: Backend
         other => panic!("soporte may not force: {other:?}"),
     }
     w.outbox
-        .force_failover(&InvoiceRef::Id(id), "sw", "SW urge; riesgo de duplicado aceptado", &contador())
+        .force_failover(
+            &InvoiceRef::Id(id),
+            "sw",
+            "SW urge; riesgo de duplicado aceptado",
+            &contador(&w.outbox).await,
+        )
         .await
         .unwrap();
     w.until_badge(id, Badge::Timbrada).await;
@@ -344,7 +353,12 @@ async fn forced_failover_away_from_sw_stays_open_and_is_never_resent(backend: Ba
     let abandoned_key = d.attempts[0].pac_idempotency_key.clone();
     w.faults("sw", "");
     w.outbox
-        .force_failover(&InvoiceRef::Id(id), "fk", "SW caído, se acepta el riesgo", &contador())
+        .force_failover(
+            &InvoiceRef::Id(id),
+            "fk",
+            "SW caído, se acepta el riesgo",
+            &contador(&w.outbox).await,
+        )
         .await
         .unwrap();
     let sent_before = w.sim("sw").engine().stamp_requests(&abandoned_key);
@@ -366,7 +380,12 @@ async fn forced_failover_away_from_sw_stays_open_and_is_never_resent(backend: Ba
     assert!(verdict.allows(ActionKind::VerifyAbsent));
     // The contador verifies SW's portal: the mark clears.
     w.outbox
-        .verify_absent(&InvoiceRef::Id(id), 1, "Revisé el portal de SW: no hay CFDI", &contador())
+        .verify_absent(
+            &InvoiceRef::Id(id),
+            1,
+            "Revisé el portal de SW: no hay CFDI",
+            &contador(&w.outbox).await,
+        )
         .await
         .unwrap();
     let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
@@ -471,7 +490,7 @@ async fn send_to_contador_records_the_hand_off_and_changes_nothing_else(backend:
     let verdict_before = w.outbox.verdict(&before).await.unwrap();
 
     // The contador does not send to themself; an empty note is refused; neither writes.
-    match w.outbox.send_to_contador(&inv, "revisar", &contador()).await {
+    match w.outbox.send_to_contador(&inv, "revisar", &contador(&w.outbox).await).await {
         Err(OutboxError::Forbidden { .. }) => {}
         other => panic!("the contador may not send to the contador: {other:?}"),
     }
@@ -550,7 +569,7 @@ async fn a_late_cfdi_from_a_fenced_out_worker_shows_in_lists_and_counts(backend:
             &InvoiceRef::Id(id),
             "fk",
             "SW no contesta; riesgo de duplicado aceptado",
-            &contador(),
+            &contador(&w.outbox).await,
         )
         .await
         .unwrap();
@@ -602,7 +621,7 @@ async fn a_try_starts_only_under_the_current_token_and_for_the_live_attempt(back
     // The unanswered try is an unknown outcome; the contador forces the backup, which leaves
     // A1 abandoned: it may be looked up, never sent.
     w.outbox
-        .force_failover(&InvoiceRef::Id(id), "fk", "riesgo aceptado por escrito", &contador())
+        .force_failover(&InvoiceRef::Id(id), "fk", "riesgo aceptado por escrito", &contador(&w.outbox).await)
         .await
         .unwrap();
     let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
@@ -636,7 +655,12 @@ async fn verify_absent_is_refused_on_the_live_attempt(backend: Backend) {
     let id = w.record("pedido-va").await;
     w.until_badge(id, Badge::Reanudar).await;
     w.outbox
-        .force_failover(&InvoiceRef::Id(id), "fk", "SW no contesta; riesgo aceptado", &contador())
+        .force_failover(
+            &InvoiceRef::Id(id),
+            "fk",
+            "SW no contesta; riesgo aceptado",
+            &contador(&w.outbox).await,
+        )
         .await
         .unwrap();
     // A2 at the backup times out too: its outcome is unknown, and it is the live attempt.
@@ -645,7 +669,7 @@ async fn verify_absent_is_refused_on_the_live_attempt(backend: Backend) {
     // way to find out; a "verification" would let a second CFDI be made next to it.
     match w
         .outbox
-        .verify_absent(&InvoiceRef::Id(id), 2, "Revisé el portal", &contador())
+        .verify_absent(&InvoiceRef::Id(id), 2, "Revisé el portal", &contador(&w.outbox).await)
         .await
     {
         Err(e) => assert_eq!(e.code(), "action_refused", "{e}"),
@@ -653,7 +677,12 @@ async fn verify_absent_is_refused_on_the_live_attempt(backend: Backend) {
     }
     // A1 was abandoned by the forced failover: the contador may record its verification.
     w.outbox
-        .verify_absent(&InvoiceRef::Id(id), 1, "Revisé el portal de SW: sin CFDI", &contador())
+        .verify_absent(
+            &InvoiceRef::Id(id),
+            1,
+            "Revisé el portal de SW: sin CFDI",
+            &contador(&w.outbox).await,
+        )
         .await
         .unwrap();
 }
@@ -719,7 +748,11 @@ async fn a_rejection_on_resume_after_a_timeout_is_never_a_silent_second_cfdi(bac
         assert_eq!(w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap().attempts.len(), 1);
         assert_eq!(w.sim("sw").engine().ledger().len(), 1, "no second CFDI");
         // The contador may reprocess accepting the risk: a visible possible duplicate.
-        match w.outbox.reprocess_accepting_risk(&InvoiceRef::Id(id), "  ", &contador()).await {
+        match w
+            .outbox
+            .reprocess_accepting_risk(&InvoiceRef::Id(id), "  ", &contador(&w.outbox).await)
+            .await
+        {
             Err(OutboxError::Invalid(_)) => {}
             other => panic!("a note is required: {other:?}"),
         }
@@ -729,7 +762,7 @@ async fn a_rejection_on_resume_after_a_timeout_is_never_a_silent_second_cfdi(bac
             .reprocess_accepting_risk(
                 &InvoiceRef::Id(id),
                 "El cliente necesita la factura hoy; revisaré el portal de SW",
-                &contador(),
+                &contador(&w.outbox).await,
             )
             .await
             .unwrap();
@@ -753,7 +786,7 @@ async fn a_rejection_on_resume_after_a_timeout_is_never_a_silent_second_cfdi(bac
                 &first.uuid,
                 Some(xml.as_bytes()),
                 "Portal de SW: búsqueda por RFC",
-                &contador(),
+                &contador(&w.outbox).await,
             )
             .await
             .unwrap();
@@ -830,7 +863,7 @@ async fn a_resume_never_goes_to_another_pac_behind_the_same_name(backend: Backen
     let mut changed = w.outbox.pacs().await.unwrap()[0].clone();
     let other = pac_sim::start(SimConfig::new(Flavor::Sw)).await.unwrap();
     changed.url = other.base_url.clone();
-    match w.outbox.add_pac(changed.clone(), false, &contador()).await {
+    match w.outbox.add_pac(changed.clone(), false, &contador(&w.outbox).await).await {
         Err(e @ OutboxError::PacHasOpenAttempts { .. }) => {
             assert_eq!(e.code(), "pac_has_open_attempts");
             assert!(e.to_string().contains("url"), "{e}");
@@ -846,6 +879,7 @@ async fn a_resume_never_goes_to_another_pac_behind_the_same_name(backend: Backen
         set,
         DrainConfig {
             worker_id: "stray".into(),
+            program: "test".into(),
             ..DrainConfig::default()
         },
         Arc::new(NoSink),
@@ -873,7 +907,7 @@ async fn a_resume_never_goes_to_another_pac_behind_the_same_name(backend: Backen
     );
     assert_eq!(w.outbox.verdict(&d).await.unwrap().badge, Badge::Atencion);
     // With the explicit flag the acceptance lands on the attempt's timeline, and it resumes there.
-    w.outbox.add_pac(changed, true, &contador()).await.unwrap();
+    w.outbox.add_pac(changed, true, &contador(&w.outbox).await).await.unwrap();
     let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
     assert!(
         d.timeline.iter().any(|t| t.detail["code"] == "pac_identity_accepted"),

@@ -48,8 +48,10 @@ fn sistema() -> Actor {
     Actor::system("test")
 }
 
-fn contador() -> Actor {
-    Actor::new("carlos", Role::Contador, "test")
+/// The contador, unlocked on `outbox` for one action (its PIN set first, with the CSD
+/// password as proof).
+async fn contador(outbox: &outbox::Outbox) -> Actor {
+    common::unlocked_contador(outbox).await
 }
 
 fn facturapi_config(name: &str, url: &str, role: PacRole) -> PacConfig {
@@ -122,6 +124,8 @@ async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)], foreign_org: boo
     .unwrap();
     let config = DrainConfig {
         worker_id: "w1".into(),
+        program: "test".into(),
+        heartbeat: outbox::workers::HEARTBEAT_EVERY,
         concurrency: 4,
         lease: chrono::Duration::seconds(30),
         poll: StdDuration::from_millis(20),
@@ -314,7 +318,7 @@ async fn a_validation_error_is_reprocessed_into_one_new_attempt_with_a_new_key(b
         Some(RefusalCode::MismoDocumentoFallaria)
     );
     w.sim("fa").clock().set_offset(chrono::Duration::zero());
-    w.outbox.reprocess(&InvoiceRef::Id(id), &contador()).await.unwrap();
+    w.outbox.reprocess(&InvoiceRef::Id(id), &contador(&w.outbox).await).await.unwrap();
     let d = w.detail(id).await;
     assert_eq!(d.attempts.len(), 2, "one new attempt");
     let a2 = &d.attempts[1];
@@ -354,7 +358,7 @@ async fn sw_unknown_refuses_failover_to_facturapi_but_the_contador_may_force_it(
     .await;
     let id = w.record("pedido-906").await;
     w.until_badge(id, Badge::Reanudar).await;
-    match w.outbox.failover(&InvoiceRef::Id(id), "fa", &contador()).await {
+    match w.outbox.failover(&InvoiceRef::Id(id), "fa", &contador(&w.outbox).await).await {
         Err(OutboxError::ActionRefused { reason, .. }) => assert_eq!(reason, RefusalCode::ResultadoDesconocido),
         other => panic!("failover while unknown: {other:?}"),
     }
@@ -375,7 +379,7 @@ async fn sw_unknown_refuses_failover_to_facturapi_but_the_contador_may_force_it(
             &InvoiceRef::Id(id),
             "fa",
             "SW no responde; riesgo de duplicado aceptado",
-            &contador(),
+            &contador(&w.outbox).await,
         )
         .await
         .unwrap();

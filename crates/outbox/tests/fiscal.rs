@@ -43,8 +43,10 @@ fn ana() -> Actor {
     Actor::new("ana", Role::Personal, "test")
 }
 
-fn contador() -> Actor {
-    Actor::new("carlos", Role::Contador, "test")
+/// The contador, unlocked on `outbox` for one action (its PIN set first, with the CSD
+/// password as proof).
+async fn contador(outbox: &outbox::Outbox) -> Actor {
+    common::unlocked_contador(outbox).await
 }
 
 fn dec(s: &str) -> Decimal {
@@ -90,6 +92,8 @@ async fn world(backend: Backend) -> World {
         set,
         DrainConfig {
             worker_id: "w1".into(),
+            program: "test".into(),
+            heartbeat: outbox::workers::HEARTBEAT_EVERY,
             concurrency: 4,
             lease: chrono::Duration::seconds(30),
             poll: StdDuration::from_millis(20),
@@ -769,7 +773,7 @@ No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación págin
 4,AAA010101AAA,OTRA,Quizá,\n";
     let e = w
         .outbox
-        .import_screening_list(list.as_bytes(), "69b.csv", None, false, &contador())
+        .import_screening_list(list.as_bytes(), "69b.csv", None, false, &contador(&w.outbox).await)
         .await
         .unwrap_err();
     let OutboxError::Invalid(v) = &e else { panic!("{e}") };
@@ -783,7 +787,7 @@ No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación págin
     ));
     let imported = w
         .outbox
-        .import_screening_list(list.as_bytes(), "69b.csv", None, true, &contador())
+        .import_screening_list(list.as_bytes(), "69b.csv", None, true, &contador(&w.outbox).await)
         .await
         .unwrap();
     assert_eq!(

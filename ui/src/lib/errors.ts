@@ -28,6 +28,7 @@ export function errorMessage(e: UiError): string {
     case 'db_corrupt':
     case 'db_too_new':
     case 'db_unavailable':
+    case 'db_auth':
       return tDynamic(`error.${e.code}`, { path: e.details.path }) ?? e.code;
     case 'integrity':
     case 'db':
@@ -42,6 +43,10 @@ export function errorMessage(e: UiError): string {
       // A role with a credential that is not unlocked now (never, expired, or spent by the
       // previous risky action); `call` has already offered the PIN prompt once.
       return t('error.role_locked', { role: tDynamic(`role.${e.details.role}`) ?? e.details.role, action: e.details.action });
+    case 'contador_pin_missing':
+      // Nobody acts as contador until the contador has a PIN (set in Ajustes with the CSD key's
+      // password): no prompt can help, so the words say where to go.
+      return t('error.contador_pin_missing');
     case 'db_full':
       return t('error.db_full', { path: e.details.path });
     case 'unsupported':

@@ -158,6 +158,12 @@ forward! {
     fn current_emisor_settings() -> Result<Option<StoredEmisorSettings>>;
     fn setting(key: &str) -> Result<Option<String>>;
     fn put_setting(key: &str, value_json: &str, actor: &Actor, at_ms: i64) -> Result<()>;
+    fn replace_setting(key: &str, expected: Option<&str>, value_json: &str, actor: &Actor, at_ms: i64) -> Result<bool>;
+    fn register_worker(w: &NewWorker) -> Result<()>;
+    fn worker_heartbeat(id: &str, at_ms: i64) -> Result<bool>;
+    fn unregister_worker(id: &str) -> Result<()>;
+    fn forget_workers(before_ms: i64) -> Result<u64>;
+    fn workers_since(since_ms: i64) -> Result<Vec<WorkerRow>>;
     fn claim_due(worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<Claim>>;
     fn any_due_before(at_ms: i64) -> Result<bool>;
     fn begin_try(t: &NewTry) -> Result<Option<i64>>;

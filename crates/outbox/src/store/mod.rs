@@ -330,6 +330,35 @@ pub trait Store: Send + Sync + 'static {
 
     fn put_setting(&self, key: &str, value_json: &str, actor: &Actor, at_ms: i64) -> impl Future<Output = Result<()>> + Send;
 
+    /// Writes a JSON setting only if it still holds `expected` (None: only if it is absent);
+    /// whether it was written. Two processes changing one setting from the same value: one
+    /// wins, the other is told so and reads again.
+    fn replace_setting(
+        &self,
+        key: &str,
+        expected: Option<&str>,
+        value_json: &str,
+        actor: &Actor,
+        at_ms: i64,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    // Drain processes (the `workers` module) -------------------------------------------------
+
+    /// Registers a drain process (or, for an id already there, renews its heartbeat).
+    fn register_worker(&self, w: &NewWorker) -> impl Future<Output = Result<()>> + Send;
+
+    /// Renews a drain process's heartbeat; false when its row is gone (forgotten as dead).
+    fn worker_heartbeat(&self, id: &str, at_ms: i64) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Deletes a drain process's row (it stopped cleanly).
+    fn unregister_worker(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Deletes the rows of processes not heard from since `before_ms`; how many.
+    fn forget_workers(&self, before_ms: i64) -> impl Future<Output = Result<u64>> + Send;
+
+    /// The processes heard from at or after `since_ms`, oldest first.
+    fn workers_since(&self, since_ms: i64) -> impl Future<Output = Result<Vec<WorkerRow>>> + Send;
+
     // The drain ------------------------------------------------------------------------------
 
     /// Claims up to `limit` due pending invoices for `worker` in one statement (lease until
@@ -1063,4 +1092,29 @@ pub struct ScreeningListRow {
     pub skipped_lines: Vec<u64>,
     pub imported_at: chrono::DateTime<chrono::Utc>,
     pub imported_by: ActedBy,
+}
+
+// Drain processes ----------------------------------------------------------------------------------
+
+/// A drain process to register.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewWorker {
+    pub id: String,
+    pub worker: String,
+    pub program: String,
+    pub host: String,
+    pub pid: i64,
+    pub at_ms: i64,
+}
+
+/// A registered drain process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerRow {
+    pub id: String,
+    pub worker: String,
+    pub program: String,
+    pub host: String,
+    pub pid: i64,
+    pub started_at_ms: i64,
+    pub heartbeat_at_ms: i64,
 }

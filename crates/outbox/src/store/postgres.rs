@@ -24,6 +24,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use cfdi::sale::EmisorProfile;
+use cfdi::secret::Secret;
 use chrono::{DateTime, Utc};
 use sqlx::error::BoxDynError;
 use sqlx::migrate::{MigrateError, Migration, MigrationSource, Migrator};
@@ -44,6 +45,7 @@ use super::{
     DashboardInvoiceRow, DashboardStampedRow, DashboardTryRow, IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry,
     ScreeningListRow, StoredCfdi, TicketRow,
 };
+use super::{NewWorker, WorkerRow};
 use crate::actor::{Actor, Role};
 use crate::channel_rows::{ApiToken, EmailAttempt, EmailSend, NewEmailSend, TokenCandidate};
 use crate::channel_rows::{
@@ -87,6 +89,7 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "customers_products",
         include_str!("../../migrations/postgres/0006_customers_products.sql"),
     ),
+    (7, "workers", include_str!("../../migrations/postgres/0007_workers.sql")),
 ];
 
 /// Every released migration of [`MIGRATIONS`], pinned (`store::migrations`): the checksum
@@ -122,6 +125,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "3ea50426019afe26396a33810077f36fd379e1464fc1ee0b62fa51df95c1fd109f233bc34cdf4aa2b37a8b978f726880",
         statements: "f768046b219bfb5952293aedc44a3a431ddf732c5772f42e9b652350b1620e94",
     },
+    Released {
+        version: 7,
+        checksum: "3382990911af4035768a2a330689271cbe87cd0fabb4ea367f48fc949f5bf01496ebda3167f543f473de2582044f14cf",
+        statements: "431c287becfb6274b1a8aca5a06d83316203763923bbaabb867a051fbfa87bd0",
+    },
 ];
 
 #[derive(Debug)]
@@ -145,6 +153,9 @@ pub struct PgOptions {
     /// [`OutboxError::DatabaseLocked`].
     pub acquire_timeout: Duration,
     pub max_connections: u32,
+    /// The password, when it does not come from the URL, `PGPASSWORD` or `~/.pgpass` (the
+    /// desktop app keeps it in the OS credential store).
+    pub password: Option<Secret>,
 }
 
 impl std::fmt::Debug for PgOptions {
@@ -155,6 +166,7 @@ impl std::fmt::Debug for PgOptions {
             .field("create", &self.create)
             .field("acquire_timeout", &self.acquire_timeout)
             .field("max_connections", &self.max_connections)
+            .field("password", &self.password)
             .finish()
     }
 }
@@ -166,7 +178,24 @@ impl PgOptions {
             create: false,
             acquire_timeout: Duration::from_secs(10),
             max_connections: 8,
+            password: None,
         }
+    }
+
+    pub fn password(mut self, password: Option<Secret>) -> PgOptions {
+        self.password = password;
+        self
+    }
+
+    /// The connect options of the URL, with the password when one is given apart.
+    fn connect_options(&self) -> Result<PgConnectOptions> {
+        let mut connect = PgConnectOptions::from_str(&self.url)
+            .map_err(|e| OutboxError::invalid("database_url", "url_invalida", format!("{}: {e}", redact_url(&self.url))))?
+            .application_name("timbra");
+        if let Some(p) = &self.password {
+            connect = connect.password(p.expose());
+        }
+        Ok(connect)
     }
 
     pub fn create(mut self, create: bool) -> PgOptions {
@@ -198,10 +227,7 @@ impl PgStore {
     /// Connects (with `create`, creating the database first when it does not exist) and brings
     /// the schema up to date.
     pub async fn open(opts: &PgOptions) -> Result<PgStore> {
-        let bad = |msg: String| OutboxError::invalid("database_url", "url_invalida", msg);
-        let connect = PgConnectOptions::from_str(&opts.url)
-            .map_err(|e| bad(format!("{}: {e}", redact_url(&opts.url))))?
-            .application_name("timbra");
+        let connect = opts.connect_options()?;
         let location = PathBuf::from(describe(&connect));
         let classify = |e: sqlx::Error| classify_error(&location, opts.acquire_timeout, e);
         let pool_options = || {
@@ -209,13 +235,13 @@ impl PgStore {
                 .max_connections(opts.max_connections.max(1))
                 .acquire_timeout(opts.acquire_timeout)
         };
-        let pool = match pool_options().connect_with(connect.clone()).await.map_err(classify) {
-            Err(OutboxError::DatabaseMissing { .. }) if opts.create => {
-                create_database(&connect).await.map_err(classify)?;
-                pool_options().connect_with(connect.clone()).await.map_err(classify)?
-            }
+        // One connection first: the pool retries a refused or failing connection until its
+        // acquire timeout and then says only "timed out" (read as locked); this says why.
+        match first_connection(&connect, opts.acquire_timeout, &location).await {
+            Err(OutboxError::DatabaseMissing { .. }) if opts.create => create_database(&connect).await.map_err(classify)?,
             other => other?,
-        };
+        }
+        let pool = pool_options().connect_with(connect.clone()).await.map_err(classify)?;
         let store = PgStore {
             pool,
             location,
@@ -297,6 +323,21 @@ impl PgStore {
     }
 }
 
+/// Opens and closes one connection within `timeout`, classified as opening would be.
+async fn first_connection(connect: &PgConnectOptions, timeout: Duration, location: &std::path::Path) -> Result<()> {
+    match tokio::time::timeout(timeout, connect.connect()).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(classify_error(location, timeout, e)),
+        Err(_) => Err(OutboxError::DatabaseUnavailable {
+            path: location.to_path_buf(),
+            detail: format!("el servidor no contestó en {} s", timeout.as_secs().max(1)),
+        }),
+    }
+}
+
 /// `CREATE DATABASE` for `target`, through the server's `postgres` database (UTF-8, from
 /// template0, so the server's default template cannot bring foreign tables or encodings).
 async fn create_database(target: &PgConnectOptions) -> std::result::Result<(), sqlx::Error> {
@@ -312,6 +353,71 @@ async fn create_database(target: &PgConnectOptions) -> std::result::Result<(), s
         Err(sqlx::Error::Database(d)) if d.code().as_deref() == Some("42P04") => Ok(()),
         other => other.map(|_| ()),
     }
+}
+
+/// What a connection check learned of a PostgreSQL database, changing nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgProbe {
+    /// `postgres://USER@HOST:PORT/DATABASE` (never the password).
+    pub location: String,
+    /// The server's `server_version`.
+    pub server_version: String,
+    /// Timbra's latest migration applied there; None for an empty database (Timbra creates
+    /// its tables when it opens it).
+    pub schema_version: Option<i64>,
+    /// The latest migration this build carries.
+    pub latest_version: i64,
+}
+
+/// Connects once to the database `opts` names and reads what opening it would find — the
+/// server's version and Timbra's schema there — without creating or migrating anything. The
+/// errors are those opening would give: `db_missing`, `db_auth`, `db_unavailable`,
+/// `db_corrupt` (another program's tables), `db_too_new`.
+pub async fn probe(opts: &PgOptions) -> Result<PgProbe> {
+    let connect = opts.connect_options()?;
+    let location = PathBuf::from(describe(&connect));
+    let classify = |e: sqlx::Error| classify_error(&location, opts.acquire_timeout, e);
+    let mut conn = match tokio::time::timeout(opts.acquire_timeout, connect.connect()).await {
+        Ok(c) => c.map_err(classify)?,
+        Err(_) => {
+            return Err(OutboxError::DatabaseUnavailable {
+                path: location.clone(),
+                detail: format!("el servidor no contestó en {} s", opts.acquire_timeout.as_secs().max(1)),
+            })
+        }
+    };
+    let found = async {
+        let server_version: String = sqlx::query_scalar(sql!("probe_server_version")).fetch_one(&mut conn).await?;
+        let tables: Vec<String> = sqlx::query_scalar(sql!("user_tables")).fetch_all(&mut conn).await?;
+        let schema_version: Option<i64> = if tables.iter().any(|t| t == "_sqlx_migrations") {
+            sqlx::query_scalar(sql!("probe_schema_version")).fetch_one(&mut conn).await?
+        } else {
+            None
+        };
+        Ok::<_, sqlx::Error>((server_version, tables, schema_version))
+    }
+    .await;
+    let _ = conn.close().await;
+    let (server_version, tables, schema_version) = found.map_err(classify)?;
+    if !tables.is_empty() && !tables.iter().any(|t| t == "_sqlx_migrations") {
+        return Err(OutboxError::DatabaseCorrupt {
+            path: location,
+            detail: format!("contiene tablas que no son de Timbra ({})", tables.join(", ")),
+        });
+    }
+    let latest_version = MIGRATIONS.iter().map(|(v, _, _)| *v).max().unwrap_or(0);
+    if let Some(v) = schema_version.filter(|v| *v > latest_version) {
+        return Err(OutboxError::DatabaseTooNew {
+            path: location,
+            version: v,
+        });
+    }
+    Ok(PgProbe {
+        location: location.display().to_string(),
+        server_version,
+        schema_version,
+        latest_version,
+    })
 }
 
 /// Turns a driver error into an [`OutboxError`] a person can act on (by SQLSTATE).
@@ -333,13 +439,15 @@ fn classify_error(location: &std::path::Path, waited: Duration, e: sqlx::Error) 
                     ),
                 },
                 "XX001" | "XX002" => OutboxError::DatabaseCorrupt { path, detail: message },
+                c if c.starts_with("28") => OutboxError::DatabaseAuth {
+                    path,
+                    detail: format!("{message} (SQLSTATE {c})"),
+                },
                 c if c.starts_with("23") => OutboxError::Integrity(message),
-                c if c.starts_with("08") || c.starts_with("28") || c.starts_with("53") || c.starts_with("57P") => {
-                    OutboxError::DatabaseUnavailable {
-                        path,
-                        detail: format!("{message} (SQLSTATE {c})"),
-                    }
-                }
+                c if c.starts_with("08") || c.starts_with("53") || c.starts_with("57P") => OutboxError::DatabaseUnavailable {
+                    path,
+                    detail: format!("{message} (SQLSTATE {c})"),
+                },
                 _ => OutboxError::Database(format!("{message} (SQLSTATE {code})")),
             }
         }
@@ -362,6 +470,18 @@ where
     T: sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>,
 {
     row.try_get(col).map_err(|e| OutboxError::Database(format!("columna {col}: {e}")))
+}
+
+fn worker_row(r: &PgRow) -> Result<WorkerRow> {
+    Ok(WorkerRow {
+        id: get(r, "id")?,
+        worker: get(r, "worker")?,
+        program: get(r, "program")?,
+        host: get(r, "host")?,
+        pid: get(r, "pid")?,
+        started_at_ms: get(r, "started_at_ms")?,
+        heartbeat_at_ms: get(r, "heartbeat_at_ms")?,
+    })
 }
 
 fn instant(ms: i64) -> Result<DateTime<Utc>> {
@@ -1018,6 +1138,85 @@ impl Store for PgStore {
             .await
             .map_err(|e| self.err(e))?;
         Ok(())
+    }
+
+    async fn replace_setting(&self, key: &str, expected: Option<&str>, value_json: &str, actor: &Actor, at_ms: i64) -> Result<bool> {
+        let done = match expected {
+            Some(old) => {
+                sqlx::query(sql!("replace_setting"))
+                    .bind(key)
+                    .bind(value_json)
+                    .bind(old)
+                    .bind(at_ms)
+                    .bind(&actor.name)
+                    .bind(actor.role.as_str())
+                    .execute(&self.pool)
+                    .await
+            }
+            None => {
+                sqlx::query(sql!("insert_setting_if_absent"))
+                    .bind(key)
+                    .bind(value_json)
+                    .bind(at_ms)
+                    .bind(&actor.name)
+                    .bind(actor.role.as_str())
+                    .execute(&self.pool)
+                    .await
+            }
+        }
+        .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn register_worker(&self, w: &NewWorker) -> Result<()> {
+        sqlx::query(sql!("workers/insert_worker"))
+            .bind(&w.id)
+            .bind(&w.worker)
+            .bind(&w.program)
+            .bind(&w.host)
+            .bind(w.pid)
+            .bind(w.at_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    async fn worker_heartbeat(&self, id: &str, at_ms: i64) -> Result<bool> {
+        let done = sqlx::query(sql!("workers/heartbeat"))
+            .bind(id)
+            .bind(at_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn unregister_worker(&self, id: &str) -> Result<()> {
+        sqlx::query(sql!("workers/delete_worker"))
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    async fn forget_workers(&self, before_ms: i64) -> Result<u64> {
+        let done = sqlx::query(sql!("workers/forget_workers"))
+            .bind(before_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn workers_since(&self, since_ms: i64) -> Result<Vec<WorkerRow>> {
+        let rows = sqlx::query(sql!("workers/workers_since"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(worker_row).collect()
     }
 
     async fn claim_due(&self, worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<Claim>> {

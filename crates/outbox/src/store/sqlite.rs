@@ -40,6 +40,7 @@ use super::{
     DashboardInvoiceRow, DashboardStampedRow, DashboardTryRow, IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry,
     ScreeningListRow, StoredCfdi, TicketRow,
 };
+use super::{NewWorker, WorkerRow};
 use crate::actor::{Actor, Role};
 use crate::channel_rows::{ApiToken, EmailAttempt, EmailSend, NewEmailSend, TokenCandidate};
 use crate::channel_rows::{
@@ -82,6 +83,7 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         "customers_products",
         include_str!("../../migrations/sqlite/0006_customers_products.sql"),
     ),
+    (7, "workers", include_str!("../../migrations/sqlite/0007_workers.sql")),
 ];
 
 /// Every released migration of [`MIGRATIONS`], pinned (`store::migrations`): the checksum
@@ -116,6 +118,11 @@ pub const RELEASED: &[Released] = &[
         version: 6,
         checksum: "ef55e4fec4cd0e705193f8fb5bcaed2f08f3b254c65f09d1cb73c1c8b0e2b01553dd349e4363efc0e41b67a2af721007",
         statements: "61eae0973ebca8680f00bdc30676b85ca2f5f8673baf4889cf34723649971a52",
+    },
+    Released {
+        version: 7,
+        checksum: "dd6e51e4174ffea12b19d6390a042b5d17e30dbb6fe3f2b1291e2ea16d5d029abfef5c8ee8a2fe6101d0b7937d615e61",
+        statements: "ca7e830e1a96b790dceb58973f79117ad6f4eba25910b66d737106c1d3219d06",
     },
 ];
 
@@ -531,6 +538,18 @@ where
     T: sqlx::Decode<'r, Sqlite> + sqlx::Type<Sqlite>,
 {
     row.try_get(col).map_err(|e| OutboxError::Database(format!("columna {col}: {e}")))
+}
+
+fn worker_row(r: &SqliteRow) -> Result<WorkerRow> {
+    Ok(WorkerRow {
+        id: get(r, "id")?,
+        worker: get(r, "worker")?,
+        program: get(r, "program")?,
+        host: get(r, "host")?,
+        pid: get(r, "pid")?,
+        started_at_ms: get(r, "started_at_ms")?,
+        heartbeat_at_ms: get(r, "heartbeat_at_ms")?,
+    })
 }
 
 fn instant(ms: i64) -> Result<DateTime<Utc>> {
@@ -1229,6 +1248,85 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| self.err(e))?;
         Ok(())
+    }
+
+    async fn replace_setting(&self, key: &str, expected: Option<&str>, value_json: &str, actor: &Actor, at_ms: i64) -> Result<bool> {
+        let done = match expected {
+            Some(old) => {
+                sqlx::query(sql!("replace_setting"))
+                    .bind(key)
+                    .bind(value_json)
+                    .bind(old)
+                    .bind(at_ms)
+                    .bind(&actor.name)
+                    .bind(actor.role.as_str())
+                    .execute(&self.pool)
+                    .await
+            }
+            None => {
+                sqlx::query(sql!("insert_setting_if_absent"))
+                    .bind(key)
+                    .bind(value_json)
+                    .bind(at_ms)
+                    .bind(&actor.name)
+                    .bind(actor.role.as_str())
+                    .execute(&self.pool)
+                    .await
+            }
+        }
+        .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn register_worker(&self, w: &NewWorker) -> Result<()> {
+        sqlx::query(sql!("workers/insert_worker"))
+            .bind(&w.id)
+            .bind(&w.worker)
+            .bind(&w.program)
+            .bind(&w.host)
+            .bind(w.pid)
+            .bind(w.at_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    async fn worker_heartbeat(&self, id: &str, at_ms: i64) -> Result<bool> {
+        let done = sqlx::query(sql!("workers/heartbeat"))
+            .bind(id)
+            .bind(at_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn unregister_worker(&self, id: &str) -> Result<()> {
+        sqlx::query(sql!("workers/delete_worker"))
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    async fn forget_workers(&self, before_ms: i64) -> Result<u64> {
+        let done = sqlx::query(sql!("workers/forget_workers"))
+            .bind(before_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn workers_since(&self, since_ms: i64) -> Result<Vec<WorkerRow>> {
+        let rows = sqlx::query(sql!("workers/workers_since"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(worker_row).collect()
     }
 
     async fn claim_due(&self, worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<Claim>> {

@@ -62,6 +62,28 @@ pub fn admin() -> Actor {
     Actor::new("sofia", Role::Soporte, "test")
 }
 
+/// The contador's PIN the tests set (with the CSD password as proof).
+pub const CONTADOR_PIN: &str = "contador-4821";
+
+/// The contador, unlocked on `outbox` for one risky action: the contador's PIN is set first
+/// when there is none (the proof is the configured emisor's CSD password).
+pub async fn unlocked_contador(outbox: &Outbox) -> Actor {
+    let pin = Secret::new(CONTADOR_PIN);
+    if !outbox.role_has_credential(Role::Contador).await.expect("credentials") {
+        outbox
+            .set_role_credential(
+                Role::Contador,
+                &pin,
+                outbox::role_credentials::RoleProof::CsdPassword(&password()),
+                &admin(),
+            )
+            .await
+            .expect("the contador's PIN");
+    }
+    outbox.unlock_role(Role::Contador, &pin).await.expect("unlock the contador");
+    Actor::new("carlos", Role::Contador, "test")
+}
+
 pub struct Env {
     pub clock: Arc<TestClock>,
     pub outbox: Outbox,

@@ -17,6 +17,9 @@ import type { CsvImport } from './bindings/CsvImport';
 import type { Customer } from './bindings/Customer';
 import type { CustomerInput } from './bindings/CustomerInput';
 import type { Dashboard } from './bindings/Dashboard';
+import type { DatabaseDto } from './bindings/DatabaseDto';
+import type { DatabaseInputDto } from './bindings/DatabaseInputDto';
+import type { DatabaseProbeDto } from './bindings/DatabaseProbeDto';
 import type { DemoLoadedDto } from './bindings/DemoLoadedDto';
 import type { DrainProgress } from './bindings/DrainProgress';
 import type { DrainSettingsDto } from './bindings/DrainSettingsDto';
@@ -40,7 +43,6 @@ import type { ListQueryDto } from './bindings/ListQueryDto';
 import type { MonthExportDto } from './bindings/MonthExportDto';
 import type { MonthReport } from './bindings/MonthReport';
 import type { Note } from './bindings/Note';
-import type { OperatorDto } from './bindings/OperatorDto';
 import type { PacInputDto } from './bindings/PacInputDto';
 import type { PacsDto } from './bindings/PacsDto';
 import type { PaymentInputDto } from './bindings/PaymentInputDto';
@@ -49,13 +51,18 @@ import type { ProductInput } from './bindings/ProductInput';
 import type { Recorded } from './bindings/Recorded';
 import type { Role } from './bindings/Role';
 import type { RoleLockDto } from './bindings/RoleLockDto';
+import type { RoleProofDto } from './bindings/RoleProofDto';
 import type { SaleDraft } from './bindings/SaleDraft';
 import type { SalePreviewDto } from './bindings/SalePreviewDto';
 import type { SandboxFaultDto } from './bindings/SandboxFaultDto';
 import type { SavedFileDto } from './bindings/SavedFileDto';
 import type { ScreeningImport } from './bindings/ScreeningImport';
 import type { ScreeningStatus } from './bindings/ScreeningStatus';
+import type { SeatDto } from './bindings/SeatDto';
+import type { SeatInputDto } from './bindings/SeatInputDto';
+import type { SecretText } from './bindings/SecretText';
 import type { SmtpInputDto } from './bindings/SmtpInputDto';
+import type { WorkerInfo } from './bindings/WorkerInfo';
 import type { XmlSourceDto } from './bindings/XmlSourceDto';
 
 export * from './call';
@@ -75,8 +82,11 @@ export const api = {
   saveEmisor: (setup: EmisorSetupDto) => call<EmisorDto>('save_emisor', { setup }),
   savePacs: (primary: PacInputDto, backup: PacInputDto | null) => call<PacsDto>('save_pacs', { primary, backup }),
   saveDrain: (drain: DrainSettingsDto) => call<DrainSettingsDto>('save_drain', { drain }),
-  saveOperators: (operators: Array<OperatorDto>) => call<Array<OperatorDto>>('save_operators', { operators }),
-  selectOperator: (name: string) => call<OperatorDto>('select_operator', { name }),
+  saveSeat: (seat: SeatInputDto) => call<SeatDto>('save_seat', { seat }),
+  databaseSettings: () => call<DatabaseDto>('database_settings'),
+  saveDatabase: (database: DatabaseInputDto) => call<DatabaseDto>('save_database', { database }),
+  testDatabase: (postgresUrl: string, password: SecretText | null) => call<DatabaseProbeDto>('test_database', { postgresUrl, password }),
+  liveWorkers: () => call<Array<WorkerInfo>>('live_workers'),
   loadDemoData: () => call<DemoLoadedDto>('load_demo_data'),
   loadDemoTickets: () => call<DemoLoadedDto>('load_demo_tickets'),
   invoiceAction: (invoiceId: number, action: ActionKindDto, note: string | null, found: FoundCfdiDto | null) => call<InvoiceDetailDto>('invoice_action', { invoiceId, action, note, found }),
@@ -96,7 +106,7 @@ export const api = {
   saveApi: (enabled: boolean, listen: string) => call<ChannelsDto>('save_api', { enabled, listen }),
   createApiToken: (name: string) => call<CreatedTokenDto>('create_api_token', { name }),
   revokeApiToken: (name: string) => call<ChannelsDto>('revoke_api_token', { name }),
-  saveWebhook: (url: string, secret: string) => call<ChannelsDto>('save_webhook', { url, secret }),
+  saveWebhook: (url: string, secret: SecretText) => call<ChannelsDto>('save_webhook', { url, secret }),
   saveSmtp: (smtp: SmtpInputDto) => call<ChannelsDto>('save_smtp', { smtp }),
   invoiceBalance: (invoiceId: number) => call<InvoiceBalance>('invoice_balance', { invoiceId }),
   recordPayment: (invoiceId: number, payment: PaymentInputDto) => call<Recorded>('record_payment', { invoiceId, payment }),
@@ -107,9 +117,10 @@ export const api = {
   importScreeningList: (path: string, listDate: string | null, skipBadLines: boolean) => call<ScreeningImport>('import_screening_list', { path, listDate, skipBadLines }),
   screeningCheck: (rfc: string) => call<ScreeningStatus>('screening_check', { rfc }),
   roleLocks: () => call<Array<RoleLockDto>>('role_locks'),
-  unlockRole: (role: Role, pin: string) => call<Array<RoleLockDto>>('unlock_role', { role, pin }),
+  unlockRole: (role: Role, pin: SecretText) => call<Array<RoleLockDto>>('unlock_role', { role, pin }),
   lockRole: (role: Role) => call<Array<RoleLockDto>>('lock_role', { role }),
-  setRolePin: (pin: string) => call<Array<RoleLockDto>>('set_role_pin', { pin }),
+  leaveRole: (role: Role) => call<Array<RoleLockDto>>('leave_role', { role }),
+  setRolePin: (role: Role, pin: SecretText, proof: RoleProofDto) => call<Array<RoleLockDto>>('set_role_pin', { role, pin, proof }),
   backups: () => call<BackupsDto>('backups'),
   saveBackups: (policy: BackupPolicyDto) => call<BackupsDto>('save_backups', { policy }),
   backupNow: () => call<BackupsDto>('backup_now'),

@@ -3,6 +3,7 @@ import type { DayStates } from "./DayStates";
 import type { HourStamps } from "./HourStamps";
 import type { PacHealth } from "./PacHealth";
 import type { Totals } from "./Totals";
+import type { WorkerInfo } from "./WorkerInfo";
 
 /**
  * The Tablero's figures at one instant.
@@ -19,4 +20,9 @@ stamps_per_hour: Array<HourStamps>,
 /**
  * 30 local days ending today, oldest first.
  */
-days: Array<DayStates>, today: Totals, month: Totals, };
+days: Array<DayStates>, today: Totals, month: Totals, 
+/**
+ * The drain processes working this database now (a heartbeat within
+ * [`crate::workers::LIVE_WITHIN`]): the app's own and any `timbra drain`.
+ */
+live_workers: Array<WorkerInfo>, };

@@ -2,6 +2,7 @@
 import type { Role } from "./Role";
 
 /**
- * Someone who uses this desktop, and the role they act in.
+ * Who acts at this desktop now: the seat's operator, in the seat's role or in the role a PIN
+ * unlocked (the contador).
  */
 export type OperatorDto = { name: string, role: Role, };

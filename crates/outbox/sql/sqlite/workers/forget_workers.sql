@@ -1,0 +1,1 @@
+DELETE FROM workers WHERE heartbeat_at_ms < ?1

@@ -1,0 +1,1 @@
+UPDATE workers SET heartbeat_at_ms = ?2 WHERE id = ?1
