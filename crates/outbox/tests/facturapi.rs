@@ -474,7 +474,7 @@ async fn a_cfdi_facturapi_stamped_is_cancelled_through_facturapi_once(backend: B
     }
     assert_eq!(w.sim("fapi").engine().cancel_requests(&uuid), 0);
     w.outbox
-        .request_cancellation(&InvoiceRef::Id(id), &uuid, &order, &contador())
+        .request_cancellation(&InvoiceRef::Id(id), &uuid, &order, &contador(&w.outbox).await)
         .await
         .unwrap();
     let (d, outcome) = w.until_cancellation_final(id).await;
