@@ -169,8 +169,9 @@ impl SqliteStore {
         let acquire = opts.busy_timeout + Duration::from_secs(30);
         // No ping before handing out a pooled connection: a SQLite connection is a file handle
         // on a worker thread of this process, which does not go stale like a socket, and the
-        // ping is one more hop to that thread for every statement run on the pool (the drain's
-        // reads were half pings). A failing file fails the statement itself, classified as ever.
+        // ping is one more round trip to that thread for every use of the pool (with the ping
+        // sqlx makes when a connection comes back, a one-statement read was two pings and a
+        // query). A failing file fails the statement itself, classified as ever.
         let pool = SqlitePoolOptions::new()
             .max_connections(opts.max_connections.max(1))
             .acquire_timeout(acquire)
