@@ -61,10 +61,15 @@ check-fixtures:
 	cd crates/pdf/fonts && sha256sum -c --quiet SHA256SUMS
 	cd crates/cfdi/catalogs && sha256sum -c --quiet SHA256SUMS
 
-## make bench: every benchmark, then one table (with the CFDI core against xsltproc + openssl per
-## process and in batch, and python-satcfdi, installed into a virtualenv under the target folder).
-bench: deps-bench
+## make bench: every benchmark, then one table (scripts/bench-table): the criterion benches and
+## the drain bench; the CFDI core against xsltproc + openssl per process and in batch, and
+## python-satcfdi (installed into a virtualenv under the target folder, never by make test);
+## team mode on PostgreSQL (scripts/bench-teams: drain with 1/2/4 worker processes, intake per
+## sale and batched on PostgreSQL and SQLite); the app's cold start and memory at 100,000
+## invoices (scripts/bench-app-start, under Xvfb).
+bench: deps-bench ui-build
 	$(CARGO) bench --workspace --exclude timbra-app --locked
+	$(CARGO) build --release --locked -p timbra-cli -p timbra-app
 	./scripts/bench-table
 
 deps-test:

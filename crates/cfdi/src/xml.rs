@@ -535,9 +535,11 @@ impl<'a> Interner<'a> {
 }
 
 /// In-scope namespace bindings. Resolution is done here because a namespace URI is a
-/// normalized attribute value: references in it are decoded first. The innermost binding of
-/// each prefix is found by hashing, so deep or wide declarations stay linear; the last lookup
-/// is remembered (most elements of a document share a prefix).
+/// normalized attribute value: references in it are decoded first. While few bindings are in
+/// scope (a CFDI declares a handful) the innermost binding of a prefix is found by scanning
+/// the stack from the top; beyond [`Bindings::LINEAR`] by hashing, so deep or wide
+/// declarations stay linear. The last lookup is remembered (most elements of a document share
+/// a prefix).
 #[derive(Default)]
 struct Bindings<'a> {
     stack: Vec<Binding<'a>>,
@@ -558,9 +560,23 @@ struct Binding<'a> {
 }
 
 impl<'a> Bindings<'a> {
+    /// Up to this many bindings in scope, no hash table is kept.
+    const LINEAR: usize = 16;
+
     fn push(&mut self, depth: usize, prefix: &'a str, ns: u32) {
         let index = self.stack.len() as u32;
-        let shadows = self.innermost.insert(prefix, index);
+        let shadows = if self.stack.len() < Self::LINEAR {
+            None
+        } else {
+            if self.stack.len() == Self::LINEAR {
+                // Past the linear range: index every binding in scope (innermost last wins).
+                self.innermost.clear();
+                for (i, b) in self.stack.iter_mut().enumerate() {
+                    b.shadows = self.innermost.insert(b.prefix, i as u32);
+                }
+            }
+            self.innermost.insert(prefix, index)
+        };
         self.stack.push(Binding {
             depth,
             prefix,
@@ -573,23 +589,35 @@ impl<'a> Bindings<'a> {
     fn pop(&mut self, depth: usize) {
         while self.stack.last().is_some_and(|b| b.depth >= depth) {
             let b = self.stack.pop().expect("checked");
-            match b.shadows {
-                Some(prev) => self.innermost.insert(b.prefix, prev),
-                None => self.innermost.remove(b.prefix),
-            };
+            // Still past the linear range: the table goes on answering.
+            if self.stack.len() > Self::LINEAR {
+                match b.shadows {
+                    Some(prev) => self.innermost.insert(b.prefix, prev),
+                    None => self.innermost.remove(b.prefix),
+                };
+            }
             self.generation += 1;
+        }
+    }
+
+    /// The innermost binding of `prefix`, if any.
+    fn innermost(&self, prefix: &str) -> Option<&Binding<'a>> {
+        if self.stack.len() <= Self::LINEAR {
+            self.stack.iter().rev().find(|b| same(b.prefix, prefix))
+        } else {
+            self.innermost.get(prefix).map(|i| &self.stack[*i as usize])
         }
     }
 
     /// The namespace of `prefix` ("" = the default namespace): `Ok(NO_NS)` for none.
     fn lookup(&mut self, prefix: &'a str, xml_ns: &mut impl FnMut() -> u32) -> Result<u32, XmlError> {
         if let Some((generation, p, ns)) = self.last {
-            if generation == self.generation && p == prefix {
+            if generation == self.generation && same(p, prefix) {
                 return Ok(ns);
             }
         }
-        let ns = match self.innermost.get(prefix) {
-            Some(i) => self.stack[*i as usize].ns,
+        let ns = match self.innermost(prefix) {
+            Some(b) => b.ns,
             None if prefix.is_empty() => NO_NS,
             None if prefix == "xml" => xml_ns(),
             None => return Err(XmlError::UnboundPrefix(prefix.to_string())),
@@ -1044,7 +1072,7 @@ impl<'a> Parser<'a> {
         let TreeNode::Element(open) = &self.tree.nodes[node] else {
             unreachable!("open nodes are elements")
         };
-        if open.qname != name {
+        if !same(open.qname, name) {
             return Err(self.malformed_at(
                 lt,
                 format!("etiqueta de cierre </{}> para <{}>", shorten(name), shorten(open.qname)),
@@ -1115,13 +1143,25 @@ fn non_ascii_name_char(text: &str, i: usize, start: bool) -> Option<usize> {
 /// ones to memchr.
 #[inline]
 fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
-    const INLINE: usize = 24;
-    let head = &hay[..hay.len().min(INLINE)];
-    match head.iter().position(|c| *c == needle) {
-        Some(i) => Some(i),
-        None if hay.len() > INLINE => memchr::memchr(needle, &hay[INLINE..]).map(|i| i + INLINE),
-        None => None,
+    const INLINE: usize = 32;
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    // Eight bytes at a time: a byte equal to the needle is a zero byte of `w`, and the lowest
+    // flagged byte of `(w - LO) & !w & HI` is the first zero byte (higher ones may be false).
+    let pattern = LO * needle as u64;
+    let mut i = 0;
+    while i + 8 <= hay.len().min(INLINE) {
+        let w = u64::from_le_bytes(hay[i..i + 8].try_into().expect("8 bytes")) ^ pattern;
+        let zero = w.wrapping_sub(LO) & !w & HI;
+        if zero != 0 {
+            return Some(i + (zero.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
     }
+    if hay.len() > INLINE {
+        return memchr::memchr(needle, &hay[INLINE..]).map(|k| k + INLINE);
+    }
+    hay[i..].iter().position(|c| *c == needle).map(|k| k + i)
 }
 
 /// XML `S`.
@@ -1195,13 +1235,40 @@ fn normalize_line_ends(s: &str) -> String {
     s.replace("\r\n", "\n").replace('\r', "\n")
 }
 
-/// The first attribute name written twice on one element.
+/// Byte equality of two strings, inline for the short names and codes a document is made of
+/// (no call to `memcmp` for a name of up to 16 bytes).
+#[inline(always)]
+pub fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let w64 = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+    let w32 = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().expect("4 bytes"));
+    // Two overlapping reads cover the whole name.
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => w32(a, 0) == w32(b, 0) && w32(a, n - 4) == w32(b, n - 4),
+        8..=16 => w64(a, 0) == w64(b, 0) && w64(a, n - 8) == w64(b, n - 8),
+        _ => a == b,
+    }
+}
+
+/// The first attribute name written twice on one element. Each name gets one bit of a 64-bit
+/// set (from its length and its last byte); only a name whose bit is already set is compared
+/// with the names before it, so an element's distinct attributes cost no string comparison.
 fn duplicate<'a>(attrs: &[TreeAttr<'a>], scratch: &mut Vec<&'a str>) -> Option<&'a str> {
     if attrs.len() <= 24 {
+        let bit = |q: &str| 1u64 << ((q.len() as u32 * 7 + *q.as_bytes().last().unwrap_or(&0) as u32) & 63);
+        let mut seen = 0u64;
         for (i, a) in attrs.iter().enumerate() {
-            if attrs[..i].iter().any(|b| b.qname == a.qname) {
+            let b = bit(a.qname);
+            if seen & b != 0 && attrs[..i].iter().any(|p| same(p.qname, a.qname)) {
                 return Some(a.qname);
             }
+            seen |= b;
         }
         return None;
     }
@@ -1381,6 +1448,91 @@ mod tests {
         let doc = Document::parse(br#"<R xmlns="urn:d"><A xmlns=""/></R>"#).unwrap();
         assert!(doc.root.is("urn:d", "R"));
         assert_eq!(doc.root.elements().next().unwrap().ns, None);
+    }
+
+    /// Many bindings in scope (past the linear range, and back): every name resolves to its
+    /// innermost declaration, shadowed prefixes come back when their element closes.
+    #[test]
+    fn many_nested_declarations_resolve_to_the_innermost() {
+        for depth in [5usize, 15, 16, 17, 18, 40] {
+            let mut xml = String::new();
+            for d in 0..depth {
+                // Each level declares p{d % 5} (shadowing every fifth level) and its own q{d}.
+                xml.push_str(&format!(
+                    "<p{m}:E xmlns:p{m}=\"urn:{d}\" xmlns:q{d}=\"urn:q{d}\" q{d}:a=\"{d}\">",
+                    m = d % 5
+                ));
+            }
+            // Innermost: each prefix names the innermost level that declared it.
+            xml.push_str("<p0:I/><p1:I/><p4:I/>");
+            for d in (0..depth).rev() {
+                // After the children of level d closed, p{d % 5} is level d's again.
+                xml.push_str(&format!("<p{m}:After/></p{m}:E>", m = d % 5));
+            }
+            let doc = Document::parse(xml.as_bytes()).unwrap_or_else(|e| panic!("depth {depth}: {e}"));
+            let mut e = &doc.root;
+            for d in 0..depth {
+                assert_eq!(e.ns.as_deref(), Some(format!("urn:{d}").as_str()), "depth {depth}, level {d}");
+                let a = e.attrs.iter().find(|a| a.local == "a").expect("q:a");
+                assert_eq!(a.ns.as_deref(), Some(format!("urn:q{d}").as_str()));
+                let after = e.elements().last().expect("After");
+                assert_eq!(
+                    (after.local.as_str(), after.ns.as_deref()),
+                    ("After", Some(format!("urn:{d}").as_str()))
+                );
+                if d + 1 < depth {
+                    e = e.elements().next().expect("next level");
+                }
+            }
+            let innermost: Vec<_> = e
+                .elements()
+                .filter(|k| k.local == "I")
+                .map(|k| k.ns.as_deref().unwrap().to_string())
+                .collect();
+            let last = |m: usize| (0..depth).rev().find(|d| d % 5 == m).map(|d| format!("urn:{d}"));
+            let expected: Vec<String> = [0, 1, 4].iter().map(|m| last(*m).unwrap_or_default()).collect();
+            assert_eq!(innermost, expected, "depth {depth}");
+        }
+        // An undeclared prefix past the linear range is still refused.
+        let mut xml = String::new();
+        for d in 0..20 {
+            xml.push_str(&format!("<E xmlns:q{d}=\"urn:q{d}\">"));
+        }
+        xml.push_str("<z:I/>");
+        for _ in 0..20 {
+            xml.push_str("</E>");
+        }
+        assert!(matches!(Document::parse(xml.as_bytes()), Err(XmlError::UnboundPrefix(p)) if p == "z"));
+    }
+
+    #[test]
+    fn find_byte_finds_the_first_occurrence() {
+        for len in 0..80usize {
+            for at in (0..len).chain([usize::MAX]) {
+                // Bytes that differ from the needle in one bit, and bytes above it (a borrow
+                // in the word trick must not hide or invent a match).
+                let mut hay: Vec<u8> = (0..len).map(|i| [b'"' ^ 1, b'#', 0xA2, b'!'][i % 4]).collect();
+                if at != usize::MAX {
+                    hay[at] = b'"';
+                    if at + 1 < len {
+                        hay[at + 1] = b'"';
+                    }
+                }
+                let expected = hay.iter().position(|c| *c == b'"');
+                assert_eq!(find_byte(b'"', &hay), expected, "len {len}, at {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn duplicate_attributes_are_found_by_name() {
+        // Same length and last byte (one bit of the set), different names: not duplicates.
+        assert!(Document::parse(br#"<R ab="1" cb="2" xb="3"/>"#).is_ok());
+        assert!(Document::parse(br#"<R ab="1" cb="2" ab="3"/>"#).is_err());
+        assert!(Document::parse(br#"<R x:ab="1" xmlns:x="urn:x" ab="2"/>"#).is_ok());
+        let many: String = (0..30).map(|i| format!(" a{i}=\"{i}\"")).collect();
+        assert!(Document::parse(format!("<R{many}/>").as_bytes()).is_ok());
+        assert!(Document::parse(format!("<R{many} a7=\"x\"/>").as_bytes()).is_err());
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub mod program;
 use program::{Op, PathDef, Step, NONE};
 pub use program::{Sources, Stylesheet, XsltError};
 
-use crate::xml::{is_xml_space, Document, Tree, TreeAttr, TreeNode, XmlError, NO_NS};
+use crate::xml::{is_xml_space, same, Document, Tree, TreeAttr, TreeNode, XmlError, NO_NS};
 
 /// The context "document node" (above the root element).
 const ROOT: u32 = u32::MAX - 1;
@@ -200,7 +200,7 @@ impl<'s, 't, 'a> Run<'s, 't, 'a> {
         let attrs = t.attributes(e);
         let from = if self.hint.0 == n { self.hint.1.min(attrs.len()) } else { 0 };
         let (head, tail) = attrs.split_at(from);
-        let is = |a: &TreeAttr<'_>| a.ns == NO_NS && a.local == name;
+        let is = |a: &TreeAttr<'_>| a.ns == NO_NS && same(a.local, name);
         let found = tail.iter().position(is).map(|i| from + i).or_else(|| head.iter().position(is))?;
         self.hint = (n, found + 1);
         Some(&attrs[found].value)

@@ -181,7 +181,11 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TIMBRA_LOG").unwrap_or_else(|_| "off".into()))
         .with_writer(std::io::stderr)
         .try_init();
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(cmd) = cadena_fast_path(&args) {
+        return finish(cfdi_cmd::run(cmd));
+    }
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Cfdi(cfdi_cmd::CfdiCommand::Import(args)) => duplicates_cmd::import(cli.db.as_deref(), args),
         Command::Cfdi(cmd) => cfdi_cmd::run(cmd),
@@ -212,6 +216,34 @@ fn main() -> ExitCode {
         Command::Db(cmd) => backup_cmd::db(cli.db.as_deref(), cmd),
         Command::Role(cmd) => role_cmd::run(cli.db.as_deref(), cmd),
     };
+    finish(result)
+}
+
+/// `timbra cfdi cadena [--tfd] FILE` in its plain form, recognised without building clap's
+/// command tree: that tree (every subcommand and argument of the CLI) cost more instructions
+/// than the cadena of a one-document call. Anything else — `--help`, `--db`, another flag, a
+/// file name that starts with `-` or is empty — goes through clap exactly as before (the test
+/// below checks that both read the plain forms alike).
+fn cadena_fast_path(args: &[std::ffi::OsString]) -> Option<cfdi_cmd::CfdiCommand> {
+    let [_, cfdi, cadena, rest @ ..] = args else {
+        return None;
+    };
+    if cfdi != "cfdi" || cadena != "cadena" {
+        return None;
+    }
+    let (file, tfd) = match rest {
+        [f] => (f, false),
+        [flag, f] | [f, flag] if flag == "--tfd" => (f, true),
+        _ => return None,
+    };
+    match file.as_encoded_bytes().first() {
+        None | Some(b'-') => None,
+        Some(_) => Some(cfdi_cmd::CfdiCommand::Cadena { file: file.into(), tfd }),
+    }
+}
+
+/// The exit code of a command's result; a failure is one line (or several) on stderr.
+fn finish(result: Result<u8, Failure>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
@@ -219,6 +251,58 @@ fn main() -> ExitCode {
                 eprintln!("error: {line}");
             }
             ExitCode::from(f.code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use clap::Parser;
+
+    use super::{cadena_fast_path, Cli, Command};
+    use crate::cfdi_cmd::CfdiCommand;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        std::iter::once("timbra").chain(list.iter().copied()).map(OsString::from).collect()
+    }
+
+    /// The plain `cfdi cadena` forms read the same with and without clap; every other form is
+    /// left to clap.
+    #[test]
+    fn the_cadena_fast_path_reads_what_clap_reads() {
+        for list in [
+            &["cfdi", "cadena", "a.xml"][..],
+            &["cfdi", "cadena", "--tfd", "a.xml"],
+            &["cfdi", "cadena", "a.xml", "--tfd"],
+            &["cfdi", "cadena", "dir/with space/ñ.xml"],
+        ] {
+            let Some(CfdiCommand::Cadena { file, tfd }) = cadena_fast_path(&args(list)) else {
+                panic!("{list:?}: not taken by the fast path");
+            };
+            let Ok(Cli {
+                db: None,
+                command: Command::Cfdi(CfdiCommand::Cadena { file: f, tfd: t }),
+            }) = Cli::try_parse_from(args(list))
+            else {
+                panic!("{list:?}: clap reads something else");
+            };
+            assert_eq!((file, tfd), (f, t), "{list:?}");
+        }
+        for list in [
+            &["cfdi", "cadena"][..],
+            &["cfdi", "cadena", "--help"],
+            &["cfdi", "cadena", "-"],
+            &["cfdi", "cadena", ""],
+            &["cfdi", "cadena", "--tfd", "--tfd"],
+            &["cfdi", "cadena", "a.xml", "b.xml"],
+            &["cfdi", "cadena", "a.xml", "--db", "x.db"],
+            &["--db", "x.db", "cfdi", "cadena", "a.xml"],
+            &["cfdi", "verify", "a.xml"],
+            &["cfdi", "cadena", "a.xml", "--tfd=true"],
+        ] {
+            assert!(cadena_fast_path(&args(list)).is_none(), "{list:?}");
         }
     }
 }

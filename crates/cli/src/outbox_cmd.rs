@@ -64,6 +64,10 @@ pub enum SaleCommand {
         /// Imprime el resumen en JSON.
         #[arg(long)]
         json: bool,
+        /// Sales per durable transaction (by default a few per core). Hidden: for benchmarks
+        /// that compare one transaction per sale with batches on the same path.
+        #[arg(long, hide = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+        batch_size: Option<u16>,
         #[command(flatten)]
         who: ActorArgs,
     },
@@ -195,13 +199,20 @@ pub fn sale(db: Option<&str>, cmd: SaleCommand) -> Result<u8, Failure> {
                 }
             })
         }
-        SaleCommand::Import { file, format, json, who } => {
+        SaleCommand::Import {
+            file,
+            format,
+            json,
+            batch_size,
+            who,
+        } => {
             let actor = who.actor("import")?;
             let format = crate::sale_import::Format::choose(format.as_deref(), &file);
             let bytes = read_file(&file, "el archivo de ventas")?;
             runtime()?.block_on(async {
                 let o = open(db, false).await?;
-                let summary = crate::sale_import::import(&o, &bytes, format, &actor).await;
+                let batch = batch_size.map_or_else(outbox::outbox::bulk::batch_size, usize::from);
+                let summary = crate::sale_import::import(&o, &bytes, format, &actor, batch).await;
                 o.store().close().await;
                 crate::sale_import::report(&summary?, json)
             })

@@ -165,8 +165,8 @@ fn is_fatal(e: &OutboxError) -> bool {
     ) || matches!(e, OutboxError::Csd(c) if !matches!(c, cfdi::csd::CsdError::OutsideValidity { .. }))
 }
 
-/// Imports every sale in `bytes`.
-pub async fn import(o: &Outbox, bytes: &[u8], format: Format, actor: &Actor) -> Result<Summary, Failure> {
+/// Imports every sale in `bytes`, `batch` sales per durable transaction.
+pub async fn import(o: &Outbox, bytes: &[u8], format: Format, actor: &Actor, batch: usize) -> Result<Summary, Failure> {
     let items = match format {
         Format::Jsonl => jsonl_items(bytes),
         Format::Csv => csv_items(bytes)?,
@@ -180,7 +180,7 @@ pub async fn import(o: &Outbox, bytes: &[u8], format: Format, actor: &Actor) -> 
     // Batches of sales share one durable transaction and are sealed on every core
     // (`Outbox::record_sales_json`); each sale still succeeds or fails on its own.
     let mut done = 0;
-    for chunk in items.chunks(outbox::outbox::bulk::batch_size()) {
+    for chunk in items.chunks(batch.max(1)) {
         let jsons: Vec<Vec<u8>> = chunk.iter().filter_map(|item| item.json.as_ref().ok().cloned()).collect();
         let mut results = o.record_sales_json(&jsons, actor, is_fatal).await.into_iter();
         for item in chunk {

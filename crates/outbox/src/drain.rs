@@ -33,7 +33,7 @@ use crate::model::PacDirectory;
 use crate::model::{AttemptInfo, Badge, InvoiceDetail, InvoiceRef, InvoiceState, PacIdentity};
 use crate::outbox::Outbox;
 use crate::pacs::{PacEntry, PacSet};
-use crate::store::{Claim, InvoiceUpdate, NewCfdi, NewEvidence, NewTry, Store};
+use crate::store::{Claim, InvoiceUpdate, NewCfdi, NewEvidence, NewTry, StepFacts, Store};
 use crate::strategy::{self, NextStep, Policy, Verdict};
 
 /// Exponential backoff with full jitter.
@@ -399,6 +399,24 @@ impl<S: Store> Drain<S> {
         self.outbox.verdict_with(detail, &self.directory, &self.config.policy)
     }
 
+    /// The same verdict from what a step read (the same facts).
+    fn verdict_of(&self, facts: &StepFacts) -> Verdict {
+        let facts = facts::from_step(facts, &|p| self.directory.can_lookup(p));
+        strategy::derive(&facts, &self.config.policy, self.outbox.now())
+    }
+
+    /// What a step reads of a claimed invoice.
+    async fn step_facts(&self, invoice_id: i64) -> Result<StepFacts> {
+        self.outbox
+            .store()
+            .step_facts(invoice_id)
+            .await?
+            .ok_or_else(|| OutboxError::NotFound {
+                what: "la factura",
+                id: invoice_id.to_string(),
+            })
+    }
+
     /// One step of one claimed invoice. While it is in flight its lease is renewed under the
     /// claim's fencing token, so a slow PAC (SW re-authenticating, Finkok's bounded `stamped`
     /// polling) never lets another worker claim and re-send the same attempt.
@@ -440,8 +458,17 @@ impl<S: Store> Drain<S> {
     }
 
     async fn step_claimed(&self, claim: Claim) -> Result<StepReport> {
-        let detail = self.outbox.invoice(&InvoiceRef::Id(claim.invoice_id)).await?;
-        let verdict = self.verdict(&detail);
+        // The step reads only the facts its verdict is derived from; opening a new attempt (a
+        // failover, a reprocess) reads the whole detail it needs, and decides on that.
+        let mut detail = self.step_facts(claim.invoice_id).await?;
+        let mut verdict = self.verdict_of(&detail);
+        let mut whole = None;
+        if matches!(verdict.next, NextStep::Failover { .. } | NextStep::Reprocess) {
+            let full = self.outbox.invoice(&InvoiceRef::Id(claim.invoice_id)).await?;
+            verdict = self.verdict(&full);
+            detail = StepFacts::from(full.clone());
+            whole = Some(full);
+        }
         let mut retry_after = None;
         let mut failed_try = false;
         match verdict.next.clone() {
@@ -457,13 +484,15 @@ impl<S: Store> Drain<S> {
                 failed_try = self.fetch_xml(&detail, uuid.as_deref(), attempt_no, &claim).await?;
             }
             NextStep::Failover { to } => {
+                let full = whole.as_ref().expect("read above for a failover");
                 self.outbox
-                    .open_failover(&detail, &to, Some(claim.fencing_token), &self.actor, None)
+                    .open_failover(full, &to, Some(claim.fencing_token), &self.actor, None)
                     .await?;
             }
             NextStep::Reprocess => {
+                let full = whole.as_ref().expect("read above for a reprocess");
                 self.outbox
-                    .open_reprocess(&detail, Some(claim.fencing_token), &self.actor, "fecha_vencida", None)
+                    .open_reprocess(full, Some(claim.fencing_token), &self.actor, "fecha_vencida", None)
                     .await?;
             }
             NextStep::Hold | NextStep::Done => {}
@@ -485,8 +514,9 @@ impl<S: Store> Drain<S> {
         failed_try: bool,
         previous: &NextStep,
     ) -> Result<StepReport> {
-        let detail = self.outbox.invoice(&InvoiceRef::Id(invoice_id)).await?;
-        let facts = facts::from_detail(&detail, &|p| self.directory.can_lookup(p));
+        // Only the facts again (what this step wrote, and whatever landed meanwhile).
+        let detail = self.step_facts(invoice_id).await?;
+        let facts = facts::from_step(&detail, &|p| self.directory.can_lookup(p));
         let verdict = strategy::derive(&facts, &self.config.policy, self.outbox.now());
         // No progress (the same non-sending step again) backs off like a failed try.
         let failed_try = failed_try || (verdict.next == *previous && !matches!(previous, NextStep::Send { .. }));
@@ -526,7 +556,10 @@ impl<S: Store> Drain<S> {
         };
         // Intake channels: the webhooks and automatic e-mails this verdict causes (the badge
         // becoming Timbrada or Atención) commit in the same transaction as the verdict.
-        let notify = self.outbox.notifications_for(&detail, &verdict, update.uuid.as_deref()).await?;
+        let notify = self
+            .outbox
+            .notifications_for(&detail.invoice, &verdict, update.uuid.as_deref())
+            .await?;
         let applied = if notify.is_empty() {
             self.outbox.store().apply_verdict(&update, Some(token)).await?
         } else {
@@ -546,7 +579,7 @@ impl<S: Store> Drain<S> {
     /// The PAC client for an attempt, when it may be used: configured here, and reaching the
     /// PAC the attempt was frozen for (or one the operator accepted when replacing it). `None`
     /// after recording why not (evidence the strategy reads).
-    async fn client_for(&self, detail: &InvoiceDetail, attempt: &AttemptInfo) -> Result<Option<PacEntry>> {
+    async fn client_for(&self, detail: &StepFacts, attempt: &AttemptInfo) -> Result<Option<PacEntry>> {
         let Some(entry) = self.pacs.get(&attempt.pac).cloned() else {
             self.note_configuration(
                 detail.invoice.id,
@@ -582,7 +615,7 @@ impl<S: Store> Drain<S> {
     }
 
     /// Sends the live attempt. Returns (Retry-After, whether the try failed).
-    async fn send(&self, detail: &InvoiceDetail, attempt_no: i64, claim: &Claim) -> Result<(Option<Duration>, bool)> {
+    async fn send(&self, detail: &StepFacts, attempt_no: i64, claim: &Claim) -> Result<(Option<Duration>, bool)> {
         let attempt = find_attempt(detail, attempt_no)?;
         let Some(entry) = self.client_for(detail, attempt).await? else {
             return Ok((None, true));
@@ -731,7 +764,7 @@ impl<S: Store> Drain<S> {
     }
 
     /// A non-creating lookup. Returns whether it failed to learn anything.
-    async fn lookup(&self, detail: &InvoiceDetail, attempt_no: i64, claim: &Claim) -> Result<bool> {
+    async fn lookup(&self, detail: &StepFacts, attempt_no: i64, claim: &Claim) -> Result<bool> {
         let attempt = find_attempt(detail, attempt_no)?;
         let Some(entry) = self.client_for(detail, attempt).await? else {
             return Ok(true);
@@ -854,7 +887,7 @@ impl<S: Store> Drain<S> {
     }
 
     /// Fetches the XML of a CFDI known to exist. Returns whether nothing was learned.
-    async fn fetch_xml(&self, detail: &InvoiceDetail, uuid: Option<&str>, attempt_no: i64, claim: &Claim) -> Result<bool> {
+    async fn fetch_xml(&self, detail: &StepFacts, uuid: Option<&str>, attempt_no: i64, claim: &Claim) -> Result<bool> {
         let attempt = find_attempt(detail, attempt_no)?;
         let Some(entry) = self.client_for(detail, attempt).await? else {
             return Ok(true);
@@ -914,7 +947,7 @@ impl<S: Store> Drain<S> {
     }
 }
 
-fn find_attempt(detail: &InvoiceDetail, attempt_no: i64) -> Result<&AttemptInfo> {
+fn find_attempt(detail: &StepFacts, attempt_no: i64) -> Result<&AttemptInfo> {
     detail
         .attempts
         .iter()
@@ -928,7 +961,7 @@ fn find_attempt(detail: &InvoiceDetail, attempt_no: i64) -> Result<&AttemptInfo>
 /// The identity a send of `attempt` must reach: the last one an operator accepted for it
 /// (replacing its PAC with `--replace-open`), else the one it froze. None for attempts
 /// recorded before identities were frozen.
-fn expected_identity(detail: &InvoiceDetail, attempt: &AttemptInfo) -> Option<PacIdentity> {
+fn expected_identity(detail: &StepFacts, attempt: &AttemptInfo) -> Option<PacIdentity> {
     detail
         .evidence
         .iter()

@@ -29,7 +29,7 @@ use serde_json::json;
 use crate::actor::Actor;
 pub use crate::channel_rows::{EmailAttempt, EmailOrigin, EmailSend, NewEmailSend};
 use crate::error::{OutboxError, Result};
-use crate::model::{InvoiceDetail, InvoiceRef};
+use crate::model::{InvoiceDetail, InvoiceRef, InvoiceSummary};
 use crate::outbox::Outbox;
 use crate::pacs::SecretSource;
 use crate::store::{NewEvent, Store};
@@ -281,22 +281,22 @@ impl<S: Store> Outbox<S> {
 
     /// The automatic send for a just-stamped invoice, when the settings ask for it and know
     /// the receptor's addresses (request id `auto:<invoice>:<uuid>`: at most one per CFDI).
-    pub(crate) async fn automatic_email(&self, detail: &InvoiceDetail, uuid: &str) -> Result<Option<NewEmailSend>> {
+    pub(crate) async fn automatic_email(&self, invoice: &InvoiceSummary, uuid: &str) -> Result<Option<NewEmailSend>> {
         let Some(settings) = self.email_settings().await? else {
             return Ok(None);
         };
         if !settings.auto_send {
             return Ok(None);
         }
-        let Some(to) = settings.contacts.get(&detail.invoice.receptor_rfc).filter(|l| !l.is_empty()) else {
+        let Some(to) = settings.contacts.get(&invoice.receptor_rfc).filter(|l| !l.is_empty()) else {
             return Ok(None);
         };
-        let request_id = format!("auto:{}:{}", detail.invoice.id, uuid);
+        let request_id = format!("auto:{}:{}", invoice.id, uuid);
         let rfc = self.emisor_settings().await?.map(|s| s.profile.rfc).unwrap_or_default();
         Ok(Some(NewEmailSend {
             message_id: message_id_for(&request_id, &rfc),
             request_id,
-            invoice_id: detail.invoice.id,
+            invoice_id: invoice.id,
             uuid: uuid.to_string(),
             recipients: to.clone(),
             origin: EmailOrigin::Auto,

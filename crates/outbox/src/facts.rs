@@ -6,7 +6,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::model::{BodyFormat, InvoiceDetail};
+use crate::model::{AttemptInfo, BodyFormat, CfdiInfo, EvidenceInfo, InvoiceDetail, TryInfo};
+use crate::store::StepFacts;
 use crate::strategy::{AttemptEvent, AttemptFacts, CfdiFacts, Facts, LookupResult, StampResult};
 
 /// Evidence kinds and operator-action codes, as stored.
@@ -66,8 +67,41 @@ pub fn fecha_deadline(fecha_utc: DateTime<Utc>) -> DateTime<Utc> {
 /// Builds the strategy's facts. `can_lookup(pac)` says whether that PAC answers non-creating
 /// lookups (Finkok, Facturapi) — it comes from the PAC settings, not from the store.
 pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Facts {
+    from_parts(
+        Parts {
+            attempts: &d.attempts,
+            tries: &d.tries,
+            evidence: &d.evidence,
+            cfdis: &d.cfdis,
+        },
+        can_lookup,
+    )
+}
+
+/// The same facts from what a drain step read ([`StepFacts`]: the same rows).
+pub fn from_step(s: &StepFacts, can_lookup: &dyn Fn(&str) -> bool) -> Facts {
+    from_parts(
+        Parts {
+            attempts: &s.attempts,
+            tries: &s.tries,
+            evidence: &s.evidence,
+            cfdis: &s.cfdis,
+        },
+        can_lookup,
+    )
+}
+
+/// The rows the facts are derived from.
+struct Parts<'a> {
+    attempts: &'a [AttemptInfo],
+    tries: &'a [TryInfo],
+    evidence: &'a [EvidenceInfo],
+    cfdis: &'a [CfdiInfo],
+}
+
+fn from_parts(d: Parts<'_>, can_lookup: &dyn Fn(&str) -> bool) -> Facts {
     let mut attempts = Vec::with_capacity(d.attempts.len());
-    for a in &d.attempts {
+    for a in d.attempts {
         let mut timed: Vec<(DateTime<Utc>, i64, AttemptEvent)> = Vec::new();
         let abandoned = a.resolution == "abandoned"
             || d.evidence.iter().any(|e| {

@@ -38,7 +38,7 @@ pub use crate::channel_rows::{
 };
 use crate::error::{OutboxError, Result};
 use crate::intake::sha256_hex;
-use crate::model::{Badge, InvoiceDetail, InvoiceRef, Recorded};
+use crate::model::{Badge, InvoiceRef, InvoiceSummary, Recorded};
 use crate::outbox::Outbox;
 use crate::pacs::SecretSource;
 use crate::store::Store;
@@ -845,12 +845,12 @@ pub fn invoice_payload(
     delivery_id: &str,
     t: EventType,
     at: DateTime<Utc>,
-    detail: &InvoiceDetail,
+    invoice: &InvoiceSummary,
     badge: Badge,
     verdict: &Verdict,
     uuid: Option<&str>,
 ) -> Value {
-    let i = &detail.invoice;
+    let i = invoice;
     json!({
         "id": delivery_id,
         "type": t.as_str(),
@@ -929,11 +929,12 @@ impl<S: Store> Outbox<S> {
         Ok(out)
     }
 
-    /// What the drain's verdict for `detail` causes: `invoice.stamped` when the cached badge
-    /// becomes Timbrada, `invoice.needs_attention` when it becomes Atención, and the automatic
-    /// e-mail on stamping when the e-mail settings ask for it.
-    pub async fn notifications_for(&self, detail: &InvoiceDetail, verdict: &Verdict, uuid: Option<&str>) -> Result<Notifications> {
-        let before = detail.invoice.badge;
+    /// What the drain's verdict for `invoice` (as its row stood when the verdict was derived)
+    /// causes: `invoice.stamped` when the cached badge becomes Timbrada,
+    /// `invoice.needs_attention` when it becomes Atención, and the automatic e-mail on stamping
+    /// when the e-mail settings ask for it.
+    pub async fn notifications_for(&self, invoice: &InvoiceSummary, verdict: &Verdict, uuid: Option<&str>) -> Result<Notifications> {
+        let before = invoice.badge;
         let after = verdict.badge;
         let event = match after {
             Badge::Timbrada if before != Badge::Timbrada => EventType::InvoiceStamped,
@@ -942,13 +943,13 @@ impl<S: Store> Outbox<S> {
         };
         let now = self.now();
         let deliveries = self
-            .deliveries_for(event, Some(detail.invoice.id), |id| {
-                invoice_payload(id, event, now, detail, after, verdict, uuid)
+            .deliveries_for(event, Some(invoice.id), |id| {
+                invoice_payload(id, event, now, invoice, after, verdict, uuid)
             })
             .await?;
         let mut emails = Vec::new();
         if let (EventType::InvoiceStamped, Some(uuid)) = (event, uuid) {
-            if let Some(send) = self.automatic_email(detail, uuid).await? {
+            if let Some(send) = self.automatic_email(invoice, uuid).await? {
                 emails.push(send);
             }
         }

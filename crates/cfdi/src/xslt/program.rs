@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use crate::xml::{is_xml_space, Document, Element, Node, XMLNS_NS};
+use crate::xml::{is_xml_space, same, Document, Element, Node, XMLNS_NS};
 
 const XSL_NS: &str = "http://www.w3.org/1999/XSL/Transform";
 
@@ -136,7 +136,7 @@ impl Stylesheet {
                 return NONE;
             }
             let n = &self.names[i as usize];
-            if self.group_of(n) == group && self.strings[n.local as usize] == local {
+            if self.group_of(n) == group && same(&self.strings[n.local as usize], local) {
                 return i;
             }
             slot = (slot + 1) & mask;

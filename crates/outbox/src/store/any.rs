@@ -150,6 +150,7 @@ forward! {
     fn list_invoices(filter: &ListFilter, limit: u32) -> Result<Vec<InvoiceSummary>>;
     fn find_invoice(r: &InvoiceRef) -> Result<Option<i64>>;
     fn invoice_detail(id: i64) -> Result<Option<InvoiceDetail>>;
+    fn step_facts(id: i64) -> Result<Option<StepFacts>>;
     fn attempt_body(attempt_id: i64) -> Result<Option<(BodyFormat, Vec<u8>)>>;
     fn counts() -> Result<Counts>;
     fn add_note(invoice_id: i64, text: &str, actor: &Actor, at_ms: i64) -> Result<Note>;

@@ -22,8 +22,8 @@ use cfdi::sale::EmisorProfile;
 use crate::actor::Actor;
 use crate::error::Result;
 use crate::model::{
-    ActedBy, AttemptReason, Badge, BodyFormat, Counts, FechaSource, InvoiceDetail, InvoiceRef, InvoiceState, InvoiceSummary, ListFilter,
-    Note,
+    ActedBy, AttemptInfo, AttemptReason, Badge, BodyFormat, CfdiInfo, Counts, EvidenceInfo, FechaSource, InvoiceDetail, InvoiceRef,
+    InvoiceState, InvoiceSummary, ListFilter, Note, TryInfo,
 };
 
 pub mod any;
@@ -181,6 +181,34 @@ pub struct NewEmisorSettings {
     pub password_env: String,
 }
 
+/// What one drain step reads of an invoice, in one consistent snapshot: the row and the facts
+/// the strategy derives a verdict from (attempts, tries, evidence, CFDIs). It is the part of
+/// [`InvoiceDetail`] the drain needs, without the sale, notes, timeline and cancellations a
+/// person reads (a step that needs those, a failover or a reprocess, reads the whole detail).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepFacts {
+    pub invoice: InvoiceSummary,
+    /// The version of the facts below (see [`InvoiceDetail::facts_version`]).
+    pub facts_version: i64,
+    pub attempts: Vec<AttemptInfo>,
+    pub tries: Vec<TryInfo>,
+    pub evidence: Vec<EvidenceInfo>,
+    pub cfdis: Vec<CfdiInfo>,
+}
+
+impl From<InvoiceDetail> for StepFacts {
+    fn from(d: InvoiceDetail) -> StepFacts {
+        StepFacts {
+            invoice: d.invoice,
+            facts_version: d.facts_version,
+            attempts: d.attempts,
+            tries: d.tries,
+            evidence: d.evidence,
+            cfdis: d.cfdis,
+        }
+    }
+}
+
 /// An invoice claimed by a drain worker: its fencing token fences every state change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Claim {
@@ -312,6 +340,10 @@ pub trait Store: Send + Sync + 'static {
     /// The invoice with its sale, attempts, tries, evidence, CFDIs and notes; `timeline` holds
     /// only the timeline_events rows (the caller merges the rest).
     fn invoice_detail(&self, id: i64) -> impl Future<Output = Result<Option<InvoiceDetail>>> + Send;
+
+    /// What a drain step reads of invoice `id` ([`StepFacts`]): the same rows as
+    /// [`Store::invoice_detail`] for those parts, in one read transaction, and nothing else.
+    fn step_facts(&self, id: i64) -> impl Future<Output = Result<Option<StepFacts>>> + Send;
 
     fn attempt_body(&self, attempt_id: i64) -> impl Future<Output = Result<Option<(BodyFormat, Vec<u8>)>>> + Send;
 

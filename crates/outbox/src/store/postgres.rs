@@ -39,7 +39,7 @@ use super::{
 };
 use super::{
     Claim, ExistingSale, InvoiceUpdate, KeyState, NewAttempt, NewCfdi, NewEmisorSettings, NewEvent, NewEvidence, NewRecord, NewTry,
-    OpenAttempt, RecordOutcome, Reservation, Store, StoredEmisorSettings,
+    OpenAttempt, RecordOutcome, Reservation, StepFacts, Store, StoredEmisorSettings,
 };
 use super::{
     DashboardInvoiceRow, DashboardStampedRow, DashboardTryRow, IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry,
@@ -981,6 +981,30 @@ impl Store for PgStore {
         };
         tx.rollback().await.map_err(|e| self.err(e))?;
         Ok(Some(detail))
+    }
+
+    async fn step_facts(&self, id: i64) -> Result<Option<StepFacts>> {
+        // The same queries as invoice_detail for these parts, in one read transaction, the
+        // invoice row first.
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let Some(row) = sqlx::query(sql!("invoice_by_id"))
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let facts = StepFacts {
+            invoice: summary(&row)?,
+            facts_version: get(&row, "facts_version")?,
+            attempts: self.rows(&mut tx, sql!("attempts_by_invoice"), id, attempt_info).await?,
+            tries: self.rows(&mut tx, sql!("tries_by_invoice"), id, try_info).await?,
+            evidence: self.rows(&mut tx, sql!("evidence_by_invoice"), id, evidence_info).await?,
+            cfdis: self.rows(&mut tx, sql!("cfdis_by_invoice"), id, cfdi_info).await?,
+        };
+        tx.rollback().await.map_err(|e| self.err(e))?;
+        Ok(Some(facts))
     }
 
     async fn attempt_body(&self, attempt_id: i64) -> Result<Option<(BodyFormat, Vec<u8>)>> {

@@ -34,7 +34,7 @@ use super::{
 };
 use super::{
     Claim, ExistingSale, InvoiceUpdate, KeyState, NewAttempt, NewCfdi, NewEmisorSettings, NewEvent, NewEvidence, NewRecord, NewTry,
-    OpenAttempt, RecordOutcome, Reservation, Store, StoredEmisorSettings,
+    OpenAttempt, RecordOutcome, Reservation, StepFacts, Store, StoredEmisorSettings,
 };
 use super::{
     DashboardInvoiceRow, DashboardStampedRow, DashboardTryRow, IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry,
@@ -216,21 +216,29 @@ impl SqliteStore {
             .busy_timeout(opts.busy_timeout)
             .foreign_keys(true);
         let acquire = opts.busy_timeout + Duration::from_secs(30);
+        // No ping before handing out a pooled connection: a SQLite connection is a file handle
+        // on a worker thread of this process, which does not go stale like a socket, and the
+        // ping is one more round trip to that thread for every use of the pool (with the ping
+        // sqlx makes when a connection comes back, a one-statement read was two pings and a
+        // query). A failing file fails the statement itself, classified as ever.
         let pool = pool_options()
             .max_connections(opts.max_connections.max(1))
             .acquire_timeout(acquire)
+            .test_before_acquire(false)
             .connect_with(base.clone())
             .await
             .map_err(classify)?;
         let scratch = pool_options()
             .max_connections(1)
             .acquire_timeout(acquire)
+            .test_before_acquire(false)
             .connect_with(base.clone().synchronous(SqliteSynchronous::Normal))
             .await
             .map_err(classify)?;
         let writer = pool_options()
             .max_connections(1)
             .acquire_timeout(acquire)
+            .test_before_acquire(false)
             .connect_with(base)
             .await
             .map_err(classify)?;
@@ -1089,6 +1097,30 @@ impl Store for SqliteStore {
         };
         tx.rollback().await.map_err(|e| self.err(e))?;
         Ok(Some(detail))
+    }
+
+    async fn step_facts(&self, id: i64) -> Result<Option<StepFacts>> {
+        // The same queries as invoice_detail for these parts, in one read transaction, the
+        // invoice row first.
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let Some(row) = sqlx::query(sql!("invoice_by_id"))
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let facts = StepFacts {
+            invoice: summary(&row)?,
+            facts_version: get(&row, "facts_version")?,
+            attempts: self.rows(&mut tx, sql!("attempts_by_invoice"), id, attempt_info).await?,
+            tries: self.rows(&mut tx, sql!("tries_by_invoice"), id, try_info).await?,
+            evidence: self.rows(&mut tx, sql!("evidence_by_invoice"), id, evidence_info).await?,
+            cfdis: self.rows(&mut tx, sql!("cfdis_by_invoice"), id, cfdi_info).await?,
+        };
+        tx.rollback().await.map_err(|e| self.err(e))?;
+        Ok(Some(facts))
     }
 
     async fn attempt_body(&self, attempt_id: i64) -> Result<Option<(BodyFormat, Vec<u8>)>> {
