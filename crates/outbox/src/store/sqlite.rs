@@ -775,6 +775,28 @@ async fn insert_event(
 
 impl SqliteStore {
     /// Every row `sql` (with `?1` = `id`) returns, read by `read`, inside `tx`.
+    /// The invoice row and the facts a verdict derives from ([`StepFacts`]), read inside `tx`,
+    /// the row first: the part of [`InvoiceDetail`] a drain step needs.
+    async fn facts_in(&self, tx: &mut sqlx::Transaction<'_, Sqlite>, id: i64) -> Result<Option<(SqliteRow, StepFacts)>> {
+        let Some(row) = sqlx::query(sql!("invoice_by_id"))
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let facts = StepFacts {
+            invoice: summary(&row)?,
+            facts_version: get(&row, "facts_version")?,
+            attempts: self.rows(tx, sql!("attempts_by_invoice"), id, attempt_info).await?,
+            tries: self.rows(tx, sql!("tries_by_invoice"), id, try_info).await?,
+            evidence: self.rows(tx, sql!("evidence_by_invoice"), id, evidence_info).await?,
+            cfdis: self.rows(tx, sql!("cfdis_by_invoice"), id, cfdi_info).await?,
+        };
+        Ok(Some((row, facts)))
+    }
+
     async fn rows<T>(
         &self,
         tx: &mut sqlx::Transaction<'_, Sqlite>,
@@ -1053,15 +1075,11 @@ impl Store for SqliteStore {
     }
 
     async fn invoice_detail(&self, id: i64) -> Result<Option<InvoiceDetail>> {
-        // One read transaction: a consistent snapshot of every part. The invoice row (and its
-        // facts_version) is read first, so a fact landing meanwhile only makes the version older.
+        // One read transaction: the facts first (the invoice row and its facts_version before
+        // them, so a fact landing meanwhile only makes the version older), then what a person
+        // reads beside them.
         let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        let Some(row) = sqlx::query(sql!("invoice_by_id"))
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?
-        else {
+        let Some((row, facts)) = self.facts_in(&mut tx, id).await? else {
             return Ok(None);
         };
         let lease = match (
@@ -1080,15 +1098,15 @@ impl Store for SqliteStore {
             .into_iter()
             .next();
         let detail = InvoiceDetail {
-            invoice: summary(&row)?,
+            invoice: facts.invoice,
             fencing_token: get(&row, "fencing_token")?,
-            facts_version: get(&row, "facts_version")?,
+            facts_version: facts.facts_version,
             lease,
             sale: sale.ok_or_else(|| OutboxError::Database(format!("la factura {id} no tiene venta")))?,
-            attempts: self.rows(&mut tx, sql!("attempts_by_invoice"), id, attempt_info).await?,
-            tries: self.rows(&mut tx, sql!("tries_by_invoice"), id, try_info).await?,
-            evidence: self.rows(&mut tx, sql!("evidence_by_invoice"), id, evidence_info).await?,
-            cfdis: self.rows(&mut tx, sql!("cfdis_by_invoice"), id, cfdi_info).await?,
+            attempts: facts.attempts,
+            tries: facts.tries,
+            evidence: facts.evidence,
+            cfdis: facts.cfdis,
             notes: self.rows(&mut tx, sql!("notes_by_invoice"), id, note).await?,
             timeline: self.rows(&mut tx, sql!("timeline_by_invoice"), id, timeline_event).await?,
             cancellations: self
@@ -1100,27 +1118,10 @@ impl Store for SqliteStore {
     }
 
     async fn step_facts(&self, id: i64) -> Result<Option<StepFacts>> {
-        // The same queries as invoice_detail for these parts, in one read transaction, the
-        // invoice row first.
         let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        let Some(row) = sqlx::query(sql!("invoice_by_id"))
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?
-        else {
-            return Ok(None);
-        };
-        let facts = StepFacts {
-            invoice: summary(&row)?,
-            facts_version: get(&row, "facts_version")?,
-            attempts: self.rows(&mut tx, sql!("attempts_by_invoice"), id, attempt_info).await?,
-            tries: self.rows(&mut tx, sql!("tries_by_invoice"), id, try_info).await?,
-            evidence: self.rows(&mut tx, sql!("evidence_by_invoice"), id, evidence_info).await?,
-            cfdis: self.rows(&mut tx, sql!("cfdis_by_invoice"), id, cfdi_info).await?,
-        };
+        let facts = self.facts_in(&mut tx, id).await?;
         tx.rollback().await.map_err(|e| self.err(e))?;
-        Ok(Some(facts))
+        Ok(facts.map(|(_, facts)| facts))
     }
 
     async fn attempt_body(&self, attempt_id: i64) -> Result<Option<(BodyFormat, Vec<u8>)>> {
