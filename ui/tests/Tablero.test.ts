@@ -75,7 +75,7 @@ describe('Tablero', () => {
     const totals = screen.getByTestId('totals');
     expect(totals.querySelector('tr[data-total=amount]')?.textContent).toContain('$464.00');
     expect(totals.querySelector('tr[data-total=iva_trasladado]')?.textContent).toContain('$64.00');
-    expect(screen.getByTestId('per-hour').textContent).toContain('4 facturas timbradas');
+    expect(screen.getByTestId('per-hour').textContent).toContain('Timbradas en las últimas 24 horas: 4');
     // The drain processes live on this database, as Rust counted them.
     const live = screen.getByTestId('live-workers');
     expect(live.getAttribute('data-count')).toBe('2');
