@@ -182,7 +182,15 @@ async fn limit_webhook_source(State(guard): State<Guard>, req: Request, next: Ne
 
 // Bodies and parameters ----------------------------------------------------------------------
 
+/// After a body passes [`MAX_BODY_BYTES`], how much more is read and thrown away before the
+/// `413` is sent, and for how long at most: a client still sending then reads the answer
+/// instead of a connection reset (the unread bytes would make the kernel reset it). A body
+/// declared larger than the limit plus this is refused at once.
+const DRAIN_BYTES: usize = 4 * MAX_BODY_BYTES;
+const DRAIN_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+
 async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+    use futures_util::StreamExt;
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -190,23 +198,34 @@ async fn read_body(headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
             format!("el cuerpo de la petición pasa de {MAX_BODY_BYTES} bytes"),
         )
     };
-    if let Some(len) = headers
+    let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        if len > MAX_BODY_BYTES as u64 {
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > (MAX_BODY_BYTES + DRAIN_BYTES) as u64) {
+        return Err(too_large());
+    }
+    let mut stream = body.into_data_stream();
+    let mut read: Vec<u8> = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| ApiError::bad_request("body_unreadable", format!("no se pudo leer el cuerpo de la petición: {e}")))?;
+        if read.len() + chunk.len() > MAX_BODY_BYTES {
+            let mut seen = read.len() + chunk.len();
+            let drain = async {
+                while seen <= MAX_BODY_BYTES + DRAIN_BYTES {
+                    match stream.next().await {
+                        Some(Ok(more)) => seen += more.len(),
+                        _ => break,
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(DRAIN_FOR, drain).await;
             return Err(too_large());
         }
+        read.extend_from_slice(&chunk);
     }
-    axum::body::to_bytes(body, MAX_BODY_BYTES).await.map_err(|e| {
-        let length_limit = std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("length limit"));
-        if length_limit || e.to_string().contains("length limit") {
-            too_large()
-        } else {
-            ApiError::bad_request("body_unreadable", format!("no se pudo leer el cuerpo de la petición: {e}"))
-        }
-    })
+    Ok(Bytes::from(read))
 }
 
 fn path_param(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
