@@ -760,7 +760,7 @@ mod tests {
     fn debug_never_prints_a_secret_a_form_sent() {
         let emisor: EmisorSetupDto = serde_json::from_value(serde_json::json!({
             "rfc": "EKU9003173C9", "nombre": "X", "regimen_fiscal": "601", "lugar_expedicion": "42501",
-            "cer": [1], "key": [2], "password": "csd-Secreto-1"
+            "cer_path": "/tmp/a.cer", "key_path": "/tmp/a.key", "password": "csd-Secreto-1"
         }))
         .unwrap();
         let pac: PacInputDto = serde_json::from_value(serde_json::json!({
