@@ -1410,7 +1410,7 @@ async fn page_fits(app: &App, page: &str, w: u32, h: u32) -> Res {
 /// the field, then SAT's test CSD) and a stamped XML imported from Duplicados.
 pub async fn ventana_y_archivos(app: &App) -> Res {
     app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
-    app.select("[data-testid=operator]", "Soporte").await?;
+    // A new seat is soporte's (seat.rs), which may load the demo data.
     app.click("[data-testid=load-demo]").await?;
     app.wait_contains(".notice[role=status]", "36 ventas registradas").await?;
     let factura = emit_and_open(app, "4501").await?;
@@ -1568,7 +1568,8 @@ pub async fn linea_de_tiempo_en_palabras(app: &App) -> Res {
     app.wait_contains("[data-testid=totals] tr[data-total=amount]", "$116.00").await?;
     app.wait_contains("[data-testid=totals] tr[data-total=iva_trasladado]", "$16.00")
         .await?;
-    app.wait_contains("[data-testid=per-hour]", "1 facturas timbradas").await?;
+    app.wait_contains("[data-testid=per-hour]", "Timbradas en las últimas 24 horas: 1")
+        .await?;
     window_fits(app, 1366, 768).await?;
     app.screenshot("tablero").await?;
     Ok(())
