@@ -792,9 +792,10 @@ pub async fn caida_hasta_atencion(app: &App) -> Res {
     expect_button(app, "failover", true, "").await?;
 
     app.click("[data-testid=actions] button[data-action=failover]").await?;
+    // The action on the timeline first: a failure then says whether the click was taken.
+    app.wait_contains("[data-testid=timeline]", "Acción: Usar PAC de respaldo").await?;
     app.wait_badge("timbrada").await?;
     app.wait_contains("[data-testid=reasons]", "Timbrada por sandbox-respaldo").await?;
-    app.wait_contains("[data-testid=timeline]", "Acción: Usar PAC de respaldo").await?;
     Ok(())
 }
 

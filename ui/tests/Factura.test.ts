@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import { mockIPC } from '@tauri-apps/api/mocks';
+import { emit } from '@tauri-apps/api/event';
 import Factura from '../src/pages/Factura.svelte';
 import { session } from '../src/lib/session.svelte';
 import type { AppStatusDto } from '../src/lib/ipc/bindings/AppStatusDto';
@@ -61,6 +62,34 @@ describe('Factura', () => {
     await waitFor(() =>
       expect(screen.getByTestId('factura-error').textContent).toBe('La evidencia no lo permite: Ya existe un CFDI para esta venta. (evidencia #12)'),
     );
+  });
+
+  test('an older answer arriving late never replaces a newer one (the page stays on the latest state)', async () => {
+    session.set(status('soporte'));
+    // The first read is slow and sees the old state; the read the change event asks for answers
+    // first with the new state. Tauri runs commands concurrently, so this order happens.
+    let reads = 0;
+    let releaseFirst: () => void = () => {};
+    mockIPC(
+      (cmd) => {
+        if (cmd !== 'invoice_detail') return undefined;
+        reads += 1;
+        if (reads === 1) {
+          const stale = detail(reanudar, { invoice: row(5, { badge: 'reanudar' }) });
+          return new Promise((resolve) => (releaseFirst = () => resolve(stale)));
+        }
+        return detail(timbrada, { invoice: row(5, { badge: 'timbrada', state: 'stamped', uuid: 'U-NEW' }) });
+      },
+      { shouldMockEvents: true },
+    );
+    render(Factura, { id: 5 });
+    await waitFor(() => expect(reads).toBe(1));
+    await emit('invoice-changed', { invoice_id: 5 });
+    await waitFor(() => expect(document.querySelector('[data-testid=strategy] [data-badge]')?.getAttribute('data-badge')).toBe('timbrada'));
+    releaseFirst();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(document.querySelector('[data-testid=strategy] [data-badge]')?.getAttribute('data-badge')).toBe('timbrada');
+    expect(screen.getByTestId('uuid').textContent).toBe('U-NEW');
   });
 
   test('the download saves the live CFDI and says where', async () => {
