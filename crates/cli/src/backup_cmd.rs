@@ -43,6 +43,26 @@ pub enum DbCommand {
         #[arg(long)]
         quick: bool,
     },
+    /// Lista los avisos de respaldo restaurado: lo timbrado o cancelado después del instante
+    /// del respaldo no está en la base, y Timbra retiene pagos, facturas globales, notas de
+    /// crédito y sustituciones hasta que el contador cierre el aviso.
+    Gaps {
+        /// Imprime el resultado en JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cierra un aviso de respaldo restaurado (contador, con su PIN en TIMBRA_CONTADOR_PIN):
+    /// lo emitido después del respaldo ya se revisó.
+    SettleGap {
+        /// Número del aviso (`timbra db gaps`).
+        #[arg(value_name = "AVISO")]
+        id: i64,
+        /// Cómo se revisó (portal del PAC, importación de conciliación…).
+        #[arg(long, value_name = "TEXTO")]
+        note: String,
+        #[command(flatten)]
+        who: crate::shell::ActorArgs,
+    },
 }
 
 pub fn backup(db: Option<&str>, a: BackupArgs) -> Result<u8, Failure> {
@@ -95,6 +115,14 @@ pub fn restore(db: Option<&str>, a: RestoreArgs) -> Result<u8, Failure> {
         if let Some(p) = &report.previous {
             s.push_str(&format!("; la anterior quedó en {}", p.display()));
         }
+        s.push_str(&format!(
+            "\nAtención: el respaldo guarda la base del {} (UTC). Lo que se timbró o canceló después no está en ella: \
+             Timbra retiene pagos, facturas globales, notas de crédito y sustituciones hasta que el contador revise lo \
+             emitido desde entonces (portal del PAC, `timbra reconcile import`) y cierre el aviso con \
+             `timbra db gaps settle {} --note …`.",
+            report.backup_at.format("%Y-%m-%d %H:%M"),
+            report.gap_id
+        ));
         print_out(&s).map(|_| exit::OK)
     })
 }
@@ -108,7 +136,11 @@ fn pg_dump_instead(location: &std::path::Path) -> outbox::OutboxError {
 }
 
 pub fn db(db: Option<&str>, cmd: DbCommand) -> Result<u8, Failure> {
-    let DbCommand::Check { quick } = cmd;
+    let quick = match cmd {
+        DbCommand::Check { quick } => quick,
+        DbCommand::Gaps { json } => return gaps(db, json),
+        DbCommand::SettleGap { id, note, who } => return settle_gap(db, id, &note, &who),
+    };
     runtime()?.block_on(async {
         let o = open(db, false).await?;
         let r = if quick {
@@ -129,5 +161,58 @@ pub fn db(db: Option<&str>, cmd: DbCommand) -> Result<u8, Failure> {
                 problems.join("; ")
             ),
         })
+    })
+}
+
+fn gaps(db: Option<&str>, json: bool) -> Result<u8, Failure> {
+    runtime()?.block_on(async {
+        let o = open(db, false).await?;
+        let r = o.history_gaps().await;
+        o.store().close().await;
+        let gaps = r.map_err(|e| failure(e, ""))?;
+        if json {
+            return print_json(&gaps).map(|_| exit::OK);
+        }
+        if gaps.is_empty() {
+            return print_out("sin avisos: esta base no se ha restaurado desde un respaldo").map(|_| exit::OK);
+        }
+        let lines: Vec<String> = gaps
+            .iter()
+            .map(|g| match (&g.settled_at, &g.settled_by) {
+                (Some(at), Some(by)) => format!(
+                    "{}\trespaldo del {} restaurado el {}\tcerrado el {} por {} ({}): {}",
+                    g.id,
+                    g.backup_at.format("%Y-%m-%d %H:%M"),
+                    g.restored_at.format("%Y-%m-%d %H:%M"),
+                    at.format("%Y-%m-%d %H:%M"),
+                    by.name,
+                    by.role.as_str(),
+                    g.settled_note.as_deref().unwrap_or("")
+                ),
+                _ => format!(
+                    "{}\trespaldo del {} restaurado el {}\tABIERTO: {}",
+                    g.id,
+                    g.backup_at.format("%Y-%m-%d %H:%M"),
+                    g.restored_at.format("%Y-%m-%d %H:%M"),
+                    outbox::history_gap::hold_message(g)
+                ),
+            })
+            .collect();
+        print_out(&lines.join("\n")).map(|_| exit::OK)
+    })
+}
+
+fn settle_gap(db: Option<&str>, id: i64, note: &str, who: &crate::shell::ActorArgs) -> Result<u8, Failure> {
+    let actor = who.actor_or("cli", "contador")?;
+    runtime()?.block_on(async {
+        let o = open(db, false).await?;
+        let r = o.settle_history_gap(id, note, &actor).await;
+        o.store().close().await;
+        let g = r.map_err(|e| failure(e, ""))?;
+        print_out(&format!(
+            "aviso {} cerrado: pagos, facturas globales, notas de crédito y sustituciones continúan",
+            g.id
+        ))
+        .map(|_| exit::OK)
     })
 }

@@ -11,7 +11,9 @@
 //!   `integrity_check` ok), copies it the same way next to the database, moves the current
 //!   database (and its WAL) aside as `<db>.antes-de-restaurar-<instant>` — never deleted — and
 //!   renames the copy into place. The restored file is then opened normally (quick check,
-//!   migrations up to date). Stop the app and every `timbra drain`/`serve` first: a process that
+//!   migrations up to date), and the restore is recorded in it as a gap in history
+//!   ([`crate::history_gap`]): the contador settles it before payments, facturas globales and
+//!   follow-ups go on. Stop the app and every `timbra drain`/`serve` first: a process that
 //!   keeps the old file open keeps writing to the file moved aside.
 //!
 //! Nothing here knows a secret: the database holds none (see `SECURITY.md`).
@@ -23,8 +25,10 @@ use serde::Serialize;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::Connection;
 
+use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
 use crate::store::sqlite::{SqliteOptions, SqliteStore, MIGRATIONS};
+use crate::store::{NewHistoryGap, Store};
 
 /// What a backup wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -44,6 +48,10 @@ pub struct RestoreReport {
     /// Where the database that was in place went (absent when there was none).
     pub previous: Option<PathBuf>,
     pub invoices: i64,
+    /// The gap in history this restore left (`crate::history_gap`): what was stamped or
+    /// cancelled after `backup_at` is not in the restored database.
+    pub gap_id: i64,
+    pub backup_at: DateTime<Utc>,
 }
 
 fn file_error(path: &Path, what: &str, e: impl std::fmt::Display) -> OutboxError {
@@ -247,13 +255,30 @@ pub async fn restore(src: &Path, target: &Path, now: DateTime<Utc>) -> Result<Re
     }
     std::fs::rename(&incoming, target).map_err(|e| file_error(target, "no se pudo poner el respaldo en su lugar", e))?;
     sync_file_and_dir(target)?;
-    // Opened as any start would: quick check, migrations of this build.
+    // Opened as any start would: quick check, migrations of this build. Then the gap in
+    // history is recorded in the restored file itself (crate::history_gap).
     let store = SqliteStore::open(&SqliteOptions::new(target)).await?;
+    let gap = async {
+        let backup_at_ms = store.last_event_at_ms().await?.unwrap_or(now.timestamp_millis());
+        let id = store
+            .record_history_gap(&NewHistoryGap {
+                backup_at_ms,
+                restored_at_ms: now.timestamp_millis(),
+                source: src.display().to_string(),
+                actor: Actor::system("restore"),
+            })
+            .await?;
+        Ok::<_, OutboxError>((id, backup_at_ms))
+    }
+    .await;
     store.close().await;
+    let (gap_id, backup_at_ms) = gap?;
     Ok(RestoreReport {
         restored: target.to_path_buf(),
         from: src.to_path_buf(),
         previous,
         invoices,
+        gap_id,
+        backup_at: DateTime::from_timestamp_millis(backup_at_ms).unwrap_or(now),
     })
 }

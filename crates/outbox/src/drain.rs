@@ -537,12 +537,7 @@ impl<S: Store> Drain<S> {
             },
         };
         let (state, next_try_at) = schedule(&verdict, now, pace, retry_after, failed_try, &self.config.backoff);
-        let uuid = detail
-            .cfdis
-            .iter()
-            .find(|c| c.has_xml)
-            .or(detail.cfdis.first())
-            .map(|c| c.uuid.clone());
+        let uuid = crate::model::standing_cfdi(&detail.cfdis).map(|c| c.uuid.clone());
         let update = InvoiceUpdate {
             invoice_id,
             state,
@@ -617,6 +612,9 @@ impl<S: Store> Drain<S> {
     /// Sends the live attempt. Returns (Retry-After, whether the try failed).
     async fn send(&self, detail: &StepFacts, attempt_no: i64, claim: &Claim) -> Result<(Option<Duration>, bool)> {
         let attempt = find_attempt(detail, attempt_no)?;
+        if detail.invoice.kind == "pago" && self.paid_document_cancelled(detail, attempt).await? {
+            return Ok((None, true));
+        }
         let Some(entry) = self.client_for(detail, attempt).await? else {
             return Ok((None, true));
         };
@@ -915,6 +913,37 @@ impl<S: Store> Drain<S> {
         };
         self.record_lookup(detail.invoice.id, attempt, &body, try_id, claim.fencing_token, reply)
             .await
+    }
+
+    /// Whether a document this payment pays is cancelled at SAT or on its way (then the REP is
+    /// not sent, and the evidence says why: the strategy holds it for a person).
+    async fn paid_document_cancelled(&self, detail: &StepFacts, attempt: &AttemptInfo) -> Result<bool> {
+        use crate::cancellation::{STATUS_CANCELLED, STATUS_IN_PROGRESS};
+        let paid = self.outbox.store().paid_documents(detail.invoice.id).await?;
+        let Some(doc) = paid
+            .iter()
+            .find(|d| matches!(d.cancellation_status.as_deref(), Some(STATUS_CANCELLED | STATUS_IN_PROGRESS)))
+        else {
+            return Ok(false);
+        };
+        let status = doc.cancellation_status.clone().unwrap_or_default();
+        self.note_configuration(
+            detail.invoice.id,
+            attempt.id,
+            evidence_kind::PAID_DOCUMENT_CANCELLED,
+            json!({ "invoice_id": doc.invoice_id, "uuid": doc.invoice_uuid, "cancellation_status": status }),
+            format!(
+                "no se envió el complemento de pago: la factura pagada {} está {}",
+                doc.invoice_uuid,
+                if status == STATUS_CANCELLED {
+                    "cancelada"
+                } else {
+                    "en cancelación"
+                }
+            ),
+        )
+        .await?;
+        Ok(true)
     }
 
     async fn note_configuration(

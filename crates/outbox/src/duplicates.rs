@@ -174,6 +174,25 @@ fn vigente(c: &CfdiInfo) -> bool {
     c.cancellation_status.as_deref() != Some(cancellation::STATUS_CANCELLED)
 }
 
+/// A decision the database refused because another one about the same CFDIs was recorded
+/// first (another seat, a double submit with a changed choice): the unique verdict of a group,
+/// the fixed fate of a CFDI, one open cancellation per CFDI. Nothing of this one was written.
+fn decided_meanwhile(e: OutboxError) -> OutboxError {
+    match &e {
+        OutboxError::Integrity(m) if m.contains("group_verdicts") || m.contains("cfdi_fates") => OutboxError::invalid(
+            "survivor",
+            "ya_decidido",
+            "otra persona ya decidió este duplicado conservando otro CFDI; no se registró esta decisión ni se canceló nada. Recargue para ver lo decidido",
+        ),
+        OutboxError::Integrity(m) if m.contains("cancellations_one_open") || m.contains("cancellations.cfdi_id") => OutboxError::invalid(
+            "uuid",
+            "cancelacion_en_curso",
+            "ya hay una cancelación en curso de ese CFDI (otra persona la pidió al mismo tiempo); no se registró esta",
+        ),
+        _ => e,
+    }
+}
+
 impl<S: Store> Outbox<S> {
     /// What a cancellation of `uuid` would look like: the PAC it goes through, whether the
     /// receptor must accept, and the vigente related documents SAT would stop it on.
@@ -323,6 +342,27 @@ impl<S: Store> Outbox<S> {
                     format!("{uuid} no es un CFDI vigente de esta factura"),
                 )
             })?;
+        // A payment of this invoice still on its way to the PAC would be stamped against a
+        // cancelled invoice: it is stamped (then SAT's own rule about related documents holds)
+        // or cancelled first.
+        let waiting: Vec<String> = self
+            .store()
+            .payments_of_invoice(detail.invoice.id)
+            .await?
+            .iter()
+            .filter(|l| crate::payments::payment_status(l) == crate::payments::PaymentStatus::Pendiente)
+            .map(|l| l.sale_id.clone())
+            .collect();
+        if !waiting.is_empty() {
+            return Err(OutboxError::invalid(
+                "uuid",
+                "pago_pendiente",
+                format!(
+                    "la factura tiene pagos registrados que aún no se timbran ({}); espere a que se timbren y cancele primero esos complementos de pago",
+                    waiting.join(", ")
+                ),
+            ));
+        }
         let cancellation = self.order_cancellation(&detail, cfdi, order).await?;
         let d = NewDecision {
             invoice_id: detail.invoice.id,
@@ -343,7 +383,7 @@ impl<S: Store> Outbox<S> {
             at_ms: self.now().timestamp_millis(),
             actor: actor.clone(),
         };
-        self.store().record_decision(&d, &[cancellation]).await
+        self.store().record_decision(&d, &[cancellation]).await.map_err(decided_meanwhile)
     }
 
     /// Decides a sale's duplicate: `survivor` stays, every other vigente CFDI of the sale is
@@ -386,7 +426,7 @@ impl<S: Store> Outbox<S> {
             at_ms: self.now().timestamp_millis(),
             actor: actor.clone(),
         };
-        self.store().record_decision(&d, &cancellations).await
+        self.store().record_decision(&d, &cancellations).await.map_err(decided_meanwhile)
     }
 
     /// Decides a likeness candidate. `Some(order)` with `survivor`: it is a duplicate — the
@@ -444,7 +484,7 @@ impl<S: Store> Outbox<S> {
                 at_ms: now,
                 actor: actor.clone(),
             };
-            return self.store().record_decision(&d, &[]).await;
+            return self.store().record_decision(&d, &[]).await.map_err(decided_meanwhile);
         };
         let survivor = normalize_uuid(survivor);
         // The two sides: this invoice's CFDIs and the other invoice's, or the imported one.
@@ -547,7 +587,7 @@ impl<S: Store> Outbox<S> {
                 at_ms: now,
                 actor: actor.clone(),
             };
-            decided = Some(self.store().record_decision(&d, &[cancellation]).await?);
+            decided = Some(self.store().record_decision(&d, &[cancellation]).await.map_err(decided_meanwhile)?);
         }
         decided.ok_or_else(|| OutboxError::invalid("survivor", "sin_otro_cfdi", "no hay un CFDI que cancelar"))
     }

@@ -343,15 +343,11 @@ impl<S: Store> Outbox<S> {
     }
 }
 
-/// The UUID of the invoice's stamped CFDI with XML (the one on the invoice row first).
+/// The UUID of the CFDI that stands for the invoice ([`crate::model::standing_cfdi`]), with its XML.
 fn stamped_uuid(detail: &InvoiceDetail) -> Result<String> {
     let on_row = detail.invoice.uuid.as_deref();
-    detail
-        .cfdis
-        .iter()
+    crate::model::standing_cfdi(&detail.cfdis)
         .filter(|c| c.has_xml)
-        .find(|c| Some(c.uuid.as_str()) == on_row)
-        .or_else(|| detail.cfdis.iter().find(|c| c.has_xml))
         .filter(|_| detail.invoice.state == crate::model::InvoiceState::Stamped || on_row.is_some())
         .map(|c| c.uuid.clone())
         .ok_or_else(|| OutboxError::NotFound {

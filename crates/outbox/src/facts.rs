@@ -35,6 +35,9 @@ pub mod evidence_kind {
     /// Configuration codes.
     pub const PAC_NOT_CONFIGURED: &str = "pac_no_configurado";
     pub const PAC_CHANGED: &str = "pac_cambio";
+    /// A payment's REP was not sent: a document it pays is cancelled at SAT, or its
+    /// cancellation is on its way (the REP would relate a cancelled CFDI).
+    pub const PAID_DOCUMENT_CANCELLED: &str = "documento_pagado_cancelado";
 
     /// Operator action codes.
     pub const FORCE_FAILOVER: &str = "force_failover";
@@ -200,6 +203,10 @@ fn from_parts(d: Parts<'_>, can_lookup: &dyn Fn(&str) -> bool) -> Facts {
                     at: e.recorded_at,
                 },
                 evidence_kind::CONFIGURATION if code == evidence_kind::PAC_CHANGED => AttemptEvent::PacChanged {
+                    evidence_id: Some(e.id),
+                    at: e.recorded_at,
+                },
+                evidence_kind::CONFIGURATION if code == evidence_kind::PAID_DOCUMENT_CANCELLED => AttemptEvent::PaidDocumentCancelled {
                     evidence_id: Some(e.id),
                     at: e.recorded_at,
                 },

@@ -28,6 +28,7 @@ impl<S: Store> Outbox<S> {
     /// Checks and links of the fiscal workflows for `sale` (see the module docs); field errors
     /// for everything wrong, warnings for what is only worth knowing.
     pub(crate) async fn intake_links(&self, sale: &Sale, emisor: &EmisorProfile, links: &mut IntakeLinks) -> Result<Vec<IntakeWarning>> {
+        self.hold_during_gap(sale).await?;
         let mut errors: Vec<FieldError> = Vec::new();
         if sale.ticket {
             let c = cfdi::mapping::map_sale(sale, emisor, sale.occurred_at.0)?;

@@ -11,14 +11,16 @@
 //! (built by [`cfdi::global::global_sale`], drained like any other) whose sale_id is derived
 //! from the period (`global-<periodicidad>-<desde>-<hasta>`): a second run for the same period
 //! finds it and adds nothing. Its tickets are linked to it in the same transaction
-//! (`global_invoice_tickets`, unique on the ticket): a ticket goes into exactly one global
-//! invoice. Tickets of the period recorded after it are reported as left out.
+//! (`ticket_claims`, with a unique index on the ticket's live claim): a ticket is in at most
+//! one live document. Tickets of the period recorded after it are reported as left out. When
+//! SAT cancels every CFDI of a global (or of a named invoice), the database releases its
+//! tickets (`cfdis_cancelled_release_tickets`, a timeline entry on each): a new run of the
+//! period makes a new global (`…-r2`) with them, or one is invoiced to a named customer.
 //!
 //! **A ticket invoiced later to a named customer** ([`Outbox::invoice_ticket`]) becomes its own
-//! ingreso sale with the ticket's conceptos; the link (`ticket_named_invoices`) keeps it out of
-//! every factura global, and the ticket's timeline says so. A ticket already in a factura
-//! global is refused (that needs the global's cancellation, motivo 04, which Timbra does not do
-//! yet).
+//! ingreso sale with the ticket's conceptos; its claim keeps it out of every factura global,
+//! and the ticket's timeline says so. A ticket in a live factura global is refused until that
+//! global is cancelled.
 
 use chrono::{NaiveDate, SubsecRound};
 use serde::Serialize;
@@ -139,8 +141,7 @@ impl<S: Store> Outbox<S> {
     /// (with the reason); writes nothing. The period is checked as *Crear* checks it.
     pub async fn global_invoice_preview(&self, periodicidad: &str, desde: NaiveDate, hasta: NaiveDate) -> Result<GlobalInvoicePreview> {
         let period = GlobalPeriod::new(periodicidad, desde, hasta)?;
-        let sale_id = period.sale_id();
-        let existing = self.store().find_invoice(&InvoiceRef::SaleId(sale_id.clone())).await?;
+        let (existing, sale_id) = self.live_global(&period).await?;
         let rows = self
             .store()
             .tickets_in_period(&desde.format("%Y-%m-%d").to_string(), &hasta.format("%Y-%m-%d").to_string())
@@ -193,7 +194,8 @@ impl<S: Store> Outbox<S> {
         actor: &Actor,
     ) -> Result<GlobalInvoiceResult> {
         let period = GlobalPeriod::new(periodicidad, desde, hasta)?;
-        let sale_id = period.sale_id();
+        self.refuse_during_gap("desde").await?;
+        let (live, sale_id) = self.live_global(&period).await?;
         let tickets = self
             .store()
             .tickets_in_period(&desde.format("%Y-%m-%d").to_string(), &hasta.format("%Y-%m-%d").to_string())
@@ -204,7 +206,7 @@ impl<S: Store> Outbox<S> {
             .map(|t| t.sale_id.clone())
             .collect();
 
-        if let Some(id) = self.store().find_invoice(&InvoiceRef::SaleId(sale_id.clone())).await? {
+        if let Some(id) = live {
             // A second run: the global invoice exists; nothing is added.
             let detail = self.invoice(&InvoiceRef::Id(id)).await?;
             let mine: Vec<String> = tickets
@@ -268,7 +270,7 @@ impl<S: Store> Outbox<S> {
                 },
             ));
         }
-        let recorded = self.record_sale_with(&sale, None, actor, links).await?;
+        let recorded = self.record_sale_with(&sale, None, actor, links).await.map_err(ticket_taken)?;
         Ok(GlobalInvoiceResult {
             recorded,
             added: ids.len(),
@@ -299,7 +301,7 @@ impl<S: Store> Outbox<S> {
                 "ticket",
                 "en_factura_global",
                 format!(
-                    "el ticket {} ya está en la factura global {g}; facturarlo a un cliente requiere cancelar esa global (motivo 04), que Timbra aún no hace",
+                    "el ticket {} ya está en la factura global {g}; para facturarlo a un cliente, cancele primero esa factura global: al cancelarla el SAT, sus tickets quedan libres",
                     t.sale_id
                 ),
             ));
@@ -350,6 +352,42 @@ impl<S: Store> Outbox<S> {
             )],
             ..IntakeLinks::default()
         };
-        self.record_sale_with(&sale, None, actor, links).await
+        self.record_sale_with(&sale, None, actor, links).await.map_err(ticket_taken)
+    }
+
+    /// The live factura global of `period` (None when there is none, or SAT cancelled every
+    /// one made for it) and the sale_id a new one takes: the period's own the first time, then
+    /// `…-r2`, `…-r3` after each cancelled one (a cancelled global released its tickets).
+    async fn live_global(&self, period: &GlobalPeriod) -> Result<(Option<i64>, String)> {
+        let base = period.sale_id();
+        for n in 1u32.. {
+            let sale_id = if n == 1 { base.clone() } else { format!("{base}-r{n}") };
+            let Some(id) = self.store().find_invoice(&InvoiceRef::SaleId(sale_id.clone())).await? else {
+                return Ok((None, sale_id));
+            };
+            let detail = self.invoice(&InvoiceRef::Id(id)).await?;
+            let all_cancelled = !detail.cfdis.is_empty()
+                && detail
+                    .cfdis
+                    .iter()
+                    .all(|c| c.cancellation_status.as_deref() == Some(crate::cancellation::STATUS_CANCELLED));
+            if !all_cancelled {
+                return Ok((Some(id), sale_id));
+            }
+        }
+        Ok((None, base))
+    }
+}
+
+/// The database refused a ticket's second live document (another seat put it into a factura
+/// global or a named invoice at the same moment): nothing of this one was written.
+fn ticket_taken(e: OutboxError) -> OutboxError {
+    match &e {
+        OutboxError::Integrity(m) if m.contains("ticket_claims") => OutboxError::invalid(
+            "ticket",
+            "ticket_en_otro_documento",
+            "otra persona incluyó ese ticket en otra factura al mismo tiempo; no se registró nada. Recargue para ver dónde quedó",
+        ),
+        _ => e,
     }
 }

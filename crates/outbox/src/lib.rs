@@ -31,6 +31,7 @@
 //!   JSON; the check of the CFDI Facturapi returns against the sale);
 //! - [`file_input`]: the bounded reader of a file a person pointed Timbra at (both shells);
 //! - [`workers`]: the drain processes working the database, and which are live;
+//! - [`history_gap`]: a restore is a known gap in history, held until the contador settles it;
 //! - [`actor`], [`clock`], [`location`], [`error`].
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
@@ -58,6 +59,7 @@ pub mod file_input;
 mod fiscal_intake;
 pub mod follow_up;
 pub mod global_invoice;
+pub mod history_gap;
 pub mod intake;
 pub mod location;
 pub mod master_csv;

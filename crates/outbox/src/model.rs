@@ -359,6 +359,29 @@ pub struct CfdiInfo {
     pub created_at: DateTime<Utc>,
 }
 
+/// **Which CFDI stands for a sale**, the one rule every read, download, export, report, webhook
+/// and PDF uses (through the invoice row's `uuid`, which the drain writes from it): among the
+/// sale's CFDIs, oldest first, the best of
+/// 1. vigente with its XML and never asked to be cancelled (the contador's survivor of a
+///    duplicate: its losers carry a cancellation status),
+/// 2. vigente with its XML after a cancellation request that did not cancel it (rejected by the
+///    receptor, refused, not cancelable),
+/// 3. with a cancellation on its way (`solicitada`),
+/// 4. vigente without its XML yet,
+/// 5. cancelled at SAT (a sale whose every CFDI is cancelled still shows its last one).
+pub fn standing_cfdi(cfdis: &[CfdiInfo]) -> Option<&CfdiInfo> {
+    use crate::cancellation::{STATUS_CANCELLED, STATUS_IN_PROGRESS};
+    let rank = |c: &CfdiInfo| match (c.cancellation_status.as_deref(), c.has_xml) {
+        (Some(STATUS_CANCELLED), true) => 4,
+        (Some(STATUS_CANCELLED), false) => 5,
+        (_, false) => 3,
+        (Some(STATUS_IN_PROGRESS), true) => 2,
+        (Some(_), true) => 1,
+        (None, true) => 0,
+    };
+    cfdis.iter().enumerate().min_by_key(|(i, c)| (rank(c), *i)).map(|(_, c)| c)
+}
+
 /// Free text by a person; active until resolved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct Note {

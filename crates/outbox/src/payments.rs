@@ -247,6 +247,7 @@ impl<S: Store> Outbox<S> {
     /// *Registrar pago*: computes the payment's documents from the stamped CFDIs and records it
     /// as an immutable `pago` sale (see the module docs). Nothing is written on any refusal.
     pub async fn record_payment(&self, req: &PaymentRequest, actor: &Actor) -> Result<PaymentRecorded> {
+        self.refuse_during_gap("invoices").await?;
         let mut errors: Vec<FieldError> = Vec::new();
         let moneda = req.moneda.clone().unwrap_or_else(|| "MXN".into());
         let dp = pay::currency_decimals(&moneda);
@@ -284,6 +285,23 @@ impl<S: Store> Outbox<S> {
             };
             match self.balance_of(id, &field).await {
                 Ok(b) => {
+                    // An invoice on its way to cancellation receives no payment: its REP would
+                    // be stamped against a CFDI SAT is about to cancel.
+                    let detail = self.invoice(&InvoiceRef::Id(id)).await?;
+                    if detail.cfdis.iter().any(|c| {
+                        c.uuid.eq_ignore_ascii_case(&b.uuid)
+                            && c.cancellation_status.as_deref() == Some(crate::cancellation::STATUS_IN_PROGRESS)
+                    }) {
+                        errors.push(invalid(
+                            &field,
+                            "cancelacion_en_curso",
+                            format!(
+                                "la factura {} ({}) tiene una cancelación en curso; no recibe pagos mientras el SAT no la rechace",
+                                id, b.sale_id
+                            ),
+                        ));
+                        continue;
+                    }
                     let xml = self.cfdi_xml(&b.uuid).await?.unwrap_or_default();
                     let doc = FiscalDocument::from_xml(&xml)
                         .map_err(|e| OutboxError::Database(format!("el CFDI {} guardado no se pudo leer: {e}", b.uuid)))?;

@@ -83,6 +83,9 @@ pub enum AttemptEvent {
     /// The drain did not send: the PAC configured under the attempt's PAC name is not the one
     /// the attempt was frozen for (another URL, flavor or account).
     PacChanged { evidence_id: Option<i64>, at: DateTime<Utc> },
+    /// The drain did not send a payment's REP: a document it pays is cancelled at SAT or on
+    /// its way to cancellation.
+    PaidDocumentCancelled { evidence_id: Option<i64>, at: DateTime<Utc> },
 }
 
 impl AttemptEvent {
@@ -92,7 +95,8 @@ impl AttemptEvent {
             | AttemptEvent::Lookup { at, .. }
             | AttemptEvent::VerifiedAbsent { at, .. }
             | AttemptEvent::RetryRequested { at, .. }
-            | AttemptEvent::PacChanged { at, .. } => *at,
+            | AttemptEvent::PacChanged { at, .. }
+            | AttemptEvent::PaidDocumentCancelled { at, .. } => *at,
         }
     }
 }
@@ -229,6 +233,9 @@ pub struct AttemptReading {
     /// The drain refused to send because the PAC behind the name changed, and nobody has asked
     /// to try again since.
     pub pac_changed: bool,
+    /// The drain refused to send a REP whose paid document is cancelled (or being cancelled),
+    /// and nobody has asked to try again since.
+    pub paid_document_cancelled: bool,
     /// Every UUID a PAC (or the contador) named for this attempt and no XML disowned,
     /// uppercase. More than one means the PAC holds several CFDIs for one attempt.
     pub uuids: BTreeSet<String>,
@@ -257,6 +264,7 @@ pub fn read_attempt(a: &AttemptFacts) -> AttemptReading {
     let mut retry_pending = false;
     let mut lookups_since_send = 0u32;
     let mut pac_changed = false;
+    let mut paid_document_cancelled = false;
     let mut uuids: BTreeSet<String> = BTreeSet::new();
     for ev in &a.events {
         match ev {
@@ -284,6 +292,7 @@ pub fn read_attempt(a: &AttemptFacts) -> AttemptReading {
                 retry_pending = false;
                 lookups_since_send = 0;
                 pac_changed = false;
+                paid_document_cancelled = false;
             }
             AttemptEvent::Lookup { .. } => lookups_since_send += 1,
             AttemptEvent::RetryRequested { .. } => {
@@ -291,12 +300,17 @@ pub fn read_attempt(a: &AttemptFacts) -> AttemptReading {
                 pac_side_tries = 0;
                 retry_pending = true;
                 pac_changed = false;
+                paid_document_cancelled = false;
                 if let AttemptStatus::NotCreatedPacSide { tries, .. } = &mut status {
                     *tries = 0;
                 }
             }
             AttemptEvent::PacChanged { .. } => {
                 pac_changed = true;
+                retry_pending = false;
+            }
+            AttemptEvent::PaidDocumentCancelled { .. } => {
+                paid_document_cancelled = true;
                 retry_pending = false;
             }
             AttemptEvent::VerifiedAbsent { .. } => {}
@@ -428,7 +442,7 @@ pub fn read_attempt(a: &AttemptFacts) -> AttemptReading {
                     open_unknown.clear();
                 }
             }
-            AttemptEvent::RetryRequested { .. } | AttemptEvent::PacChanged { .. } => {}
+            AttemptEvent::RetryRequested { .. } | AttemptEvent::PacChanged { .. } | AttemptEvent::PaidDocumentCancelled { .. } => {}
         }
     }
     AttemptReading {
@@ -438,6 +452,7 @@ pub fn read_attempt(a: &AttemptFacts) -> AttemptReading {
         retry_pending,
         lookups_since_send,
         pac_changed,
+        paid_document_cancelled,
         uuids,
     }
 }
@@ -534,6 +549,8 @@ code_enum! {
         /// Every CFDI of the sale is cancelled: nothing is stamped again by itself (a
         /// substitute is a new sale).
         TodosCancelados = "todos_cancelados",
+        /// A payment's REP was held: a document it pays is cancelled or on its way.
+        DocumentoPagadoCancelado = "documento_pagado_cancelado",
     }
 }
 
@@ -1226,6 +1243,21 @@ pub fn derive(facts: &Facts, policy: &Policy, now: DateTime<Utc>) -> Verdict {
             0,
             Reason {
                 code: ReasonCode::PacCambio,
+                attempt_no: Some(live.attempt_no),
+                evidence: vec![],
+            },
+        );
+        next = NextStep::Hold;
+        badge = Badge::Atencion;
+    }
+    // A REP whose paid document is cancelled (or on its way) is never sent: it would relate a
+    // cancelled CFDI. A person decides (cancel the payment, or try again once SAT rejected the
+    // cancellation).
+    if live_reading.paid_document_cancelled && matches!(next, NextStep::Send { .. }) {
+        b.reasons.insert(
+            0,
+            Reason {
+                code: ReasonCode::DocumentoPagadoCancelado,
                 attempt_no: Some(live.attempt_no),
                 evidence: vec![],
             },

@@ -32,6 +32,7 @@ const OWN_CODES: &[&str] = &[
     evidence_kind::CFDI_NOT_THE_ATTEMPTS,
     evidence_kind::PAC_NOT_CONFIGURED,
     evidence_kind::PAC_CHANGED,
+    evidence_kind::PAID_DOCUMENT_CANCELLED,
 ];
 
 /// The outcomes whose message is a transport failure's text rather than a PAC's answer.

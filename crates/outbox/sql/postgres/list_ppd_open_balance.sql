@@ -10,13 +10,13 @@ SELECT id, sale_id, kind, serie, folio, receptor_rfc, receptor_nombre, total, mo
 FROM invoices
 WHERE kind = 'ingreso' AND state = 'stamped'
   AND EXISTS (SELECT 1 FROM sales s WHERE s.id = invoices.sale_ref AND s.body::jsonb ->> 'metodo_pago' = 'PPD')
-  AND NOT EXISTS (SELECT 1 FROM cfdis c WHERE c.invoice_id = invoices.id AND c.cancellation_status = 'cancelado')
+  AND NOT (EXISTS (SELECT 1 FROM cfdis c WHERE c.invoice_id = invoices.id) AND NOT EXISTS (SELECT 1 FROM cfdis c WHERE c.invoice_id = invoices.id AND (c.cancellation_status IS NULL OR c.cancellation_status <> 'cancelado')))
   AND COALESCE((
         SELECT MAX(pd.invoice_total_minor) - SUM(pd.imp_pagado_minor)
         FROM payment_documents pd
         JOIN invoices p ON p.id = pd.payment_invoice_id
         WHERE pd.invoice_id = invoices.id AND p.state = 'stamped'
-          AND NOT EXISTS (SELECT 1 FROM cfdis c WHERE c.invoice_id = p.id AND c.cancellation_status = 'cancelado')
+          AND NOT (EXISTS (SELECT 1 FROM cfdis c WHERE c.invoice_id = p.id) AND NOT EXISTS (SELECT 1 FROM cfdis c WHERE c.invoice_id = p.id AND (c.cancellation_status IS NULL OR c.cancellation_status <> 'cancelado')))
       ), 1) > 0
   AND ($1 IS NULL OR state = $1) AND ($2 IS NULL OR badge = $2)
   AND created_at_ms >= $3 AND created_at_ms <= $4

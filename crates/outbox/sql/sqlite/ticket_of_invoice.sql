@@ -1,9 +1,9 @@
 -- The ticket behind invoice ?1, if it is one.
 SELECT t.invoice_id, t.sale_id, t.day, s.body,
-       g.global_invoice_id, n.invoice_id AS named_invoice_id
+       g.document_invoice_id AS global_invoice_id, n.document_invoice_id AS named_invoice_id
 FROM tickets t
 JOIN invoices i ON i.id = t.invoice_id
 JOIN sales s ON s.id = i.sale_ref
-LEFT JOIN global_invoice_tickets g ON g.ticket_invoice_id = t.invoice_id
-LEFT JOIN ticket_named_invoices n ON n.ticket_invoice_id = t.invoice_id
+LEFT JOIN ticket_claims g ON g.ticket_invoice_id = t.invoice_id AND g.kind = 'global' AND g.released_at_ms IS NULL
+LEFT JOIN ticket_claims n ON n.ticket_invoice_id = t.invoice_id AND n.kind = 'named' AND n.released_at_ms IS NULL
 WHERE t.invoice_id = ?1

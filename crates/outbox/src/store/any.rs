@@ -180,6 +180,10 @@ forward! {
     fn add_event(invoice_id: i64, attempt_id: Option<i64>, event: &NewEvent, at_ms: i64, actor: &Actor) -> Result<()>;
     fn record_intake(intake: &NewIntake) -> Result<IntakeOutcome>;
     fn payments_of_invoice(invoice_id: i64) -> Result<Vec<PaymentLinkRow>>;
+    fn paid_documents(payment_invoice_id: i64) -> Result<Vec<PaidDocumentRow>>;
+    fn history_gaps() -> Result<Vec<HistoryGapRow>>;
+    fn record_history_gap(g: &NewHistoryGap) -> Result<i64>;
+    fn settle_history_gap(id: i64, at_ms: i64, actor: &Actor, note: &str) -> Result<bool>;
     fn tickets_in_period(desde: &str, hasta: &str) -> Result<Vec<TicketRow>>;
     fn ticket_of_invoice(invoice_id: i64) -> Result<Option<TicketRow>>;
     fn dashboard_pac_tries(since_ms: i64) -> Result<Vec<DashboardTryRow>>;

@@ -457,6 +457,19 @@ pub trait Store: Send + Sync + 'static {
     /// Every payment linked to `invoice_id`, oldest first.
     fn payments_of_invoice(&self, invoice_id: i64) -> impl Future<Output = Result<Vec<PaymentLinkRow>>> + Send;
 
+    /// The documents payment `payment_invoice_id` pays, with the cancellation status of the
+    /// CFDI each names (what the drain checks before it sends a REP).
+    fn paid_documents(&self, payment_invoice_id: i64) -> impl Future<Output = Result<Vec<PaidDocumentRow>>> + Send;
+
+    /// Every gap in history a restore left, oldest first.
+    fn history_gaps(&self) -> impl Future<Output = Result<Vec<HistoryGapRow>>> + Send;
+
+    /// Records that a backup taken at `backup_at_ms` was put in place of the database.
+    fn record_history_gap(&self, g: &NewHistoryGap) -> impl Future<Output = Result<i64>> + Send;
+
+    /// The contador settles gap `id` with a note; false when it was settled already.
+    fn settle_history_gap(&self, id: i64, at_ms: i64, actor: &Actor, note: &str) -> impl Future<Output = Result<bool>> + Send;
+
     /// Tickets whose local day is in `[desde, hasta]` (`AAAA-MM-DD`), oldest first.
     fn tickets_in_period(&self, desde: &str, hasta: &str) -> impl Future<Output = Result<Vec<TicketRow>>> + Send;
 
@@ -1040,6 +1053,38 @@ pub struct PaymentLinkRow {
     pub badge: Badge,
     pub uuid: Option<String>,
     pub cancelled: bool,
+}
+
+/// A document a payment pays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaidDocumentRow {
+    pub invoice_id: i64,
+    pub invoice_uuid: String,
+    /// `cfdis.cancellation_status` of the CFDI it names.
+    pub cancellation_status: Option<String>,
+}
+
+/// A restore's gap in history: whatever was stamped or cancelled between `backup_at_ms` and
+/// `restored_at_ms` is not in this database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryGapRow {
+    pub id: i64,
+    pub backup_at_ms: i64,
+    pub restored_at_ms: i64,
+    pub source: String,
+    pub actor: ActedBy,
+    pub settled_at_ms: Option<i64>,
+    pub settled_by: Option<ActedBy>,
+    pub settled_note: Option<String>,
+}
+
+/// What a restore records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewHistoryGap {
+    pub backup_at_ms: i64,
+    pub restored_at_ms: i64,
+    pub source: String,
+    pub actor: Actor,
 }
 
 /// A ticket and where it went.

@@ -45,7 +45,7 @@ use super::{
     DashboardInvoiceRow, DashboardStampedRow, DashboardTryRow, IntakeOutcome, NewIntake, NewScreeningList, PaymentLinkRow, ScreeningEntry,
     ScreeningListRow, StoredCfdi, TicketRow,
 };
-use super::{NewWorker, WorkerRow};
+use super::{HistoryGapRow, NewHistoryGap, NewWorker, PaidDocumentRow, WorkerRow};
 use crate::actor::{Actor, Role};
 use crate::channel_rows::{ApiToken, EmailAttempt, EmailSend, NewEmailSend, TokenCandidate};
 use crate::channel_rows::{
@@ -90,6 +90,11 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/postgres/0006_customers_products.sql"),
     ),
     (7, "workers", include_str!("../../migrations/postgres/0007_workers.sql")),
+    (
+        8,
+        "one_live_document",
+        include_str!("../../migrations/postgres/0008_one_live_document.sql"),
+    ),
 ];
 
 /// Every released migration of [`MIGRATIONS`], pinned (`store::migrations`): the checksum
@@ -1653,6 +1658,73 @@ impl Store for PgStore {
                 })
             })
             .collect()
+    }
+
+    async fn paid_documents(&self, payment_invoice_id: i64) -> Result<Vec<PaidDocumentRow>> {
+        let rows = sqlx::query(sql!("paid_documents"))
+            .bind(payment_invoice_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(PaidDocumentRow {
+                    invoice_id: get(r, "invoice_id")?,
+                    invoice_uuid: get(r, "invoice_uuid")?,
+                    cancellation_status: get(r, "cancellation_status")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn history_gaps(&self) -> Result<Vec<HistoryGapRow>> {
+        let rows = sqlx::query(sql!("history_gaps"))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                let settled_by: Option<String> = get(r, "settled_by")?;
+                Ok(HistoryGapRow {
+                    id: get(r, "id")?,
+                    backup_at_ms: get(r, "backup_at_ms")?,
+                    restored_at_ms: get(r, "restored_at_ms")?,
+                    source: get(r, "source")?,
+                    actor: acted(r, "actor", "actor_role")?,
+                    settled_at_ms: get(r, "settled_at_ms")?,
+                    settled_by: match settled_by {
+                        Some(_) => Some(acted(r, "settled_by", "settled_by_role")?),
+                        None => None,
+                    },
+                    settled_note: get(r, "settled_note")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn record_history_gap(&self, g: &NewHistoryGap) -> Result<i64> {
+        sqlx::query_scalar(sql!("insert_history_gap"))
+            .bind(g.backup_at_ms)
+            .bind(g.restored_at_ms)
+            .bind(&g.source)
+            .bind(&g.actor.name)
+            .bind(g.actor.role.as_str())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.err(e))
+    }
+
+    async fn settle_history_gap(&self, id: i64, at_ms: i64, actor: &Actor, note: &str) -> Result<bool> {
+        let done = sqlx::query(sql!("settle_history_gap"))
+            .bind(id)
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .bind(note)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn tickets_in_period(&self, desde: &str, hasta: &str) -> Result<Vec<TicketRow>> {
