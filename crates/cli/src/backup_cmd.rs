@@ -51,6 +51,19 @@ pub enum DbCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Registra a mano que la base se restauró de un respaldo tomado en INSTANTE (PostgreSQL:
+    /// después de `pg_restore`); retiene pagos, facturas globales y seguimientos igual que
+    /// `timbra restore`.
+    OpenGap {
+        /// Instante del respaldo, RFC 3339 (p. ej. 2026-12-01T08:00:00Z).
+        #[arg(long, value_name = "INSTANTE")]
+        backup_at: String,
+        /// De dónde vino (el archivo del respaldo).
+        #[arg(long, value_name = "ORIGEN")]
+        source: String,
+        #[command(flatten)]
+        who: crate::shell::ActorArgs,
+    },
     /// Cierra un aviso de respaldo restaurado (contador, con su PIN en TIMBRA_CONTADOR_PIN):
     /// lo emitido después del respaldo ya se revisó.
     SettleGap {
@@ -140,6 +153,7 @@ pub fn db(db: Option<&str>, cmd: DbCommand) -> Result<u8, Failure> {
         DbCommand::Check { quick } => quick,
         DbCommand::Gaps { json } => return gaps(db, json),
         DbCommand::SettleGap { id, note, who } => return settle_gap(db, id, &note, &who),
+        DbCommand::OpenGap { backup_at, source, who } => return open_gap(db, &backup_at, &source, &who),
     };
     runtime()?.block_on(async {
         let o = open(db, false).await?;
@@ -214,5 +228,23 @@ fn settle_gap(db: Option<&str>, id: i64, note: &str, who: &crate::shell::ActorAr
             g.id
         ))
         .map(|_| exit::OK)
+    })
+}
+
+fn open_gap(db: Option<&str>, backup_at: &str, source: &str, who: &crate::shell::ActorArgs) -> Result<u8, Failure> {
+    let actor = who.actor_or("cli", "soporte")?;
+    let at = chrono::DateTime::parse_from_rfc3339(backup_at.trim())
+        .map_err(|e| {
+            Failure::invalid(format!(
+                "--backup-at {backup_at:?}: no es un instante RFC 3339 (2026-12-01T08:00:00Z): {e}"
+            ))
+        })?
+        .with_timezone(&chrono::Utc);
+    runtime()?.block_on(async {
+        let o = open(db, false).await?;
+        let r = o.record_history_gap(at, source, &actor).await;
+        o.store().close().await;
+        let g = r.map_err(|e| failure(e, ""))?;
+        print_out(&format!("aviso {} abierto: {}", g.id, outbox::history_gap::hold_message(&g))).map(|_| exit::OK)
     })
 }

@@ -101,6 +101,42 @@ impl<S: Store> Outbox<S> {
         }
     }
 
+    /// Records a gap by hand: a database restored by other means (PostgreSQL's `pg_restore`)
+    /// from a backup taken at `backup_at`. Soporte or contador.
+    pub async fn record_history_gap(&self, backup_at: DateTime<Utc>, source: &str, actor: &Actor) -> Result<HistoryGap> {
+        if !matches!(actor.role, Role::Soporte | Role::Contador) {
+            return Err(OutboxError::Forbidden {
+                action: "registrar un respaldo restaurado",
+                role: actor.role.as_str(),
+            });
+        }
+        let now = self.now();
+        if backup_at > now {
+            return Err(OutboxError::invalid(
+                "backup_at",
+                "futuro",
+                "el instante del respaldo no puede ser posterior a ahora",
+            ));
+        }
+        let id = self
+            .store()
+            .record_history_gap(&crate::store::NewHistoryGap {
+                backup_at_ms: backup_at.timestamp_millis(),
+                restored_at_ms: now.timestamp_millis(),
+                source: source.trim().to_string(),
+                actor: actor.clone(),
+            })
+            .await?;
+        self.history_gaps()
+            .await?
+            .into_iter()
+            .find(|g| g.id == id)
+            .ok_or_else(|| OutboxError::NotFound {
+                what: "el aviso de respaldo restaurado",
+                id: id.to_string(),
+            })
+    }
+
     /// The contador settles gap `id`: the documents stamped or cancelled after the backup were
     /// checked (`note` says how). Contador only, with the PIN.
     pub async fn settle_history_gap(&self, id: i64, note: &str, actor: &Actor) -> Result<HistoryGap> {

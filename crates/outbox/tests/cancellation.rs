@@ -680,6 +680,249 @@ async fn a_credit_note_and_a_substitute_start_from_the_stamped_ingreso(backend: 
     );
 }
 
+/// A sale with two vigente CFDIs: Finkok certified and its answer was lost, the contador forced
+/// the failover to SW, SW stamped, then Finkok's CFDI was found. Returns (invoice, Finkok's
+/// UUID — found later —, SW's UUID — on the row first).
+async fn duplicate_of_a_forced_failover(w: &World, sale_json: &str) -> (i64, String, String) {
+    let id = w.record_json(sale_json).await;
+    w.until_badge(id, Badge::Reanudar).await;
+    w.faults("fk", "down=1");
+    w.outbox
+        .force_failover(
+            &InvoiceRef::Id(id),
+            "sw",
+            "Finkok no contesta; riesgo aceptado",
+            &contador(&w.outbox).await,
+        )
+        .await
+        .unwrap();
+    w.until_badge(id, Badge::Timbrada).await;
+    w.faults("fk", "");
+    let d = w.until_badge(id, Badge::Duplicado).await;
+    assert_eq!(d.cfdis.len(), 2);
+    let sale_id = d.invoice.sale_id.clone();
+    let uuid_of = |pac: &str| {
+        d.cfdis
+            .iter()
+            .find(|c| c.pac == pac)
+            .unwrap_or_else(|| panic!("{sale_id}: no CFDI of {pac}"))
+            .uuid
+            .to_uppercase()
+    };
+    (id, uuid_of("fk"), uuid_of("sw"))
+}
+
+async fn two_contadores_deciding_one_duplicate_at_once_cancel_one_cfdi(backend: Backend) {
+    let w = world(
+        backend,
+        &[("fk", Flavor::Finkok, "timeout_after_certify=1"), ("sw", Flavor::Sw, "")],
+    )
+    .await;
+    let (id, u_fk, u_sw) = duplicate_of_a_forced_failover(&w, &sale("pedido-r1", false)).await;
+    // Two seats: each its own outbox on the database, each its contador unlocked.
+    let seat_a = Arc::new(w._db.open(Arc::new(SystemClock)).await.unwrap());
+    let seat_b = Arc::new(w._db.open(Arc::new(SystemClock)).await.unwrap());
+    for s in [&seat_a, &seat_b] {
+        s.provide_csd_password(password());
+    }
+    let (ca, cb) = (contador(&seat_a).await, contador(&seat_b).await);
+    let (a, b) = (seat_a.clone(), seat_b.clone());
+    let (ka, kb) = (u_fk.clone(), u_sw.clone());
+    let ta = tokio::spawn(async move {
+        a.decide_duplicate(&InvoiceRef::Id(id), &ka, &order("se conserva Finkok"), &ca)
+            .await
+    });
+    let tb = tokio::spawn(async move { b.decide_duplicate(&InvoiceRef::Id(id), &kb, &order("se conserva SW"), &cb).await });
+    let (ra, rb) = (ta.await.unwrap(), tb.await.unwrap());
+    assert!(ra.is_ok() != rb.is_ok(), "exactly one decision stands: {ra:?} / {rb:?}");
+    let refused = if ra.is_err() { ra.unwrap_err() } else { rb.unwrap_err() };
+    match &refused {
+        OutboxError::Invalid(v) => assert!(["ya_decidido", "cancelacion_en_curso"].contains(&v.0[0].code), "{refused}"),
+        // The loser may also find the group decided by the time it reads it.
+        OutboxError::Forbidden { .. } => {}
+        other => panic!("{other}"),
+    }
+    let outcome = w.until_final(id).await;
+    assert_eq!(outcome, "cancelado_sin_aceptacion");
+    let d = w.until_badge(id, Badge::Timbrada).await;
+    assert_eq!(d.cancellations.len(), 1, "one CFDI ordered cancelled");
+    let survivor = if d.cancellations[0].uuid == u_fk { &u_sw } else { &u_fk };
+    let vigentes = [("fk", &u_fk), ("sw", &u_sw)]
+        .iter()
+        .filter(|(pac, u)| w.ledger_state(pac, u).0 == "Vigente")
+        .count();
+    assert_eq!(vigentes, 1, "the sale keeps exactly one vigente CFDI");
+    assert_eq!(d.invoice.uuid.as_deref(), Some(survivor.as_str()), "the row shows the survivor");
+}
+
+async fn keeping_the_cfdi_found_later_is_what_the_invoice_shows(backend: Backend) {
+    let w = world(
+        backend,
+        &[("fk", Flavor::Finkok, "timeout_after_certify=1"), ("sw", Flavor::Sw, "")],
+    )
+    .await;
+    let (id, u_fk, u_sw) = duplicate_of_a_forced_failover(&w, &sale("pedido-r2", false)).await;
+    let before = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert_eq!(before.cfdis[0].uuid.to_uppercase(), u_sw, "SW's CFDI is the sale's first");
+    w.outbox
+        .decide_duplicate(
+            &InvoiceRef::Id(id),
+            &u_fk,
+            &order("se conserva el de Finkok, el que se encontró después"),
+            &contador(&w.outbox).await,
+        )
+        .await
+        .unwrap();
+    assert_eq!(w.until_final(id).await, "cancelado_sin_aceptacion");
+    let d = w.until_badge(id, Badge::Timbrada).await;
+    assert_eq!(w.ledger_state("sw", &u_sw).0, "Cancelado");
+    // The row, its XML download and the duplicates page all name the survivor.
+    assert_eq!(d.invoice.uuid.as_deref(), Some(u_fk.as_str()));
+    let (uuid, xml) = w.outbox.stamped_xml(&InvoiceRef::Id(id)).await.unwrap();
+    assert_eq!(uuid.to_uppercase(), u_fk);
+    assert!(String::from_utf8_lossy(&xml).to_uppercase().contains(&u_fk));
+    assert_eq!(
+        outbox::model::standing_cfdi(&d.cfdis).map(|c| c.uuid.to_uppercase()),
+        Some(u_fk.clone())
+    );
+}
+
+/// The ingreso fixture as a PPD invoice (forma de pago 99).
+fn ppd(sale_id: &str) -> String {
+    sale(sale_id, false)
+        .replace("\"metodo_pago\":\"PUE\"", "\"metodo_pago\":\"PPD\"")
+        .replace("\"forma_pago\":\"01\"", "\"forma_pago\":\"99\"")
+}
+
+fn full_payment(invoice: i64, amount: &str) -> outbox::payments::PaymentRequest {
+    outbox::payments::PaymentRequest {
+        sale_id: None,
+        invoices: vec![outbox::payments::PaymentTarget {
+            invoice: InvoiceRef::Id(invoice),
+            amount: None,
+            equivalencia: None,
+        }],
+        amount: amount.parse().unwrap(),
+        forma_pago: "03".into(),
+        fecha_pago: (chrono::Utc::now() - chrono::Duration::hours(6) - chrono::Duration::minutes(10)).naive_utc(),
+        moneda: None,
+        tipo_cambio: None,
+        num_operacion: Some("SPEI-9".into()),
+        serie: None,
+        folio: None,
+    }
+}
+
+async fn a_rep_with_a_cancelled_duplicate_still_counts_its_payment(backend: Backend) {
+    let w = world(backend, &[("fk", Flavor::Finkok, ""), ("sw", Flavor::Sw, "")]).await;
+    let inv = w.record_json(&ppd("pedido-ppd1")).await;
+    w.until_badge(inv, Badge::Timbrada).await;
+    // The REP: Finkok certifies and the answer is lost; failover forced to SW; both stamp.
+    w.faults("fk", "timeout_after_certify=1");
+    let p = w.outbox.record_payment(&full_payment(inv, "116.00"), &personal()).await.unwrap();
+    let rep = p.recorded.invoice_id;
+    w.until_badge(rep, Badge::Reanudar).await;
+    w.faults("fk", "down=1");
+    w.outbox
+        .force_failover(&InvoiceRef::Id(rep), "sw", "Finkok no contesta", &contador(&w.outbox).await)
+        .await
+        .unwrap();
+    w.until_badge(rep, Badge::Timbrada).await;
+    w.faults("fk", "");
+    let d = w.until_badge(rep, Badge::Duplicado).await;
+    let u_sw = d.cfdis.iter().find(|c| c.pac == "sw").unwrap().uuid.to_uppercase();
+    w.outbox
+        .decide_duplicate(
+            &InvoiceRef::Id(rep),
+            &u_sw,
+            &order("un solo REP: se conserva SW"),
+            &contador(&w.outbox).await,
+        )
+        .await
+        .unwrap();
+    assert_eq!(w.until_final(rep).await, "cancelado_sin_aceptacion");
+    w.until_badge(rep, Badge::Timbrada).await;
+    // The money is still receipted by SW's REP: the balance stays paid, no second REP.
+    let b = w.outbox.invoice_balance(&InvoiceRef::Id(inv)).await.unwrap();
+    assert_eq!(b.balance, rust_decimal::Decimal::ZERO, "{b:?}");
+    assert_eq!(b.payments[0].status, outbox::payments::PaymentStatus::Timbrado);
+    let again = w.outbox.record_payment(&full_payment(inv, "116.00"), &personal()).await;
+    match again {
+        Err(OutboxError::Invalid(v)) => assert!(["excede_saldo", "sin_saldo", "pagada"].contains(&v.0[0].code), "{v:?}"),
+        other => panic!("a second REP for money already receipted: {other:?}"),
+    }
+}
+
+async fn a_rep_is_never_stamped_against_a_cancelled_invoice(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "")]).await;
+    let inv = w.record_json(&ppd("pedido-ppd2")).await;
+    let d = w.until_badge(inv, Badge::Timbrada).await;
+    let u_inv = d.invoice.uuid.clone().unwrap();
+    // The REP waits: SW is down.
+    w.faults("sw", "down=1");
+    let p = w.outbox.record_payment(&full_payment(inv, "116.00"), &personal()).await.unwrap();
+    let rep = p.recorded.invoice_id;
+    // Cancelling the invoice waits for its pending payment.
+    match w
+        .outbox
+        .request_cancellation(&InvoiceRef::Id(inv), &u_inv, &order("venta devuelta"), &contador(&w.outbox).await)
+        .await
+    {
+        Err(OutboxError::Invalid(v)) => assert_eq!(v.0[0].code, "pago_pendiente", "{v:?}"),
+        other => panic!("{other:?}"),
+    }
+    // Another seat cancels it anyway (a decision written straight to the database, as a
+    // racing seat's would be), and SAT cancels it.
+    let cfdi_id = d.cfdis[0].id;
+    let now = chrono::Utc::now().timestamp_millis();
+    w.outbox
+        .store()
+        .record_decision(
+            &outbox::store::NewDecision {
+                invoice_id: inv,
+                kind: "cancel",
+                group_key: format!("invoice-{inv}"),
+                survivor_uuid: None,
+                motivo: Some("02".into()),
+                folio_sustitucion: None,
+                note: "otra caja".into(),
+                detail: serde_json::json!({}),
+                events: vec![],
+                at_ms: now,
+                actor: Actor::new("carlos", Role::Contador, "test"),
+            },
+            &[outbox::store::NewCancellation {
+                invoice_id: inv,
+                cfdi_id,
+                uuid: u_inv.to_uppercase(),
+                pac: "sw".into(),
+                motivo: "02".into(),
+                folio_sustitucion: None,
+                needs_acceptance: false,
+                prediction: serde_json::json!({ "needs_acceptance": false, "rule": "dia_habil_siguiente" }),
+                next_try_at_ms: now,
+            }],
+        )
+        .await
+        .unwrap();
+    // A new payment of it is refused while the cancellation is on its way.
+    match w.outbox.record_payment(&full_payment(inv, "10.00"), &personal()).await {
+        Err(OutboxError::Invalid(v)) => assert_eq!(v.0[0].code, "cancelacion_en_curso", "{v:?}"),
+        other => panic!("{other:?}"),
+    }
+    w.faults("sw", "");
+    assert_eq!(w.until_final(inv).await, "cancelado_sin_aceptacion");
+    // The REP is held for a person, never sent: the PAC holds no REP.
+    let r = w.until_badge(rep, Badge::Atencion).await;
+    assert!(r.cfdis.is_empty(), "{:?}", r.cfdis);
+    assert_eq!(w.sim("sw").engine().ledger().len(), 1, "only the invoice was stamped");
+    let verdict = w.outbox.verdict(&r).await.unwrap();
+    assert!(
+        verdict.has_reason(outbox::strategy::ReasonCode::DocumentoPagadoCancelado),
+        "{verdict:?}"
+    );
+}
+
 crate::conformance!(
     a_duplicate_from_a_forced_failover_is_decided_and_the_loser_cancelled_where_it_was_stamped,
     the_receptor_accepts_rejects_or_lets_the_deadline_pass,
@@ -689,4 +932,8 @@ crate::conformance!(
     the_same_sale_recorded_twice_is_a_possible_duplicate_for_review,
     the_database_refuses_a_cancellation_without_a_contador_decision,
     a_credit_note_and_a_substitute_start_from_the_stamped_ingreso,
+    two_contadores_deciding_one_duplicate_at_once_cancel_one_cfdi,
+    keeping_the_cfdi_found_later_is_what_the_invoice_shows,
+    a_rep_with_a_cancelled_duplicate_still_counts_its_payment,
+    a_rep_is_never_stamped_against_a_cancelled_invoice,
 );

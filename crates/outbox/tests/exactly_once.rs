@@ -277,8 +277,123 @@ async fn a_cancelled_factura_global_releases_its_tickets(backend: Backend) {
     assert_eq!(again.excluded_named, vec!["r-0".to_string()]);
 }
 
+/// A database made before migration 0008 upgrades with nothing lost: its tickets' documents
+/// become their live claims, its duplicate decisions their verdicts and fates. (The database is
+/// taken back to 0007 by hand: the links written where 0007 kept them, 0008's objects dropped.)
+async fn a_database_before_0008_upgrades_with_nothing_lost(backend: Backend) {
+    let e = env(backend).await;
+    e.outbox.provide_csd_password(common::password());
+    let now = e.clock.now();
+    let day = (now - Duration::hours(6)).date_naive();
+    for n in 0..3 {
+        e.outbox
+            .record_sale_json(ticket(&format!("u-{n}"), day).as_bytes(), None, &staff())
+            .await
+            .unwrap();
+    }
+    e.outbox
+        .invoice_ticket(&InvoiceRef::SaleId("u-0".into()), receptor(), None, &staff())
+        .await
+        .unwrap();
+    let g = e.outbox.create_global_invoice("01", day, day, &staff()).await.unwrap();
+    let (id, cfdis) = sale_with_two_cfdis(&e.outbox, &e.raw, "dup-old", now).await;
+    let (d, c) = keep_one(id, &cfdis[1], &cfdis[0], now.timestamp_millis());
+    e.outbox.store().record_decision(&d, &c).await.unwrap();
+
+    // Back to 0007.
+    let mut down = vec![
+        "INSERT INTO global_invoice_tickets (ticket_invoice_id, global_invoice_id, created_at_ms) \
+         SELECT ticket_invoice_id, document_invoice_id, created_at_ms FROM ticket_claims WHERE kind = 'global'"
+            .to_string(),
+        "INSERT INTO ticket_named_invoices (ticket_invoice_id, invoice_id, created_at_ms) \
+         SELECT ticket_invoice_id, document_invoice_id, created_at_ms FROM ticket_claims WHERE kind = 'named'"
+            .to_string(),
+    ];
+    match backend {
+        Backend::Sqlite => {
+            for t in [
+                "decisions_one_verdict",
+                "decisions_survivor_fate",
+                "cancellations_loser_fate",
+                "cfdis_cancelled_release_tickets",
+            ] {
+                down.push(format!("DROP TRIGGER {t}"));
+            }
+            for t in ["ticket_claims", "cfdi_fates", "group_verdicts", "history_gaps"] {
+                down.push(format!("DROP TABLE {t}"));
+            }
+        }
+        Backend::Postgres => {
+            for (t, on) in [
+                ("decisions_one_verdict", "decisions"),
+                ("cancellations_loser_fate", "cancellations"),
+                ("cfdis_cancelled_release_tickets", "cfdis"),
+            ] {
+                down.push(format!("DROP TRIGGER {t} ON {on}"));
+            }
+            for t in ["ticket_claims", "cfdi_fates", "group_verdicts", "history_gaps"] {
+                down.push(format!("DROP TABLE {t} CASCADE"));
+            }
+            for f in [
+                "timbra_decision_verdict",
+                "timbra_cancellation_loser",
+                "timbra_ticket_claim_fixed",
+                "timbra_release_tickets",
+                "timbra_history_gap_settle_only",
+            ] {
+                down.push(format!("DROP FUNCTION {f}()"));
+            }
+        }
+    }
+    down.push("DELETE FROM _sqlx_migrations WHERE version = 8".to_string());
+    for sql in &down {
+        sqlx::query(sql).execute(&e.raw).await.unwrap_or_else(|err| panic!("{sql}: {err}"));
+    }
+
+    // Opened by this build: 0008 runs on the old data.
+    let upgraded = e.reopen().await;
+    let claims: Vec<(String, String)> = sqlx::query_as(
+        "SELECT t.sale_id, c.kind FROM ticket_claims c JOIN tickets t ON t.invoice_id = c.ticket_invoice_id \
+         WHERE c.released_at_ms IS NULL ORDER BY t.sale_id",
+    )
+    .fetch_all(&e.raw)
+    .await
+    .unwrap();
+    assert_eq!(
+        claims,
+        vec![
+            ("u-0".to_string(), "named".to_string()),
+            ("u-1".to_string(), "global".to_string()),
+            ("u-2".to_string(), "global".to_string())
+        ]
+    );
+    let p = upgraded.global_invoice_preview("01", day, day).await.unwrap();
+    assert_eq!(p.existing_invoice_id, Some(g.recorded.invoice_id));
+    let verdict: String = sqlx::query_scalar("SELECT survivor_uuid FROM group_verdicts WHERE group_key = $1")
+        .bind(format!("invoice-{id}"))
+        .fetch_one(&e.raw)
+        .await
+        .unwrap();
+    assert_eq!(verdict, cfdis[1].1);
+    let fates: Vec<(String, String)> = sqlx::query_as("SELECT uuid, fate FROM cfdi_fates ORDER BY fate")
+        .fetch_all(&e.raw)
+        .await
+        .unwrap();
+    assert_eq!(
+        fates,
+        vec![
+            (cfdis[0].1.clone(), "loser".to_string()),
+            (cfdis[1].1.clone(), "survivor".to_string())
+        ]
+    );
+    // And the upgraded rules hold: the loser never becomes a survivor.
+    let (d2, c2) = keep_one(id, &cfdis[0], &cfdis[1], now.timestamp_millis());
+    assert!(upgraded.store().record_decision(&d2, &c2).await.is_err());
+}
+
 conformance!(
     two_contadores_keeping_different_cfdis_cancel_at_most_one,
     a_ticket_invoiced_while_the_global_is_made_lands_in_one_live_document,
     a_cancelled_factura_global_releases_its_tickets,
+    a_database_before_0008_upgrades_with_nothing_lost,
 );

@@ -837,3 +837,72 @@ crate::conformance!(
     month_report_totals_equal_the_stamped_xmls,
     listed_receptors_are_warned_about_and_bad_lines_are_named,
 );
+
+/// A restore is a known gap in history (SQLite: PostgreSQL restores with `pg_restore`): a REP
+/// stamped after the backup is not in the restored database, so the same payment registered
+/// again would stamp a second REP. Timbra says so and holds payments, globals and follow-ups
+/// until the contador settles the gap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_holds_payments_until_the_contador_settles_what_was_stamped_after_the_backup() {
+    let w = world(Backend::Sqlite).await;
+    let inv = w
+        .record(&ingreso("pedido-300", URE, "1000.00", &tax(Some("0.160000")), "PPD", "MXN"))
+        .await;
+    w.drain().await;
+    let backup = w._db.dir.path().join("respaldo.db");
+    outbox::backup::backup(w.outbox.store().sqlite().expect("SQLite"), &backup)
+        .await
+        .unwrap();
+    // After the backup: the payment's REP is stamped.
+    w.outbox.record_payment(&payment(&[inv], "1160"), &ana()).await.unwrap();
+    w.drain().await;
+    assert_eq!(w.outbox.invoice_balance(&InvoiceRef::Id(inv)).await.unwrap().balance, dec("0.00"));
+    // Restored: the REP is gone from the database, not from SAT.
+    let outbox::DatabaseLocation::Sqlite(path) = w._db.location.clone() else {
+        panic!("SQLite")
+    };
+    w.outbox.store().close().await;
+    let report = outbox::backup::restore(&backup, &path, chrono::Utc::now()).await.unwrap();
+    assert!(report.backup_at <= chrono::Utc::now());
+    let restored = Outbox::open_sqlite(&outbox::SqliteOptions::new(&path), Arc::new(SystemClock))
+        .await
+        .unwrap();
+    restored.provide_csd_password(password());
+    assert_eq!(
+        restored.invoice_balance(&InvoiceRef::Id(inv)).await.unwrap().balance,
+        dec("1160.00"),
+        "the restored database does not know the REP"
+    );
+    let gaps = restored.history_gaps().await.unwrap();
+    assert_eq!(gaps.len(), 1);
+    assert_eq!(gaps[0].id, report.gap_id);
+    // The same payment again is held, in words, and nothing is written.
+    let e = restored.record_payment(&payment(&[inv], "1160"), &ana()).await.unwrap_err();
+    let OutboxError::Invalid(v) = &e else { panic!("{e}") };
+    assert_eq!(v.0[0].code, "respaldo_restaurado", "{e}");
+    assert!(v.0[0].message.contains("se restauró un respaldo"), "{e}");
+    // So is a factura global.
+    let today = chrono::NaiveDateTime::parse_from_str(&local_now(), "%Y-%m-%dT%H:%M:%S")
+        .unwrap()
+        .date();
+    let e = restored.create_global_invoice("01", today, today, &ana()).await.unwrap_err();
+    assert!(matches!(&e, OutboxError::Invalid(v) if v.0[0].code == "respaldo_restaurado"), "{e}");
+    // Only the contador settles it, with a note.
+    let e = restored.settle_history_gap(report.gap_id, "revisado", &ana()).await.unwrap_err();
+    assert!(matches!(e, OutboxError::Forbidden { .. }), "{e}");
+    let c = contador(&restored).await;
+    let e = restored.settle_history_gap(report.gap_id, "  ", &c).await.unwrap_err();
+    assert!(matches!(&e, OutboxError::Invalid(v) if v.0[0].field == "note"), "{e}");
+    let settled = restored
+        .settle_history_gap(
+            report.gap_id,
+            "revisado en el portal del PAC: el REP del pedido-300 existe; se importó con conciliación",
+            &c,
+        )
+        .await
+        .unwrap();
+    assert!(settled.settled_at.is_some());
+    assert!(restored.open_history_gap().await.unwrap().is_none());
+    // Then payments go on.
+    restored.record_payment(&payment(&[inv], "100"), &ana()).await.unwrap();
+}

@@ -718,7 +718,7 @@ fn judged_may_hold(a: &AttemptFacts) -> bool {
                 _ => {}
             },
             AttemptEvent::VerifiedAbsent { .. } => open = false,
-            AttemptEvent::RetryRequested { .. } | AttemptEvent::PacChanged { .. } => {}
+            AttemptEvent::RetryRequested { .. } | AttemptEvent::PacChanged { .. } | AttemptEvent::PaidDocumentCancelled { .. } => {}
         }
     }
     created || open

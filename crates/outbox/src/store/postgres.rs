@@ -135,6 +135,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "3382990911af4035768a2a330689271cbe87cd0fabb4ea367f48fc949f5bf01496ebda3167f543f473de2582044f14cf",
         statements: "431c287becfb6274b1a8aca5a06d83316203763923bbaabb867a051fbfa87bd0",
     },
+    Released {
+        version: 8,
+        checksum: "a3ba11f03875b037350e080c2e2cdd3f24b356e2c06ca975148f32a86a2e34fe986f13efc73d8194754d48c6c7c9e8b4",
+        statements: "145062dfbf922e81478dd46ddcc38ab1aa7d84396f48c6b66bdf8133f14dad6b",
+    },
 ];
 
 #[derive(Debug)]

@@ -129,6 +129,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "dd6e51e4174ffea12b19d6390a042b5d17e30dbb6fe3f2b1291e2ea16d5d029abfef5c8ee8a2fe6101d0b7937d615e61",
         statements: "ca7e830e1a96b790dceb58973f79117ad6f4eba25910b66d737106c1d3219d06",
     },
+    Released {
+        version: 8,
+        checksum: "c605aa5dff8261d9afb78bcba4d30861ea2cf43e872bd9449aac809cff7c83432db3b717aa6bd84845746ecad27a8738",
+        statements: "e80e25876e81a60a7ea96be66ca984e761e3ec0c16af1c7084c444ab2cc17875",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
