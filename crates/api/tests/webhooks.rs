@@ -232,7 +232,12 @@ async fn only_configured_event_types_become_sales_and_a_refund_never_does(backen
     let text = serde_json::to_string(&[legacy, pos]).unwrap();
     w.outbox
         .store()
-        .put_setting(outbox::webhooks::SETTING_SOURCES, &text, &contador(), w.clock.now().timestamp_millis())
+        .put_setting(
+            outbox::webhooks::SETTING_SOURCES,
+            &text,
+            &contador(),
+            w.clock.now().timestamp_millis(),
+        )
         .await
         .unwrap();
     let s = w.serve().await;
@@ -245,29 +250,50 @@ async fn only_configured_event_types_become_sales_and_a_refund_never_does(backen
 
     // The refund arrives before its payment: kept, never the sale.
     let (st, r) = post("pos", typed_event("evt_reembolso", "charge.refunded", "orden-9")).await;
-    assert_eq!((st, r["status"].as_str(), reason_code(&r)), (200, Some("ignored"), Some("refund_not_a_sale")), "{r}");
+    assert_eq!(
+        (st, r["status"].as_str(), reason_code(&r)),
+        (200, Some("ignored"), Some("refund_not_a_sale")),
+        "{r}"
+    );
     let (_, r) = post("pos", typed_event("evt_reembolso_2", "refund.created", "orden-9")).await;
     assert_eq!(reason_code(&r), Some("refund_not_a_sale"), "{r}");
     assert_eq!(w.outbox.counts().await.unwrap().total, 0, "a refund is never a sale");
     // Then the payment: the sale, not a conflict.
     let (_, r) = post("pos", payment_event("evt_pago", "orden-9")).await;
-    assert_eq!((r["status"].as_str(), r["saleId"].as_str()), (Some("recorded"), Some("orden-9")), "{r}");
+    assert_eq!(
+        (r["status"].as_str(), r["saleId"].as_str()),
+        (Some("recorded"), Some("orden-9")),
+        "{r}"
+    );
     assert!(w.outbox.webhook_events(Some(EventStatus::Conflict), 10).await.unwrap().is_empty());
     // A type nobody configured, and a source that configured none: kept, no sale.
     let (_, r) = post("pos", typed_event("evt_otro", "payment.created", "orden-10")).await;
-    assert_eq!((r["status"].as_str(), reason_code(&r)), (Some("ignored"), Some("event_type_not_configured")), "{r}");
+    assert_eq!(
+        (r["status"].as_str(), reason_code(&r)),
+        (Some("ignored"), Some("event_type_not_configured")),
+        "{r}"
+    );
     let (_, r) = post("legado", payment_event("evt_legado", "orden-11")).await;
-    assert_eq!((r["status"].as_str(), reason_code(&r)), (Some("ignored"), Some("event_type_not_configured")), "{r}");
+    assert_eq!(
+        (r["status"].as_str(), reason_code(&r)),
+        (Some("ignored"), Some("event_type_not_configured")),
+        "{r}"
+    );
     assert_eq!(w.outbox.counts().await.unwrap().total, 1, "only the payment became a sale");
 
     // Kept with their reason, and counted where support looks.
     let kept = w.outbox.webhook_events(Some(EventStatus::Ignored), 10).await.unwrap();
     assert_eq!(kept.len(), 4);
-    assert!(kept.iter().all(|e| e.reason.as_ref().is_some_and(|r| r["message"].as_str().is_some_and(|m| !m.is_empty()))));
+    assert!(kept.iter().all(|e| e
+        .reason
+        .as_ref()
+        .is_some_and(|r| r["message"].as_str().is_some_and(|m| !m.is_empty()))));
     let review = w.outbox.webhook_review().await.unwrap();
     let count = |source: &str| review.iter().filter(|r| r.source == source).map(|r| r.count).sum::<i64>();
     assert_eq!((count("pos"), count("legado")), (3, 1), "{review:?}");
-    assert!(review.iter().any(|r| r.source == "pos" && r.reason_code.as_deref() == Some("refund_not_a_sale") && r.count == 2));
+    assert!(review
+        .iter()
+        .any(|r| r.source == "pos" && r.reason_code.as_deref() == Some("refund_not_a_sale") && r.count == 2));
     s.stop().await;
 }
 
@@ -427,13 +453,29 @@ async fn a_cancellation_update_reaches_the_receiver_under_its_delivery_id(backen
         assert_eq!(v["id"].as_str(), Some(delivery_id.as_str()));
         let d = &v["data"];
         assert_eq!(
-            (d["saleId"].as_str(), d["uuid"].as_str(), d["state"].as_str(), d["outcome"].as_str(), d["motivo"].as_str()),
-            (Some("notifica-1"), Some(uuid.as_str()), Some("final"), Some("cancelado_sin_aceptacion"), Some("02"))
+            (
+                d["saleId"].as_str(),
+                d["uuid"].as_str(),
+                d["state"].as_str(),
+                d["outcome"].as_str(),
+                d["motivo"].as_str()
+            ),
+            (
+                Some("notifica-1"),
+                Some(uuid.as_str()),
+                Some("final"),
+                Some("cancelado_sin_aceptacion"),
+                Some("02")
+            )
         );
         assert_eq!(d["cancellationId"], 1);
         assert!(d["satStatus"].as_str().unwrap().starts_with("Cancelado"));
     }
-    let delivered = w.outbox.webhook_deliveries(None, Some(DeliveryStatus::Delivered), 10).await.unwrap();
+    let delivered = w
+        .outbox
+        .webhook_deliveries(None, Some(DeliveryStatus::Delivered), 10)
+        .await
+        .unwrap();
     assert!(delivered.iter().any(|d| d.event_type == "cancellation.updated"));
 }
 

@@ -171,7 +171,11 @@ pub fn webhook(db: Option<&str>, cmd: WebhookCommand) -> Result<u8, Failure> {
             }
             WebhookCommand::Source(SourceCommand::List { json }) => {
                 let all = o.webhook_sources().await.map_err(|e| failure(e, ""))?;
-                let review = if json { Vec::new() } else { o.webhook_review().await.map_err(|e| failure(e, ""))? };
+                let review = if json {
+                    Vec::new()
+                } else {
+                    o.webhook_review().await.map_err(|e| failure(e, ""))?
+                };
                 if json {
                     print_json(&all)?;
                 } else {

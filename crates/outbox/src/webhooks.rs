@@ -726,7 +726,11 @@ impl<S: Store> Outbox<S> {
                     source.event_types.join(", ")
                 )
             };
-            settle(EventStatus::Ignored, Some(reason_json("event_type_not_configured", &why, &[])), None)
+            settle(
+                EventStatus::Ignored,
+                Some(reason_json("event_type_not_configured", &why, &[])),
+                None,
+            )
         } else {
             let lugar = self
                 .emisor_settings()
@@ -1294,7 +1298,12 @@ mod tests {
         ] {
             assert!(is_refund_event(t), "{t}");
         }
-        for t in ["payment.succeeded", "payment_intent.succeeded", "checkout.session.completed", "order.paid"] {
+        for t in [
+            "payment.succeeded",
+            "payment_intent.succeeded",
+            "checkout.session.completed",
+            "order.paid",
+        ] {
             assert!(!is_refund_event(t), "{t}");
         }
         let mut s = WebhookSource::stripe_preset("stripe", "STRIPE_WHSEC");

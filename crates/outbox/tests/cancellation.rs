@@ -704,11 +704,7 @@ async fn notify_erp(w: &World) {
 
 /// The `cancellation.updated` deliveries of an invoice, oldest first: (delivery id, payload).
 async fn cancellation_updates(w: &World, id: i64) -> Vec<(String, serde_json::Value)> {
-    let mut all = w
-        .outbox
-        .webhook_deliveries(Some(&InvoiceRef::Id(id)), None, 1000)
-        .await
-        .unwrap();
+    let mut all = w.outbox.webhook_deliveries(Some(&InvoiceRef::Id(id)), None, 1000).await.unwrap();
     all.sort_by_key(|d| d.id);
     all.into_iter()
         .filter(|d| d.event_type == "cancellation.updated")
@@ -754,7 +750,11 @@ async fn every_sat_status_change_of_a_cancellation_is_notified_once(backend: Bac
     for id in &ids[..2] {
         w.until(*id, "the receptor has it", |d| d.cancellations[0].state == "requested")
             .await;
-        assert_eq!(steps(&cancellation_updates(&w, *id).await), [step("requested", None)], "requested: the ERP knows");
+        assert_eq!(
+            steps(&cancellation_updates(&w, *id).await),
+            [step("requested", None)],
+            "requested: the ERP knows"
+        );
     }
     w.sim("sw").engine().respond_cancellation(&uuids[0], true).unwrap();
     w.sim("sw").engine().respond_cancellation(&uuids[1], false).unwrap();
@@ -846,7 +846,10 @@ async fn a_crash_between_sats_answer_and_the_state_neither_loses_nor_doubles_the
     let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
     assert_ne!(d.cancellations[0].state, "final", "the trigger stood in for the crash");
     let before = steps(&cancellation_updates(&w, id).await);
-    assert!(!before.iter().any(|(s, _)| s == "final"), "no notification without the state: {before:?}");
+    assert!(
+        !before.iter().any(|(s, _)| s == "final"),
+        "no notification without the state: {before:?}"
+    );
     // The process comes back: the state is written once, with its one notification.
     crash_before_final(&w, false).await;
     assert_eq!(w.until_final(id).await, "cancelado_sin_aceptacion");
@@ -863,7 +866,11 @@ async fn a_crash_between_sats_answer_and_the_state_neither_loses_nor_doubles_the
         .map(|(id, _)| id)
         .collect();
     assert_eq!(finals.len(), 1, "one final notification, one delivery id: {:?}", steps(&after));
-    assert_eq!(w.sim("sw").engine().cancel_requests(&u), 1, "SAT was asked, not sent the request again");
+    assert_eq!(
+        w.sim("sw").engine().cancel_requests(&u),
+        1,
+        "SAT was asked, not sent the request again"
+    );
 }
 
 crate::conformance!(

@@ -44,8 +44,8 @@ use super::{NewWorker, WorkerRow};
 use crate::actor::{Actor, Role};
 use crate::channel_rows::{ApiToken, EmailAttempt, EmailSend, NewEmailSend, TokenCandidate};
 use crate::channel_rows::{
-    AttemptResult, Delivery, DeliveryAttempt, DeliveryStatus, EventSettlement, EventStatus, NewDelivery, NewWebhookEvent, Notifications, WebhookReview,
-    WebhookEvent,
+    AttemptResult, Delivery, DeliveryAttempt, DeliveryStatus, EventSettlement, EventStatus, NewDelivery, NewWebhookEvent, Notifications,
+    WebhookEvent, WebhookReview,
 };
 use crate::error::{OutboxError, Result};
 use crate::model::{
