@@ -11,10 +11,10 @@ use axum::http::{HeaderMap, StatusCode};
 use common::{contador, json, Backend, World};
 use outbox::model::InvoiceRef;
 use outbox::webhooks::{
-    deliver_due, signature_header, verify_signature, DeliveryStatus, EventStatus, OutgoingRequest, RetryPolicy, SendOutcome,
-    WebhookEndpoint, WebhookSender, WebhookSource,
+    deliver_due, signature_header, verify_signature, CancellationChange, DeliveryStatus, EventStatus, OutgoingRequest, RetryPolicy,
+    SendOutcome, WebhookEndpoint, WebhookSender, WebhookSource,
 };
-use outbox::Clock;
+use outbox::{Clock, Store};
 use serde_json::{json, Value};
 
 fn generic_source() -> WebhookSource {
@@ -22,6 +22,7 @@ fn generic_source() -> WebhookSource {
         "name": "pos",
         "format": "generic",
         "secret_env": "POS_SECRET",
+        "event_types": ["payment.succeeded"],
         "mapping": {
             "fields": {
                 "/sale_id": "/data/sale_id",
@@ -37,10 +38,15 @@ fn generic_source() -> WebhookSource {
 }
 
 fn payment_event(event_id: &str, sale_id: &str) -> Vec<u8> {
+    typed_event(event_id, "payment.succeeded", sale_id)
+}
+
+/// An event of `kind` carrying everything a sale needs (a refund of a POS carries the order).
+fn typed_event(event_id: &str, kind: &str, sale_id: &str) -> Vec<u8> {
     let sale: Value = serde_json::from_str(&common::sale(sale_id)).unwrap();
     serde_json::to_vec(&json!({
         "id": event_id,
-        "type": "payment.succeeded",
+        "type": kind,
         "data": {
             "sale_id": sale["sale_id"], "occurred_at": sale["occurred_at"], "forma_pago": "04",
             "receptor": sale["receptor"], "conceptos": sale["conceptos"]
@@ -189,6 +195,108 @@ async fn stripe_events_use_their_metadata_and_stripe_signatures(backend: Backend
     s.stop().await;
 }
 
+fn reason_code(r: &Value) -> Option<&str> {
+    r["reason"]["code"].as_str()
+}
+
+async fn only_configured_event_types_become_sales_and_a_refund_never_does(backend: Backend) {
+    let w = World::new(backend).await;
+    w.secrets.set("POS_SECRET", "s3cr3t");
+    // A source must name the event types that become sales; a refund is never one of them.
+    let mut open = generic_source();
+    open.event_types.clear();
+    match w.outbox.set_webhook_source(open, &contador()).await {
+        Err(outbox::OutboxError::Invalid(v)) => {
+            assert_eq!(v.0[0].field, "event_types", "{v:?}");
+            assert!(v.0[0].message.contains("tipos de evento"), "{}", v.0[0].message);
+        }
+        other => panic!("a source without event types is refused: {other:?}"),
+    }
+    let mut refunds = generic_source();
+    refunds.event_types = vec!["payment.succeeded".into(), "charge.refunded".into()];
+    match w.outbox.set_webhook_source(refunds, &contador()).await {
+        Err(outbox::OutboxError::Invalid(v)) => {
+            assert_eq!(v.0[0].field, "event_types", "{v:?}");
+            assert!(v.0[0].message.contains("charge.refunded"), "{}", v.0[0].message);
+        }
+        other => panic!("a refund type is refused: {other:?}"),
+    }
+    assert!(w.outbox.webhook_sources().await.unwrap().is_empty(), "nothing stored");
+
+    // Sources stored by an older version, as they were: one with no types, one with a refund.
+    let mut legacy = generic_source();
+    legacy.name = "legado".into();
+    legacy.event_types.clear();
+    let mut pos = generic_source();
+    pos.event_types = vec!["payment.succeeded".into(), "charge.refunded".into(), "refund.created".into()];
+    let text = serde_json::to_string(&[legacy, pos]).unwrap();
+    w.outbox
+        .store()
+        .put_setting(
+            outbox::webhooks::SETTING_SOURCES,
+            &text,
+            &contador(),
+            w.clock.now().timestamp_millis(),
+        )
+        .await
+        .unwrap();
+    let s = w.serve().await;
+    let now = w.clock.now().timestamp();
+    let post = |source: &'static str, body: Vec<u8>| {
+        let sig = signature_header(b"s3cr3t", now, &body);
+        let s = &s;
+        async move { post_hook(s, source, "X-Timbra-Signature", &sig, body).await }
+    };
+
+    // The refund arrives before its payment: kept, never the sale.
+    let (st, r) = post("pos", typed_event("evt_reembolso", "charge.refunded", "orden-9")).await;
+    assert_eq!(
+        (st, r["status"].as_str(), reason_code(&r)),
+        (200, Some("ignored"), Some("refund_not_a_sale")),
+        "{r}"
+    );
+    let (_, r) = post("pos", typed_event("evt_reembolso_2", "refund.created", "orden-9")).await;
+    assert_eq!(reason_code(&r), Some("refund_not_a_sale"), "{r}");
+    assert_eq!(w.outbox.counts().await.unwrap().total, 0, "a refund is never a sale");
+    // Then the payment: the sale, not a conflict.
+    let (_, r) = post("pos", payment_event("evt_pago", "orden-9")).await;
+    assert_eq!(
+        (r["status"].as_str(), r["saleId"].as_str()),
+        (Some("recorded"), Some("orden-9")),
+        "{r}"
+    );
+    assert!(w.outbox.webhook_events(Some(EventStatus::Conflict), 10).await.unwrap().is_empty());
+    // A type nobody configured, and a source that configured none: kept, no sale.
+    let (_, r) = post("pos", typed_event("evt_otro", "payment.created", "orden-10")).await;
+    assert_eq!(
+        (r["status"].as_str(), reason_code(&r)),
+        (Some("ignored"), Some("event_type_not_configured")),
+        "{r}"
+    );
+    let (_, r) = post("legado", payment_event("evt_legado", "orden-11")).await;
+    assert_eq!(
+        (r["status"].as_str(), reason_code(&r)),
+        (Some("ignored"), Some("event_type_not_configured")),
+        "{r}"
+    );
+    assert_eq!(w.outbox.counts().await.unwrap().total, 1, "only the payment became a sale");
+
+    // Kept with their reason, and counted where support looks.
+    let kept = w.outbox.webhook_events(Some(EventStatus::Ignored), 10).await.unwrap();
+    assert_eq!(kept.len(), 4);
+    assert!(kept.iter().all(|e| e
+        .reason
+        .as_ref()
+        .is_some_and(|r| r["message"].as_str().is_some_and(|m| !m.is_empty()))));
+    let review = w.outbox.webhook_review().await.unwrap();
+    let count = |source: &str| review.iter().filter(|r| r.source == source).map(|r| r.count).sum::<i64>();
+    assert_eq!((count("pos"), count("legado")), (3, 1), "{review:?}");
+    assert!(review
+        .iter()
+        .any(|r| r.source == "pos" && r.reason_code.as_deref() == Some("refund_not_a_sale") && r.count == 2));
+    s.stop().await;
+}
+
 /// One request the receiver got: delivery id, signature header, body.
 type Seen = (String, String, Vec<u8>);
 
@@ -295,6 +403,82 @@ async fn every_event_arrives_through_failures_with_one_delivery_id(backend: Back
     assert_eq!(receiver.seen.lock().unwrap().len(), 4);
 }
 
+async fn a_cancellation_update_reaches_the_receiver_under_its_delivery_id(backend: Backend) {
+    let (url, receiver) = start_receiver(1).await;
+    let (w, invoice_id) = stamped_world_notifying(backend, &url).await;
+    let uuid = w.outbox.invoice(&InvoiceRef::Id(invoice_id)).await.unwrap().cfdis[0].uuid.clone();
+    // What the drain's cancellation step writes with a final state (tested end to end in
+    // crates/outbox/tests/cancellation.rs against the PAC simulator).
+    let change = CancellationChange {
+        invoice_id,
+        sale_id: "notifica-1",
+        uuid: &uuid,
+        cancellation_id: 1,
+        motivo: "02",
+        state: "final",
+        outcome: Some("cancelado_sin_aceptacion"),
+        outcome_detail: Some("Cancelado · Cancelado sin aceptación"),
+        cfdi_status: "cancelado",
+        sat_status: Some("Cancelado · Cancelable sin aceptación · Cancelado sin aceptación"),
+    };
+    let queued = w.outbox.cancellation_notifications(&change).await.unwrap();
+    assert_eq!(queued.len(), 1, "one per endpoint that wants it");
+    w.outbox.enqueue_deliveries(&queued).await.unwrap();
+    let sender = api::sender::ReqwestSender::new(std::time::Duration::from_secs(5)).unwrap();
+    for _ in 0..10 {
+        deliver_due(&w.outbox, &sender, &w.secrets, &RetryPolicy::default(), "w1", 10)
+            .await
+            .unwrap();
+        if w.outbox
+            .webhook_deliveries(None, Some(DeliveryStatus::Delivered), 10)
+            .await
+            .unwrap()
+            .len()
+            == 2
+        {
+            break;
+        }
+        w.clock.advance(chrono::Duration::hours(2));
+    }
+    let seen = receiver.seen.lock().unwrap().clone();
+    let got: Vec<&Seen> = seen
+        .iter()
+        .filter(|(_, _, body)| serde_json::from_slice::<Value>(body).unwrap()["type"] == "cancellation.updated")
+        .collect();
+    assert!(!got.is_empty(), "the receiver got cancellation.updated");
+    for (delivery_id, signature, body) in &got {
+        assert_eq!(delivery_id, &queued[0].delivery_id, "one delivery id, also when retried");
+        assert_eq!(verify_signature(Some(signature), b"h00k", body, w.clock.now(), 86_400 * 3), Ok(()));
+        let v: Value = serde_json::from_slice(body).unwrap();
+        assert_eq!(v["id"].as_str(), Some(delivery_id.as_str()));
+        let d = &v["data"];
+        assert_eq!(
+            (
+                d["saleId"].as_str(),
+                d["uuid"].as_str(),
+                d["state"].as_str(),
+                d["outcome"].as_str(),
+                d["motivo"].as_str()
+            ),
+            (
+                Some("notifica-1"),
+                Some(uuid.as_str()),
+                Some("final"),
+                Some("cancelado_sin_aceptacion"),
+                Some("02")
+            )
+        );
+        assert_eq!(d["cancellationId"], 1);
+        assert!(d["satStatus"].as_str().unwrap().starts_with("Cancelado"));
+    }
+    let delivered = w
+        .outbox
+        .webhook_deliveries(None, Some(DeliveryStatus::Delivered), 10)
+        .await
+        .unwrap();
+    assert!(delivered.iter().any(|d| d.event_type == "cancellation.updated"));
+}
+
 /// Sends, then never comes back (the process died before recording the answer).
 struct DiesAfterSending {
     inner: api::sender::ReqwestSender,
@@ -342,6 +526,8 @@ async fn a_worker_that_dies_after_sending_causes_a_duplicate_with_the_same_deliv
 }
 
 crate::conformance!(
+    a_cancellation_update_reaches_the_receiver_under_its_delivery_id,
+    only_configured_event_types_become_sales_and_a_refund_never_does,
     a_worker_that_dies_after_sending_causes_a_duplicate_with_the_same_delivery_id,
     every_event_arrives_through_failures_with_one_delivery_id,
     signed_generic_webhooks_record_once_and_refuse_bad_signatures,

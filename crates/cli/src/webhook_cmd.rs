@@ -74,7 +74,8 @@ pub enum SourceCommand {
         /// usa el de metadata si se omite.
         #[arg(long, value_name = "ARCHIVO.json")]
         mapping: Option<PathBuf>,
-        /// Tipos de evento que se vuelven ventas (por omisión: todos; Stripe: los dos de pago).
+        /// Tipos de evento que se vuelven ventas (obligatorio con generic; Stripe: los dos de pago). Un
+        /// reembolso o reverso nunca es venta.
         #[arg(long = "event-type")]
         event_types: Vec<String>,
         #[command(flatten)]
@@ -170,14 +171,41 @@ pub fn webhook(db: Option<&str>, cmd: WebhookCommand) -> Result<u8, Failure> {
             }
             WebhookCommand::Source(SourceCommand::List { json }) => {
                 let all = o.webhook_sources().await.map_err(|e| failure(e, ""))?;
+                let review = if json {
+                    Vec::new()
+                } else {
+                    o.webhook_review().await.map_err(|e| failure(e, ""))?
+                };
                 if json {
                     print_json(&all)?;
                 } else {
                     for s in all {
-                        print_out(
-                            &format!("{}\t{:?}\tsecreto en {}\t/v1/webhooks/{}", s.name, s.format, s.secret_env, s.name).to_lowercase(),
-                        )?;
+                        let types = if s.event_types.is_empty() {
+                            "SIN TIPOS DE EVENTO: no acepta ninguno".to_string()
+                        } else {
+                            s.event_types.join(",")
+                        };
+                        print_out(&format!(
+                            "{}\t{}\tsecreto en {}\t/v1/webhooks/{}\t{types}",
+                            s.name,
+                            format!("{:?}", s.format).to_lowercase(),
+                            s.secret_env,
+                            s.name
+                        ))?;
                     }
+                }
+                // Events of the last days that did not become a sale: a person looks at them.
+                for r in &review {
+                    let text = format!(
+                        "por revisar: {} evento(s) de {} en estado {}{} (último {}): timbra webhook list --status {}",
+                        r.count,
+                        r.source,
+                        r.status.as_str(),
+                        r.reason_code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default(),
+                        r.last_received_at.format("%Y-%m-%d %H:%M UTC"),
+                        r.status.as_str()
+                    );
+                    print_out(&text)?;
                 }
             }
             WebhookCommand::Source(SourceCommand::Remove { name, who }) => {

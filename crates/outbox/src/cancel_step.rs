@@ -7,7 +7,10 @@
 //! wrote it); a try row is committed before each request or query leaves; the answer is
 //! appended as evidence (kind `cancellation`) on the invoice, never fenced; the request's state
 //! is written only under the claim's fencing token. A crash after a request left is a try
-//! without an answer, and the next step asks SAT before it sends anything again.
+//! without an answer, and the next step asks SAT before it sends anything again. A change of
+//! the request's state or outcome causes `cancellation.updated` (one delivery per endpoint),
+//! written in the same transaction as the fenced state: evidence first, state and its
+//! notification second.
 //!
 //! *Architecture Invariant:* this is the only caller of [`pac::PacClient::cancel`] outside the
 //! PAC crates, and it only sends what a `cancellations` row orders — a row the database accepts
@@ -23,6 +26,7 @@ use crate::drain::{failpoint, Drain, StepReport};
 use crate::error::{OutboxError, Result};
 use crate::model::InvoiceRef;
 use crate::store::{CancellationClaim, CancellationRow, CancellationUpdate, NewCancellationTry, NewEvidence, Store};
+use crate::webhooks::{CancellationChange, NewDelivery};
 
 /// Failpoints of the cancellation step (feature `failpoints`).
 pub mod failpoints {
@@ -108,6 +112,8 @@ impl<S: Store> Drain<S> {
                         cfdi_status: None,
                         sat_status: None,
                         at_ms: now.timestamp_millis(),
+                        // The state does not change: nothing to notify.
+                        deliveries: Vec::new(),
                     };
                     store.settle_cancellation(&update, claim.fencing_token).await?;
                     return self.report(row.invoice_id).await;
@@ -247,6 +253,7 @@ impl<S: Store> Drain<S> {
                 cfdi_status: Some(outcome.cfdi_status()),
                 sat_status,
                 at_ms: now.timestamp_millis(),
+                deliveries: Vec::new(),
             },
             CancelPlan::Send { sent_before, retry_after } => CancellationUpdate {
                 cancellation_id: row.id,
@@ -263,6 +270,7 @@ impl<S: Store> Drain<S> {
                 cfdi_status: None,
                 sat_status,
                 at_ms: now.timestamp_millis(),
+                deliveries: Vec::new(),
             },
             CancelPlan::Poll { waiting_receptor, polls } => {
                 // Waiting for the receptor (up to three business days): poll slowly.
@@ -276,10 +284,38 @@ impl<S: Store> Drain<S> {
                     cfdi_status: None,
                     sat_status,
                     at_ms: now.timestamp_millis(),
+                    deliveries: Vec::new(),
                 }
             }
         };
+        let mut update = update;
+        update.deliveries = self.change_notifications(row, &update).await?;
         self.outbox.store().settle_cancellation(&update, token).await
+    }
+
+    /// `cancellation.updated` for every endpoint that wants it when `update` changes the
+    /// request's state or outcome (`row` is the request as read under this claim: the fenced
+    /// write either applies on top of it or applies nothing). Written with the change, so a
+    /// crash before it commits loses neither (the next step plans the same change again from
+    /// the evidence, with new delivery ids nobody has seen) and a change is notified once.
+    async fn change_notifications(&self, row: &CancellationRow, update: &CancellationUpdate) -> Result<Vec<NewDelivery>> {
+        if row.state == update.state && row.outcome.as_deref() == update.outcome {
+            return Ok(Vec::new());
+        }
+        let invoice = self.outbox.invoice(&InvoiceRef::Id(row.invoice_id)).await?;
+        let change = CancellationChange {
+            invoice_id: row.invoice_id,
+            sale_id: &invoice.invoice.sale_id,
+            uuid: &row.uuid,
+            cancellation_id: row.id,
+            motivo: &row.motivo,
+            state: update.state,
+            outcome: update.outcome,
+            outcome_detail: update.outcome_detail.as_deref(),
+            cfdi_status: update.cfdi_status.unwrap_or(cancellation::STATUS_IN_PROGRESS),
+            sat_status: update.sat_status.as_deref(),
+        };
+        self.outbox.cancellation_notifications(&change).await
     }
 
     async fn report(&self, invoice_id: i64) -> Result<StepReport> {

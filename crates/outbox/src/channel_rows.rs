@@ -109,6 +109,18 @@ pub struct WebhookEvent {
     pub settled_at: Option<DateTime<Utc>>,
 }
 
+/// Incoming events that did not become a sale, counted per source, status and reason
+/// ([`crate::store::Store::webhook_events_to_review`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WebhookReview {
+    pub source: String,
+    pub status: EventStatus,
+    /// The reason's code (`refund_not_a_sale`, `event_type_not_configured`, `unmapped`, …).
+    pub reason_code: Option<String>,
+    pub count: i64,
+    pub last_received_at: DateTime<Utc>,
+}
+
 /// How an event settles.
 #[derive(Debug, Clone)]
 pub struct EventSettlement {
@@ -130,7 +142,8 @@ pub enum EventType {
     /// The drain settled a verdict that made the invoice need a person (Atención).
     #[serde(rename = "invoice.needs_attention")]
     InvoiceNeedsAttention,
-    /// A cancellation's status changed (emitted once cancellation through SAT exists).
+    /// A cancellation request's state or outcome changed (requested; final with SAT's last
+    /// word): written by the drain's cancellation step with the change.
     #[serde(rename = "cancellation.updated")]
     CancellationUpdated,
 }

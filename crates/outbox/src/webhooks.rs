@@ -3,13 +3,17 @@
 //!
 //! **In (payments).** A [`WebhookSource`] (a setting) names a format — `generic` (Timbra's own
 //! signature header) or `stripe` — the *name* of the environment variable holding its signing
-//! secret, a timestamp tolerance, the event types it turns into sales and a [`SaleMapping`]:
-//! sale fields (JSON pointers into the sale) taken from event fields (JSON pointers into the
-//! event) or constants. [`Outbox::receive_webhook`] keeps every event, deduplicated on
-//! `(source, event id)`: a replay answers the original outcome and writes nothing; an event
-//! that cannot be mapped is kept as `unmapped` with its reason (never dropped); a mapped one is
-//! recorded through the same intake as every sale, under the idempotency key
-//! `webhook:<source>:<event id>`, so exactly-once holds across channels.
+//! secret, a timestamp tolerance, the event types it turns into sales (required: only those
+//! are accepted) and a [`SaleMapping`]: sale fields (JSON pointers into the sale) taken from
+//! event fields (JSON pointers into the event) or constants. [`Outbox::receive_webhook`] keeps
+//! every event, deduplicated on `(source, event id)`: a replay answers the original outcome and
+//! writes nothing; an event that cannot be mapped is kept as `unmapped` with its reason (never
+//! dropped); a type the source did not configure, and any refund or reversal
+//! ([`is_refund_event`]: never a sale, even if configured), is kept as `ignored` with its
+//! reason; a mapped one is recorded through the same intake as every sale, under the
+//! idempotency key `webhook:<source>:<event id>`, so exactly-once holds across channels. What
+//! did not become a sale is counted for a person ([`Outbox::webhook_review`]; `timbra webhook
+//! source list`, the Tablero).
 //!
 //! **Out (notifications).** A [`WebhookEndpoint`] (a setting) receives `invoice.stamped`,
 //! `invoice.needs_attention` and `cancellation.updated`. A delivery row is written before
@@ -34,7 +38,7 @@ use serde_json::{json, Value};
 use crate::actor::Actor;
 pub use crate::channel_rows::{
     AttemptResult, Delivery, DeliveryAttempt, DeliveryStatus, EventSettlement, EventStatus, EventType, NewDelivery, NewWebhookEvent,
-    Notifications, WebhookEvent,
+    Notifications, WebhookEvent, WebhookReview,
 };
 use crate::error::{OutboxError, Result};
 use crate::intake::sha256_hex;
@@ -58,6 +62,8 @@ pub const DELIVERY_ID_HEADER: &str = "X-Timbra-Delivery-Id";
 pub const EVENT_HEADER: &str = "X-Timbra-Event";
 /// The default timestamp tolerance of a signature, in seconds.
 pub const DEFAULT_TOLERANCE_SECS: i64 = 300;
+/// How far back [`Outbox::webhook_review`] counts events that did not become a sale.
+pub const REVIEW_DAYS: i64 = 30;
 
 // Signatures -----------------------------------------------------------------------------------
 
@@ -222,7 +228,8 @@ pub struct WebhookSource {
     pub secret_env: String,
     #[serde(default = "default_tolerance")]
     pub tolerance_secs: i64,
-    /// The event types that become sales; others are kept as `ignored`. Empty: every type.
+    /// The event types that become sales (at least one; never a refund or reversal); others
+    /// are kept as `ignored` with the reason. A source stored without any accepts nothing.
     #[serde(default)]
     pub event_types: Vec<String>,
     pub mapping: SaleMapping,
@@ -332,6 +339,29 @@ impl WebhookSource {
                 "la tolerancia debe estar entre 1 y 86400 segundos",
             ));
         }
+        if self.event_types.iter().all(|t| t.trim().is_empty()) {
+            errors.push(FieldError::new(
+                "event_types",
+                "requerido",
+                "indique los tipos de evento que se vuelven ventas (p. ej. payment.succeeded, --event-type en la terminal); \
+                 sin ellos no se acepta ningún evento",
+            ));
+        }
+        for t in &self.event_types {
+            if is_refund_event(t) {
+                errors.push(FieldError::new(
+                    "event_types",
+                    "reembolso_no_es_venta",
+                    format!("{t:?} es un reembolso o reverso y nunca se registra como venta: quítelo de los tipos de evento"),
+                ));
+            } else if t.trim() != t || t.is_empty() || t.chars().count() > 150 {
+                errors.push(FieldError::new(
+                    "event_types",
+                    "texto_invalido",
+                    format!("el tipo de evento {t:?} debe tener de 1 a 150 caracteres, sin espacios al inicio o al final"),
+                ));
+            }
+        }
         for key in self.mapping.fields.keys().chain(self.mapping.constants.keys()) {
             if !key.starts_with('/') {
                 errors.push(FieldError::new(
@@ -361,10 +391,28 @@ impl WebhookSource {
         }
     }
 
-    /// Whether events of this type become sales.
+    /// Whether events of this type become sales: configured, and not a refund.
     pub fn handles(&self, event_type: &str) -> bool {
-        self.event_types.is_empty() || self.event_types.iter().any(|t| t == event_type)
+        !is_refund_event(event_type) && self.event_types.iter().any(|t| t == event_type)
     }
+}
+
+/// Whether an event type names a refund, a reversal or a chargeback (`charge.refunded`,
+/// `refund.created`, `payment.reversed`, `charge.dispute.created`, `reembolso`…): money going
+/// back is never a sale.
+pub fn is_refund_event(event_type: &str) -> bool {
+    const MARKS: &[&str] = &[
+        "refund",
+        "revers",
+        "chargeback",
+        "dispute",
+        "reembols",
+        "devolucion",
+        "devolución",
+        "contracargo",
+    ];
+    let t = event_type.to_lowercase();
+    MARKS.iter().any(|m| t.contains(m))
 }
 
 fn unescape_pointer_token(t: &str) -> String {
@@ -657,8 +705,32 @@ impl<S: Store> Outbox<S> {
                 at_ms: now_ms,
             }
         };
-        let settlement = if !source.handles(&event_type) {
-            settle(EventStatus::Ignored, None, None)
+        let settlement = if is_refund_event(&event_type) {
+            let why = format!(
+                "el evento {event_type} es un reembolso o reverso: nunca se registra como venta; si la venta ya tiene CFDI, \
+                 el contador decide si se cancela o se emite una nota de crédito"
+            );
+            settle(EventStatus::Ignored, Some(reason_json("refund_not_a_sale", &why, &[])), None)
+        } else if !source.handles(&event_type) {
+            let why = if source.event_types.is_empty() {
+                format!(
+                    "el origen {} no tiene tipos de evento configurados (event_types), así que no acepta ninguno; \
+                     configúrelos con timbra webhook source add {} --event-type TIPO",
+                    source.name, source.name
+                )
+            } else {
+                format!(
+                    "el tipo de evento {event_type} no está entre los que el origen {} convierte en venta ({}): \
+                     se guardó sin registrar venta",
+                    source.name,
+                    source.event_types.join(", ")
+                )
+            };
+            settle(
+                EventStatus::Ignored,
+                Some(reason_json("event_type_not_configured", &why, &[])),
+                None,
+            )
         } else {
             let lugar = self
                 .emisor_settings()
@@ -717,6 +789,14 @@ impl<S: Store> Outbox<S> {
     /// Incoming events, newest first (`status` filters; at most `limit`).
     pub async fn webhook_events(&self, status: Option<EventStatus>, limit: u32) -> Result<Vec<WebhookEvent>> {
         self.store().webhook_events(status, limit.clamp(1, 1000)).await
+    }
+
+    /// Incoming events of the last [`REVIEW_DAYS`] days that did not become a sale
+    /// (unmapped, invalid, conflict, ignored), per source, status and reason: what support and
+    /// the contador look at (`timbra webhook list --status …` shows each one).
+    pub async fn webhook_review(&self) -> Result<Vec<WebhookReview>> {
+        let since = self.now() - chrono::Duration::days(REVIEW_DAYS);
+        self.store().webhook_events_to_review(since.timestamp_millis()).await
     }
 }
 
@@ -870,7 +950,63 @@ pub fn invoice_payload(
     })
 }
 
+/// Where a cancellation request stands, as `cancellation.updated` tells it.
+#[derive(Debug, Clone)]
+pub struct CancellationChange<'a> {
+    pub invoice_id: i64,
+    pub sale_id: &'a str,
+    pub uuid: &'a str,
+    pub cancellation_id: i64,
+    /// `01`–`04`.
+    pub motivo: &'a str,
+    /// `pending`, `requested` or `final`.
+    pub state: &'a str,
+    /// Once final: `cancelado_sin_aceptacion`, `cancelado_con_aceptacion`, `plazo_vencido`,
+    /// `rechazada`, `no_cancelable` or `refused`.
+    pub outcome: Option<&'a str>,
+    pub outcome_detail: Option<&'a str>,
+    /// The CFDI's cancellation status after the change (`solicitada`, `cancelado`, …).
+    pub cfdi_status: &'a str,
+    /// SAT's status text, as last asked (`Cancelado · No cancelable · …`).
+    pub sat_status: Option<&'a str>,
+}
+
+/// The payload of `cancellation.updated`.
+pub fn cancellation_payload(delivery_id: &str, at: DateTime<Utc>, c: &CancellationChange<'_>) -> Value {
+    json!({
+        "id": delivery_id,
+        "type": EventType::CancellationUpdated.as_str(),
+        "createdAt": at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "data": {
+            "invoiceId": c.invoice_id,
+            "saleId": c.sale_id,
+            "uuid": c.uuid,
+            "cancellationId": c.cancellation_id,
+            "motivo": c.motivo,
+            "state": c.state,
+            "outcome": c.outcome,
+            "outcomeDetail": c.outcome_detail,
+            "cfdiStatus": c.cfdi_status,
+            "satStatus": c.sat_status,
+            "links": {
+                "sale": format!("/v1/sales/{}", c.sale_id),
+                "xml": format!("/v1/invoices/{}/xml", c.invoice_id),
+            }
+        }
+    })
+}
+
 impl<S: Store> Outbox<S> {
+    /// The `cancellation.updated` deliveries of a change (not written yet: they go with the
+    /// change, [`crate::store::Store::settle_cancellation`]).
+    pub async fn cancellation_notifications(&self, change: &CancellationChange<'_>) -> Result<Vec<NewDelivery>> {
+        let now = self.now();
+        self.deliveries_for(EventType::CancellationUpdated, Some(change.invoice_id), |id| {
+            cancellation_payload(id, now, change)
+        })
+        .await
+    }
+
     /// The outgoing webhook endpoints.
     pub async fn webhook_endpoints(&self) -> Result<Vec<WebhookEndpoint>> {
         self.json_setting(SETTING_ENDPOINTS).await.map(Option::unwrap_or_default)
@@ -1144,6 +1280,39 @@ mod tests {
         assert_eq!(cents_to_decimal(&json!(5)).as_deref(), Some("0.05"));
         assert_eq!(cents_to_decimal(&json!(-1250)).as_deref(), Some("-12.50"));
         assert_eq!(cents_to_decimal(&json!(1.5)), None);
+    }
+
+    #[test]
+    fn refunds_and_reversals_are_never_sales() {
+        for t in [
+            "charge.refunded",
+            "refund.created",
+            "refund.updated",
+            "payment.refunded",
+            "payment_intent.reversed",
+            "transfer.reversal",
+            "charge.dispute.created",
+            "chargeback",
+            "pago.reembolsado",
+            "Charge.Refunded",
+        ] {
+            assert!(is_refund_event(t), "{t}");
+        }
+        for t in [
+            "payment.succeeded",
+            "payment_intent.succeeded",
+            "checkout.session.completed",
+            "order.paid",
+        ] {
+            assert!(!is_refund_event(t), "{t}");
+        }
+        let mut s = WebhookSource::stripe_preset("stripe", "STRIPE_WHSEC");
+        assert!(s.validate().is_ok(), "the preset names its types");
+        assert!(s.handles("payment_intent.succeeded") && !s.handles("customer.created"));
+        s.event_types.push("charge.refunded".into());
+        assert!(!s.handles("charge.refunded"), "even if configured");
+        s.event_types.clear();
+        assert!(!s.handles("payment_intent.succeeded"), "no types: nothing accepted");
     }
 
     #[test]

@@ -18,6 +18,7 @@ use outbox::model::{Badge, InvoiceRef, ListFilter, ListFlag};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::reconciliation::{ImportedFile, SaleIdField};
 use outbox::strategy::ActionKind;
+use outbox::webhooks::{EventType, WebhookEndpoint};
 use outbox::{Actor, AnyStore, Outbox, OutboxError, Role, Store, SystemClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
@@ -60,6 +61,11 @@ async fn contador(outbox: &outbox::Outbox) -> Actor {
 }
 
 async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)]) -> World {
+    world_with_lease(backend, pacs, chrono::Duration::seconds(30)).await
+}
+
+/// A world whose drain claims for `lease` (a claim whose step failed comes back after it).
+async fn world_with_lease(backend: Backend, pacs: &[(&str, Flavor, &str)], lease: chrono::Duration) -> World {
     let db = common::TestDb::new(backend).await;
     let outbox = Arc::new(db.open(Arc::new(SystemClock)).await.unwrap());
     outbox.configure_emisor(&setup(), &password(), &sistema()).await.unwrap();
@@ -102,7 +108,7 @@ async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)]) -> World {
         program: "test".into(),
         heartbeat: outbox::workers::HEARTBEAT_EVERY,
         concurrency: 4,
-        lease: chrono::Duration::seconds(30),
+        lease,
         poll: StdDuration::from_millis(20),
         grace: StdDuration::from_secs(2),
         backoff: Backoff {
@@ -923,7 +929,196 @@ async fn a_rep_is_never_stamped_against_a_cancelled_invoice(backend: Backend) {
     );
 }
 
+/// An ERP listening for `cancellation.updated` (nobody answers: deliveries stay queued).
+async fn notify_erp(w: &World) {
+    w.outbox
+        .set_webhook_endpoint(
+            WebhookEndpoint {
+                name: "erp".into(),
+                url: "http://127.0.0.1:9/timbra".into(),
+                secret_env: "ERP_HOOK_SECRET".into(),
+                events: vec![EventType::CancellationUpdated],
+            },
+            &soporte(),
+        )
+        .await
+        .unwrap();
+}
+
+/// The `cancellation.updated` deliveries of an invoice, oldest first: (delivery id, payload).
+async fn cancellation_updates(w: &World, id: i64) -> Vec<(String, serde_json::Value)> {
+    let mut all = w.outbox.webhook_deliveries(Some(&InvoiceRef::Id(id)), None, 1000).await.unwrap();
+    all.sort_by_key(|d| d.id);
+    all.into_iter()
+        .filter(|d| d.event_type == "cancellation.updated")
+        .map(|d| (d.delivery_id, d.payload))
+        .collect()
+}
+
+/// (state, outcome) of each update.
+fn steps(updates: &[(String, serde_json::Value)]) -> Vec<(String, Option<String>)> {
+    updates
+        .iter()
+        .map(|(_, p)| {
+            (
+                p["data"]["state"].as_str().unwrap_or("?").to_string(),
+                p["data"]["outcome"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+fn step(state: &str, outcome: Option<&str>) -> (String, Option<String>) {
+    (state.to_string(), outcome.map(str::to_string))
+}
+
+async fn every_sat_status_change_of_a_cancellation_is_notified_once(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "acceptance_hours=72")]).await;
+    notify_erp(&w).await;
+    let mut ids = Vec::new();
+    for (n, big) in [("aviso-acepta", true), ("aviso-rechaza", true), ("aviso-chico", false)] {
+        ids.push(w.record_json(&sale(n, big)).await);
+    }
+    let mut uuids = Vec::new();
+    for id in &ids {
+        uuids.push(w.until_badge(*id, Badge::Timbrada).await.cfdis[0].uuid.clone());
+    }
+    w.sim("sw").clock().advance(chrono::Duration::days(4));
+    for (id, u) in ids.iter().zip(&uuids) {
+        w.outbox
+            .request_cancellation(&InvoiceRef::Id(*id), u, &order("la venta se devolvió"), &contador(&w.outbox).await)
+            .await
+            .unwrap();
+    }
+    for id in &ids[..2] {
+        w.until(*id, "the receptor has it", |d| d.cancellations[0].state == "requested")
+            .await;
+        assert_eq!(
+            steps(&cancellation_updates(&w, *id).await),
+            [step("requested", None)],
+            "requested: the ERP knows"
+        );
+    }
+    w.sim("sw").engine().respond_cancellation(&uuids[0], true).unwrap();
+    w.sim("sw").engine().respond_cancellation(&uuids[1], false).unwrap();
+    assert_eq!(w.until_final(ids[0]).await, "cancelado_con_aceptacion");
+    assert_eq!(w.until_final(ids[1]).await, "rechazada");
+    assert_eq!(w.until_final(ids[2]).await, "cancelado_sin_aceptacion");
+    // More passes of the drain change nothing: one notification per change.
+    w.drain
+        .run(tokio::time::sleep(StdDuration::from_millis(400)), RunMode::Forever)
+        .await
+        .unwrap();
+
+    let accepted = cancellation_updates(&w, ids[0]).await;
+    assert_eq!(
+        steps(&accepted),
+        [step("requested", None), step("final", Some("cancelado_con_aceptacion"))]
+    );
+    assert_eq!(
+        steps(&cancellation_updates(&w, ids[1]).await),
+        [step("requested", None), step("final", Some("rechazada"))]
+    );
+    let small = steps(&cancellation_updates(&w, ids[2]).await);
+    assert_eq!(small.last(), Some(&step("final", Some("cancelado_sin_aceptacion"))), "{small:?}");
+    assert!(small.windows(2).all(|p| p[0] != p[1]), "only changes are notified: {small:?}");
+
+    // What the ERP gets: the sale, the CFDI, the request and SAT's word, under its delivery id.
+    let d = w.outbox.invoice(&InvoiceRef::Id(ids[0])).await.unwrap();
+    let (delivery_id, last) = accepted.last().unwrap();
+    assert_eq!(last["id"].as_str(), Some(delivery_id.as_str()));
+    assert_eq!(last["type"], "cancellation.updated");
+    let data = &last["data"];
+    assert_eq!(data["saleId"], "aviso-acepta");
+    assert_eq!(data["invoiceId"], ids[0]);
+    assert!(data["uuid"].as_str().unwrap().eq_ignore_ascii_case(&uuids[0]), "{data}");
+    assert_eq!(data["cancellationId"], d.cancellations[0].id);
+    assert_eq!(data["motivo"], "02");
+    assert_eq!(data["cfdiStatus"], "cancelado");
+    assert!(data["satStatus"].as_str().unwrap().contains("Cancelado"), "{data}");
+    assert_ne!(accepted[0].0, accepted[1].0, "each change has its own delivery id");
+    assert!(
+        d.timeline.iter().any(|t| t.kind == "webhook_enqueued"),
+        "the invoice's timeline shows the notification"
+    );
+}
+
+/// A test trigger that makes writing a final cancellation fail, as a crash between SAT's
+/// answer (evidence, committed) and the request's state (fenced) would leave it.
+async fn crash_before_final(w: &World, on: bool) {
+    let sql: &[&str] = match (w._db.backend, on) {
+        (Backend::Sqlite, true) => &["CREATE TRIGGER test_crash BEFORE UPDATE ON cancellations WHEN NEW.state = 'final' \
+              BEGIN SELECT RAISE(ABORT, 'caída simulada'); END"],
+        (Backend::Sqlite, false) => &["DROP TRIGGER test_crash"],
+        (Backend::Postgres, true) => &[
+            "CREATE FUNCTION test_crash() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'caída simulada'; END $$",
+            "CREATE TRIGGER test_crash BEFORE UPDATE ON cancellations FOR EACH ROW WHEN (NEW.state = 'final') \
+              EXECUTE FUNCTION test_crash()",
+        ],
+        (Backend::Postgres, false) => &["DROP TRIGGER test_crash ON cancellations"],
+    };
+    for s in sql {
+        sqlx::query(s).execute(&w._db.raw).await.unwrap();
+    }
+}
+
+async fn a_crash_between_sats_answer_and_the_state_neither_loses_nor_doubles_the_notification(backend: Backend) {
+    let w = world_with_lease(backend, &[("sw", Flavor::Sw, "")], chrono::Duration::seconds(1)).await;
+    notify_erp(&w).await;
+    let id = w.record_json(&sale("aviso-caida", false)).await;
+    let u = w.until_badge(id, Badge::Timbrada).await.cfdis[0].uuid.clone();
+    crash_before_final(&w, true).await;
+    w.outbox
+        .request_cancellation(&InvoiceRef::Id(id), &u, &order("error de captura"), &contador(&w.outbox).await)
+        .await
+        .unwrap();
+    // SAT cancelled it and the answer is kept; writing the final state keeps failing.
+    w.until(id, "SAT's answer kept", |d| {
+        d.evidence
+            .iter()
+            .any(|e| e.kind == "cancellation" && e.code.as_deref() == Some("Cancelado"))
+    })
+    .await;
+    assert_eq!(w.ledger_state("sw", &u).0, "Cancelado");
+    for _ in 0..3 {
+        w.drain
+            .run(tokio::time::sleep(StdDuration::from_millis(400)), RunMode::Forever)
+            .await
+            .unwrap();
+    }
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert_ne!(d.cancellations[0].state, "final", "the trigger stood in for the crash");
+    let before = steps(&cancellation_updates(&w, id).await);
+    assert!(
+        !before.iter().any(|(s, _)| s == "final"),
+        "no notification without the state: {before:?}"
+    );
+    // The process comes back: the state is written once, with its one notification.
+    crash_before_final(&w, false).await;
+    assert_eq!(w.until_final(id).await, "cancelado_sin_aceptacion");
+    for _ in 0..2 {
+        w.drain
+            .run(tokio::time::sleep(StdDuration::from_millis(400)), RunMode::Forever)
+            .await
+            .unwrap();
+    }
+    let after = cancellation_updates(&w, id).await;
+    let finals: Vec<&String> = after
+        .iter()
+        .filter(|(_, p)| p["data"]["state"] == "final")
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(finals.len(), 1, "one final notification, one delivery id: {:?}", steps(&after));
+    assert_eq!(
+        w.sim("sw").engine().cancel_requests(&u),
+        1,
+        "SAT was asked, not sent the request again"
+    );
+}
+
 crate::conformance!(
+    every_sat_status_change_of_a_cancellation_is_notified_once,
+    a_crash_between_sats_answer_and_the_state_neither_loses_nor_doubles_the_notification,
     a_duplicate_from_a_forced_failover_is_decided_and_the_loser_cancelled_where_it_was_stamped,
     the_receptor_accepts_rejects_or_lets_the_deadline_pass,
     a_cfdi_with_a_vigente_related_document_is_not_cancelable,

@@ -219,6 +219,7 @@ forward! {
     fn settle_webhook_event(s: &crate::channel_rows::EventSettlement) -> Result<bool>;
     fn webhook_event(source: &str, event_id: &str) -> Result<Option<crate::channel_rows::WebhookEvent>>;
     fn webhook_events(status: Option<crate::channel_rows::EventStatus>, limit: u32) -> Result<Vec<crate::channel_rows::WebhookEvent>>;
+    fn webhook_events_to_review(since_ms: i64) -> Result<Vec<crate::channel_rows::WebhookReview>>;
     fn apply_verdict_notifying(u: &InvoiceUpdate, token: Option<i64>, n: &crate::channel_rows::Notifications) -> Result<bool>;
     fn enqueue_deliveries(d: &[crate::channel_rows::NewDelivery]) -> Result<()>;
     fn claim_deliveries(worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<crate::channel_rows::Delivery>>;

@@ -536,8 +536,9 @@ pub trait Store: Send + Sync + 'static {
     /// cancellation is open; None means: do not send.
     fn begin_cancellation_try(&self, t: &NewCancellationTry) -> impl Future<Output = Result<Option<i64>>> + Send;
 
-    /// Writes where a cancellation stands (and its CFDI's status), fenced by `token`; releases
-    /// the lease. Returns whether it was applied.
+    /// Writes where a cancellation stands (and its CFDI's status) with the deliveries the
+    /// change causes, in one transaction fenced by `token`; releases the lease. Returns
+    /// whether it was applied.
     fn settle_cancellation(&self, u: &CancellationUpdate, token: i64) -> impl Future<Output = Result<bool>> + Send;
 
     /// Stores a CFDI imported by reconciliation that matches no attempt, with the duplicate
@@ -623,6 +624,10 @@ pub trait Store: Send + Sync + 'static {
         status: Option<crate::channel_rows::EventStatus>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<crate::channel_rows::WebhookEvent>>> + Send;
+
+    /// Incoming events received since `since_ms` that did not become a sale, per source,
+    /// status and reason code.
+    fn webhook_events_to_review(&self, since_ms: i64) -> impl Future<Output = Result<Vec<crate::channel_rows::WebhookReview>>> + Send;
 
     /// [`Store::apply_verdict`] plus the webhook deliveries and e-mail sends the verdict
     /// causes (each with its timeline event), in one transaction: all of them or none (when
@@ -851,6 +856,9 @@ pub struct CancellationUpdate {
     pub cfdi_status: Option<&'static str>,
     pub sat_status: Option<String>,
     pub at_ms: i64,
+    /// The `cancellation.updated` deliveries this change causes, written in the same
+    /// transaction (fenced out: none of them).
+    pub deliveries: Vec<crate::channel_rows::NewDelivery>,
 }
 
 /// A CFDI imported by reconciliation that matches no attempt.

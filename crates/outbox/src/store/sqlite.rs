@@ -45,7 +45,7 @@ use crate::actor::{Actor, Role};
 use crate::channel_rows::{ApiToken, EmailAttempt, EmailSend, NewEmailSend, TokenCandidate};
 use crate::channel_rows::{
     AttemptResult, Delivery, DeliveryAttempt, DeliveryStatus, EventSettlement, EventStatus, NewDelivery, NewWebhookEvent, Notifications,
-    WebhookEvent,
+    WebhookEvent, WebhookReview,
 };
 use crate::error::{OutboxError, Result};
 use crate::model::{
@@ -2206,6 +2206,26 @@ impl Store for SqliteStore {
             .await
             .map_err(|e| self.err(e))?;
         rows.iter().map(webhook_event).collect()
+    }
+
+    async fn webhook_events_to_review(&self, since_ms: i64) -> Result<Vec<WebhookReview>> {
+        let rows = sqlx::query(sql!("channels/webhook_events_to_review"))
+            .bind(since_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter()
+            .map(|r| {
+                let status: String = get(r, "status")?;
+                Ok(WebhookReview {
+                    source: get(r, "source")?,
+                    status: parse_text("webhook_events.status", &status, EventStatus::parse)?,
+                    reason_code: get(r, "reason_code")?,
+                    count: get(r, "n")?,
+                    last_received_at: instant(get(r, "last_ms")?)?,
+                })
+            })
+            .collect()
     }
 
     async fn apply_verdict_notifying(&self, u: &InvoiceUpdate, token: Option<i64>, n: &Notifications) -> Result<bool> {

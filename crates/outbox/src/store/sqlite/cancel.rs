@@ -321,6 +321,10 @@ impl SqliteStore {
                 .await
                 .map_err(|e| self.err(e))?;
         }
+        // The change's notifications (`cancellation.updated`) commit with it, or not at all.
+        for d in &u.deliveries {
+            super::insert_delivery(&mut tx, d).await.map_err(|e| self.err(e))?;
+        }
         tx.commit().await.map_err(|e| self.err(e))?;
         Ok(true)
     }
