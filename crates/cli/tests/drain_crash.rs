@@ -527,6 +527,249 @@ fn chaos_kill9_faults_and_an_outage_lose_nothing_and_duplicate_nothing() {
     eprintln!("chaos: {n} ventas, {kills} kill -9, {:.1} s", started.elapsed().as_secs_f64());
 }
 
+/// The chaos run over the contador's paths: PPD invoices and their payments' REPs, the day's
+/// tickets and their factura global, duplicate decisions and cancellations — the drain killed
+/// with SIGKILL again and again while REPs, the global and cancellations are on their way.
+/// Then, for every sale, payment and ticket: the PACs' ledgers hold exactly one vigente CFDI
+/// (none for what the contador cancelled), or the contador's queue names it.
+#[test]
+fn chaos_with_payments_globals_and_cancellations_loses_nothing_and_duplicates_nothing() {
+    let n_pue = 12;
+    let n_ppd = 10;
+    let n_tickets = 15;
+    let kills: usize = std::env::var("TIMBRA_CHAOS_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+    let primary = Sim::start("sw", "latency_ms=5..40,timeout_after_certify=0.1,reset=0.05,http500=0.05");
+    let backup = Sim::start("finkok", "latency_ms=5..40,stamped_lag_ms=300,no_xml_307=0.5");
+    let db = Db::new(&[("sw", "sw", &primary), ("fk", "finkok", &backup)], n_pue);
+    // SAT's status service for the cancellations: the primary simulator's.
+    db.run(&[
+        "pac",
+        "add",
+        "sw",
+        "--flavor",
+        "sw",
+        "--url",
+        &primary.url,
+        "--token-env",
+        "SIM_TOKEN",
+        "--sat-url",
+        &format!("{}/ConsultaCFDIService.svc", primary.control),
+        "--role",
+        "primary",
+        "--timeout-ms",
+        "1500",
+    ]);
+    let f = fixtures();
+    let sale: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(f.join("sales/ingreso-pedido-4471.json")).unwrap()).unwrap();
+    let local = chrono::Utc::now() - chrono::Duration::hours(6);
+    let today = local.format("%Y-%m-%d").to_string();
+    let mut lines = String::new();
+    for i in 0..n_ppd {
+        let mut s = sale.clone();
+        s["sale_id"] = format!("ppd-{i}").into();
+        s["folio"] = format!("p{i}").into();
+        s["metodo_pago"] = "PPD".into();
+        s["forma_pago"] = "99".into();
+        lines.push_str(&serde_json::to_string(&s).unwrap());
+        lines.push('\n');
+    }
+    for i in 0..n_tickets {
+        let t = serde_json::json!({
+            "sale_id": format!("ticket-{i}"), "kind": "ingreso", "ticket": true,
+            "occurred_at": (local - chrono::Duration::minutes(30)).format("%Y-%m-%dT%H:%M:%S").to_string(),
+            "forma_pago": "01",
+            "conceptos": [{"clave_prod_serv": "01010101", "cantidad": "1", "clave_unidad": "H87", "descripcion": "Taco",
+                           "valor_unitario": "25.00", "objeto_imp": "02",
+                           "traslados": [{"impuesto": "002", "tipo_factor": "Tasa", "tasa_o_cuota": "0.160000"}]}]
+        });
+        lines.push_str(&serde_json::to_string(&t).unwrap());
+        lines.push('\n');
+    }
+    let file = db.dir.path().join("mas-ventas.jsonl");
+    std::fs::write(&file, lines).unwrap();
+    db.run(&["sale", "import", file.to_str().unwrap()]);
+    let mut rng = fastrand::Rng::with_seed(11);
+    let chaos = |rounds: usize, rng: &mut fastrand::Rng| {
+        for _ in 0..rounds {
+            let mut args = Db::drain_args();
+            args.retain(|a| *a != "--until-idle");
+            let mut child = db.timbra(&args).stderr(Stdio::null()).spawn().unwrap();
+            std::thread::sleep(Duration::from_millis(rng.u64(200..1200)));
+            kill9(&mut child);
+        }
+    };
+    let calm = || {
+        primary.faults("clear,latency_ms=1..5");
+        backup.faults("clear,latency_ms=1..5,stamped_lag_ms=300");
+        db.run(&Db::drain_args());
+        for (sale, (badge, _)) in db.invoices() {
+            if !["timbrada", "pendiente", "cancelada", "duplicado"].contains(&badge.as_str()) {
+                let _ = db.timbra(&["invoice", "retry", &sale, "--role", "soporte"]).output();
+            }
+        }
+        db.run(&Db::drain_args());
+        primary.faults("latency_ms=5..40,timeout_after_certify=0.1,reset=0.05,http500=0.05");
+        backup.faults("latency_ms=5..40,stamped_lag_ms=300,no_xml_307=0.5");
+    };
+    chaos(kills, &mut rng);
+    calm();
+
+    // The contador's day: every PPD invoice paid in full, the day's factura global, a third of
+    // the PUE sales cancelled — all on their way while the drain keeps dying.
+    db.run(&["role", "set-credential", "contador"]);
+    let fecha_pago = (local - chrono::Duration::minutes(5)).format("%Y-%m-%dT%H:%M:%S").to_string();
+    for i in 0..n_ppd {
+        db.run(&[
+            "payment",
+            "add",
+            "--invoice",
+            &format!("ppd-{i}"),
+            "--amount",
+            "116.00",
+            "--forma-pago",
+            "03",
+            "--fecha-pago",
+            &fecha_pago,
+        ]);
+    }
+    db.run(&["global", "create", "--periodicidad", "01", "--desde", &today, "--hasta", &today]);
+    let invoices = db.invoices();
+    let cancelled: Vec<String> = (0..n_pue)
+        .step_by(3)
+        .map(|i| invoices[&format!("venta-{i}")].1.clone().expect("stamped"))
+        .collect();
+    for u in &cancelled {
+        db.run(&["cancel", u, "--motivo", "02", "--note", "venta devuelta", "--role", "contador"]);
+    }
+    chaos(kills, &mut rng);
+    calm();
+    // A duplicate, if the faults made one, is the contador's: decided, its loser cancelled.
+    let out = db.run(&["duplicates", "list", "--json"]);
+    let groups: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for g in groups.as_array().unwrap() {
+        let survivor = g["cfdis"][0]["uuid"].as_str().unwrap().to_string();
+        let key = g["key"].as_str().unwrap().to_string();
+        eprintln!("duplicado {key}: se conserva {survivor}");
+        let _ = db
+            .timbra(&[
+                "duplicates",
+                "decide",
+                &key,
+                "--survivor",
+                &survivor,
+                "--motivo",
+                "02",
+                "--note",
+                "caos",
+                "--role",
+                "contador",
+            ])
+            .output();
+    }
+    // Until SAT's last word on every cancellation.
+    for _ in 0..20 {
+        db.run(&Db::drain_args());
+        let pending = cancelled.iter().any(|u| {
+            let out = db.run(&["cancel", "status", u, "--json"]);
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            v.as_array().and_then(|a| a.last()).map(|l| l["state"] != "final").unwrap_or(true)
+        });
+        if !pending {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
+    // The ledgers: every CFDI, with its state.
+    let mut ledger: BTreeMap<String, String> = BTreeMap::new();
+    for s in [&primary, &backup] {
+        let body = http_get(&format!("{}/_sim/ledger", s.control));
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        for r in v["cfdis"].as_array().unwrap() {
+            ledger.insert(
+                r["uuid"].as_str().unwrap().to_uppercase(),
+                r["estado"].as_str().unwrap_or_default().to_string(),
+            );
+        }
+    }
+    let queue: serde_json::Value = serde_json::from_slice(&db.run(&["duplicates", "list", "--json"]).stdout).unwrap();
+    let queued: BTreeSet<i64> = queue.as_array().unwrap().iter().filter_map(|g| g["invoice_id"].as_i64()).collect();
+    let invoices = db.invoices();
+    // Every document Timbra made: the PUE and PPD sales, one REP per payment, the global.
+    let documents: Vec<&String> = invoices.keys().filter(|s| !s.starts_with("ticket-")).collect();
+    assert_eq!(documents.len(), n_pue + 2 * n_ppd + 1, "no document lost: {documents:?}");
+    let mut vigente_per_document = 0;
+    for sale in &documents {
+        let shown: serde_json::Value = serde_json::from_slice(&db.run(&["invoice", "show", sale, "--json"]).stdout).unwrap();
+        let id = shown["invoice"]["id"].as_i64().unwrap();
+        let uuids: Vec<String> = shown["cfdis"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["uuid"].as_str().unwrap().to_uppercase())
+            .collect();
+        let vigentes = uuids
+            .iter()
+            .filter(|u| ledger.get(*u).map(String::as_str) == Some("Vigente"))
+            .count();
+        let row = invoices[*sale].1.clone().unwrap_or_default();
+        if cancelled.contains(&row) {
+            assert_eq!(vigentes, 0, "{sale}: cancelled at SAT, nothing vigente");
+            continue;
+        }
+        assert!(
+            vigentes == 1 || queued.contains(&id),
+            "{sale}: {vigentes} vigente CFDIs and not in the contador's queue ({uuids:?})"
+        );
+        vigente_per_document += vigentes;
+        assert_eq!(
+            ledger.get(&row).map(String::as_str),
+            Some("Vigente"),
+            "{sale}: the row shows a vigente CFDI"
+        );
+    }
+    // No CFDI exists that no document knows.
+    let known: BTreeSet<String> = documents
+        .iter()
+        .flat_map(|sale| {
+            let shown: serde_json::Value = serde_json::from_slice(&db.run(&["invoice", "show", sale, "--json"]).stdout).unwrap();
+            shown["cfdis"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["uuid"].as_str().unwrap().to_uppercase())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        known,
+        ledger.keys().cloned().collect::<BTreeSet<_>>(),
+        "every CFDI at the PACs is a document's"
+    );
+    // Every payment receipted once: no balance left, no second REP.
+    for i in 0..n_ppd {
+        let b: serde_json::Value = serde_json::from_slice(&db.run(&["payment", "balance", &format!("ppd-{i}"), "--json"]).stdout).unwrap();
+        assert_eq!(b["balance"].as_str(), Some("0.00"), "ppd-{i}: {b}");
+    }
+    // Every ticket in exactly one live document: the global.
+    let g = invoices
+        .keys()
+        .find(|s| s.starts_with("global-"))
+        .expect("the factura global")
+        .clone();
+    let shown: serde_json::Value = serde_json::from_slice(&db.run(&["invoice", "show", &g, "--json"]).stdout).unwrap();
+    let xml_uuid = invoices[&g].1.clone().unwrap();
+    assert_eq!(ledger.get(&xml_uuid).map(String::as_str), Some("Vigente"), "{shown}");
+    eprintln!(
+        "chaos del contador: {} documentos, {} vigentes, {} cancelados, {} kill -9 ×2",
+        documents.len(),
+        vigente_per_document,
+        cancelled.len(),
+        kills
+    );
+}
+
 /// Chaos with a Facturapi primary (no backup: its JSON attempts never go to an XML PAC):
 /// latency, timeouts after issuing, resets, HTTP 500, `202 pending` invoices, an outage, and
 /// SIGKILL at random moments. Zero lost, zero duplicates against the simulator's ledger.
