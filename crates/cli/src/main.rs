@@ -5,7 +5,7 @@
 //! simulator (`pac-sim`). It parses arguments, reads files and environment variables, calls the
 //! libraries, and turns every error into one clear line on stderr and a documented exit code.
 //! The rules live in the libraries; a few use cases are still written here and in the app
-//! (the bulk-export sink, the month's ZIP with its own ZIP writer), to move to a shared layer.
+//! (the bulk-export sink, the month's ZIP), to move to a shared layer.
 
 mod action_cmd;
 mod backup_cmd;
