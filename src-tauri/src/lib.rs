@@ -21,6 +21,13 @@
 //!   worker, tokens, webhook and SMTP settings, the PDF and the bulk export.
 //!
 //! **Architecture invariant:** only this crate knows Tauri.
+//!
+//! `tauri.conf.json` lives at the repository root: `build.rs` passes it to `tauri_build` and
+//! `generate_context!` reads it, so its paths (`frontendDist`, icons) are relative to the root;
+//! `tauri` is built with `custom-protocol`, so a plain `cargo build -p timbra-app` embeds the
+//! built UI (and `build.rs` fails with a clear message when it is missing). Strict CSP
+//! (`default-src 'self'`, no inline script or style), `freezePrototype`, no remote content. The
+//! window opens at 1280×680 (it fits a 1366×768 screen) and may shrink to 1024×600.
 
 #[macro_use]
 pub mod ipc_list;

@@ -22,10 +22,11 @@ use std::sync::Arc;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
+use axum::handler::Handler;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::{Extension, Json, Router};
 use outbox::model::{InvoiceRef, Recorded};
 use outbox::pacs::SecretSource;
@@ -38,17 +39,77 @@ use crate::rate_limit::{retry_after_secs, ApiLimiters, RateLimits, FAILED_AUTH};
 /// Largest request body accepted (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// The routes the server answers, as the OpenAPI document names them (a test keeps the two
-/// in step).
-pub const ROUTES: &[(&str, &str)] = &[
-    ("get", "/v1/health"),
-    ("get", "/v1/openapi.json"),
-    ("post", "/v1/sales"),
-    ("get", "/v1/sales/{sale_id}"),
-    ("get", "/v1/invoices/{id}/xml"),
-    ("get", "/v1/invoices/{id}/pdf"),
-    ("post", "/v1/webhooks/{source}"),
-];
+/// An HTTP method of a route, as the OpenAPI document names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Method {
+    Get,
+    Post,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "get",
+            Method::Post => "post",
+        }
+    }
+}
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone (health, the OpenAPI document).
+    Open,
+    /// A bearer token (`Outbox::authenticate_api_token`).
+    Bearer,
+    /// A payment provider, by the webhook's signature (rate-limited per source).
+    Webhook,
+}
+
+/// One route of the server: the table [`router_with_limits`] builds the router from and
+/// [`routes`] lists.
+struct Route {
+    method: Method,
+    path: &'static str,
+    access: Access,
+    handler: MethodRouter<ApiState>,
+}
+
+fn route<H, T>(method: Method, path: &'static str, access: Access, handler: H) -> Route
+where
+    H: Handler<T, ApiState>,
+    T: 'static,
+{
+    let handler = match method {
+        Method::Get => get(handler),
+        Method::Post => post(handler),
+    };
+    Route {
+        method,
+        path,
+        access,
+        handler,
+    }
+}
+
+/// Every route the server answers, in one place.
+fn route_table() -> Vec<Route> {
+    vec![
+        route(Method::Get, "/v1/health", Access::Open, health),
+        route(Method::Get, "/v1/openapi.json", Access::Open, openapi),
+        route(Method::Post, "/v1/sales", Access::Bearer, create_sale),
+        route(Method::Get, "/v1/sales/{sale_id}", Access::Bearer, get_sale),
+        route(Method::Get, "/v1/invoices/{id}/xml", Access::Bearer, invoice_xml),
+        route(Method::Get, "/v1/invoices/{id}/pdf", Access::Bearer, invoice_pdf),
+        route(Method::Post, "/v1/webhooks/{source}", Access::Webhook, webhook_in),
+    ]
+}
+
+/// The routes the router answers — `(method, path, access)`, taken from the table the router
+/// is built from (a test keeps `openapi.json`'s paths equal to them).
+pub fn routes() -> Vec<(Method, &'static str, Access)> {
+    route_table().into_iter().map(|r| (r.method, r.path, r.access)).collect()
+}
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -87,19 +148,17 @@ pub fn router_with_limits(state: ApiState, limits: RateLimits) -> Router {
         api: state.clone(),
         limits: Arc::new(ApiLimiters::new(limits)),
     };
-    let protected = Router::new()
-        .route("/v1/sales", post(create_sale))
-        .route("/v1/sales/{sale_id}", get(get_sale))
-        .route("/v1/invoices/{id}/xml", get(invoice_xml))
-        .route("/v1/invoices/{id}/pdf", get(invoice_pdf))
-        .route_layer(middleware::from_fn_with_state(guard.clone(), require_token));
-    let webhooks = Router::new()
-        .route("/v1/webhooks/{source}", post(webhook_in))
-        .route_layer(middleware::from_fn_with_state(guard, limit_webhook_source));
-    Router::new()
-        .route("/v1/health", get(health))
-        .route("/v1/openapi.json", get(openapi))
-        .merge(webhooks)
+    let (mut open, mut protected, mut webhooks) = (Router::new(), Router::new(), Router::new());
+    for r in route_table() {
+        match r.access {
+            Access::Open => open = open.route(r.path, r.handler),
+            Access::Bearer => protected = protected.route(r.path, r.handler),
+            Access::Webhook => webhooks = webhooks.route(r.path, r.handler),
+        }
+    }
+    let protected = protected.route_layer(middleware::from_fn_with_state(guard.clone(), require_token));
+    let webhooks = webhooks.route_layer(middleware::from_fn_with_state(guard, limit_webhook_source));
+    open.merge(webhooks)
         .merge(protected)
         .fallback(|| async { ApiError::not_found("no existe esa ruta de la API (vea /v1/openapi.json)") })
         .method_not_allowed_fallback(|| async {

@@ -5,29 +5,61 @@
 //! header; columns `file`, `ns:version` and `tfd`), `documents/<file>` and, per document,
 //! `cadenas/<stem>.cadena.txt` (and `<stem>.tfd.cadena.txt` when stamped) as SAT's XSLT computes
 //! them. Without the variable the test reads `../shared/corpus/cfdi-realworld` next to the
-//! checkout when it exists (as on CI machines); with neither it says so and passes.
+//! checkout when it exists (as on CI machines). Where `../shared` exists beside the checkout the
+//! corpus must be there and readable, else the test fails; with neither the test prints a
+//! `SKIPPED` line straight to the terminal (not captured by the test harness) and passes.
 //!
 //! Each CFDI 4.0 document is checked through both entry points of the one cadena
 //! implementation: the view parsed straight from the bytes and the owned tree. Documents of
 //! other versions must be refused with an error (never a crash).
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use cfdi::cadena::{cadena_original, cadena_original_xml, cadena_tfd, CadenaError};
 use cfdi::xml::Document;
 
+/// Where the corpus is: `TIMBRA_CFDI_CORPUS`, else `shared/corpus/cfdi-realworld` beside the
+/// checkout whenever a `shared` folder is there (as on CI machines: then it must be readable);
+/// `None` only when neither exists.
+fn corpus_dir(variable: Option<PathBuf>, shared: &Path) -> Option<PathBuf> {
+    variable.or_else(|| shared.is_dir().then(|| shared.join("corpus/cfdi-realworld")))
+}
+
+#[test]
+fn the_corpus_is_required_wherever_shared_exists() {
+    let tmp = std::env::temp_dir().join(format!("timbra-realworld-{}", std::process::id()));
+    let shared = tmp.join("shared");
+    assert_eq!(corpus_dir(None, &shared), None, "no shared folder: skipped");
+    std::fs::create_dir_all(&shared).unwrap();
+    assert_eq!(
+        corpus_dir(None, &shared),
+        Some(shared.join("corpus/cfdi-realworld")),
+        "shared without a corpus must be read (and fail)"
+    );
+    assert_eq!(corpus_dir(Some(tmp.join("x")), &shared), Some(tmp.join("x")));
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
 #[test]
 fn corpus_cadenas_match_sat_byte_for_byte() {
-    let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/cfdi-realworld");
-    let Some(dir) = std::env::var_os("TIMBRA_CFDI_CORPUS")
-        .map(PathBuf::from)
-        .or_else(|| beside.join("MANIFEST.tsv").is_file().then_some(beside))
-    else {
-        eprintln!("TIMBRA_CFDI_CORPUS no está definida y no hay corpus junto al repositorio: se omite el corpus de CFDI reales");
+    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    let Some(dir) = corpus_dir(std::env::var_os("TIMBRA_CFDI_CORPUS").map(PathBuf::from), &shared) else {
+        // Straight to the terminal: the harness captures eprintln! of a passing test.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED corpus_cadenas_match_sat_byte_for_byte: TIMBRA_CFDI_CORPUS no está definida y no hay carpeta {} junto al repositorio; no se comprobó ningún CFDI real",
+            shared.display()
+        );
         return;
     };
-    let manifest =
-        std::fs::read_to_string(dir.join("MANIFEST.tsv")).unwrap_or_else(|e| panic!("{}: {e}", dir.join("MANIFEST.tsv").display()));
+    let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv")).unwrap_or_else(|e| {
+        panic!(
+            "the real-world corpus cannot be read ({}: {e}); it is required when TIMBRA_CFDI_CORPUS is set or {} exists",
+            dir.join("MANIFEST.tsv").display(),
+            shared.display()
+        )
+    });
     let mut lines = manifest.lines();
     let header: Vec<&str> = lines.next().expect("a header").split('\t').collect();
     let col = |name: &str| {
@@ -44,7 +76,7 @@ fn corpus_cadenas_match_sat_byte_for_byte() {
         let fields: Vec<&str> = line.split('\t').collect();
         let file = fields[file_col];
         let stem = file.strip_suffix(".xml").unwrap_or(file);
-        let bytes = std::fs::read(dir.join("documents").join(file)).unwrap();
+        let bytes = std::fs::read(dir.join("documents").join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         if fields[version_col] != "cfd4:4.0" {
             // Not CFDI 4.0: parsed (every document of the corpus is well-formed), then refused.
             let doc = Document::parse(&bytes).unwrap_or_else(|e| panic!("{file}: {e}"));

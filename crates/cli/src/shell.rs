@@ -124,7 +124,7 @@ async fn unlock_roles(outbox: &Outbox) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The exit code of an outbox error.
+/// The exit code of an outbox error (every variant named: a new one is a compile error here).
 pub fn exit_code(e: &OutboxError) -> u8 {
     match e {
         OutboxError::IdempotencyConflict { .. } => exit::CONFLICT,
@@ -135,9 +135,22 @@ pub fn exit_code(e: &OutboxError) -> u8 {
         | OutboxError::DatabaseCorrupt { .. }
         | OutboxError::DatabaseTooNew { .. }
         | OutboxError::DatabaseUnavailable { .. }
+        | OutboxError::DatabaseAuth { .. }
         | OutboxError::Integrity(_)
         | OutboxError::Database(_) => exit::DATABASE,
-        _ => exit::INVALID,
+        OutboxError::Invalid(_)
+        | OutboxError::NotConfigured
+        | OutboxError::CsdLocked { .. }
+        | OutboxError::Csd(_)
+        | OutboxError::Seal(_)
+        | OutboxError::NotFound { .. }
+        | OutboxError::NoteAlreadyResolved(_)
+        | OutboxError::ActionRefused { .. }
+        | OutboxError::PacHasOpenAttempts { .. }
+        | OutboxError::Forbidden { .. }
+        | OutboxError::RoleLocked { .. }
+        | OutboxError::ContadorPinMissing { .. }
+        | OutboxError::Unsupported(_) => exit::INVALID,
     }
 }
 
@@ -204,4 +217,27 @@ pub(crate) async fn resolve_invoice(o: &Outbox, s: &str) -> Result<InvoiceRef, F
         }
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exit code of every outbox error code, written apart from `exit_code`: the database
+    /// errors are 5 (`--help`: "la base de datos no se puede usar"), never "entrada inválida".
+    #[test]
+    fn every_outbox_error_has_its_documented_exit_code() {
+        let expected = |code: &str| match code {
+            "idempotency_conflict" => exit::CONFLICT,
+            "idempotency_in_progress" => exit::IN_PROGRESS,
+            "db_missing" | "db_read_only" | "db_locked" | "db_corrupt" | "db_too_new" | "db_unavailable" | "db_auth" | "integrity"
+            | "db" => exit::DATABASE,
+            _ => exit::INVALID,
+        };
+        let samples = OutboxError::one_of_each();
+        assert!(samples.iter().any(|e| e.code() == "db_auth"), "the sample has DatabaseAuth");
+        for e in samples {
+            assert_eq!(exit_code(&e), expected(e.code()), "{}: {e}", e.code());
+        }
+    }
 }

@@ -185,6 +185,110 @@ impl OutboxError {
         }
     }
 
+    /// One error of every variant, for the shells' tests (each maps every code: the CLI's exit
+    /// code, the API's status, the app's error). The match makes a new variant a compile error
+    /// here until it has a sample.
+    #[doc(hidden)]
+    pub fn one_of_each() -> Vec<OutboxError> {
+        let p = || PathBuf::from("p");
+        let samples = vec![
+            OutboxError::invalid("x", "requerido", "m"),
+            OutboxError::IdempotencyConflict {
+                key: "k".into(),
+                sale_id: "s".into(),
+                invoice_id: 1,
+            },
+            OutboxError::InProgress {
+                key: "k".into(),
+                retry_after: Duration::from_secs(1),
+            },
+            OutboxError::NotConfigured,
+            OutboxError::CsdLocked { password_env: "P".into() },
+            OutboxError::Csd(CsdError::WrongPassword),
+            OutboxError::Seal(SealError::NotCfdi40),
+            OutboxError::NotFound {
+                what: "factura",
+                id: "1".into(),
+            },
+            OutboxError::NoteAlreadyResolved(1),
+            OutboxError::DatabaseMissing { path: p() },
+            OutboxError::DatabaseReadOnly {
+                path: p(),
+                detail: "d".into(),
+            },
+            OutboxError::DatabaseLocked {
+                path: p(),
+                waited: Duration::from_millis(5),
+            },
+            OutboxError::DatabaseCorrupt {
+                path: p(),
+                detail: "d".into(),
+            },
+            OutboxError::DatabaseTooNew { path: p(), version: 9 },
+            OutboxError::DatabaseUnavailable {
+                path: p(),
+                detail: "d".into(),
+            },
+            OutboxError::DatabaseAuth {
+                path: p(),
+                detail: "d".into(),
+            },
+            OutboxError::Integrity("m".into()),
+            OutboxError::Database("m".into()),
+            OutboxError::ActionRefused {
+                action: ActionKind::Resume,
+                reason: RefusalCode::CfdiExiste,
+                evidence: vec![1],
+            },
+            OutboxError::PacHasOpenAttempts {
+                pac: "sw".into(),
+                attempts: 1,
+                changed: "url".into(),
+            },
+            OutboxError::Forbidden {
+                action: "reintentar",
+                role: "personal",
+            },
+            OutboxError::RoleLocked {
+                action: "cancelar el CFDI",
+                role: "contador",
+            },
+            OutboxError::ContadorPinMissing {
+                action: "cancelar el CFDI",
+            },
+            OutboxError::Unsupported("x".into()),
+        ];
+        for e in &samples {
+            match e {
+                OutboxError::Invalid(_)
+                | OutboxError::IdempotencyConflict { .. }
+                | OutboxError::InProgress { .. }
+                | OutboxError::NotConfigured
+                | OutboxError::CsdLocked { .. }
+                | OutboxError::Csd(_)
+                | OutboxError::Seal(_)
+                | OutboxError::NotFound { .. }
+                | OutboxError::NoteAlreadyResolved(_)
+                | OutboxError::DatabaseMissing { .. }
+                | OutboxError::DatabaseReadOnly { .. }
+                | OutboxError::DatabaseLocked { .. }
+                | OutboxError::DatabaseCorrupt { .. }
+                | OutboxError::DatabaseTooNew { .. }
+                | OutboxError::DatabaseUnavailable { .. }
+                | OutboxError::DatabaseAuth { .. }
+                | OutboxError::Integrity(_)
+                | OutboxError::Database(_)
+                | OutboxError::ActionRefused { .. }
+                | OutboxError::PacHasOpenAttempts { .. }
+                | OutboxError::Forbidden { .. }
+                | OutboxError::RoleLocked { .. }
+                | OutboxError::ContadorPinMissing { .. }
+                | OutboxError::Unsupported(_) => {}
+            }
+        }
+        samples
+    }
+
     /// One invalid field.
     pub fn invalid(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> OutboxError {
         OutboxError::Invalid(ValidationErrors::one(FieldError::new(field, code, message)))
@@ -198,3 +302,16 @@ impl From<ValidationErrors> for OutboxError {
 }
 
 pub type Result<T, E = OutboxError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_of_each_has_every_code_once() {
+        let codes: Vec<&str> = OutboxError::one_of_each().iter().map(OutboxError::code).collect();
+        let unique: std::collections::BTreeSet<&str> = codes.iter().copied().collect();
+        assert_eq!(codes.len(), unique.len(), "{codes:?}");
+        assert!(unique.contains("db_auth"), "the one error whose exit code once differed");
+    }
+}

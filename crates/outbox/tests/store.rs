@@ -572,12 +572,65 @@ async fn settings_keep_the_encrypted_key_and_never_the_password(backend: Backend
         .await
         .unwrap();
     e.outbox.store().close().await;
-    for file in ["timbra.db", "timbra.db-wal"] {
-        let p = e.dir().join(file);
-        if let Ok(bytes) = std::fs::read(&p) {
-            assert!(!bytes.windows(9).any(|w| w == b"12345678a"), "{file} contains the password");
+    // What was written, searched for the password: on SQLite the database's files themselves
+    // (free pages included), on PostgreSQL every text, JSON and bytea value of every table.
+    let written: Vec<(String, Vec<u8>)> = match backend {
+        Backend::Sqlite => {
+            let files: Vec<(String, Vec<u8>)> = ["timbra.db", "timbra.db-wal"]
+                .into_iter()
+                .filter_map(|f| std::fs::read(e.dir().join(f)).ok().map(|b| (f.to_string(), b)))
+                .collect();
+            assert!(
+                files.iter().any(|(f, _)| f == "timbra.db"),
+                "the database file is where the test looks"
+            );
+            files
         }
+        Backend::Postgres => every_stored_value(e.pool()).await,
+    };
+    let holding = |needle: &[u8]| -> Vec<String> {
+        written
+            .iter()
+            .filter(|(_, b)| b.windows(needle.len()).any(|w| w == needle))
+            .map(|(f, _)| f.clone())
+            .collect()
+    };
+    // The scan sees what was written: the emisor's RFC and the sale are in it.
+    assert!(!holding(b"EKU9003173C9").is_empty(), "the scan found no stored data");
+    assert!(!holding(b"pedido-4471").is_empty(), "the scan found no stored sale");
+    let leaks = holding(b"12345678a");
+    assert!(leaks.is_empty(), "the CSD password is stored in {leaks:?}");
+}
+
+/// Every text, JSON and bytea value of every table and column of a PostgreSQL database, as
+/// `(table.column, values)`; bytea as PostgreSQL's `escape` text (printable ASCII kept as is).
+async fn every_stored_value(pool: &sqlx::AnyPool) -> Vec<(String, Vec<u8>)> {
+    let columns: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT c.table_name::text, c.column_name::text, c.data_type::text \
+         FROM information_schema.columns c \
+         JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name \
+         WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' \
+         AND c.data_type IN ('text', 'character varying', 'character', 'json', 'jsonb', 'bytea') \
+         ORDER BY 1, 2",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert!(columns.len() > 20, "the schema's columns: {columns:?}");
+    let mut out = Vec::new();
+    for (table, column, kind) in columns {
+        let value = if kind == "bytea" {
+            format!("encode(\"{column}\", 'escape')")
+        } else {
+            format!("\"{column}\"::text")
+        };
+        let all: String = sqlx::query_scalar(&format!("SELECT COALESCE(string_agg({value}, E'\\n'), '') FROM \"{table}\""))
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        out.push((format!("{table}.{column}"), all.into_bytes()));
     }
+    out
 }
 
 async fn a_bad_csd_setup_is_refused_and_nothing_is_stored(backend: Backend) {

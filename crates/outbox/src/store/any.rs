@@ -2,6 +2,10 @@
 //! (team mode) — behind the one [`Store`] interface, so the shells hold one `Outbox` type
 //! whatever the database URL says. Every method forwards to the backend; nothing is decided
 //! here.
+//!
+//! A new `Store` method is added to the trait, to both backends and to this file's `forward!`
+//! list (one line per method). `sqlite()` / `postgres()` reach a backend for what only it has
+//! (SQLite's backup and `integrity_check`); `path()` names the file or the redacted URL.
 
 use std::path::Path;
 

@@ -14,6 +14,17 @@
 //!   **one** durable transaction, or nothing;
 //! - a reservation is granted to one owner at a time and taken over only after it expired;
 //! - append-only tables refuse UPDATE and DELETE in the database itself (triggers / rules).
+//!
+//! Schema by migration (both dialects): 0001 the outbox (`sales`, `intake_keys`, `invoices`,
+//! `attempts`, `tries`, `evidence`, `cfdis`, `notes`, `timeline_events`, `emisor_settings`,
+//! `settings`), 0002 exactly-once hardening, 0003 the fiscal workflows (`payment_documents`,
+//! `tickets`, `screening_lists`, `screening_entries`, …), 0004 cancellations (`decisions`,
+//! `cancellations`, `cancellation_tries`, `foreign_cfdis`, `duplicate_candidates`), 0005 the
+//! intake channels (`api_tokens`, `webhook_events`, deliveries, e-mail sends and their attempts),
+//! 0006 customers and products, 0007 `workers`, 0008 one live document (`ticket_claims`,
+//! `cfdi_fates`, `group_verdicts`, `history_gaps`). Instants are UTC epoch milliseconds
+//! (`*_ms`); Fecha is text as the CFDI writes it; amounts are decimal text; every action row
+//! carries `actor` and `actor_role`.
 
 use std::future::Future;
 

@@ -16,6 +16,19 @@
 //! invoices it pays before reading their balance basis. Triggers refuse UPDATE and DELETE on
 //! the append-only tables with SQLSTATE 23000, which [`classify_error`] reads as
 //! [`OutboxError::Integrity`], as SQLite's `RAISE(ABORT)`.
+//!
+//! The dialect (`migrations/postgres/`, the same versions and names as SQLite's; a unit test
+//! fails when one dialect has a migration the other lacks): the same tables and columns,
+//! `BIGINT` for SQLite's `INTEGER`, `BYTEA` for `BLOB`, JSON kept as `TEXT` (both backends store
+//! the same bytes), and every `TEXT` column `COLLATE "C"` so comparisons, prefix searches and
+//! orderings are bytewise as SQLite's `BINARY`. Every refusing trigger calls `timbra_refuse`,
+//! which raises SQLSTATE 23000 with SQLite's message; checks that need a subquery are PL/pgSQL
+//! functions, since a trigger's WHEN cannot hold one.
+//!
+//! SQLite-only by design: the group commit of the drain's writes (an answer to SQLite's
+//! one-writer fsync cost; PostgreSQL commits concurrently), the one-transaction `record_sales`
+//! (PostgreSQL uses the trait's default, one commit per sale), and backups of files (on a shared
+//! database the app skips scheduled backups and *Respaldar ahora* says to use `pg_dump`).
 
 use std::future::Future;
 use std::path::PathBuf;
