@@ -15,6 +15,12 @@
 //! - MetodoPago PUE; FormaPago the one with the largest amount among the tickets (ties: the
 //!   lowest code); Moneda MXN.
 //!
+//! A group of a ticket's taxed conceptos discounted 100 % (Importe − Descuento = 0) is left out
+//! of the global: its taxes would be written with Base 0, which SAT's XSD refuses (CFDI40174),
+//! and it adds nothing to any amount. Intake already refuses such a ticket (see
+//! [`crate::mapping`]); this keeps tickets recorded before that rule from breaking a whole
+//! period's global. A period whose tickets are all discounted 100 % is refused (`tickets`).
+//!
 //! A period never spans two months (two bimestre months for 05): SAT's Meses names one.
 
 use std::collections::BTreeMap;
@@ -214,6 +220,12 @@ pub fn global_sale(
             let descuento: Decimal = ks.iter().filter_map(|k| k.descuento.map(|d| d.0)).sum();
             ticket_total += valor - descuento;
             let first = ks[0];
+            let taxed = !first.traslados.is_empty() || !first.retenciones.is_empty();
+            if taxed && valor - descuento <= Decimal::ZERO {
+                // Discounted 100 %: its taxes would have Base 0, which SAT's XSD refuses
+                // (CFDI40174). It adds nothing to any amount, so it is left out.
+                continue;
+            }
             conceptos.push(SaleConcepto {
                 clave_prod_serv: "01010101".into(),
                 no_identificacion: Some(t.sale_id.clone()),
@@ -232,6 +244,13 @@ pub fn global_sale(
         *by_forma
             .entry(t.forma_pago.clone().unwrap_or_else(|| "01".into()))
             .or_insert(Decimal::ZERO) += ticket_total;
+    }
+    if conceptos.is_empty() && !tickets.is_empty() && errors.is_empty() {
+        errors.push(FieldError::new(
+            "tickets",
+            "base_cero",
+            "todos los tickets del periodo están descontados al 100 %: no hay importe que facturar en una factura global",
+        ));
     }
     if !errors.is_empty() {
         return Err(ValidationErrors(errors));

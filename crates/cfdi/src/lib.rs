@@ -28,6 +28,7 @@ pub mod sale;
 pub mod sale_draft;
 pub mod seal;
 pub mod secret;
+pub mod tipo_cambio;
 pub mod tz;
 pub mod validation;
 pub mod write;
@@ -72,7 +73,18 @@ impl Built {
 
 /// Maps a sale to a comprobante dated `fecha` and, with a CSD, seals it.
 pub fn build(sale: &sale::Sale, emisor: &sale::EmisorProfile, fecha: NaiveDateTime, csd: Option<&csd::Csd>) -> Result<Built, BuildError> {
-    let comprobante = mapping::map_sale(sale, emisor, fecha)?;
+    build_with(sale, emisor, fecha, csd, &mapping::MappingOptions::default())
+}
+
+/// [`build`] with mapping options (reference exchange rates, a Confirmacion code).
+pub fn build_with(
+    sale: &sale::Sale,
+    emisor: &sale::EmisorProfile,
+    fecha: NaiveDateTime,
+    csd: Option<&csd::Csd>,
+    options: &mapping::MappingOptions,
+) -> Result<Built, BuildError> {
+    let comprobante = mapping::map_sale_with(sale, emisor, fecha, options)?;
     match csd {
         None => Ok(Built {
             document: write::to_document(&comprobante, None),

@@ -14,21 +14,42 @@
 
 use std::collections::BTreeMap;
 
-use chrono::NaiveDateTime;
+use chrono::{Datelike, NaiveDateTime};
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use crate::catalog::{self, Persona, RFC_EXTRANJERO, RFC_PUBLICO_EN_GENERAL};
 use crate::model::*;
 use crate::sale::*;
+use crate::tipo_cambio::ReferenciaTipoCambio;
 use crate::validation::{FieldError, ValidationErrors};
 use crate::xml::{is_xml_char, is_xml_space};
 
 /// Version of these mapping rules; an attempt records the version that built its body.
 pub const MAPPING_VERSION: u32 = 1;
 
+/// What the mapping takes besides the sale: data from outside (SAT's reference exchange rates)
+/// and what the PAC answered (a Confirmacion code). The default checks no band.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MappingOptions {
+    /// Reference rates with SAT's variation band, per currency (see [`crate::tipo_cambio`]).
+    /// A currency without a reference is not band-checked.
+    pub tipo_cambio: Vec<ReferenciaTipoCambio>,
+    /// The Confirmacion code (5 letters or digits) the PAC issues for a TipoCambio or Total
+    /// outside SAT's limits; written on the Comprobante.
+    pub confirmacion: Option<String>,
+}
+
 /// Maps a sale to an unsealed comprobante dated `fecha` (local time at LugarExpedicion).
 pub fn map_sale(sale: &Sale, emisor: &EmisorProfile, fecha: NaiveDateTime) -> Result<Comprobante, ValidationErrors> {
-    let mut v = Check::default();
+    map_sale_with(sale, emisor, fecha, &MappingOptions::default())
+}
+
+/// [`map_sale`] with reference rates and a Confirmacion code.
+pub fn map_sale_with(sale: &Sale, emisor: &EmisorProfile, fecha: NaiveDateTime, options: &MappingOptions) -> Result<Comprobante, ValidationErrors> {
+    let mut v = Check {
+        errors: Vec::new(),
+        options: options.clone(),
+    };
     let c = build(&mut v, sale, emisor, fecha);
     if v.errors.is_empty() {
         if let Some(c) = c {
@@ -53,6 +74,7 @@ pub fn validate_emisor(emisor: &EmisorProfile) -> Result<(), ValidationErrors> {
 #[derive(Default)]
 struct Check {
     errors: Vec<FieldError>,
+    options: MappingOptions,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -235,10 +257,28 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
     let condiciones = v.opt_text("condiciones_de_pago", &s.condiciones_de_pago, 1000);
     let exportacion = s.exportacion.clone().unwrap_or_else(|| "01".to_string());
     v.code("exportacion", &exportacion, "c_Exportacion", catalog::exportacion);
+    if exportacion == "02" {
+        // CFDI40122: Exportacion 02 requires the Comercio Exterior complement.
+        v.err(
+            "exportacion",
+            "no_soportado",
+            "la exportación 02 (definitiva con clave A1) requiere el complemento Comercio Exterior, que Timbra todavía no genera; use 01 (no aplica), 03 o 04 según corresponda, o emita esa factura desde otro sistema",
+        );
+    }
+    let confirmacion = v.options.confirmacion.clone();
+    if let Some(c) = &confirmacion {
+        if c.len() != 5 || !c.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            v.err(
+                "confirmacion",
+                "formato",
+                format!("{c:?} no es un código de confirmación (5 letras o dígitos que da el PAC)"),
+            );
+        }
+    }
 
     let receptor = receptor(v, s, e);
     let relacionados = relacionados(v, s);
-    let informacion_global = informacion_global(v, s);
+    let informacion_global = informacion_global(v, s, e, fecha);
 
     match s.kind {
         SaleKind::Ingreso | SaleKind::Egreso => {
@@ -295,6 +335,7 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
                 exportacion,
                 metodo_pago,
                 lugar_expedicion: e.lugar_expedicion.clone(),
+                confirmacion: confirmacion.clone(),
                 informacion_global,
                 cfdi_relacionados: relacionados,
                 emisor,
@@ -348,6 +389,7 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
                 exportacion,
                 metodo_pago: None,
                 lugar_expedicion: e.lugar_expedicion.clone(),
+                confirmacion: confirmacion.clone(),
                 informacion_global,
                 cfdi_relacionados: relacionados,
                 emisor,
@@ -578,7 +620,7 @@ fn relacionados(v: &mut Check, s: &Sale) -> Vec<CfdiRelacionados> {
         .collect()
 }
 
-fn informacion_global(v: &mut Check, s: &Sale) -> Option<InformacionGlobal> {
+fn informacion_global(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Option<InformacionGlobal> {
     let ig = s.informacion_global.as_ref()?;
     if s.receptor.rfc != RFC_PUBLICO_EN_GENERAL {
         v.err(
@@ -586,20 +628,79 @@ fn informacion_global(v: &mut Check, s: &Sale) -> Option<InformacionGlobal> {
             "combinacion",
             "solo aplica con el RFC genérico XAXX010101000 (público en general)",
         );
+    } else if s.receptor.nombre.trim() != "PUBLICO EN GENERAL" {
+        // CFDI40130: a factura global's receptor is named exactly PUBLICO EN GENERAL.
+        v.err(
+            "receptor.nombre",
+            "combinacion",
+            format!(
+                "en una factura global (con informacion_global) el nombre del receptor XAXX010101000 debe ser PUBLICO EN GENERAL, no {:?}",
+                s.receptor.nombre
+            ),
+        );
     }
-    v.code(
-        "informacion_global.periodicidad",
-        &ig.periodicidad,
-        "c_Periodicidad",
-        catalog::periodicidad,
-    );
-    v.code("informacion_global.meses", &ig.meses, "c_Meses", catalog::meses);
+    let periodicidad = v
+        .code(
+            "informacion_global.periodicidad",
+            &ig.periodicidad,
+            "c_Periodicidad",
+            catalog::periodicidad,
+        )
+        .is_some();
+    // CFDI40132: bimestral (05) only for an emisor in régimen 621 (Incorporación Fiscal).
+    if periodicidad && ig.periodicidad == "05" && e.regimen_fiscal != "621" {
+        v.err(
+            "informacion_global.periodicidad",
+            "combinacion",
+            format!(
+                "la periodicidad 05 (bimestral) solo aplica a emisores del régimen 621 (Incorporación Fiscal); el emisor está en {}: use 01 diaria, 02 semanal, 03 quincenal o 04 mensual",
+                e.regimen_fiscal
+            ),
+        );
+    }
+    // CFDI40134: Meses 13–18 (bimestres) with periodicidad 05, 01–12 (a month) with the others.
+    if periodicidad && v.code("informacion_global.meses", &ig.meses, "c_Meses", catalog::meses).is_some() {
+        let bimestre = ig.meses.as_str() >= "13";
+        if ig.periodicidad == "05" && !bimestre {
+            v.err(
+                "informacion_global.meses",
+                "combinacion",
+                format!(
+                    "con periodicidad 05 (bimestral) los meses son un bimestre, 13 (enero-febrero) a 18 (noviembre-diciembre), no {}",
+                    ig.meses
+                ),
+            );
+        } else if ig.periodicidad != "05" && bimestre {
+            v.err(
+                "informacion_global.meses",
+                "combinacion",
+                format!(
+                    "los meses {} son un bimestre, solo con periodicidad 05 (bimestral); con periodicidad {} indique el mes, 01 a 12",
+                    ig.meses, ig.periodicidad
+                ),
+            );
+        }
+    }
     if ig.anio.len() != 4 || !ig.anio.bytes().all(|b| b.is_ascii_digit()) {
         v.err(
             "informacion_global.anio",
             "formato",
             format!("{:?} no es un año de 4 dígitos", ig.anio),
         );
+    } else {
+        // CFDI40136: the year of the Fecha or the one before.
+        let year = fecha.year();
+        let anio: i32 = ig.anio.parse().unwrap_or(0);
+        if anio != year && anio != year - 1 {
+            v.err(
+                "informacion_global.anio",
+                "rango",
+                format!(
+                    "el año {anio} no es el de la fecha del comprobante ({year}) ni el anterior ({}); una factura global se emite a más tardar el año siguiente al periodo",
+                    year - 1
+                ),
+            );
+        }
     }
     Some(InformacionGlobal {
         periodicidad: ig.periodicidad.clone(),
@@ -668,7 +769,31 @@ fn tipo_cambio(v: &mut Check, field: &str, moneda: &str, tc: Option<Amount>) -> 
             v.err(field, "requerido", format!("con moneda {moneda} se requiere el tipo de cambio"));
             None
         }
-        (_, Some(t)) => Some(v.amount(field, t, 6, Sign::Positive)),
+        (_, Some(t)) => {
+            let tc = v.amount(field, t, 6, Sign::Positive);
+            // CFDI40118: outside SAT's band the PAC's Confirmacion code is required.
+            let outside = v
+                .options
+                .tipo_cambio
+                .iter()
+                .find(|r| r.moneda == moneda)
+                .filter(|r| !r.en_banda(tc))
+                .cloned();
+            if let Some(r) = outside {
+                if v.options.confirmacion.is_none() {
+                    let (min, max) = r.banda();
+                    v.err(
+                        field,
+                        "fuera_de_banda",
+                        format!(
+                            "el tipo de cambio {tc} de {moneda} está fuera de la banda del SAT ({min} a {max}: referencia {} ± {} %); corrija el tipo de cambio o indique el código de confirmación que da el PAC",
+                            r.tipo_cambio, r.variacion_pct
+                        ),
+                    );
+                }
+            }
+            Some(tc)
+        }
     }
 }
 
@@ -837,7 +962,7 @@ fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32, fecha: Naiv
         })
         .collect();
     let mut seen = Vec::new();
-    let retenciones = k
+    let retenciones: Vec<Retencion> = k
         .retenciones
         .iter()
         .enumerate()
@@ -867,6 +992,21 @@ fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32, fecha: Naiv
             }
         })
         .collect();
+
+    // CFDI40174 / XSD: a tax line's Base is at least 0.000001. A taxed concepto whose Importe
+    // minus Descuento is zero (discounted 100 %, or an Importe that rounds to 0) cannot carry it.
+    let zero_base = traslados.iter().map(|t| t.base).chain(retenciones.iter().map(|r| r.base)).any(|b| b <= Decimal::ZERO);
+    if zero_base && objeto == Some("02") {
+        let (field, why) = match descuento {
+            Some(d) => (format!("{f}.descuento"), format!("el descuento {d} deja el concepto en 0 (importe {importe})")),
+            None => (format!("{f}.valor_unitario"), format!("el importe del concepto resulta {importe}")),
+        };
+        v.err(
+            field,
+            "base_cero",
+            format!("{why} y SAT no acepta impuestos con base 0: use ObjetoImp 01 (no objeto de impuesto) sin impuestos, o no descuente el 100 %"),
+        );
+    }
 
     let mut pedimentos = Vec::new();
     for (i, p) in k.informacion_aduanera.iter().enumerate() {

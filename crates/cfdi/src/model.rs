@@ -42,6 +42,8 @@ pub struct Comprobante {
     pub exportacion: String,
     pub metodo_pago: Option<String>,
     pub lugar_expedicion: String,
+    /// The PAC's code for a TipoCambio or Total outside SAT's limits (CFDI40118).
+    pub confirmacion: Option<String>,
     pub informacion_global: Option<InformacionGlobal>,
     pub cfdi_relacionados: Vec<CfdiRelacionados>,
     pub emisor: Emisor,

@@ -74,7 +74,8 @@ pub fn to_document(c: &Comprobante, seal: Option<&SealAttributes>) -> Document {
         .with_attr("TipoDeComprobante", c.tipo_de_comprobante.code())
         .with_attr("Exportacion", c.exportacion.clone())
         .with_opt_attr("MetodoPago", c.metodo_pago.clone())
-        .with_attr("LugarExpedicion", c.lugar_expedicion.clone());
+        .with_attr("LugarExpedicion", c.lugar_expedicion.clone())
+        .with_opt_attr("Confirmacion", c.confirmacion.clone());
 
     if let Some(ig) = &c.informacion_global {
         root.push(

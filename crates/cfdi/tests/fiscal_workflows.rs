@@ -77,3 +77,28 @@ fn the_global_invoice_of_tickets_maps_with_one_concepto_per_ticket() {
     let other = Sale::from_json(ticket("t-9", "").replace("2026-12-03T12", "2026-12-04T12").as_bytes()).unwrap();
     assert!(global_sale("g", &period, &[other], &emisor(), fecha()).is_err());
 }
+
+/// A taxed ticket discounted 100 % (CFDI40174: its taxes would have Base 0): intake refuses it,
+/// and one recorded before that rule is left out of the global, which still maps.
+#[test]
+fn a_ticket_discounted_100_percent_is_refused_and_never_reaches_the_global() {
+    let free = ticket("t-free", "").replace(r#""objeto_imp":"02""#, r#""descuento":"41.00","objeto_imp":"02""#);
+    assert_eq!(fields(&free), vec!["conceptos[0].descuento"]);
+    let edge = ticket("t-edge", "").replace(r#""objeto_imp":"02""#, r#""descuento":"40.99","objeto_imp":"02""#);
+    assert!(fields(&edge).is_empty());
+
+    let tickets: Vec<Sale> = [ticket("t-0", ""), free, edge]
+        .iter()
+        .map(|j| Sale::from_json(j.as_bytes()).unwrap())
+        .collect();
+    let day = NaiveDate::from_ymd_opt(2026, 12, 3).unwrap();
+    let period = GlobalPeriod::new("01", day, day).unwrap();
+    let sale = global_sale(&period.sale_id(), &period, &tickets, &emisor(), fecha()).unwrap();
+    let c = cfdi::mapping::map_sale(&sale, &emisor(), fecha()).unwrap();
+    let ids: Vec<_> = c.conceptos.iter().map(|k| k.no_identificacion.as_deref().unwrap()).collect();
+    assert_eq!(ids, ["t-0", "t-edge"]);
+    assert!(c.conceptos.iter().flat_map(|k| &k.traslados).all(|t| t.base > rust_decimal::Decimal::ZERO));
+    // A period of nothing but free tickets has nothing to invoice.
+    let e = global_sale("g", &period, &tickets[1..2], &emisor(), fecha()).unwrap_err();
+    assert_eq!(e.0[0].field, "tickets");
+}

@@ -586,3 +586,158 @@ fn codes_must_exist_in_sat_catalogs() {
     );
     accepted(&[("lugar_expedicion", "22000")], &[("receptor.domicilio_fiscal", json!("01000"))]);
 }
+
+/// Like [`map_with`], with mapping options (reference rates, Confirmacion).
+fn map_opts(options: &cfdi::mapping::MappingOptions, edits: &[(&str, Value)]) -> Result<Comprobante, cfdi::validation::ValidationErrors> {
+    let mut v = base();
+    for (path, value) in edits {
+        set(&mut v, path, value.clone());
+    }
+    let sale = Sale::from_json(v.to_string().as_bytes())?;
+    cfdi::mapping::map_sale_with(&sale, &emisor(), fecha(), options)
+}
+
+/// SAT's matrix rules that intake used to let through: one breaking case and the valid edge
+/// each (the edges' XML is validated against SAT's XSD in `oracle.rs`).
+#[test]
+fn sat_matrix_rules_refuse_with_field_and_fix() {
+    // CFDI40174 / XSD (Base ≥ 0.000001): a taxed concepto discounted 100 %.
+    check(
+        &[],
+        &[("conceptos.0.descuento", json!("100.00"))],
+        "conceptos[0].descuento",
+        "base_cero",
+        "use ObjetoImp 01",
+    );
+    // …or whose Importe rounds to 0.
+    check(
+        &[],
+        &[
+            ("conceptos.0.cantidad", json!("0.001")),
+            ("conceptos.0.valor_unitario", json!("1.00")),
+        ],
+        "conceptos[0].valor_unitario",
+        "base_cero",
+        "base 0",
+    );
+    check_amounts(
+        &[("conceptos.0.descuento", json!("99.99"))],
+        "sub=100.00 desc=99.99 tras=0.00 ret=- total=0.01 [002/Tasa/0.160000/0.01=0.00] []",
+    );
+    check_amounts(
+        &[
+            ("conceptos.0.descuento", json!("100.00")),
+            ("conceptos.0.objeto_imp", json!("01")),
+            ("conceptos.0.traslados", json!([])),
+        ],
+        "sub=100.00 desc=100.00 tras=- ret=- total=0.00 [] []",
+    );
+
+    // InformacionGlobal.
+    let global = |periodicidad: &str, meses: &str, anio: &str| {
+        vec![
+            ("receptor.rfc", json!("XAXX010101000")),
+            ("receptor.nombre", json!("PUBLICO EN GENERAL")),
+            ("receptor.regimen_fiscal", json!("616")),
+            ("receptor.uso_cfdi", json!("S01")),
+            ("receptor.domicilio_fiscal", json!("42501")),
+            (
+                "informacion_global",
+                json!({"periodicidad": periodicidad, "meses": meses, "anio": anio}),
+            ),
+        ]
+    };
+    // CFDI40132: bimestral only for régimen 621 (a persona física: CACX7605101P8).
+    check(
+        &[],
+        &global("05", "18", "2026"),
+        "informacion_global.periodicidad",
+        "combinacion",
+        "régimen 621",
+    );
+    let fisica_621 = [("rfc", "CACX7605101P8"), ("regimen_fiscal", "621")];
+    accepted(&fisica_621, &global("05", "18", "2026"));
+    // CFDI40134: bimestres 13–18 only with 05, and 05 only with a bimestre.
+    check(
+        &[],
+        &global("04", "13", "2026"),
+        "informacion_global.meses",
+        "combinacion",
+        "indique el mes, 01 a 12",
+    );
+    check(
+        &fisica_621,
+        &global("05", "12", "2026"),
+        "informacion_global.meses",
+        "combinacion",
+        "13 (enero-febrero) a 18",
+    );
+    accepted(&[], &global("04", "12", "2026"));
+    // CFDI40136: the year of the Fecha (2026) or the previous one.
+    check(
+        &[],
+        &global("04", "12", "2024"),
+        "informacion_global.anio",
+        "rango",
+        "ni el anterior (2025)",
+    );
+    check(&[], &global("04", "01", "2027"), "informacion_global.anio", "rango", "2027");
+    accepted(&[], &global("04", "12", "2025"));
+    // CFDI40130: the receptor of a factura global is PUBLICO EN GENERAL.
+    let mut named = global("04", "11", "2026");
+    named[1].1 = json!("JUAN PEREZ");
+    check(&[], &named, "receptor.nombre", "combinacion", "debe ser PUBLICO EN GENERAL");
+
+    // CFDI40122: Exportacion 02 needs Comercio Exterior, which Timbra does not write.
+    check(
+        &[],
+        &[("exportacion", json!("02"))],
+        "exportacion",
+        "no_soportado",
+        "Comercio Exterior",
+    );
+    accepted(&[], &[("exportacion", json!("01"))]);
+}
+
+#[test]
+fn tipo_cambio_outside_sats_band_needs_confirmacion() {
+    use cfdi::mapping::MappingOptions;
+    use cfdi::tipo_cambio::ReferenciaTipoCambio;
+    use std::str::FromStr;
+    let d = |s: &str| rust_decimal::Decimal::from_str(s).unwrap();
+    let usd = |tc: &str| vec![("moneda", json!("USD")), ("tipo_cambio", json!(tc))];
+    let with_ref = MappingOptions {
+        tipo_cambio: vec![ReferenciaTipoCambio {
+            moneda: "USD".into(),
+            tipo_cambio: d("18.00"),
+            variacion_pct: d("10"),
+        }],
+        confirmacion: None,
+    };
+    // Without a reference (the default) there is no band to check.
+    assert!(map_opts(&MappingOptions::default(), &usd("1.00")).is_ok());
+    let err = map_opts(&with_ref, &usd("1.00")).unwrap_err();
+    assert!(
+        err.0.iter().any(|e| e.field == "tipo_cambio" && e.code == "fuera_de_banda" && e.message.contains("16.2 a 19.8")),
+        "{err}"
+    );
+    assert!(map_opts(&with_ref, &usd("19.800001")).is_err());
+    // The band's ends are inside it.
+    assert!(map_opts(&with_ref, &usd("16.2")).is_ok());
+    assert!(map_opts(&with_ref, &usd("19.8")).is_ok());
+    // Another currency has no reference: not checked.
+    assert!(map_opts(&with_ref, &[("moneda", json!("EUR")), ("tipo_cambio", json!("1.00"))]).is_ok());
+    // With the PAC's Confirmacion the rate is accepted, and the code is written.
+    let confirmed = MappingOptions {
+        confirmacion: Some("ABC12".into()),
+        ..with_ref.clone()
+    };
+    let c = map_opts(&confirmed, &usd("1.00")).unwrap();
+    assert_eq!(c.confirmacion.as_deref(), Some("ABC12"));
+    let bad = MappingOptions {
+        confirmacion: Some("AB-1".into()),
+        ..with_ref
+    };
+    let err = map_opts(&bad, &usd("1.00")).unwrap_err();
+    assert!(err.0.iter().any(|e| e.field == "confirmacion" && e.code == "formato"), "{err}");
+}
