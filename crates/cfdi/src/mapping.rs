@@ -45,7 +45,12 @@ pub fn map_sale(sale: &Sale, emisor: &EmisorProfile, fecha: NaiveDateTime) -> Re
 }
 
 /// [`map_sale`] with reference rates and a Confirmacion code.
-pub fn map_sale_with(sale: &Sale, emisor: &EmisorProfile, fecha: NaiveDateTime, options: &MappingOptions) -> Result<Comprobante, ValidationErrors> {
+pub fn map_sale_with(
+    sale: &Sale,
+    emisor: &EmisorProfile,
+    fecha: NaiveDateTime,
+    options: &MappingOptions,
+) -> Result<Comprobante, ValidationErrors> {
     let mut v = Check {
         errors: Vec::new(),
         options: options.clone(),
@@ -995,10 +1000,17 @@ fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32, fecha: Naiv
 
     // CFDI40174 / XSD: a tax line's Base is at least 0.000001. A taxed concepto whose Importe
     // minus Descuento is zero (discounted 100 %, or an Importe that rounds to 0) cannot carry it.
-    let zero_base = traslados.iter().map(|t| t.base).chain(retenciones.iter().map(|r| r.base)).any(|b| b <= Decimal::ZERO);
+    let zero_base = traslados
+        .iter()
+        .map(|t| t.base)
+        .chain(retenciones.iter().map(|r| r.base))
+        .any(|b| b <= Decimal::ZERO);
     if zero_base && objeto == Some("02") {
         let (field, why) = match descuento {
-            Some(d) => (format!("{f}.descuento"), format!("el descuento {d} deja el concepto en 0 (importe {importe})")),
+            Some(d) => (
+                format!("{f}.descuento"),
+                format!("el descuento {d} deja el concepto en 0 (importe {importe})"),
+            ),
             None => (format!("{f}.valor_unitario"), format!("el importe del concepto resulta {importe}")),
         };
         v.err(

@@ -41,7 +41,8 @@ impl ReferenciaTipoCambio {
         let max = self.tipo_cambio + delta;
         (
             min.round_dp_with_strategy(6, rust_decimal::RoundingStrategy::ToZero).normalize(),
-            max.round_dp_with_strategy(6, rust_decimal::RoundingStrategy::AwayFromZero).normalize(),
+            max.round_dp_with_strategy(6, rust_decimal::RoundingStrategy::AwayFromZero)
+                .normalize(),
         )
     }
 

@@ -97,7 +97,11 @@ fn a_ticket_discounted_100_percent_is_refused_and_never_reaches_the_global() {
     let c = cfdi::mapping::map_sale(&sale, &emisor(), fecha()).unwrap();
     let ids: Vec<_> = c.conceptos.iter().map(|k| k.no_identificacion.as_deref().unwrap()).collect();
     assert_eq!(ids, ["t-0", "t-edge"]);
-    assert!(c.conceptos.iter().flat_map(|k| &k.traslados).all(|t| t.base > rust_decimal::Decimal::ZERO));
+    assert!(c
+        .conceptos
+        .iter()
+        .flat_map(|k| &k.traslados)
+        .all(|t| t.base > rust_decimal::Decimal::ZERO));
     // A period of nothing but free tickets has nothing to invoice.
     let e = global_sale("g", &period, &tickets[1..2], &emisor(), fecha()).unwrap_err();
     assert_eq!(e.0[0].field, "tickets");

@@ -718,7 +718,9 @@ fn tipo_cambio_outside_sats_band_needs_confirmacion() {
     assert!(map_opts(&MappingOptions::default(), &usd("1.00")).is_ok());
     let err = map_opts(&with_ref, &usd("1.00")).unwrap_err();
     assert!(
-        err.0.iter().any(|e| e.field == "tipo_cambio" && e.code == "fuera_de_banda" && e.message.contains("16.2 a 19.8")),
+        err.0
+            .iter()
+            .any(|e| e.field == "tipo_cambio" && e.code == "fuera_de_banda" && e.message.contains("16.2 a 19.8")),
         "{err}"
     );
     assert!(map_opts(&with_ref, &usd("19.800001")).is_err());

@@ -769,3 +769,137 @@ fn deepest_document_agrees_with_xsltproc_on_a_small_stack() {
     let err = cfdi::cadena::cadena_original_xml(deeper.as_bytes()).unwrap_err();
     assert!(err.to_string().contains("256 niveles"), "{err}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The valid edges of SAT's matrix rules that intake enforces (see `tests/mapping.rs`): built,
+// sealed and judged by the tools like the generated corpus.
+
+fn check_edge(name: &str, json: &str, emisor: &EmisorProfile, csd: &Csd, options: &cfdi::mapping::MappingOptions, dir: &Path) -> String {
+    let sale = Sale::from_json(json.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let built = cfdi::build_with(&sale, emisor, sale.occurred_at.0, Some(csd), options).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let xml = built.to_xml();
+    let path = dir.join(format!("{name}.xml"));
+    std::fs::write(&path, &xml).unwrap();
+    assert_eq!(built.cadena.unwrap(), xsltproc_cadena(&path, false, dir), "{name}: cadena\n{xml}");
+    xmllint_validates(&path).unwrap_or_else(|e| panic!("{name}: xmllint: {e}\n{xml}"));
+    xml
+}
+
+#[test]
+fn matrix_edge_cases_validate_against_the_xsd() {
+    use cfdi::mapping::MappingOptions;
+    use cfdi::tipo_cambio::ReferenciaTipoCambio;
+    let dir = tempfile::tempdir().unwrap();
+    let (eku, csd) = (emisor(), eku_csd());
+    let none = MappingOptions::default();
+    let sale = |extra: &str, conceptos: &str| {
+        format!(
+            r#"{{"sale_id":"edge","kind":"ingreso","occurred_at":"2026-11-29T12:00:00","forma_pago":"01","metodo_pago":"PUE"{extra},
+              "receptor":{{"rfc":"URE180429TM6","nombre":"UNIVERSIDAD ROBOTICA ESPAÑOLA","domicilio_fiscal":"86991","regimen_fiscal":"601","uso_cfdi":"G01"}},
+              "conceptos":[{conceptos}]}}"#
+        )
+    };
+    let taxed = |descuento: &str| {
+        format!(
+            r#"{{"clave_prod_serv":"01010101","cantidad":"1","clave_unidad":"H87","descripcion":"Café","valor_unitario":"100.00","descuento":"{descuento}","objeto_imp":"02",
+                "traslados":[{{"impuesto":"002","tipo_factor":"Tasa","tasa_o_cuota":"0.160000"}}]}}"#
+        )
+    };
+    // CFDI40174: 99.99 of 100.00 discounted (Base 0.01); 100 % discounted as ObjetoImp 01.
+    let xml = check_edge("descuento-casi-total", &sale("", &taxed("99.99")), &eku, &csd, &none, dir.path());
+    assert!(xml.contains(r#"Base="0.01""#), "{xml}");
+    let free = r#"{"clave_prod_serv":"01010101","cantidad":"1","clave_unidad":"H87","descripcion":"Regalo","valor_unitario":"100.00","descuento":"100.00","objeto_imp":"01"}"#;
+    check_edge(
+        "descuento-total-no-objeto",
+        &sale("", &format!("{},{free}", taxed("0"))),
+        &eku,
+        &csd,
+        &none,
+        dir.path(),
+    );
+    // InformacionGlobal: mensual of the previous year; bimestral from régimen 621 (a persona
+    // física whose test CSD was valid in 2023).
+    let publico = r#""receptor":{"rfc":"XAXX010101000","nombre":"PUBLICO EN GENERAL","domicilio_fiscal":"42501","regimen_fiscal":"616","uso_cfdi":"S01"}"#;
+    let global = |fecha: &str, ig: &str| {
+        sale("", &taxed("0"))
+            .replace("2026-11-29T12:00:00", fecha)
+            .replace(
+                r#""receptor":{"rfc":"URE180429TM6","nombre":"UNIVERSIDAD ROBOTICA ESPAÑOLA","domicilio_fiscal":"86991","regimen_fiscal":"601","uso_cfdi":"G01"}"#,
+                &format!(r#"{publico},"informacion_global":{ig}"#),
+            )
+    };
+    let xml = check_edge(
+        "global-mensual-anio-anterior",
+        &global("2026-01-10T12:00:00", r#"{"periodicidad":"04","meses":"12","anio":"2025"}"#),
+        &eku,
+        &csd,
+        &none,
+        dir.path(),
+    );
+    assert!(xml.contains(r#"Periodicidad="04" Meses="12" Año="2025""#), "{xml}");
+    let certs = root().join("tests/fixtures/cfdi/certs");
+    let xiqb_csd = Csd::load(
+        &std::fs::read(certs.join("XIQB891116QE4.cer")).unwrap(),
+        &std::fs::read(certs.join("XIQB891116QE4.key")).unwrap(),
+        &Secret::new("12345678a"),
+    )
+    .unwrap();
+    let xiqb = EmisorProfile {
+        rfc: "XIQB891116QE4".into(),
+        nombre: "BERENICE XIMO QUEZADA".into(),
+        regimen_fiscal: "621".into(),
+        lugar_expedicion: "42501".into(),
+    };
+    check_edge(
+        "global-bimestral-621",
+        &global("2023-01-10T12:00:00", r#"{"periodicidad":"05","meses":"18","anio":"2022"}"#),
+        &xiqb,
+        &xiqb_csd,
+        &none,
+        dir.path(),
+    );
+    // CFDI40118: USD at the band's edge, and outside it with the PAC's Confirmacion.
+    let usd = |tc: &str| sale(&format!(r#","moneda":"USD","tipo_cambio":"{tc}""#), &taxed("0"));
+    let band = MappingOptions {
+        tipo_cambio: vec![ReferenciaTipoCambio {
+            moneda: "USD".into(),
+            tipo_cambio: "18.00".parse().unwrap(),
+            variacion_pct: "10".parse().unwrap(),
+        }],
+        confirmacion: None,
+    };
+    check_edge("usd-borde-de-banda", &usd("19.8"), &eku, &csd, &band, dir.path());
+    let confirmed = MappingOptions {
+        confirmacion: Some("ABC12".into()),
+        ..band
+    };
+    let xml = check_edge("usd-con-confirmacion", &usd("1.00"), &eku, &csd, &confirmed, dir.path());
+    assert!(xml.contains(r#"Confirmacion="ABC12""#), "{xml}");
+    // The day's factura global with a ticket discounted 100 % (recorded before intake refused
+    // it) leaves that ticket out and validates.
+    let ticket = |id: &str, descuento: &str| {
+        Sale::from_json(
+            format!(
+                r#"{{"sale_id":"{id}","kind":"ingreso","ticket":true,"occurred_at":"2026-12-03T12:00:00","forma_pago":"01",
+                  "conceptos":[{}]}}"#,
+                taxed(descuento)
+            )
+            .as_bytes(),
+        )
+        .unwrap()
+    };
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 12, 3).unwrap();
+    let period = cfdi::global::GlobalPeriod::new("01", day, day).unwrap();
+    let fecha = chrono::NaiveDateTime::parse_from_str("2026-12-03T20:00:00", "%Y-%m-%dT%H:%M:%S").unwrap();
+    let tickets = [ticket("t-0", "0"), ticket("t-free", "100.00"), ticket("t-edge", "99.99")];
+    let global = cfdi::global::global_sale(&period.sale_id(), &period, &tickets, &eku, fecha).unwrap();
+    let xml = check_edge(
+        "global-con-ticket-gratis",
+        &global.to_canonical_json(),
+        &eku,
+        &csd,
+        &none,
+        dir.path(),
+    );
+    assert!(!xml.contains("t-free") && xml.contains("t-edge"), "{xml}");
+}
