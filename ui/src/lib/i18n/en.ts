@@ -260,6 +260,7 @@ export const en: Record<keyof typeof es, string> = {
   "timeline.say.transport_other": "Why: communication with the PAC failed (see the technical detail).",
   "timeline.say.pac_code": "The PAC answered {code}: {message}",
   "timeline.say.code_cfdi_de_otra_factura": "{pac} handed back another invoice's CFDI: not attached.",
+  "timeline.say.code_cfdi_de_otra_venta": "{pac} answered with another sale's invoice (another external_id or key): not attached; this sale's own is still looked for.",
   "timeline.say.code_cfdi_no_corresponde": "{pac} handed back a CFDI that is not this attempt's (another seal): not attached.",
   "timeline.say.code_pac_no_configurado": "PAC {pac} is not configured: nothing was sent.",
   "timeline.say.code_pac_cambio": "PAC {pac} is no longer the attempt's (URL, kind or account): nothing was sent.",

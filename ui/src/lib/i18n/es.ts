@@ -257,6 +257,7 @@ export const es = {
   "timeline.say.transport_other": "Motivo: falla de comunicación con el PAC (vea el detalle técnico).",
   "timeline.say.pac_code": "El PAC respondió {code}: {message}",
   "timeline.say.code_cfdi_de_otra_factura": "{pac} devolvió el CFDI de otra factura: no se adjuntó.",
+  "timeline.say.code_cfdi_de_otra_venta": "{pac} respondió con la factura de otra venta (otro external_id o llave): no se adjuntó; se sigue buscando la de esta venta.",
   "timeline.say.code_cfdi_no_corresponde": "{pac} devolvió un CFDI que no es el de este intento (su sello es otro): no se adjuntó.",
   "timeline.say.code_pac_no_configurado": "El PAC {pac} no está configurado: no se envió nada.",
   "timeline.say.code_pac_cambio": "El PAC {pac} ya no es el mismo del intento (URL, tipo o cuenta): no se envió nada.",
