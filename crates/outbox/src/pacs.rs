@@ -404,6 +404,10 @@ impl<S: Store> Outbox<S> {
     /// Everything is checked before anything is written.
     pub async fn add_pac_noted(&self, config: PacConfig, replace_open: bool, note: Option<&str>, actor: &Actor) -> Result<Vec<PacConfig>> {
         crate::settings::may_change_settings(actor, "configurar los PAC")?;
+        if actor.role == Role::Contador {
+            // Nobody is declared into the contador: its PIN, on every channel.
+            self.require_unlocked(actor, "configurar los PAC").await?;
+        }
         let config = config.with_preset_defaults()?;
         config.validate()?;
         let mut list = self.pacs().await?;
