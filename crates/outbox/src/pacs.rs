@@ -624,3 +624,44 @@ struct Replacement {
     /// failover), `false` for an abandoned one (only looked up at the old identity).
     questions: Vec<(InvoiceDetail, i64, bool)>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finkok(name: &str, url: &str, role: PacRole) -> PacConfig {
+        PacConfig {
+            name: name.into(),
+            flavor: PacKind::Finkok,
+            preset: None,
+            url: url.into(),
+            api_url: None,
+            sat_url: None,
+            token_env: None,
+            user: Some("u@empresa.mx".into()),
+            password_env: Some("FK".into()),
+            taxpayer_id: Some("EKU9003173C9".into()),
+            role,
+            timeout_ms: None,
+            sandbox: false,
+        }
+    }
+
+    #[test]
+    fn a_lookup_goes_only_to_a_pac_that_still_reaches_the_attempts_identity() {
+        let old = finkok("fk", "https://viejo.example", PacRole::Primary).identity();
+        // The name now reaches another service: the old identity is looked up nowhere.
+        let moved = PacDirectory::from_configs(&[finkok("fk", "https://nuevo.example", PacRole::Primary)]);
+        assert!(!moved.can_lookup_at("fk", Some(&old)));
+        assert!(moved.can_lookup_at("fk", None), "attempts without a frozen identity: by name");
+        // The old service kept under another name answers for it.
+        let kept = PacDirectory::from_configs(&[
+            finkok("fk", "https://nuevo.example", PacRole::Primary),
+            finkok("fk-anterior", "https://viejo.example", PacRole::Backup),
+        ]);
+        assert!(kept.can_lookup_at("fk", Some(&old)));
+        assert_eq!(kept.reaching("fk", &old).map(|l| l.name.as_str()), Some("fk-anterior"));
+        let new = finkok("fk", "https://nuevo.example", PacRole::Primary).identity();
+        assert_eq!(kept.reaching("fk", &new).map(|l| l.name.as_str()), Some("fk"));
+    }
+}
