@@ -697,7 +697,7 @@ impl<S: Store> Drain<S> {
             StampOutcome::Stamped { issued_for, .. } | StampOutcome::AlreadyStamped { issued_for, .. } => issued_for.as_ref(),
             _ => None,
         };
-        let another_sale = uuid.as_ref().and(issued_for_another(attempt, body, issued));
+        let another_sale = issued_for_another(attempt, body, issued);
         let foreign = another_sale.is_none() && self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
         let matched = match (&uuid, xml.as_ref().or(tfd.as_ref())) {
             (Some(u), Some(x)) if !foreign && another_sale.is_none() => {

@@ -373,7 +373,7 @@ export const en: Record<keyof typeof es, string> = {
   'ajustes.pac_url_default': 'the PAC and environment preset’s',
   'ajustes.no_secret': 'no credential',
   'ajustes.pac_hint': "The password or token is kept in the system's credential store. Saving leaves sandbox mode: Timbra stamps with this PAC.",
-  'ajustes.replace_open': 'Replace anyway: unresolved attempts will resume with the new settings (recorded in their history).',
+  'ajustes.replace_open': 'Replace anyway: unresolved attempts will resume with the new settings (recorded in their history). If an attempt\'s outcome is unknown, the first CFDI may exist at the old service: that is the contador\'s forced failover (with the PIN and a note) and is refused from here.',
   'ajustes.pac_user': 'User',
   'ajustes.pac_secret': 'Password or API key',
   'ajustes.secret_kept': 'stored; leave empty to keep it',

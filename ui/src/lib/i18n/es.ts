@@ -370,7 +370,7 @@ export const es = {
   'ajustes.pac_url_default': 'la del preset del PAC y ambiente',
   'ajustes.no_secret': 'sin credencial',
   'ajustes.pac_hint': 'La contraseña o el token se guardan en el almacén de credenciales del sistema. Al guardar, Timbra deja el modo sandbox y timbra con este PAC.',
-  'ajustes.replace_open': 'Reemplazar de todos modos: los intentos sin resolver se reanudarán con la nueva configuración (queda en su historial).',
+  'ajustes.replace_open': 'Reemplazar de todos modos: los intentos sin resolver se reanudarán con la nueva configuración (queda en su historial). Si algún intento tiene resultado desconocido, el primer CFDI puede existir en el servicio anterior: eso es un respaldo forzado del contador (con su PIN y una nota) y se rechaza desde aquí.',
   'ajustes.pac_user': 'Usuario',
   'ajustes.pac_secret': 'Contraseña o clave de API',
   'ajustes.secret_kept': 'guardada; déjela vacía para conservarla',
