@@ -1449,11 +1449,15 @@ pub async fn ventana_y_archivos(app: &App) -> Res {
     app.click("[data-testid=emisor-form] button[type=submit]").await?;
     app.wait_contains(".notice[role=status]", "Emisor y CSD guardados").await?;
 
-    // Duplicados: the XML just downloaded, chosen again, is one Timbra already has.
+    // Duplicados: the XML just downloaded, chosen again, is one Timbra already has. The
+    // reconciliation import is the contador's, with the PIN.
+    set_contador_pin(app).await?;
+    act_as_contador(app).await?;
     app.go("#/duplicados").await?;
     app.choose_next(&[&xml])?;
     app.click("[data-testid=import-files]").await?;
     app.wait_contains("[data-testid=import-result]", "1 ya registrados").await?;
+    leave_contador(app).await?;
     let titles = app.chooser_titles()?;
     check(
         titles

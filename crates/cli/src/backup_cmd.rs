@@ -1,12 +1,14 @@
 //! `timbra backup DEST`, `timbra restore SRC` and `timbra db check`: the database's safety
 //! net. The work is `outbox::backup` (online `VACUUM INTO`, checked copies, the current file
-//! kept aside on restore); this file parses, prints and maps errors to exit codes.
+//! kept aside on restore); this file parses, prints and maps errors to exit codes. A restore
+//! is the contador's, with the PIN (`TIMBRA_CONTADOR_PIN`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use outbox::{Actor, OutboxError, Role};
 
-use crate::shell::{failure, open, print_json, print_out, runtime};
+use crate::shell::{failure, open, print_json, print_out, runtime, ActorArgs};
 use crate::{exit, Failure};
 
 /// `timbra backup DEST`.
@@ -31,6 +33,9 @@ pub struct RestoreArgs {
     /// Imprime el resultado en JSON.
     #[arg(long)]
     pub json: bool,
+    /// Quien restaura: el contador (por omisión), con TIMBRA_CONTADOR_PIN.
+    #[command(flatten)]
+    pub who: ActorArgs,
 }
 
 /// `timbra db …`.
@@ -112,7 +117,9 @@ pub fn restore(db: Option<&str>, a: RestoreArgs) -> Result<u8, Failure> {
             ))
         }
     };
+    let actor = a.who.actor_or("cli", "contador")?;
     runtime()?.block_on(async {
+        contador_may_restore(db, &target, &a.src, &actor).await?;
         let report = outbox::backup::restore(&a.src, &target, chrono::Utc::now())
             .await
             .map_err(|e| failure(e, ""))?;
@@ -138,6 +145,56 @@ pub fn restore(db: Option<&str>, a: RestoreArgs) -> Result<u8, Failure> {
         ));
         print_out(&s).map(|_| exit::OK)
     })
+}
+
+/// Restoring replaces the whole fiscal history: a contador action with the PIN
+/// (`TIMBRA_CONTADOR_PIN`, spent), checked against the database in place — or, when that one
+/// cannot be opened (damaged or missing: why one restores), against the backup's own
+/// credential, read from a scratch copy beside it (the backup itself is never written).
+async fn contador_may_restore(db: Option<&str>, target: &Path, src: &Path, actor: &Actor) -> Result<(), Failure> {
+    const WHAT: &str = "restaurar un respaldo";
+    if actor.role != Role::Contador {
+        return Err(failure(
+            OutboxError::Forbidden {
+                action: WHAT,
+                role: actor.role.as_str(),
+            },
+            "",
+        ));
+    }
+    if target.exists() {
+        match open(db, false).await {
+            Ok(o) => return spend(o, actor, WHAT).await,
+            // Damaged: the backup's credential decides.
+            Err(f) if f.code == exit::DATABASE => {}
+            Err(f) => return Err(f),
+        }
+    }
+    // The backup is checked whole before its credential is read (and before anything moves).
+    outbox::backup::check_source(src, target).await.map_err(|e| failure(e, ""))?;
+    let scratch = PathBuf::from(format!("{}.verificando-pin", target.display()));
+    let cleanup = |p: &Path| {
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", p.display()));
+        }
+    };
+    cleanup(&scratch);
+    std::fs::copy(src, &scratch).map_err(|e| Failure::invalid(format!("{}: no se pudo leer el respaldo: {e}", src.display())))?;
+    let checked = match scratch.to_str() {
+        Some(path) => match open(Some(path), false).await {
+            Ok(o) => spend(o, actor, WHAT).await,
+            Err(f) => Err(f),
+        },
+        None => Err(Failure::invalid("la ruta de la base de datos no es texto UTF-8")),
+    };
+    cleanup(&scratch);
+    checked
+}
+
+async fn spend(o: outbox::Outbox, actor: &Actor, what: &'static str) -> Result<(), Failure> {
+    let r = o.spend_unlock(actor, what).await;
+    o.store().close().await;
+    r.map_err(|e| failure(e, ""))
 }
 
 /// Backups of a shared PostgreSQL database are the server's (README, "Teams").

@@ -11,10 +11,10 @@ use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainProgress, Drai
 use outbox::pacs::{build_pac_set, PacConfig, PacRole};
 use outbox::pacs::{PacEntry, PacSet};
 use outbox::strategy::Policy;
-use outbox::{Actor, Outbox};
+use outbox::Outbox;
 use pac::PacKind;
 
-use crate::shell::{failure, open, print_json, print_out, runtime};
+use crate::shell::{failure, open, print_json, print_out, runtime, ActorArgs};
 use crate::{exit, Failure};
 
 #[derive(Subcommand)]
@@ -86,9 +86,21 @@ pub struct PacAddArgs {
     #[arg(long)]
     timeout_ms: Option<u64>,
     /// Reemplaza un PAC aunque tenga intentos sin resolver y la nueva configuración llegue a
-    /// otro servicio o cuenta: se registra en la historia de cada intento afectado.
+    /// otro servicio o cuenta: se registra en la historia de cada intento afectado. Si algún
+    /// intento tiene resultado desconocido (el primer CFDI puede existir en el servicio
+    /// anterior), es un respaldo forzado: solo el contador, con TIMBRA_CONTADOR_PIN y --note.
     #[arg(long)]
     replace_open: bool,
+    /// La nota del contador que reconoce el riesgo de duplicado (con --replace-open).
+    #[arg(long, value_name = "TEXTO")]
+    note: Option<String>,
+    /// Nombre de quien actúa (por omisión TIMBRA_ACTOR, o el usuario del sistema).
+    #[arg(long, value_name = "NOMBRE")]
+    actor: Option<String>,
+    /// Rol de quien actúa: soporte o contador (por omisión TIMBRA_ROLE, o soporte). El
+    /// contador actúa con TIMBRA_CONTADOR_PIN.
+    #[arg(long, value_name = "ROL")]
+    actor_role: Option<String>,
 }
 
 #[derive(Args)]
@@ -163,8 +175,14 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
                     timeout_ms: a.timeout_ms,
                     sandbox: false,
                 };
+                // Whoever runs it, in their role: the contador only with the PIN (never declared).
+                let actor = ActorArgs {
+                    actor: a.actor.clone(),
+                    role: a.actor_role.clone(),
+                }
+                .actor_or("cli", "soporte")?;
                 let list = outbox
-                    .add_pac(config, a.replace_open, &Actor::new("cli", outbox::Role::Contador, "cli"))
+                    .add_pac_noted(config, a.replace_open, a.note.as_deref(), &actor)
                     .await
                     .map_err(|e| failure(e, "pac: "))?;
                 print_json(&list)?;

@@ -350,7 +350,7 @@ fn read_zip_xmls(path: &Path) -> Result<Vec<(String, Vec<u8>)>, Failure> {
 }
 
 pub fn import(db: Option<&str>, a: ImportArgs) -> Result<u8, Failure> {
-    let actor = a.who.actor_or("cli", "soporte")?;
+    let actor = a.who.actor_or("cli", "contador")?;
     let files = if a.path.is_dir() {
         read_dir_xmls(&a.path)?
     } else if a.path.extension().is_some_and(|x| x.eq_ignore_ascii_case("zip")) {

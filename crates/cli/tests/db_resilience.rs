@@ -105,9 +105,16 @@ fn timbra(db: &Path, args: &[&str]) -> Command {
     c.arg("--db").arg(db).args(args);
     c.env("TIMBRA_CSD_PASSWORD", "12345678a")
         .env("SIM_TOKEN", "sim-token-infinito")
+        // A restore is the contador's, with the PIN (set by `init` below).
+        .env("TIMBRA_CONTADOR_PIN", CONTADOR_PIN)
+        .env("TIMBRA_CONTADOR_PIN_NUEVO", CONTADOR_PIN)
+        .env_remove("TIMBRA_ROLE")
         .env_remove("TIMBRA_DATABASE_URL");
     c
 }
+
+/// The contador's PIN, set right after `init` with the CSD password as proof.
+const CONTADOR_PIN: &str = "contador-7315";
 
 fn run(db: &Path, args: &[&str]) -> Output {
     timbra(db, args).output().unwrap()
@@ -161,6 +168,7 @@ fn init(db: &Path, sim: Option<&Sim>) {
             "TIMBRA_CSD_PASSWORD",
         ],
     );
+    ok(db, &["role", "set-credential", "contador"]);
     if let Some(sim) = sim {
         ok(
             db,

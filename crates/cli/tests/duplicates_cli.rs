@@ -151,6 +151,8 @@ fn a_zip_is_imported_file_by_file_and_a_tampered_xml_is_refused_with_the_reason(
             ("leeme.txt", b"no"),
         ],
     );
+    // The import is the contador's, with the PIN.
+    db.ok(&["role", "set-credential", "contador"]);
     let out = db.timbra(&["cfdi", "import", zip.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(2), "a refused file makes the exit code 2");
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -39,6 +39,9 @@ impl Db {
             "TEST_CSD_PASSWORD",
         ]);
         assert_eq!(out.status.code(), Some(0), "init: {}", stderr(&out));
+        // The reconciliation import is the contador's, with the PIN.
+        let out = db.run(&["role", "set-credential", "contador"]);
+        assert_eq!(out.status.code(), Some(0), "PIN: {}", stderr(&out));
         db
     }
 
@@ -58,6 +61,9 @@ impl Db {
             .arg(self.path())
             .args(args)
             .env("TEST_CSD_PASSWORD", "12345678a")
+            .env("TIMBRA_CONTADOR_PIN", "contador-5120")
+            .env("TIMBRA_CONTADOR_PIN_NUEVO", "contador-5120")
+            .env_remove("TIMBRA_ROLE")
             .env_remove("TIMBRA_DATABASE_URL")
             .output()
             .unwrap()

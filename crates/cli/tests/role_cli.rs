@@ -125,9 +125,9 @@ fn contador_actions_need_the_credential_once_it_is_set() {
     assert!(stderr(&out).contains("no es la credencial del rol contador"), "{}", stderr(&out));
     let out = run(d, &import, &[("TIMBRA_CONTADOR_PIN", "775511-caja")]);
     assert!(!stderr(&out).contains("credencial"), "{}", stderr(&out));
-    // Soporte declares its role as before.
+    // The import is the contador's: soporte is refused, whatever it declares.
     let out = run(d, &["cfdi", "import", xml.as_str(), "--role", "soporte"], &[]);
-    assert!(!stderr(&out).contains("desbloquearse"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("soporte no puede importar"), "{}", stderr(&out));
 
     let db = std::fs::read(d.join("t.db")).unwrap();
     assert!(
@@ -135,4 +135,115 @@ fn contador_actions_need_the_credential_once_it_is_set() {
         "the credential is not in the database"
     );
     assert!(db.windows(10).any(|w| w == b"$argon2id$"), "its hash is");
+}
+
+fn init(d: &std::path::Path) {
+    let init = run(
+        d,
+        &[
+            "init",
+            "--emisor",
+            &fx("sales/emisor-eku.toml"),
+            "--cer",
+            &fx("cfdi/certs/EKU9003173C9.cer"),
+            "--key",
+            &fx("cfdi/certs/EKU9003173C9.key"),
+            "--password-env",
+            "TEST_CSD_PASSWORD",
+        ],
+        &[],
+    );
+    assert!(init.status.success(), "{}", stderr(&init));
+}
+
+/// `timbra restore` and the reconciliation import (`timbra cfdi import`) are contador actions
+/// with the PIN: soporte is refused, and so is the contador without `TIMBRA_CONTADOR_PIN` (or
+/// with a wrong one); with it, both run.
+#[test]
+fn restore_and_the_reconciliation_import_need_the_contadors_pin() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    init(d);
+    let secrets = d.join("secretos.env");
+    std::fs::write(&secrets, "TIMBRA_CONTADOR_PIN_NUEVO=482913-caja\n").unwrap();
+    std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = run(
+        d,
+        &["role", "set-credential", "contador"],
+        &[("TIMBRA_SECRETS_FILE", secrets.to_str().unwrap())],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let backup = d.join("respaldo.db");
+    let out = run(d, &["backup", backup.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let moved_aside = || {
+        std::fs::read_dir(d)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().contains("antes-de-restaurar"))
+    };
+    let pin = ("TIMBRA_CONTADOR_PIN", "482913-caja");
+
+    // Restore: without the PIN, as soporte, or with a wrong PIN, nothing moves.
+    let restore = ["restore", backup.to_str().unwrap()];
+    let out = run(d, &restore, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("sin desbloquearse"), "{}", stderr(&out));
+    let out = run(d, &["restore", backup.to_str().unwrap(), "--role", "soporte"], &[pin]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("soporte no puede restaurar"), "{}", stderr(&out));
+    let out = run(d, &restore, &[("TIMBRA_CONTADOR_PIN", "000000-caja")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!moved_aside(), "nothing was restored");
+    let out = run(d, &restore, &[pin]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(moved_aside(), "restored, the previous database kept aside");
+
+    // The reconciliation import: soporte is refused; the contador needs the PIN.
+    let xml = fx("cfdi/samples/pago20-eku.xml");
+    let out = run(d, &["cfdi", "import", xml.as_str(), "--role", "soporte"], &[pin]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("soporte no puede importar"), "{}", stderr(&out));
+    let out = run(d, &["cfdi", "import", xml.as_str()], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("sin desbloquearse"), "{}", stderr(&out));
+    let out = run(d, &["cfdi", "import", xml.as_str()], &[pin]);
+    assert!(
+        !stderr(&out).contains("desbloquearse") && !stderr(&out).contains("no puede"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `timbra pac add` acts as whoever runs it (soporte by default), never as a contador without
+/// the PIN.
+#[test]
+fn pac_add_as_contador_needs_the_pin() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    init(d);
+    let add = ["pac", "add", "sw", "--preset", "sw-pruebas", "--token-env", "SW_TOKEN"];
+    let as_contador = [&add[..], &["--actor-role", "contador"]].concat();
+    let out = run(d, &as_contador, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("hasta que el contador tenga PIN"), "{}", stderr(&out));
+    let out = run(
+        d,
+        &[
+            "pac",
+            "add",
+            "sw",
+            "--preset",
+            "sw-pruebas",
+            "--token-env",
+            "SW_TOKEN",
+            "--actor-role",
+            "personal",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("personal no puede"), "{}", stderr(&out));
+    let out = run(d, &add, &[]);
+    assert!(out.status.success(), "soporte configures PACs: {}", stderr(&out));
 }

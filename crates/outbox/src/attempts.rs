@@ -41,8 +41,25 @@ impl<S: Store> Outbox<S> {
         actor: &Actor,
         forced: Option<&str>,
     ) -> Result<i64> {
+        let to_identity = self.pac_identity_of(to).await?;
+        self.open_failover_at(detail, to, to_identity, token, actor, forced).await
+    }
+
+    /// [`Outbox::open_failover`] to the PAC named `to` reaching `to_identity` (frozen on the new
+    /// attempt): the identity the PAC settings are being changed to, when a PAC is replaced
+    /// under an unknown outcome ([`Outbox::add_pac_noted`]).
+    pub(crate) async fn open_failover_at(
+        &self,
+        detail: &InvoiceDetail,
+        to: &str,
+        to_identity: Option<crate::model::PacIdentity>,
+        token: Option<i64>,
+        actor: &Actor,
+        forced: Option<&str>,
+    ) -> Result<i64> {
         let from = live(detail)?;
-        if from.body_format != BodyFormat::Xml {
+        let to_json = crate::facturapi_lane::is_json_pac(to_identity.as_ref());
+        if from.body_format != BodyFormat::Xml && !to_json {
             return Err(OutboxError::Unsupported(format!(
                 "el intento {} es JSON (PAC emisor); no se puede enviar el mismo cuerpo a {to}",
                 from.attempt_no
@@ -50,8 +67,7 @@ impl<S: Store> Outbox<S> {
         }
         let emisor = self.store().current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
         let attempt_no = from.attempt_no + 1;
-        let to_identity = self.pac_identity_of(to).await?;
-        if crate::facturapi_lane::is_json_pac(to_identity.as_ref()) {
+        if to_json {
             // Facturapi does not take sealed XML: the sale is mapped again into its JSON with
             // this attempt's own key (a reprocess-type attempt; the strategy allowed it only
             // because the live attempt is known not created, or the contador forced it).

@@ -282,3 +282,27 @@ pub async fn restore(src: &Path, target: &Path, now: DateTime<Utc>) -> Result<Re
         backup_at: DateTime::from_timestamp_millis(backup_at_ms).unwrap_or(now),
     })
 }
+
+/// The checks [`restore`] makes of its source before anything moves (a file, not the database
+/// itself, a whole Timbra database no newer than this build), for a caller that must decide
+/// something from the backup first: `timbra restore` reads the contador's credential from it
+/// when the database in place cannot be opened.
+pub async fn check_source(src: &Path, target: &Path) -> Result<()> {
+    if !src.is_file() {
+        return Err(OutboxError::invalid(
+            "respaldo",
+            "no_existe",
+            format!("{} no existe o no es un archivo", src.display()),
+        ));
+    }
+    if let (Ok(a), Ok(b)) = (src.canonicalize(), target.canonicalize()) {
+        if a == b {
+            return Err(OutboxError::invalid(
+                "respaldo",
+                "mismo_archivo",
+                "el respaldo es la misma base de datos",
+            ));
+        }
+    }
+    verify_copy(src).await.map(|_| ())
+}

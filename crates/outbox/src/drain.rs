@@ -30,7 +30,7 @@ use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
 use crate::facts::{self, evidence_kind, normalize_uuid};
 use crate::model::PacDirectory;
-use crate::model::{AttemptInfo, Badge, InvoiceDetail, InvoiceRef, InvoiceState, PacIdentity};
+use crate::model::{AttemptInfo, Badge, InvoiceDetail, InvoiceRef, InvoiceState};
 use crate::outbox::Outbox;
 use crate::pacs::{PacEntry, PacSet};
 use crate::store::{Claim, InvoiceUpdate, NewCfdi, NewEvidence, NewTry, StepFacts, Store};
@@ -401,7 +401,7 @@ impl<S: Store> Drain<S> {
 
     /// The same verdict from what a step read (the same facts).
     fn verdict_of(&self, facts: &StepFacts) -> Verdict {
-        let facts = facts::from_step(facts, &|p| self.directory.can_lookup(p));
+        let facts = facts::from_step(facts, &|p, id| self.directory.can_lookup_at(p, id));
         strategy::derive(&facts, &self.config.policy, self.outbox.now())
     }
 
@@ -516,7 +516,7 @@ impl<S: Store> Drain<S> {
     ) -> Result<StepReport> {
         // Only the facts again (what this step wrote, and whatever landed meanwhile).
         let detail = self.step_facts(invoice_id).await?;
-        let facts = facts::from_step(&detail, &|p| self.directory.can_lookup(p));
+        let facts = facts::from_step(&detail, &|p, id| self.directory.can_lookup_at(p, id));
         let verdict = strategy::derive(&facts, &self.config.policy, self.outbox.now());
         // No progress (the same non-sending step again) backs off like a failed try.
         let failed_try = failed_try || (verdict.next == *previous && !matches!(previous, NextStep::Send { .. }));
@@ -575,7 +575,17 @@ impl<S: Store> Drain<S> {
     /// PAC the attempt was frozen for (or one the operator accepted when replacing it). `None`
     /// after recording why not (evidence the strategy reads).
     async fn client_for(&self, detail: &StepFacts, attempt: &AttemptInfo) -> Result<Option<PacEntry>> {
-        let Some(entry) = self.pacs.get(&attempt.pac).cloned() else {
+        let expected = facts::expected_identity(&detail.evidence, attempt);
+        // The entry of the attempt's name; when that name reaches another service now, the
+        // entry (of any name) that still reaches the attempt's own identity.
+        let by_name = self.pacs.get(&attempt.pac).cloned();
+        let found = match &expected {
+            Some(id) if by_name.as_ref().is_none_or(|e| e.identity != *id) => {
+                self.pacs.entries().iter().find(|e| e.identity == *id).cloned().or(by_name)
+            }
+            _ => by_name,
+        };
+        let Some(entry) = found else {
             self.note_configuration(
                 detail.invoice.id,
                 attempt.id,
@@ -586,7 +596,7 @@ impl<S: Store> Drain<S> {
             .await?;
             return Ok(None);
         };
-        let Some(expected) = expected_identity(detail, attempt) else {
+        let Some(expected) = expected else {
             return Ok(Some(entry));
         };
         let changed = expected.differences(&entry.identity);
@@ -679,12 +689,22 @@ impl<S: Store> Drain<S> {
             } => Some(*s as i64 * 1000),
             _ => None,
         };
-        let foreign = self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
+        // Facturapi names whom it issued the invoice for: another sale's (or attempt's) invoice is
+        // evidence, never this sale's CFDI, whatever it carries.
+        let issued = match &reply.outcome {
+            StampOutcome::Stamped { issued_for, .. } | StampOutcome::AlreadyStamped { issued_for, .. } => issued_for.as_ref(),
+            _ => None,
+        };
+        let another_sale = issued_for_another(attempt, body, issued);
+        let foreign = another_sale.is_none() && self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
         let matched = match (&uuid, xml.as_ref().or(tfd.as_ref())) {
-            (Some(u), Some(x)) if !foreign => Some(self.match_to_attempt(invoice_id, attempt, x.as_bytes(), body, u).await?),
+            (Some(u), Some(x)) if !foreign && another_sale.is_none() => {
+                Some(self.match_to_attempt(invoice_id, attempt, x.as_bytes(), body, u).await?)
+            }
             _ => None,
         };
         let (code, message) = match &matched {
+            _ if another_sale.is_some() => (Some(evidence_kind::CFDI_OF_ANOTHER_SALE.to_string()), another_sale.clone()),
             _ if foreign => (Some(evidence_kind::CFDI_OF_ANOTHER_INVOICE.to_string()), message),
             Some(Err(why)) => (Some(evidence_kind::CFDI_NOT_THE_ATTEMPTS.to_string()), Some(why.clone())),
             _ => (code, message),
@@ -710,6 +730,12 @@ impl<S: Store> Drain<S> {
             })
             .await?;
         match (uuid, matched) {
+            (Some(uuid), _) if another_sale.is_some() => tracing::warn!(
+                invoice_id,
+                uuid,
+                why = another_sale.as_deref().unwrap_or_default(),
+                "el PAC respondió con la factura de otra venta; no se adjunta"
+            ),
             (Some(uuid), _) if foreign => tracing::warn!(invoice_id, uuid, "el PAC devolvió el CFDI de otra factura: documentos idénticos"),
             (Some(uuid), Some(Err(why))) => tracing::warn!(
                 invoice_id,
@@ -841,12 +867,16 @@ impl<S: Store> Drain<S> {
         };
         for f in rows {
             let uuid = f.map(|f| normalize_uuid(&f.uuid));
-            let foreign = self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
+            let another_sale = f.and_then(|f| issued_for_another(attempt, body, f.issued_for.as_ref()));
+            let foreign = another_sale.is_none() && self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
             let matched = match (f.and_then(|f| f.xml.as_deref().or(f.tfd_xml.as_deref())), &uuid) {
-                (Some(x), Some(u)) if !foreign => Some(self.match_to_attempt(invoice_id, attempt, x.as_bytes(), body, u).await?),
+                (Some(x), Some(u)) if !foreign && another_sale.is_none() => {
+                    Some(self.match_to_attempt(invoice_id, attempt, x.as_bytes(), body, u).await?)
+                }
                 _ => None,
             };
             let (code, message) = match &matched {
+                _ if another_sale.is_some() => (Some(evidence_kind::CFDI_OF_ANOTHER_SALE.to_string()), another_sale.clone()),
                 _ if foreign => (Some(evidence_kind::CFDI_OF_ANOTHER_INVOICE.to_string()), message.clone()),
                 Some(Err(why)) => (Some(evidence_kind::CFDI_NOT_THE_ATTEMPTS.to_string()), Some(why.clone())),
                 _ => (code.clone(), message.clone()),
@@ -871,7 +901,7 @@ impl<S: Store> Drain<S> {
                 })
                 .await?;
             match (uuid, matched) {
-                (Some(_), _) if foreign => {}
+                (Some(_), _) if foreign || another_sale.is_some() => {}
                 (Some(_), Some(Err(_))) => {}
                 (Some(u), Some(Ok(fecha))) => {
                     let xml = fecha.as_ref().and(f.and_then(|f| f.xml.clone())).map(String::into_bytes);
@@ -987,17 +1017,30 @@ fn find_attempt(detail: &StepFacts, attempt_no: i64) -> Result<&AttemptInfo> {
         })
 }
 
-/// The identity a send of `attempt` must reach: the last one an operator accepted for it
-/// (replacing its PAC with `--replace-open`), else the one it froze. None for attempts
-/// recorded before identities were frozen.
-fn expected_identity(detail: &StepFacts, attempt: &AttemptInfo) -> Option<PacIdentity> {
-    detail
-        .evidence
-        .iter()
-        .rev()
-        .filter(|e| e.attempt_id == Some(attempt.id) && e.code.as_deref() == Some(evidence_kind::PAC_IDENTITY_ACCEPTED))
-        .find_map(|e| serde_json::from_value::<PacIdentity>(e.detail.get("after")?.clone()).ok())
-        .or_else(|| attempt.pac_identity.clone())
+/// Why a CFDI a PAC answered with is *not* this attempt's by whom the PAC says it issued it
+/// for ([`pac::IssuedFor`], Facturapi's `external_id` and `idempotency_key`): another sale's
+/// `external_id` than the one frozen in the attempt's JSON body, or another key than the
+/// attempt's. `None` when the answer names neither, or names this attempt.
+pub fn issued_for_another(attempt: &AttemptInfo, body: &[u8], issued: Option<&pac::IssuedFor>) -> Option<String> {
+    let issued = issued?;
+    let ours = (attempt.body_format == crate::model::BodyFormat::Json)
+        .then(|| serde_json::from_slice::<serde_json::Value>(body).ok())
+        .flatten()
+        .and_then(|v| v.get("external_id").and_then(serde_json::Value::as_str).map(str::to_string));
+    if let (Some(theirs), Some(ours)) = (issued.external_id.as_deref(), ours.as_deref()) {
+        if theirs != ours {
+            return Some(format!(
+                "el PAC respondió con la factura de otra venta (external_id {theirs}; esta venta es {ours}): no se adjunta a esta venta; se sigue buscando la suya"
+            ));
+        }
+    }
+    match issued.idempotency_key.as_deref() {
+        Some(k) if k != attempt.pac_idempotency_key => Some(format!(
+            "el PAC respondió con una factura emitida con otra llave de idempotencia ({k}; la de este intento es {}): no se adjunta; se sigue buscando la de este intento",
+            attempt.pac_idempotency_key
+        )),
+        _ => None,
+    }
 }
 
 /// What one step left the invoice as.

@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::model::{AttemptInfo, BodyFormat, CfdiInfo, EvidenceInfo, InvoiceDetail, TryInfo};
+use crate::model::{AttemptInfo, BodyFormat, CfdiInfo, EvidenceInfo, InvoiceDetail, PacIdentity, TryInfo};
 use crate::store::StepFacts;
 use crate::strategy::{AttemptEvent, AttemptFacts, CfdiFacts, Facts, LookupResult, StampResult};
 
@@ -30,6 +30,12 @@ pub mod evidence_kind {
     /// attached to the sale.
     pub const CFDI_NOT_THE_ATTEMPTS: &str = "cfdi_no_corresponde";
 
+    /// The PAC's answer names another sale or attempt as the one it issued its CFDI for
+    /// (Facturapi's `external_id` / `idempotency_key`): that CFDI is not this sale's and is never
+    /// attached to it. It says nothing about this attempt, whose outcome stays what it was
+    /// (an unknown outcome stays unknown and is looked up by this sale's own `external_id`).
+    pub const CFDI_OF_ANOTHER_SALE: &str = "cfdi_de_otra_venta";
+
     /// A configuration fact (kind): the drain could not act as the attempt needs.
     pub const CONFIGURATION: &str = "configuration";
     /// Configuration codes.
@@ -52,6 +58,10 @@ pub mod evidence_kind {
     /// The operator accepted that the PAC behind a name changed for this attempt (the PAC was
     /// replaced with `--replace-open`): the new identity is in the evidence's detail.
     pub const PAC_IDENTITY_ACCEPTED: &str = "pac_identity_accepted";
+    /// The PAC behind the attempt's name was replaced (another service or account) while the
+    /// attempt held an open question: it is looked up only at its own (old) identity; the
+    /// old and new identities are in the evidence's detail.
+    pub const PAC_IDENTITY_REPLACED: &str = "pac_identity_replaced";
 
     /// Codes after which an attempt is abandoned: never sent again, only looked up.
     pub const ABANDONING: [&str; 2] = [FORCE_FAILOVER, REPROCESS_ACCEPTING_RISK];
@@ -67,9 +77,27 @@ pub fn fecha_deadline(fecha_utc: DateTime<Utc>) -> DateTime<Utc> {
     fecha_utc + Duration::hours(72) - Duration::minutes(10)
 }
 
-/// Builds the strategy's facts. `can_lookup(pac)` says whether that PAC answers non-creating
-/// lookups (Finkok, Facturapi) — it comes from the PAC settings, not from the store.
-pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Facts {
+/// Whether a lookup for an attempt can be made: `(its PAC's name, the identity it must reach)`
+/// ([`expected_identity`]) → whether a configured PAC reaching that identity answers
+/// non-creating lookups ([`crate::model::PacDirectory::can_lookup_at`]).
+pub type CanLookup<'a> = &'a dyn Fn(&str, Option<&PacIdentity>) -> bool;
+
+/// The identity a request for `attempt` must reach: the last one an operator accepted for it
+/// (its PAC replaced while it was known not to have created anything), else the one it froze.
+/// None for attempts recorded before identities were frozen.
+pub fn expected_identity(evidence: &[EvidenceInfo], attempt: &AttemptInfo) -> Option<PacIdentity> {
+    evidence
+        .iter()
+        .rev()
+        .filter(|e| e.attempt_id == Some(attempt.id) && e.code.as_deref() == Some(evidence_kind::PAC_IDENTITY_ACCEPTED))
+        .find_map(|e| serde_json::from_value::<PacIdentity>(e.detail.get("after")?.clone()).ok())
+        .or_else(|| attempt.pac_identity.clone())
+}
+
+/// Builds the strategy's facts. `can_lookup` says whether an attempt's PAC answers
+/// non-creating lookups (Finkok, Facturapi) at the identity the attempt must reach — it comes
+/// from the PAC settings, not from the store.
+pub fn from_detail(d: &InvoiceDetail, can_lookup: CanLookup<'_>) -> Facts {
     from_parts(
         Parts {
             attempts: &d.attempts,
@@ -82,7 +110,7 @@ pub fn from_detail(d: &InvoiceDetail, can_lookup: &dyn Fn(&str) -> bool) -> Fact
 }
 
 /// The same facts from what a drain step read ([`StepFacts`]: the same rows).
-pub fn from_step(s: &StepFacts, can_lookup: &dyn Fn(&str) -> bool) -> Facts {
+pub fn from_step(s: &StepFacts, can_lookup: CanLookup<'_>) -> Facts {
     from_parts(
         Parts {
             attempts: &s.attempts,
@@ -102,7 +130,7 @@ struct Parts<'a> {
     cfdis: &'a [CfdiInfo],
 }
 
-fn from_parts(d: Parts<'_>, can_lookup: &dyn Fn(&str) -> bool) -> Facts {
+fn from_parts(d: Parts<'_>, can_lookup: CanLookup<'_>) -> Facts {
     let mut attempts = Vec::with_capacity(d.attempts.len());
     for a in d.attempts {
         let mut timed: Vec<(DateTime<Utc>, i64, AttemptEvent)> = Vec::new();
@@ -141,6 +169,12 @@ fn from_parts(d: Parts<'_>, can_lookup: &dyn Fn(&str) -> bool) -> Facts {
                     at: e.recorded_at,
                     result: StampResult::Rejected { code },
                 },
+                // Another sale's invoice: whether this attempt created its own is still unknown.
+                evidence_kind::PAC_RESPONSE if code == evidence_kind::CFDI_OF_ANOTHER_SALE => AttemptEvent::Stamp {
+                    evidence_id: Some(e.id),
+                    at: e.recorded_at,
+                    result: StampResult::Unknown,
+                },
                 evidence_kind::PAC_RESPONSE if code == evidence_kind::CFDI_NOT_THE_ATTEMPTS => AttemptEvent::Stamp {
                     evidence_id: Some(e.id),
                     at: e.recorded_at,
@@ -165,11 +199,13 @@ fn from_parts(d: Parts<'_>, can_lookup: &dyn Fn(&str) -> bool) -> Facts {
                     }
                 }
                 // Another invoice's CFDI says nothing about this attempt.
-                evidence_kind::LOOKUP if code == evidence_kind::CFDI_OF_ANOTHER_INVOICE => AttemptEvent::Lookup {
-                    evidence_id: Some(e.id),
-                    at: e.recorded_at,
-                    result: LookupResult::Failed,
-                },
+                evidence_kind::LOOKUP if code == evidence_kind::CFDI_OF_ANOTHER_INVOICE || code == evidence_kind::CFDI_OF_ANOTHER_SALE => {
+                    AttemptEvent::Lookup {
+                        evidence_id: Some(e.id),
+                        at: e.recorded_at,
+                        result: LookupResult::Failed,
+                    }
+                }
                 evidence_kind::LOOKUP | evidence_kind::RECONCILIATION if code == evidence_kind::CFDI_NOT_THE_ATTEMPTS => {
                     AttemptEvent::Lookup {
                         evidence_id: Some(e.id),
@@ -218,7 +254,7 @@ fn from_parts(d: Parts<'_>, can_lookup: &dyn Fn(&str) -> bool) -> Facts {
         attempts.push(AttemptFacts {
             attempt_no: a.attempt_no,
             pac: a.pac.clone(),
-            pac_can_lookup: can_lookup(&a.pac),
+            pac_can_lookup: can_lookup(&a.pac, expected_identity(d.evidence, a).as_ref()),
             json_body: a.body_format == BodyFormat::Json,
             // A JSON body has no Fecha: Facturapi dates the CFDI when it issues it.
             fecha_deadline: if a.body_format == BodyFormat::Json {

@@ -528,6 +528,27 @@ impl PacDirectory {
         self.get(name).is_some_and(|e| e.kind != pac::PacKind::Sw)
     }
 
+    /// The PAC an attempt at `name` that must reach `identity` may use: the entry of that name
+    /// when it reaches that identity, else any entry that does (the old service kept under
+    /// another name after its name was pointed elsewhere).
+    pub fn reaching(&self, name: &str, identity: &PacIdentity) -> Option<&PacListing> {
+        self.get(name)
+            .filter(|e| e.identity == *identity)
+            .or_else(|| self.entries.iter().find(|e| e.identity == *identity))
+    }
+
+    /// Whether a lookup for an attempt at `name` that must reach `identity` can be made: a
+    /// PAC reaching that identity is configured ([`PacDirectory::reaching`]) and answers
+    /// non-creating lookups. Without an identity (attempts from before identities were
+    /// frozen), by name. A PAC whose name now reaches another service never answers for the
+    /// old one: the contador settles that question.
+    pub fn can_lookup_at(&self, name: &str, identity: Option<&PacIdentity>) -> bool {
+        match identity {
+            None => self.can_lookup(name),
+            Some(id) => self.reaching(name, id).is_some_and(|e| e.kind != pac::PacKind::Sw),
+        }
+    }
+
     /// Backup PACs, in order.
     pub fn backups(&self) -> Vec<String> {
         self.entries.iter().skip(1).map(|e| e.name.clone()).collect()

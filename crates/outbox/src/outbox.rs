@@ -296,7 +296,7 @@ impl<S: Store> Outbox<S> {
 
     /// The verdict with the PACs and policy given.
     pub fn verdict_with(&self, detail: &InvoiceDetail, pacs: &PacDirectory, policy: &Policy) -> Verdict {
-        let facts = crate::facts::from_detail(detail, &|p| pacs.can_lookup(p));
+        let facts = crate::facts::from_detail(detail, &|p, id| pacs.can_lookup_at(p, id));
         strategy::derive(&facts, policy, self.now())
     }
 

@@ -10,13 +10,14 @@ use pac::connect::{Credential, PacConnector, PacSpec, Timeouts};
 use pac::{Clock as PacClock, PacClient, PacKind};
 use serde::{Deserialize, Serialize};
 
-use crate::actor::Actor;
+use crate::actor::{Actor, Role};
 use crate::error::{OutboxError, Result};
 use crate::facts::evidence_kind;
-use crate::model::{PacDirectory, PacIdentity, PacListing};
+use crate::model::{BodyFormat, InvoiceDetail, InvoiceRef, PacDirectory, PacIdentity, PacListing};
 use crate::outbox::Outbox;
 use crate::store::NewEvidence;
 use crate::store::Store;
+use crate::strategy::AttemptStatus;
 
 /// The setting holding the PAC list.
 pub const SETTING_PACS: &str = "pacs";
@@ -377,17 +378,40 @@ impl<S: Store> Outbox<S> {
     }
 
     /// Adds (or replaces, by name) a PAC. A new primary demotes the previous one to backup and
-    /// becomes the PAC of every attempt recorded from now on.
-    ///
-    /// Replacing an entry by one that reaches another service or account (flavor, URL or
-    /// account differ) while attempts at it are unresolved is refused unless `replace_open`:
-    /// then the operator's acceptance is recorded on each of those attempts' timelines, and
-    /// they resume at the new identity. Without it, a resume would silently go elsewhere.
+    /// becomes the PAC of every attempt recorded from now on. Same as
+    /// [`Outbox::add_pac_noted`] without a note.
     pub async fn add_pac(&self, config: PacConfig, replace_open: bool, actor: &Actor) -> Result<Vec<PacConfig>> {
+        self.add_pac_noted(config, replace_open, None, actor).await
+    }
+
+    /// Adds (or replaces, by name) a PAC.
+    ///
+    /// A PAC's identity (flavor, URL, account) is part of every attempt's evidence. Replacing an
+    /// entry by one that reaches another service or account while attempts at it are unresolved
+    /// is refused unless `replace_open`; then, per attempt:
+    /// - an attempt known not to have created anything (never sent, refused, proven absent)
+    ///   resumes at the new identity, and the acceptance is recorded on its timeline;
+    /// - an attempt whose outcome is unknown (or a CFDI contradicted it), or an abandoned one
+    ///   with an open *posible duplicado* question, may hold a CFDI at the *old* service: the
+    ///   replacement is then the contador's forced failover — the contador's role with the PIN
+    ///   (spent) and `note` are required. The live attempt is abandoned (only ever looked up, at
+    ///   the old identity) and its bytes go to the new identity as a new attempt; every such
+    ///   attempt's evidence names both identities; the invoice is *posible duplicado* until a
+    ///   lookup at the old identity or the contador settles it;
+    /// - an attempt with a CFDI whose XML is not fetched yet refuses the replacement (it is
+    ///   fetched from the old service first).
+    ///
+    /// Everything is checked before anything is written.
+    pub async fn add_pac_noted(&self, config: PacConfig, replace_open: bool, note: Option<&str>, actor: &Actor) -> Result<Vec<PacConfig>> {
         crate::settings::may_change_settings(actor, "configurar los PAC")?;
+        if actor.role == Role::Contador {
+            // Nobody is declared into the contador: its PIN, on every channel.
+            self.require_unlocked(actor, "configurar los PAC").await?;
+        }
         let config = config.with_preset_defaults()?;
         config.validate()?;
         let mut list = self.pacs().await?;
+        let mut plan = None;
         if let Some(old) = list.iter().find(|p| p.name == config.name) {
             let (before, after) = (old.identity(), config.identity());
             let changed = before.differences(&after);
@@ -400,26 +424,11 @@ impl<S: Store> Outbox<S> {
                         changed: changed.join(", "),
                     });
                 }
-                let now = self.now().timestamp_millis();
-                for (invoice_id, attempt_id) in open {
-                    self.store()
-                        .append_evidence(&NewEvidence {
-                            invoice_id,
-                            attempt_id: Some(attempt_id),
-                            try_id: None,
-                            kind: evidence_kind::OPERATOR_ACTION.into(),
-                            outcome: None,
-                            code: Some(evidence_kind::PAC_IDENTITY_ACCEPTED.into()),
-                            message: Some(format!("PAC {} reemplazado: cambió {}", config.name, changed.join(", "))),
-                            uuid: None,
-                            retry_after_ms: None,
-                            detail: serde_json::json!({ "before": before, "after": after, "changed": changed, "channel": actor.channel }),
-                            fencing_token: None,
-                            at_ms: now,
-                            actor: actor.clone(),
-                        })
-                        .await?;
+                let p = self.plan_replacement(&config, open, before, after, changed).await?;
+                if !p.questions.is_empty() {
+                    self.may_replace_under_questions(&p, note, actor).await?;
                 }
+                plan = Some(p);
             }
         }
         list.retain(|p| p.name != config.name);
@@ -444,6 +453,215 @@ impl<S: Store> Outbox<S> {
         if primary {
             self.set_primary_pac(&name, actor).await?;
         }
+        if let Some(plan) = &plan {
+            self.carry_out(plan, note, actor).await?;
+        }
         Ok(list)
+    }
+
+    /// Reads each unresolved attempt at the PAC being replaced: which resume at the new
+    /// identity, which hold an open question (a forced failover), which refuse the change.
+    async fn plan_replacement(
+        &self,
+        config: &PacConfig,
+        open: Vec<(i64, i64)>,
+        before: PacIdentity,
+        after: PacIdentity,
+        changed: Vec<&'static str>,
+    ) -> Result<Replacement> {
+        let mut plan = Replacement {
+            pac: config.name.clone(),
+            before,
+            after,
+            changed,
+            accepted: Vec::new(),
+            questions: Vec::new(),
+        };
+        for (invoice_id, attempt_id) in open {
+            let detail = self.invoice(&InvoiceRef::Id(invoice_id)).await?;
+            let verdict = self.verdict(&detail).await?;
+            let Some(attempt) = detail.attempts.iter().find(|a| a.id == attempt_id) else {
+                continue;
+            };
+            let status = verdict
+                .statuses
+                .iter()
+                .find(|(no, _)| *no == attempt.attempt_no)
+                .map(|(_, s)| s.clone())
+                .unwrap_or(AttemptStatus::Fresh);
+            let live = detail.attempts.iter().map(|a| a.attempt_no).max() == Some(attempt.attempt_no);
+            if status.is_created() {
+                return Err(OutboxError::invalid(
+                    "replace_open",
+                    "cfdi_sin_xml",
+                    format!(
+                        "la factura {} ({}) tiene un CFDI en el PAC {} cuyo XML aún no se descarga: finalícela con el PAC actual antes de cambiarlo",
+                        detail.invoice.id, detail.sale.sale_id, config.name
+                    ),
+                ));
+            }
+            if status.is_open_question() {
+                let forced = live && attempt.resolution != "abandoned";
+                if forced && attempt.body_format == BodyFormat::Json && !crate::facturapi_lane::is_json_pac(Some(&plan.after)) {
+                    return Err(OutboxError::Unsupported(format!(
+                        "la factura {} ({}) tiene un intento JSON de Facturapi de resultado desconocido: el PAC {} solo puede cambiarse por otra cuenta de Facturapi mientras no se resuelva",
+                        detail.invoice.id, detail.sale.sale_id, config.name
+                    )));
+                }
+                plan.questions.push((detail, attempt_id, forced));
+            } else {
+                plan.accepted.push((invoice_id, attempt_id));
+            }
+        }
+        Ok(plan)
+    }
+
+    /// A replacement under open questions is the contador's forced failover: the role, a note,
+    /// and the PIN (spent here, after every other check passed).
+    async fn may_replace_under_questions(&self, plan: &Replacement, note: Option<&str>, actor: &Actor) -> Result<()> {
+        const WHAT: &str = "reemplazar un PAC con intentos de resultado desconocido";
+        if actor.role != Role::Contador {
+            return Err(OutboxError::Forbidden {
+                action: WHAT,
+                role: actor.role.as_str(),
+            });
+        }
+        match note.map(str::trim).filter(|n| !n.is_empty()) {
+            None => {
+                return Err(OutboxError::invalid(
+                    "note",
+                    "requerido",
+                    format!(
+                        "reemplazar el PAC {} requiere una nota del contador que reconozca el riesgo de duplicado: {} factura(s) tienen un intento cuyo resultado se desconoce en el servicio anterior",
+                        plan.pac,
+                        plan.questions.len()
+                    ),
+                ))
+            }
+            Some(n) => {
+                crate::outbox::check_note(n)?;
+            }
+        }
+        self.spend_unlock(actor, WHAT).await
+    }
+
+    /// Writes what the plan decided: acceptances, forced failovers, and the identity change on
+    /// abandoned attempts with an open question.
+    async fn carry_out(&self, plan: &Replacement, note: Option<&str>, actor: &Actor) -> Result<()> {
+        let detail_of = |code: &str| {
+            serde_json::json!({
+                "action": code, "pac": plan.pac, "before": plan.before, "after": plan.after,
+                "changed": plan.changed, "note": note, "channel": actor.channel,
+            })
+        };
+        let changed = plan.changed.join(", ");
+        for (invoice_id, attempt_id) in &plan.accepted {
+            self.store()
+                .append_evidence(&NewEvidence {
+                    invoice_id: *invoice_id,
+                    attempt_id: Some(*attempt_id),
+                    try_id: None,
+                    kind: evidence_kind::OPERATOR_ACTION.into(),
+                    outcome: None,
+                    code: Some(evidence_kind::PAC_IDENTITY_ACCEPTED.into()),
+                    message: Some(format!("PAC {} reemplazado: cambió {changed}", plan.pac)),
+                    uuid: None,
+                    retry_after_ms: None,
+                    detail: detail_of(evidence_kind::PAC_IDENTITY_ACCEPTED),
+                    fencing_token: None,
+                    at_ms: self.now().timestamp_millis(),
+                    actor: actor.clone(),
+                })
+                .await?;
+        }
+        let note = note.map(str::trim).unwrap_or_default();
+        for (detail, attempt_id, forced) in &plan.questions {
+            let code = if *forced {
+                evidence_kind::FORCE_FAILOVER
+            } else {
+                evidence_kind::PAC_IDENTITY_REPLACED
+            };
+            let now = self.now().timestamp_millis();
+            self.store()
+                .append_evidence(&NewEvidence {
+                    invoice_id: detail.invoice.id,
+                    attempt_id: Some(*attempt_id),
+                    try_id: None,
+                    kind: evidence_kind::OPERATOR_ACTION.into(),
+                    outcome: None,
+                    code: Some(code.into()),
+                    message: Some(note.to_string()),
+                    uuid: None,
+                    retry_after_ms: None,
+                    detail: detail_of(code),
+                    fencing_token: None,
+                    at_ms: now,
+                    actor: actor.clone(),
+                })
+                .await?;
+            // Any worker still holding the row is fenced out before the new attempt opens.
+            let token = self.store().take_over(detail.invoice.id, now).await?;
+            self.add_note(&InvoiceRef::Id(detail.invoice.id), note, actor).await?;
+            if *forced {
+                self.open_failover_at(detail, &plan.pac, Some(plan.after.clone()), Some(token), actor, Some(note))
+                    .await?;
+            }
+            self.due_now(detail.invoice.id).await?;
+        }
+        Ok(())
+    }
+}
+
+/// What replacing a PAC's identity does to the attempts at it ([`Outbox::add_pac_noted`]).
+struct Replacement {
+    pac: String,
+    before: PacIdentity,
+    after: PacIdentity,
+    changed: Vec<&'static str>,
+    /// `(invoice_id, attempt_id)` known not created: they resume at the new identity.
+    accepted: Vec<(i64, i64)>,
+    /// Attempts that may hold a CFDI at the old identity; `true` for the live one (a forced
+    /// failover), `false` for an abandoned one (only looked up at the old identity).
+    questions: Vec<(InvoiceDetail, i64, bool)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finkok(name: &str, url: &str, role: PacRole) -> PacConfig {
+        PacConfig {
+            name: name.into(),
+            flavor: PacKind::Finkok,
+            preset: None,
+            url: url.into(),
+            api_url: None,
+            sat_url: None,
+            token_env: None,
+            user: Some("u@empresa.mx".into()),
+            password_env: Some("FK".into()),
+            taxpayer_id: Some("EKU9003173C9".into()),
+            role,
+            timeout_ms: None,
+            sandbox: false,
+        }
+    }
+
+    #[test]
+    fn a_lookup_goes_only_to_a_pac_that_still_reaches_the_attempts_identity() {
+        let old = finkok("fk", "https://viejo.example", PacRole::Primary).identity();
+        // The name now reaches another service: the old identity is looked up nowhere.
+        let moved = PacDirectory::from_configs(&[finkok("fk", "https://nuevo.example", PacRole::Primary)]);
+        assert!(!moved.can_lookup_at("fk", Some(&old)));
+        assert!(moved.can_lookup_at("fk", None), "attempts without a frozen identity: by name");
+        // The old service kept under another name answers for it.
+        let kept = PacDirectory::from_configs(&[
+            finkok("fk", "https://nuevo.example", PacRole::Primary),
+            finkok("fk-anterior", "https://viejo.example", PacRole::Backup),
+        ]);
+        assert!(kept.can_lookup_at("fk", Some(&old)));
+        assert_eq!(kept.reaching("fk", &old).map(|l| l.name.as_str()), Some("fk-anterior"));
+        let new = finkok("fk", "https://nuevo.example", PacRole::Primary).identity();
+        assert_eq!(kept.reaching("fk", &new).map(|l| l.name.as_str()), Some("fk"));
     }
 }

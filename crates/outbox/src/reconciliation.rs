@@ -234,9 +234,11 @@ fn same_conceptos(doc: &cfdi::fiscal::FiscalDocument, sale: &cfdi::sale::Sale) -
 }
 
 impl<S: Store> Outbox<S> {
-    /// Imports stamped XMLs (`(file name, bytes)`), file by file; see the module docs.
+    /// Imports stamped XMLs (`(file name, bytes)`), file by file; see the module docs. The
+    /// contador's, with the PIN (spent): an import attaches CFDIs to sales and settles open
+    /// questions, on every channel (CLI, console).
     pub async fn import_cfdis(&self, files: &[(String, Vec<u8>)], sale_id_field: SaleIdField, actor: &Actor) -> Result<ImportReport> {
-        if !matches!(actor.role, Role::Soporte | Role::Contador) {
+        if actor.role != Role::Contador {
             return Err(OutboxError::Forbidden {
                 action: "importar CFDI",
                 role: actor.role.as_str(),

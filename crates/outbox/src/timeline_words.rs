@@ -30,6 +30,7 @@ const OUTCOMES: &[&str] = &[
 const OWN_CODES: &[&str] = &[
     evidence_kind::CFDI_OF_ANOTHER_INVOICE,
     evidence_kind::CFDI_NOT_THE_ATTEMPTS,
+    evidence_kind::CFDI_OF_ANOTHER_SALE,
     evidence_kind::PAC_NOT_CONFIGURED,
     evidence_kind::PAC_CHANGED,
     evidence_kind::PAID_DOCUMENT_CANCELLED,

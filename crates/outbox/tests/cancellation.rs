@@ -482,7 +482,8 @@ async fn reconciliation_import_settles_an_abandoned_attempt_and_refuses_a_tamper
     let lu = elsewhere.until_badge(lookalike, Badge::Timbrada).await.cfdis[0].uuid.clone();
     let lookalike_xml = elsewhere.outbox.cfdi_xml(&lu).await.unwrap().unwrap();
 
-    for who in [personal()] {
+    // The contador's, with the PIN: personal and soporte are refused.
+    for who in [personal(), soporte()] {
         match w
             .outbox
             .import_cfdis(&[("x.xml".into(), u1_xml.clone())], SaleIdField::None, &who)
@@ -500,7 +501,11 @@ async fn reconciliation_import_settles_an_abandoned_attempt_and_refuses_a_tamper
         ("sw-u1-otra-vez.xml".to_string(), u1_xml),
         ("basura.xml".to_string(), b"<no-es-cfdi/>".to_vec()),
     ];
-    let report = w.outbox.import_cfdis(&files, SaleIdField::None, &soporte()).await.unwrap();
+    let report = w
+        .outbox
+        .import_cfdis(&files, SaleIdField::None, &contador(&w.outbox).await)
+        .await
+        .unwrap();
     let results: Vec<&ImportedFile> = report.files.iter().collect();
     assert!(
         matches!(results[0], ImportedFile::Refused { code, .. } if code == "sello_invalido"),

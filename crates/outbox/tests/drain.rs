@@ -13,7 +13,7 @@ use cfdi::secret::Secret;
 use common::{ingreso, password, setup, Backend};
 use outbox::actions::RetryKind;
 use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
-use outbox::model::{Badge, InvoiceRef, InvoiceState, ListFilter};
+use outbox::model::{AttemptReason, Badge, InvoiceRef, InvoiceState, ListFilter};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::store::{InvoiceUpdate, Store};
 use outbox::strategy::{ActionKind, Policy, ReasonCode, RefusalCode};
@@ -906,22 +906,140 @@ async fn a_resume_never_goes_to_another_pac_behind_the_same_name(backend: Backen
         "the refusal is evidence"
     );
     assert_eq!(w.outbox.verdict(&d).await.unwrap().badge, Badge::Atencion);
-    // With the explicit flag the acceptance lands on the attempt's timeline, and it resumes there.
-    w.outbox.add_pac(changed, true, &contador(&w.outbox).await).await.unwrap();
+    // With the flag, the contador's PIN and a note, the replacement is a forced failover: on
+    // the timeline, and the same bytes go to the new service as a new attempt (the first one
+    // stays an open question at the old service).
+    w.outbox
+        .add_pac_noted(
+            changed,
+            true,
+            Some("el servicio anterior se dio de baja"),
+            &contador(&w.outbox).await,
+        )
+        .await
+        .unwrap();
     let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
     assert!(
-        d.timeline.iter().any(|t| t.detail["code"] == "pac_identity_accepted"),
+        d.timeline.iter().any(|t| t.detail["code"] == "force_failover"),
         "recorded on the timeline"
     );
-    w.outbox.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap();
     stray
         .run(tokio::time::sleep(StdDuration::from_millis(800)), RunMode::Forever)
         .await
         .unwrap();
+    assert_eq!(other.engine().stamp_requests(&d.attempts[0].pac_idempotency_key), 0);
     assert!(
-        other.engine().stamp_requests(&d.attempts[0].pac_idempotency_key) >= 1,
-        "resumed at the accepted PAC"
+        other.engine().stamp_requests(&d.attempts[1].pac_idempotency_key) >= 1,
+        "the new attempt went to the new service"
     );
+    assert!(w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap().invoice.possible_duplicate);
+}
+
+/// The primary certifies and the answer is lost; then the same name is pointed at another
+/// service. That is a forced failover: only the contador, with the PIN and a note; the open
+/// attempt is abandoned with the old and the new identity in its evidence, its bytes go to the
+/// new service as a new attempt, and the invoice stays *posible duplicado* (never a plain
+/// Timbrada) until the first CFDI is looked up at the old service or the contador settles it.
+async fn replacing_a_pac_under_an_unknown_outcome_is_a_forced_failover(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "timeout_after_certify=1")]).await;
+    let id = w.record("pedido-reemplazo").await;
+    w.until_badge(id, Badge::Reanudar).await;
+    let first = w.sim("sw").engine().ledger();
+    assert_eq!(first.len(), 1, "the first CFDI exists at the old service");
+    let old = w.outbox.pacs().await.unwrap()[0].clone();
+    let other = pac_sim::start(SimConfig::new(Flavor::Sw)).await.unwrap();
+    let mut changed = old.clone();
+    changed.url = other.base_url.clone();
+
+    // Soporte may not, nor the contador without a note.
+    let r = w.outbox.add_pac(changed.clone(), true, &soporte()).await;
+    assert!(matches!(r, Err(OutboxError::Forbidden { .. })), "soporte: {r:?}");
+    let r = w.outbox.add_pac(changed.clone(), true, &contador(&w.outbox).await).await;
+    assert!(
+        matches!(&r, Err(OutboxError::Invalid(v)) if v.0[0].field == "note"),
+        "without a note: {r:?}"
+    );
+    let note = "el servicio anterior ya no responde; el primer CFDI puede existir allí";
+    let r = w.outbox.add_pac_noted(changed.clone(), true, Some(note), &soporte()).await;
+    assert!(matches!(r, Err(OutboxError::Forbidden { .. })), "soporte with a note: {r:?}");
+    w.outbox.lock_role(Role::Contador);
+    let locked = Actor::new("carlos", Role::Contador, "test");
+    let r = w.outbox.add_pac_noted(changed.clone(), true, Some(note), &locked).await;
+    assert!(matches!(r, Err(OutboxError::RoleLocked { .. })), "without the PIN: {r:?}");
+    assert_eq!(w.outbox.pacs().await.unwrap()[0], old, "nothing changed");
+    assert_eq!(w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap().attempts.len(), 1);
+
+    // The contador, with the PIN and the note: a forced failover to the new identity.
+    w.outbox
+        .add_pac_noted(changed.clone(), true, Some(note), &contador(&w.outbox).await)
+        .await
+        .unwrap();
+    assert!(w.outbox.role_unlocked_until(Role::Contador).is_none(), "the unlock was spent");
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert_eq!(d.attempts.len(), 2, "a new attempt for the new service");
+    let (a1, a2) = (d.attempts[0].clone(), d.attempts[1].clone());
+    assert_eq!(a1.resolution, "abandoned", "the first attempt is only ever looked up");
+    assert_eq!(a2.reason, AttemptReason::ForcedFailover);
+    assert_eq!(a1.pac_identity.as_ref(), Some(&old.identity()), "the first keeps the old identity");
+    assert_eq!(a2.pac_identity.as_ref(), Some(&changed.identity()));
+    assert_eq!(
+        w.outbox.attempt_body(a1.id).await.unwrap().1,
+        w.outbox.attempt_body(a2.id).await.unwrap().1,
+        "the same sealed bytes"
+    );
+    let e = d
+        .evidence
+        .iter()
+        .find(|e| e.attempt_id == Some(a1.id) && e.code.as_deref() == Some("force_failover"))
+        .expect("the replacement is evidence on the open attempt");
+    assert_eq!(e.message.as_deref(), Some(note));
+    assert_eq!(e.detail["before"]["url"], old.identity().url.as_str());
+    assert_eq!(e.detail["after"]["url"], changed.identity().url.as_str());
+    let tries_of_a1 = d.tries.iter().filter(|t| t.attempt_id == a1.id).count();
+
+    // A drain with the new settings stamps the same bytes at the new service: a second CFDI,
+    // and the invoice says so (posible duplicado), never a plain Timbrada.
+    let drain = Arc::new(drain_for(&w.outbox, "w2", chrono::Duration::seconds(30)).await);
+    for _ in 0..100 {
+        if w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap().cfdis.iter().any(|c| c.has_xml) {
+            break;
+        }
+        drain
+            .run(tokio::time::sleep(StdDuration::from_millis(150)), RunMode::Forever)
+            .await
+            .unwrap();
+    }
+    drain
+        .run(tokio::time::sleep(StdDuration::from_millis(150)), RunMode::Forever)
+        .await
+        .unwrap();
+    assert_eq!(other.engine().ledger().len(), 1, "stamped at the new service");
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    let v = w.outbox.verdict(&d).await.unwrap();
+    assert!(d.invoice.possible_duplicate && v.possible_duplicate, "{:?} {v:?}", d.invoice);
+    assert!(v.has_reason(ReasonCode::PosibleDuplicado), "{v:?}");
+    assert_eq!(v.open_questions, vec![1]);
+    assert_eq!(
+        d.tries.iter().filter(|t| t.attempt_id == a1.id).count(),
+        tries_of_a1,
+        "the first attempt is never sent nor looked up at the new service"
+    );
+
+    // The contador finds the first CFDI at the old service: two CFDIs, the contador decides.
+    let x = &first[0];
+    w.outbox
+        .record_found(
+            &InvoiceRef::Id(id),
+            1,
+            &x.uuid,
+            Some(x.xml.as_bytes()),
+            "encontrado en el portal del servicio anterior",
+            &contador(&w.outbox).await,
+        )
+        .await
+        .unwrap();
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert_eq!(d.invoice.badge, Badge::Duplicado);
 }
 
 #[test]
@@ -956,6 +1074,7 @@ fn lookups_of_an_attempt_back_off_with_every_lookup() {
 }
 
 crate::conformance!(
+    replacing_a_pac_under_an_unknown_outcome_is_a_forced_failover,
     sales_are_stamped_once_and_their_xml_verifies,
     timeout_after_certify_resumes_to_the_same_uuid,
     refused_connections_fail_over_to_the_backup_with_the_same_bytes,

@@ -499,8 +499,126 @@ async fn a_cfdi_facturapi_stamped_is_cancelled_through_facturapi_once(backend: B
     w.until_badge(id, Badge::Cancelada).await;
 }
 
+/// A drain that waits half an hour or more between lookups: after its steps nothing is due
+/// again until a person asks (the test decides what happens next, not a race with lookups).
+async fn slow_drain(w: &World) -> Arc<Drain<AnyStore>> {
+    let set = build_pac_set(
+        &w.outbox.pacs().await.unwrap(),
+        &SimSecrets,
+        Arc::new(pac::SystemClock),
+        &pac_clients::HttpConnector,
+    )
+    .unwrap();
+    let config = DrainConfig {
+        worker_id: "lento".into(),
+        program: "test".into(),
+        heartbeat: outbox::workers::HEARTBEAT_EVERY,
+        concurrency: 4,
+        lease: chrono::Duration::seconds(30),
+        poll: StdDuration::from_millis(20),
+        grace: StdDuration::from_secs(2),
+        backoff: Backoff {
+            base: chrono::Duration::minutes(60),
+            cap: chrono::Duration::minutes(60),
+        },
+        policy: Policy {
+            max_tries: 6,
+            auto_failover_after: 2,
+            ..Policy::default()
+        },
+    };
+    Arc::new(Drain::new(w.outbox.clone(), set, config, Arc::new(NoSink)))
+}
+
+async fn until_idle(drain: &Arc<Drain<AnyStore>>) {
+    drain
+        .run(
+            std::future::pending::<()>(),
+            RunMode::UntilIdle {
+                horizon: StdDuration::from_secs(5),
+            },
+        )
+        .await
+        .unwrap();
+}
+
+/// Two alike sales (same customer, same total) are both certified at Facturapi and both
+/// answers are lost. Resuming the second, Facturapi answers with the *first* one's invoice
+/// (`foreign_cfdi`): its `external_id` and key name the first sale, so it is evidence on the
+/// second, never its CFDI, and the second's own invoice is looked up by its own `external_id`.
+/// Neither sale ends with the other's CFDI, and the first is never blamed.
+async fn another_sales_invoice_is_never_attached_and_each_sale_finds_its_own(backend: Backend) {
+    let w = world(backend, &[("fa", Flavor::Facturapi, "timeout_after_certify=1")], false).await;
+    let a = w.record("pedido-921").await;
+    let b = w.record("pedido-922").await;
+    let slow = slow_drain(&w).await;
+    until_idle(&slow).await;
+    for id in [a, b] {
+        let d = w.detail(id).await;
+        assert_eq!(d.invoice.badge, Badge::Reanudar, "the answer was lost: {:?}", d.invoice);
+        assert!(d.cfdis.is_empty());
+    }
+    let ledger = w.sim("fa").engine().ledger();
+    assert_eq!(ledger.len(), 2, "both were certified at Facturapi");
+    let uuid_of = |sale: &str| {
+        ledger
+            .iter()
+            .find(|r| r.external_id.as_deref() == Some(sale))
+            .map(|r| r.uuid.to_uppercase())
+            .unwrap()
+    };
+    let (uuid_a, uuid_b) = (uuid_of("pedido-921"), uuid_of("pedido-922"));
+
+    // Resuming the second: Facturapi answers its key with the first sale's invoice.
+    w.sim("fa").set_faults(Faults::parse("no_xml_307=0,foreign_cfdi=1").unwrap());
+    w.outbox
+        .retry(&InvoiceRef::Id(b), &Actor::new("sara", Role::Soporte, "test"))
+        .await
+        .unwrap();
+    until_idle(&slow).await;
+    let d = w.detail(b).await;
+    assert!(
+        d.cfdis.iter().all(|c| c.uuid.to_uppercase() != uuid_a),
+        "the first sale's CFDI is not the second's: {:?}",
+        d.cfdis
+    );
+    assert_ne!(d.invoice.badge, Badge::Timbrada, "{:?}", d.invoice);
+    let e = d
+        .evidence
+        .iter()
+        .find(|e| e.code.as_deref() == Some(evidence_kind::CFDI_OF_ANOTHER_SALE))
+        .expect("the other sale's answer is recorded as evidence");
+    assert_eq!(e.uuid.as_deref().map(str::to_uppercase), Some(uuid_a.clone()));
+    assert!(e.message.as_deref().unwrap_or_default().contains("pedido-921"), "{:?}", e.message);
+    let v = w.outbox.verdict(&d).await.unwrap();
+    assert_eq!(v.badge, Badge::Reanudar, "still an unknown outcome: {v:?}");
+
+    // The half hour passes (the rows come due): lookups by each sale's own external_id find
+    // each sale's own invoice.
+    sqlx::query("UPDATE invoices SET next_try_at_ms = 0 WHERE state = 'pending'")
+        .execute(&w._db.raw)
+        .await
+        .unwrap();
+    w.until_badge(b, Badge::Timbrada).await;
+    w.until_badge(a, Badge::Timbrada).await;
+    for (id, uuid) in [(a, &uuid_a), (b, &uuid_b)] {
+        let d = w.detail(id).await;
+        assert_eq!(d.cfdis.len(), 1, "{:?}", d.cfdis);
+        assert_eq!(&d.cfdis[0].uuid.to_uppercase(), uuid, "each sale has its own CFDI");
+        assert!(!d.invoice.possible_duplicate);
+        assert!(
+            d.evidence
+                .iter()
+                .all(|e| e.code.as_deref() != Some(evidence_kind::CFDI_OF_ANOTHER_INVOICE)),
+            "no sale is blamed for the other's CFDI"
+        );
+    }
+    assert_eq!(w.sim("fa").engine().ledger().len(), 2, "nothing was created again");
+}
+
 crate::conformance!(
     a_cfdi_facturapi_stamped_is_cancelled_through_facturapi_once,
+    another_sales_invoice_is_never_attached_and_each_sale_finds_its_own,
     a_facturapi_primary_freezes_a_json_attempt_and_stamps_it_once,
     pending_is_looked_up_by_external_id_and_never_created_again,
     the_same_key_twice_is_one_invoice,

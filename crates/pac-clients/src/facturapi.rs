@@ -9,7 +9,9 @@
 //! `code`, never on `message`. The attempt's frozen body *is* the JSON; it is sent unchanged.
 //!
 //! UNVERIFIED: what a sequential retry with a used `idempotency_key` returns. Any invoice
-//! object in the answer is taken at face value (valid → stamped, pending → unknown).
+//! object in the answer is taken at face value (valid → stamped, pending → unknown), and the
+//! `external_id` and `idempotency_key` it names travel with it ([`pac::IssuedFor`]): the outbox
+//! never attaches an invoice issued for another sale or attempt.
 
 use std::sync::Arc;
 
@@ -21,7 +23,7 @@ use crate::http::{Delivered, Http, HttpSetupError, Outgoing, OutgoingBody, SendF
 use crate::sat::{SatClient, SatConfig};
 use pac::evidence::{Evidence, Redactor};
 use pac::outcome::*;
-use pac::{BoxFuture, Clock, PacClient, PacKind, SystemClock};
+use pac::{BoxFuture, Clock, IssuedFor, PacClient, PacKind, SystemClock};
 
 /// Configuration of the Facturapi adapter.
 #[derive(Debug, Clone)]
@@ -89,6 +91,15 @@ pub struct Invoice {
     pub uuid: Option<String>,
     pub cancellation_status: Option<String>,
     pub external_id: Option<String>,
+    /// The `idempotency_key` the invoice was created with, when the answer names it.
+    pub idempotency_key: Option<String>,
+}
+
+impl Invoice {
+    /// Whom the answer says the invoice was issued for (the outbox checks it is the attempt's).
+    pub fn issued_for(&self) -> Option<IssuedFor> {
+        IssuedFor::named(self.external_id.clone(), self.idempotency_key.clone())
+    }
 }
 
 /// Reads an invoice object.
@@ -101,18 +112,21 @@ pub fn parse_invoice(v: &Value) -> Option<Invoice> {
         uuid: s("uuid"),
         cancellation_status: s("cancellation_status"),
         external_id: s("external_id"),
+        idempotency_key: s("idempotency_key"),
     })
 }
 
 /// Classifies a create-invoice answer. Pure. The XML is fetched separately.
 pub fn classify_create(status: u16, body: &[u8], retry_after_s: Option<u64>) -> StampOutcome {
     if let Some(inv) = serde_json::from_slice::<Value>(body).ok().as_ref().and_then(parse_invoice) {
+        let issued_for = inv.issued_for();
         return match (inv.status.as_str(), inv.uuid) {
             ("valid", Some(uuid)) => StampOutcome::Stamped {
                 uuid,
                 xml: None,
                 tfd_xml: None,
                 pac_id: Some(inv.id),
+                issued_for,
             }
             .normalized(),
             ("canceled", uuid) => StampOutcome::AlreadyStamped {
@@ -121,6 +135,7 @@ pub fn classify_create(status: u16, body: &[u8], retry_after_s: Option<u64>) -> 
                 xml: None,
                 tfd_xml: None,
                 pac_id: Some(inv.id),
+                issued_for,
             }
             .normalized(),
             ("failed", _) => StampOutcome::Unavailable {
@@ -156,6 +171,7 @@ pub fn classify_create(status: u16, body: &[u8], retry_after_s: Option<u64>) -> 
             xml: None,
             tfd_xml: None,
             pac_id: None,
+            issued_for: None,
         },
         // The account, not the document: the organization cannot issue yet (no CSD or
         // fiscal data uploaded, a test key where a live one is needed, no subscription).
@@ -230,6 +246,7 @@ pub fn classify_list(status: u16, body: &[u8]) -> LookupOutcome {
             tfd_xml: None,
             pac_id: Some(i.id.clone()),
             status: Some(i.status.clone()),
+            issued_for: i.issued_for(),
         })
         .collect();
     if !found.is_empty() {
@@ -418,6 +435,7 @@ impl FacturapiClient {
                 xml: None,
                 tfd_xml,
                 pac_id: Some(id),
+                issued_for,
             } => {
                 let xml = self.xml_of(&id, &mut evidence).await;
                 StampOutcome::Stamped {
@@ -425,6 +443,7 @@ impl FacturapiClient {
                     xml,
                     tfd_xml,
                     pac_id: Some(id),
+                    issued_for,
                 }
             }
             StampOutcome::AlreadyStamped {
@@ -433,6 +452,7 @@ impl FacturapiClient {
                 xml: None,
                 tfd_xml,
                 pac_id: Some(id),
+                issued_for,
             } => {
                 let xml = self.xml_of(&id, &mut evidence).await;
                 StampOutcome::AlreadyStamped {
@@ -441,6 +461,7 @@ impl FacturapiClient {
                     xml,
                     tfd_xml,
                     pac_id: Some(id),
+                    issued_for,
                 }
             }
             other => other,

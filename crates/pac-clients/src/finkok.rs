@@ -234,12 +234,14 @@ fn classify_stamp_wire(status: u16, body: &[u8]) -> StampOutcome {
                 xml: r.xml,
                 tfd_xml: None,
                 pac_id: None,
+                issued_for: None,
             },
             None => StampOutcome::Stamped {
                 uuid,
                 xml: r.xml,
                 tfd_xml: None,
                 pac_id: None,
+                issued_for: None,
             },
         };
     }
@@ -251,6 +253,7 @@ fn classify_stamp_wire(status: u16, body: &[u8]) -> StampOutcome {
                 xml: r.xml,
                 tfd_xml: None,
                 pac_id: None,
+                issued_for: None,
             }
         }
         Some(_) => {
@@ -261,6 +264,7 @@ fn classify_stamp_wire(status: u16, body: &[u8]) -> StampOutcome {
                 xml: None,
                 tfd_xml: None,
                 pac_id: None,
+                issued_for: None,
             };
         }
         None => {}
@@ -300,6 +304,7 @@ pub fn classify_stamped(status: u16, body: &[u8]) -> LookupOutcome {
                 tfd_xml: None,
                 pac_id: None,
                 status: None,
+                issued_for: None,
             }],
         }
         .normalized();
@@ -339,6 +344,7 @@ pub fn classify_get_xml(status: u16, body: &[u8], uuid: &str) -> LookupOutcome {
                         tfd_xml: None,
                         pac_id: None,
                         status: None,
+                        issued_for: None,
                     }],
                 }
                 .normalized(),
@@ -573,6 +579,7 @@ impl FinkokClient {
                 xml: _,
                 tfd_xml: _,
                 pac_id,
+                ..
             } => match self.stamped_polled(&attempt.body, &mut evidence).await {
                 LookupOutcome::Found { mut cfdis } if !cfdis.is_empty() => {
                     let c = cfdis.remove(0);
@@ -582,6 +589,7 @@ impl FinkokClient {
                         xml: c.xml,
                         tfd_xml: c.tfd_xml,
                         pac_id,
+                        issued_for: None,
                     }
                 }
                 // It exists either way; the UUID stays to be recovered by a later lookup.
@@ -591,6 +599,7 @@ impl FinkokClient {
                     xml: None,
                     tfd_xml: None,
                     pac_id,
+                    issued_for: None,
                 },
             },
             other => other,

@@ -187,6 +187,7 @@ fn classify_stamp_wire(status: u16, body: &[u8], retry_after_s: Option<u64>, env
                     xml: d.cfdi,
                     tfd_xml: d.tfd,
                     pac_id: None,
+                    issued_for: None,
                 },
                 None => StampOutcome::Unknown {
                     cause: format!("HTTP {status}: respuesta exitosa sin UUID"),
@@ -201,6 +202,7 @@ fn classify_stamp_wire(status: u16, body: &[u8], retry_after_s: Option<u64>, env
                 xml: d.cfdi,
                 tfd_xml: d.tfd,
                 pac_id: None,
+                issued_for: None,
             };
         }
     }
@@ -446,6 +448,7 @@ impl SwClient {
                 xml: None,
                 tfd_xml,
                 pac_id,
+                ..
             } => {
                 let stored = self.do_retrieve(&uuid).await;
                 evidence.extend(stored.evidence);
@@ -459,6 +462,7 @@ impl SwClient {
                     xml,
                     tfd_xml,
                     pac_id,
+                    issued_for: None,
                 }
             }
             other => other,
@@ -514,6 +518,7 @@ impl SwClient {
                             tfd_xml: None,
                             pac_id: None,
                             status: None,
+                            issued_for: None,
                         }],
                     }
                     .normalized(),

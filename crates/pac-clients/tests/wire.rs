@@ -603,3 +603,32 @@ fn facturapi_account_errors_are_unavailable_not_rejections() {
         StampOutcome::Rejected { .. }
     ));
 }
+
+/// Facturapi's invoice object names whom it was issued for: the parsed answer keeps its
+/// `external_id` and `idempotency_key`, so the outbox can refuse another sale's invoice.
+#[test]
+fn facturapi_answers_keep_whom_the_invoice_was_issued_for() {
+    let body = br#"{"id":"inv_1","status":"valid","uuid":"5fb2822e-396d-4725-8521-cdc4bdd20ccf","external_id":"pedido-921","idempotency_key":"k-921"}"#;
+    let issued = |o: &StampOutcome| match o {
+        StampOutcome::Stamped { issued_for, .. } => issued_for.clone(),
+        other => panic!("{other:?}"),
+    };
+    let i = issued(&facturapi::classify_create(200, body, None)).expect("named");
+    assert_eq!(
+        (i.external_id.as_deref(), i.idempotency_key.as_deref()),
+        (Some("pedido-921"), Some("k-921"))
+    );
+    let list = format!("{{\"data\":[{}]}}", String::from_utf8_lossy(body));
+    match facturapi::classify_list(200, list.as_bytes()) {
+        LookupOutcome::Found { cfdis } => {
+            assert_eq!(
+                cfdis[0].issued_for.as_ref().and_then(|i| i.external_id.as_deref()),
+                Some("pedido-921")
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // An answer that names neither carries nothing to compare.
+    let bare = br#"{"id":"inv_1","status":"valid","uuid":"5fb2822e-396d-4725-8521-cdc4bdd20ccf"}"#;
+    assert_eq!(issued(&facturapi::classify_create(200, bare, None)), None);
+}

@@ -29,8 +29,8 @@ use chrono::{DateTime, Utc};
 
 pub use evidence::{Evidence, Exchange};
 pub use outcome::{
-    Attempt, CancelCsd, CancelOutcome, CancelRequest, FoundCfdi, LookupOutcome, Motivo, Reply, SatStatus, StampOutcome, StatusOutcome,
-    StatusQuery,
+    Attempt, CancelCsd, CancelOutcome, CancelRequest, FoundCfdi, IssuedFor, LookupOutcome, Motivo, Reply, SatStatus, StampOutcome,
+    StatusOutcome, StatusQuery,
 };
 
 /// A boxed future, so that [`PacClient`] can be used as `dyn PacClient`.

@@ -23,6 +23,28 @@ pub struct Attempt {
     pub external_id: Option<String>,
 }
 
+/// Whom a PAC says it issued a CFDI for, when its answer names it (Facturapi's invoice object
+/// carries the `external_id` and `idempotency_key` it was created with). The outbox compares
+/// them with the attempt's before anything is attached: a PAC can answer with another sale's
+/// invoice, and a JSON attempt has no Sello to tell them apart.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuedFor {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+impl IssuedFor {
+    /// `None` when the answer named neither.
+    pub fn named(external_id: Option<String>, idempotency_key: Option<String>) -> Option<IssuedFor> {
+        (external_id.is_some() || idempotency_key.is_some()).then_some(IssuedFor {
+            external_id,
+            idempotency_key,
+        })
+    }
+}
+
 /// A CFDI that a PAC holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FoundCfdi {
@@ -38,6 +60,9 @@ pub struct FoundCfdi {
     pub pac_id: Option<String>,
     /// The PAC's status word for it (Facturapi `valid`/`canceled`…), when it has one.
     pub status: Option<String>,
+    /// Whom the PAC says it issued it for, when its answer names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_for: Option<IssuedFor>,
 }
 
 /// What a stamp request came to.
@@ -52,6 +77,9 @@ pub enum StampOutcome {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tfd_xml: Option<String>,
         pac_id: Option<String>,
+        /// Whom the PAC says it issued it for, when its answer names it (Facturapi).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        issued_for: Option<IssuedFor>,
     },
     /// Created earlier (SW 307 / CFDI3307, Finkok 307 / 707, Facturapi `invoice_already_stamped`):
     /// recover it, never re-create. UUID and XML are missing when the PAC did not send them.
@@ -62,6 +90,9 @@ pub enum StampOutcome {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tfd_xml: Option<String>,
         pac_id: Option<String>,
+        /// Whom the PAC says it issued it for, when its answer names it (Facturapi).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        issued_for: Option<IssuedFor>,
     },
     /// Not created; the document must change (301–306, 308, 401–403, CFDI40xxx…).
     Rejected { code: String, message: String },
@@ -145,12 +176,14 @@ impl StampOutcome {
                 xml,
                 tfd_xml,
                 pac_id,
+                issued_for,
             } => match checked_uuid(Some(&uuid), xml.as_deref(), tfd_xml.as_deref()) {
                 Ok(Some(uuid)) => StampOutcome::Stamped {
                     uuid,
                     xml,
                     tfd_xml,
                     pac_id,
+                    issued_for,
                 },
                 Ok(None) => StampOutcome::Unknown {
                     cause: "respuesta exitosa sin UUID".into(),
@@ -163,6 +196,7 @@ impl StampOutcome {
                 xml,
                 tfd_xml,
                 pac_id,
+                issued_for,
             } => match checked_uuid(uuid.as_deref(), xml.as_deref(), tfd_xml.as_deref()) {
                 Ok(uuid) => StampOutcome::AlreadyStamped {
                     code,
@@ -170,6 +204,7 @@ impl StampOutcome {
                     xml,
                     tfd_xml,
                     pac_id,
+                    issued_for,
                 },
                 Err(cause) => StampOutcome::Unknown {
                     cause: format!("{code}: {cause}"),
