@@ -188,24 +188,8 @@ pub async fn backup(store: &SqliteStore, dest: &Path) -> Result<BackupReport> {
 /// Replaces the database at `target` by the backup `src`, keeping the current one aside; see
 /// the module docs. `now` names the file moved aside.
 pub async fn restore(src: &Path, target: &Path, now: DateTime<Utc>) -> Result<RestoreReport> {
-    if !src.is_file() {
-        return Err(OutboxError::invalid(
-            "respaldo",
-            "no_existe",
-            format!("{} no existe o no es un archivo", src.display()),
-        ));
-    }
-    if let (Ok(a), Ok(b)) = (src.canonicalize(), target.canonicalize()) {
-        if a == b {
-            return Err(OutboxError::invalid(
-                "respaldo",
-                "mismo_archivo",
-                "el respaldo es la misma base de datos",
-            ));
-        }
-    }
     // The source is checked whole before anything moves.
-    verify_copy(src).await?;
+    check_source(src, target).await?;
     let incoming = sibling(target, ".restaurando");
     let _ = std::fs::remove_file(&incoming);
     let copied = async {

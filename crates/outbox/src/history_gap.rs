@@ -78,6 +78,18 @@ impl<S: Store> Outbox<S> {
         Ok(self.store().history_gaps().await?.into_iter().map(HistoryGap::from).collect())
     }
 
+    /// Gap `id`.
+    pub async fn history_gap(&self, id: i64) -> Result<HistoryGap> {
+        self.history_gaps()
+            .await?
+            .into_iter()
+            .find(|g| g.id == id)
+            .ok_or_else(|| OutboxError::NotFound {
+                what: "el aviso de respaldo restaurado",
+                id: id.to_string(),
+            })
+    }
+
     /// The oldest gap not settled yet.
     pub async fn open_history_gap(&self) -> Result<Option<HistoryGap>> {
         Ok(self.history_gaps().await?.into_iter().find(|g| g.settled_at.is_none()))
@@ -127,14 +139,7 @@ impl<S: Store> Outbox<S> {
                 actor: actor.clone(),
             })
             .await?;
-        self.history_gaps()
-            .await?
-            .into_iter()
-            .find(|g| g.id == id)
-            .ok_or_else(|| OutboxError::NotFound {
-                what: "el aviso de respaldo restaurado",
-                id: id.to_string(),
-            })
+        self.history_gap(id).await
     }
 
     /// The contador settles gap `id`: the documents stamped or cancelled after the backup were
@@ -154,15 +159,7 @@ impl<S: Store> Outbox<S> {
                 "diga cómo revisó lo emitido después del respaldo (portal del PAC, importación de conciliación…)",
             )
         })?;
-        let gap = self
-            .history_gaps()
-            .await?
-            .into_iter()
-            .find(|g| g.id == id)
-            .ok_or_else(|| OutboxError::NotFound {
-                what: "el aviso de respaldo restaurado",
-                id: id.to_string(),
-            })?;
+        let gap = self.history_gap(id).await?;
         if gap.settled_at.is_some() {
             return Err(OutboxError::invalid("id", "ya_cerrado", format!("el aviso {id} ya se cerró")));
         }
@@ -174,13 +171,6 @@ impl<S: Store> Outbox<S> {
         {
             return Err(OutboxError::invalid("id", "ya_cerrado", format!("el aviso {id} ya se cerró")));
         }
-        self.history_gaps()
-            .await?
-            .into_iter()
-            .find(|g| g.id == id)
-            .ok_or_else(|| OutboxError::NotFound {
-                what: "el aviso de respaldo restaurado",
-                id: id.to_string(),
-            })
+        self.history_gap(id).await
     }
 }

@@ -224,24 +224,9 @@ async fn a_duplicate_from_a_forced_failover_is_decided_and_the_loser_cancelled_w
         &[("fk", Flavor::Finkok, "timeout_after_certify=1"), ("sw", Flavor::Sw, "")],
     )
     .await;
-    let id = w.record_json(&sale("pedido-d1", false)).await;
-    w.until_badge(id, Badge::Reanudar).await;
-    w.faults("fk", "down=1");
-    w.outbox
-        .force_failover(
-            &InvoiceRef::Id(id),
-            "sw",
-            "Finkok no contesta; riesgo aceptado",
-            &contador(&w.outbox).await,
-        )
-        .await
-        .unwrap();
-    w.until_badge(id, Badge::Timbrada).await;
-    w.faults("fk", "");
-    let d = w.until_badge(id, Badge::Duplicado).await;
-    let u2 = w.sim("sw").engine().ledger()[0].uuid.to_uppercase();
-    let u1 = w.sim("fk").engine().ledger()[0].uuid.to_uppercase();
-    assert_eq!(d.cfdis.len(), 2);
+    let (id, u1, u2) = duplicate_of_a_forced_failover(&w, &sale("pedido-d1", false)).await;
+    assert_eq!(u2, w.sim("sw").engine().ledger()[0].uuid.to_uppercase());
+    assert_eq!(u1, w.sim("fk").engine().ledger()[0].uuid.to_uppercase());
 
     // The queue shows the pair side by side, with the evidence of how it happened.
     let groups = w.outbox.duplicate_groups().await.unwrap();
