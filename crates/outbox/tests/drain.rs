@@ -455,17 +455,23 @@ async fn a_validation_rejection_asks_for_reprocess(backend: Backend) {
 
 async fn a_document_identical_to_another_sales_is_reprocessed_not_looped(backend: Backend) {
     let w = world(backend, &[("sw", Flavor::Sw, "")]).await;
-    // Two sales whose comprobantes are byte-identical (same folio, Fecha, receptor, conceptos).
+    // Two sales whose comprobantes are byte-identical (same folio, Fecha, receptor, conceptos):
+    // both occurred ten minutes ago at LugarExpedicion 42501 (UTC-6), inside SAT's window, so
+    // their Fecha is that instant whatever second each is recorded in.
+    let occurred = (chrono::Utc::now() - chrono::Duration::hours(6) - chrono::Duration::minutes(10))
+        .format("%Y-%m-%dT%H:%M:%S")
+        .to_string();
+    let same = |sale_id: &str| ingreso(sale_id).replace("2026-11-29T12:00:00", &occurred);
     let a = w
         .outbox
-        .record_sale_json(ingreso("pedido-a").as_bytes(), None, &sistema())
+        .record_sale_json(same("pedido-a").as_bytes(), None, &sistema())
         .await
         .unwrap()
         .invoice_id;
     w.until_badge(a, Badge::Timbrada).await;
     let b = w
         .outbox
-        .record_sale_json(ingreso("pedido-b").as_bytes(), None, &sistema())
+        .record_sale_json(same("pedido-b").as_bytes(), None, &sistema())
         .await
         .unwrap()
         .invoice_id;
