@@ -138,8 +138,8 @@ pub fn restore(db: Option<&str>, a: RestoreArgs) -> Result<u8, Failure> {
         s.push_str(&format!(
             "\nAtención: el respaldo guarda la base del {} (UTC). Lo que se timbró o canceló después no está en ella: \
              Timbra retiene pagos, facturas globales, notas de crédito y sustituciones hasta que el contador revise lo \
-             emitido desde entonces (portal del PAC, `timbra reconcile import`) y cierre el aviso con \
-             `timbra db gaps settle {} --note …`.",
+             emitido desde entonces (portal del PAC, `timbra cfdi import`) y cierre el aviso con \
+             `timbra db settle-gap {} --note …`.",
             report.backup_at.format("%Y-%m-%d %H:%M"),
             report.gap_id
         ));

@@ -66,7 +66,7 @@ pub fn hold_message(gap: &HistoryGap) -> String {
         "se restauró un respaldo del {} (UTC): lo timbrado o cancelado después de ese momento no está en esta base, \
          y este documento podría duplicar uno que ya existe. Pagos, facturas globales, notas de crédito y sustituciones \
          esperan a que el contador revise lo emitido desde entonces (portal del PAC o importación de conciliación) \
-         y cierre el aviso con `timbra db gaps settle {} --note …`",
+         y cierre el aviso con `timbra db settle-gap {} --note …`",
         gap.backup_at.format("%Y-%m-%d %H:%M"),
         gap.id
     )

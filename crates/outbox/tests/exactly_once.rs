@@ -126,7 +126,7 @@ async fn two_contadores_keeping_different_cfdis_cancel_at_most_one(backend: Back
     seat_a.store().record_decision(&d1, &c1).await.unwrap();
     let again = seat_b.store().record_decision(&d1, &c1).await;
     assert!(matches!(again, Err(OutboxError::Integrity(_))), "{again:?}");
-    // And through the outbox the refusal names the field and says what happened.
+    // The group keeps the first decision's verdict: its survivor.
     let verdict = sqlx::query_scalar::<_, String>("SELECT survivor_uuid FROM group_verdicts WHERE group_key = $1")
         .bind(format!("invoice-{id}"))
         .fetch_one(&e.raw)

@@ -881,6 +881,8 @@ async fn a_restore_holds_payments_until_the_contador_settles_what_was_stamped_af
     let OutboxError::Invalid(v) = &e else { panic!("{e}") };
     assert_eq!(v.0[0].code, "respaldo_restaurado", "{e}");
     assert!(v.0[0].message.contains("se restauró un respaldo"), "{e}");
+    // …and names the command that settles it, as the CLI spells it.
+    assert!(v.0[0].message.contains(&format!("timbra db settle-gap {}", report.gap_id)), "{e}");
     // So is a factura global.
     let today = chrono::NaiveDateTime::parse_from_str(&local_now(), "%Y-%m-%dT%H:%M:%S")
         .unwrap()
