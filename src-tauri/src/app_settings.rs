@@ -1,10 +1,10 @@
 //! The desktop's settings that a team shares — the PAC choice (primary/backup, environment,
 //! account user), the local API, the backups' policy — kept as JSON values in the outbox's
-//! settings table (through the `Store` the outbox exposes), so consoles sharing one outbox
+//! settings table (through the store the outbox exposes), so consoles sharing one outbox
 //! share them. What belongs to one machine (the operator's name, the database it opens) is in
 //! [`crate::seat`]; credentials are in [`crate::credentials`].
 
-use outbox::{Actor, Outbox, Store};
+use outbox::{Actor, Outbox};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 

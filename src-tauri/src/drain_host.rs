@@ -12,7 +12,7 @@ use outbox::drain::{Backoff, Drain, DrainConfig, DrainEvent, DrainProgress, Drai
 use outbox::pacs::{build_pac_set, SecretSource};
 use outbox::pacs::{PacEntry, PacSet};
 use outbox::settings::DEFAULT_PAC;
-use outbox::{AnyStore, Outbox};
+use outbox::Outbox;
 use pac::connect::PacConnector;
 use pac_clients::HttpConnector;
 use tauri::AppHandle;
@@ -119,7 +119,7 @@ pub const APP_BACKOFF: Backoff = Backoff {
 
 /// The running drain of this app.
 pub struct DrainHost {
-    pub drain: Arc<Drain<AnyStore>>,
+    pub drain: Arc<Drain>,
     shutdown: watch::Sender<bool>,
     last: Arc<Mutex<Option<DrainProgress>>>,
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{json, sale, sale_changed, Backend, World};
-use outbox::store::Store;
+
 use outbox::Clock;
 
 async fn same_key_same_body_is_the_original_result_and_nothing_new(backend: Backend) {

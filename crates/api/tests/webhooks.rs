@@ -14,7 +14,7 @@ use outbox::webhooks::{
     deliver_due, signature_header, verify_signature, CancellationChange, DeliveryStatus, EventStatus, OutgoingRequest, RetryPolicy,
     SendOutcome, WebhookEndpoint, WebhookSender, WebhookSource,
 };
-use outbox::{Clock, Store};
+use outbox::Clock;
 use serde_json::{json, Value};
 
 fn generic_source() -> WebhookSource {

@@ -10,7 +10,6 @@ use outbox::cancellation::Motivo;
 use outbox::duplicates::CancelOrder;
 use outbox::model::InvoiceRef;
 use outbox::reconciliation::{ImportedFile, SaleIdField, MAX_IMPORT_BYTES};
-use outbox::Store;
 
 use crate::input::read_file;
 use crate::shell::{failure, open, print_json, print_out, runtime, ActorArgs};

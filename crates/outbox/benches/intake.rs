@@ -20,8 +20,8 @@ use cfdi::secret::Secret;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
 use outbox::intake::{pac_idempotency_key, sha256_hex};
 use outbox::model::{Badge, InvoiceRef, InvoiceState, ListFilter};
-use outbox::store::{RecordOutcome, Reservation, Store};
-use outbox::{Actor, EmisorSetup, Outbox, Role, SqliteOptions, SqliteStore, SystemClock};
+use outbox::store::{RecordOutcome, Reservation};
+use outbox::{Actor, AnyStore, EmisorSetup, Outbox, Role, SqliteOptions, SqliteStore, SystemClock};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 fn fixtures() -> std::path::PathBuf {
@@ -41,9 +41,9 @@ fn statements(sql: &str) -> Vec<&str> {
 }
 
 /// A configured outbox on a new database under the target folder.
-async fn outbox_in(dir: &Path) -> Outbox<SqliteStore> {
+async fn outbox_in(dir: &Path) -> Outbox {
     let opts = SqliteOptions::new(dir.join("bench.db")).create(true);
-    let o = Outbox::new(SqliteStore::open(&opts).await.unwrap(), Arc::new(SystemClock));
+    let o = Outbox::new(AnyStore::Sqlite(SqliteStore::open(&opts).await.unwrap()), Arc::new(SystemClock));
     let profile: EmisorProfile = toml::from_str(&String::from_utf8(read("sales/emisor-eku.toml")).unwrap()).unwrap();
     let setup = EmisorSetup {
         profile,
@@ -239,7 +239,7 @@ fn queries(c: &mut Criterion) {
         let body = Sale::from_json(&read("sales/ingreso-pedido-4471.json"))
             .unwrap()
             .to_canonical_json();
-        let mut tx = o.store().pool().begin().await.unwrap();
+        let mut tx = o.store().sqlite().expect("SQLite").pool().begin().await.unwrap();
         for sql in statements(include_str!("seed_invoices.sql")) {
             let mut q = sqlx::query(sql);
             if sql.contains("?1") {
@@ -248,7 +248,10 @@ fn queries(c: &mut Criterion) {
             q.execute(&mut *tx).await.unwrap();
         }
         tx.commit().await.unwrap();
-        sqlx::query("ANALYZE").execute(o.store().pool()).await.unwrap();
+        sqlx::query("ANALYZE")
+            .execute(o.store().sqlite().expect("SQLite").pool())
+            .await
+            .unwrap();
     });
     eprintln!("seeded {INVOICES} invoices in {:?}", seeded.elapsed());
     let mid = rt

@@ -27,7 +27,7 @@ use crate::error::{OutboxError, Result};
 use crate::facts::{evidence_kind, normalize_uuid};
 use crate::model::{Badge, InvoiceDetail, InvoiceRef, InvoiceState, NewEvent};
 use crate::outbox::Outbox;
-use crate::store::{InvoiceUpdate, NewCfdi, NewEvidence, Store};
+use crate::store::{InvoiceUpdate, NewCfdi, NewEvidence};
 use crate::strategy::{ActionKind, NextStep, RefusalCode, Verdict};
 
 /// What `retry` did.
@@ -130,7 +130,7 @@ fn live_attempt_id(detail: &InvoiceDetail) -> Option<i64> {
     detail.attempts.iter().max_by_key(|a| a.attempt_no).map(|a| a.id)
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     async fn checked(&self, invoice: &InvoiceRef, action: ActionKind, actor: &Actor) -> Result<(InvoiceDetail, Verdict)> {
         let detail = self.invoice(invoice).await?;
         let verdict = self.permit(&detail, action, actor).await?;

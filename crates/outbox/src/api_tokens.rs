@@ -14,7 +14,6 @@ pub use crate::channel_rows::{ApiToken, TokenCandidate};
 use crate::error::{OutboxError, Result};
 use crate::intake::sha256_hex;
 use crate::outbox::Outbox;
-use crate::store::Store;
 
 /// What every token starts with.
 pub const TOKEN_PREFIX: &str = "tbr_";
@@ -53,7 +52,7 @@ fn check_name(name: &str) -> Result<&str> {
     Ok(n)
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// Creates a token named `name` (soporte or contador). Returns it with the token itself,
     /// which exists nowhere else: show it once. Two active tokens never share a name.
     pub async fn create_api_token(&self, name: &str, actor: &Actor) -> Result<(ApiToken, Secret)> {

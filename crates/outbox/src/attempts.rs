@@ -16,7 +16,7 @@ use crate::error::{OutboxError, Result};
 use crate::intake::{fecha_now, pac_idempotency_key, sha256_hex, FECHA_WINDOW};
 use crate::model::{AttemptInfo, AttemptReason, BodyFormat, InvoiceDetail};
 use crate::outbox::Outbox;
-use crate::store::{NewAttempt, NewEvent, OpenAttempt, Store};
+use crate::store::{NewAttempt, NewEvent, OpenAttempt};
 use crate::strategy::{ActionKind, RefusalCode};
 
 fn live(detail: &InvoiceDetail) -> Result<&AttemptInfo> {
@@ -30,7 +30,7 @@ fn live(detail: &InvoiceDetail) -> Result<&AttemptInfo> {
         })
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// Opens attempt n+1 with the live attempt's sealed bytes and Fecha, at PAC `to`. With
     /// `forced`, the live attempt is marked abandoned (never sent again; only looked up).
     pub async fn open_failover(

@@ -27,8 +27,9 @@ use sqlx::Connection;
 
 use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
+use crate::store::any::AnyStore;
 use crate::store::sqlite::{SqliteOptions, SqliteStore, MIGRATIONS};
-use crate::store::{NewHistoryGap, Store};
+use crate::store::NewHistoryGap;
 
 /// What a backup wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -241,9 +242,10 @@ pub async fn restore(src: &Path, target: &Path, now: DateTime<Utc>) -> Result<Re
     sync_file_and_dir(target)?;
     // Opened as any start would: quick check, migrations of this build. Then the gap in
     // history is recorded in the restored file itself (crate::history_gap).
-    let store = SqliteStore::open(&SqliteOptions::new(target)).await?;
+    let sqlite = SqliteStore::open(&SqliteOptions::new(target)).await?;
+    let store = AnyStore::Sqlite(sqlite.clone());
     let gap = async {
-        let backup_at_ms = store.last_event_at_ms().await?.unwrap_or(now.timestamp_millis());
+        let backup_at_ms = sqlite.last_event_at_ms().await?.unwrap_or(now.timestamp_millis());
         let id = store
             .record_history_gap(&NewHistoryGap {
                 backup_at_ms,

@@ -25,7 +25,7 @@ use crate::cancellation::{self, CancelAnswer, CancelOperation, CancelPlan, Cance
 use crate::drain::{failpoint, Drain, StepReport};
 use crate::error::{OutboxError, Result};
 use crate::model::InvoiceRef;
-use crate::store::{CancellationClaim, CancellationRow, CancellationUpdate, NewCancellationTry, NewEvidence, Store};
+use crate::store::{CancellationClaim, CancellationRow, CancellationUpdate, NewCancellationTry, NewEvidence};
 use crate::webhooks::{CancellationChange, NewDelivery};
 
 /// Failpoints of the cancellation step (feature `failpoints`).
@@ -84,7 +84,7 @@ fn answer_class(a: &CancelAnswer) -> (&'static str, Option<String>, Option<Strin
     }
 }
 
-impl<S: Store> Drain<S> {
+impl Drain {
     /// One step of one claimed cancellation.
     pub async fn step_cancellation(&self, claim: CancellationClaim) -> Result<StepReport> {
         let store = self.outbox.store();

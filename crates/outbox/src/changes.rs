@@ -67,7 +67,7 @@ impl ChangeFeed {
     }
 }
 
-impl Outbox<AnyStore> {
+impl Outbox {
     /// Starts a feed of the changes committed from now on (by any process, this one included).
     pub async fn watch_changes(&self) -> Result<ChangeFeed> {
         let inner = match self.store() {

@@ -110,7 +110,7 @@ pub struct WebhookEvent {
 }
 
 /// Incoming events that did not become a sale, counted per source, status and reason
-/// ([`crate::store::Store::webhook_events_to_review`]).
+/// ([`crate::store::any::AnyStore::webhook_events_to_review`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WebhookReview {
     pub source: String,

@@ -31,7 +31,7 @@ use ts_rs::TS;
 
 use crate::error::Result;
 use crate::outbox::Outbox;
-use crate::store::{DashboardInvoiceRow, DashboardStampedRow, DashboardTryRow, Store};
+use crate::store::{DashboardInvoiceRow, DashboardStampedRow, DashboardTryRow};
 
 /// Outcomes that count against a PAC's health.
 const FAILED: &[&str] = &["not_sent", "unavailable", "unknown"];
@@ -335,7 +335,7 @@ fn local_midnight(day: NaiveDate, offset: FixedOffset) -> DateTime<Utc> {
         .unwrap_or_default()
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// The Tablero at `now`: local days and months at the emisor's LugarExpedicion (UTC−6
     /// before an emisor is configured).
     pub async fn dashboard(&self, now: DateTime<Utc>) -> Result<Dashboard> {

@@ -33,7 +33,7 @@ use crate::model::PacDirectory;
 use crate::model::{AttemptInfo, Badge, InvoiceDetail, InvoiceRef, InvoiceState};
 use crate::outbox::Outbox;
 use crate::pacs::{PacEntry, PacSet};
-use crate::store::{Claim, InvoiceUpdate, NewCfdi, NewEvidence, NewTry, StepFacts, Store};
+use crate::store::{Claim, InvoiceUpdate, NewCfdi, NewEvidence, NewTry, StepFacts};
 use crate::strategy::{self, NextStep, Policy, Verdict};
 
 /// Exponential backoff with full jitter.
@@ -187,8 +187,8 @@ pub mod failpoint {
 }
 
 /// The drain engine over one outbox.
-pub struct Drain<S: Store> {
-    pub(crate) outbox: Arc<Outbox<S>>,
+pub struct Drain {
+    pub(crate) outbox: Arc<Outbox>,
     pub(crate) pacs: PacSet,
     directory: PacDirectory,
     pub(crate) config: DrainConfig,
@@ -196,10 +196,10 @@ pub struct Drain<S: Store> {
     pub(crate) actor: Actor,
 }
 
-impl<S: Store> Drain<S> {
+impl Drain {
     /// A drain over `pacs`; verdicts of this process (the outbox's) reason about these PACs
     /// and this policy from now on.
-    pub fn new(outbox: Arc<Outbox<S>>, pacs: PacSet, mut config: DrainConfig, sink: Arc<dyn DrainSink>) -> Drain<S> {
+    pub fn new(outbox: Arc<Outbox>, pacs: PacSet, mut config: DrainConfig, sink: Arc<dyn DrainSink>) -> Drain {
         config.policy.backups = pacs.backups();
         let directory = pacs.directory();
         outbox.install_drain_context(directory.clone(), config.policy.clone());
@@ -225,10 +225,7 @@ impl<S: Store> Drain<S> {
     /// Runs until `shutdown` fires (or, in [`RunMode::UntilIdle`], until there is nothing left).
     /// While it runs, the process is registered in the `workers` table with a heartbeat
     /// ([`crate::workers`]), so consoles can count the live drains.
-    pub async fn run(self: &Arc<Self>, shutdown: impl Future<Output = ()>, mode: RunMode) -> Result<DrainProgress>
-    where
-        S: 'static,
-    {
+    pub async fn run(self: &Arc<Self>, shutdown: impl Future<Output = ()>, mode: RunMode) -> Result<DrainProgress> {
         let who = crate::workers::WorkerIdentity::this_process(&self.config.worker_id, &self.config.program);
         let registration = crate::workers::Registration::start(self.outbox.clone(), who, self.config.heartbeat).await;
         let result = self.run_registered(shutdown, mode).await;
@@ -236,10 +233,7 @@ impl<S: Store> Drain<S> {
         result
     }
 
-    async fn run_registered(self: &Arc<Self>, shutdown: impl Future<Output = ()>, mode: RunMode) -> Result<DrainProgress>
-    where
-        S: 'static,
-    {
+    async fn run_registered(self: &Arc<Self>, shutdown: impl Future<Output = ()>, mode: RunMode) -> Result<DrainProgress> {
         let mut progress = DrainProgress::default();
         let mut in_flight: JoinSet<Result<StepReport>> = JoinSet::new();
         tokio::pin!(shutdown);
@@ -322,10 +316,7 @@ impl<S: Store> Drain<S> {
 
     /// Claims up to `free` due invoices and cancellation requests and starts their steps;
     /// how many it claimed.
-    async fn claim_into(self: &Arc<Self>, in_flight: &mut JoinSet<Result<StepReport>>, free: usize) -> Result<usize>
-    where
-        S: 'static,
-    {
+    async fn claim_into(self: &Arc<Self>, in_flight: &mut JoinSet<Result<StepReport>>, free: usize) -> Result<usize> {
         let now = self.outbox.now();
         let claims = self
             .outbox
@@ -1095,7 +1086,7 @@ pub fn schedule(
     }
 }
 
-impl<S: Store> Drain<S> {
+impl Drain {
     /// Whether a CFDI a PAC answered is this attempt's ([`match_cfdi_to_attempt`]);
     /// for a JSON attempt, also whether Facturapi issued it as the sale says
     /// ([`crate::facturapi_lane::check_against_sale`]). `Ok(Err(why))` is evidence that it is not the attempt's.

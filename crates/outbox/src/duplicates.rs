@@ -23,7 +23,7 @@ use crate::error::{OutboxError, Result};
 use crate::facts::normalize_uuid;
 use crate::model::{ActedBy, Badge, CfdiInfo, EvidenceInfo, InvoiceDetail, InvoiceRef, ListFilter};
 use crate::outbox::{check_note, Outbox};
-use crate::store::{NewCancellation, NewCfdi, NewDecision, NewEvent, NewEvidence, Store};
+use crate::store::{NewCancellation, NewCfdi, NewDecision, NewEvent, NewEvidence};
 use crate::strategy::ActionKind;
 
 /// What kind of group it is.
@@ -193,7 +193,7 @@ fn decided_meanwhile(e: OutboxError) -> OutboxError {
     }
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// What a cancellation of `uuid` would look like: the PAC it goes through, whether the
     /// receptor must accept, and the vigente related documents SAT would stop it on.
     pub async fn cancellation_preview(&self, uuid: &str) -> Result<CancellationPreview> {

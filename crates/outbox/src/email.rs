@@ -32,7 +32,7 @@ use crate::error::{OutboxError, Result};
 use crate::model::{InvoiceDetail, InvoiceRef, InvoiceSummary};
 use crate::outbox::Outbox;
 use crate::pacs::SecretSource;
-use crate::store::{NewEvent, Store};
+use crate::store::NewEvent;
 use crate::webhooks::{AttemptResult, RetryPolicy};
 
 /// Setting (JSON) with the [`EmailSettings`].
@@ -226,7 +226,7 @@ fn message_id_for(request_id: &str, rfc: &str) -> String {
     )
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// The SMTP settings, if configured.
     pub async fn email_settings(&self) -> Result<Option<EmailSettings>> {
         self.json_setting(SETTING_EMAIL).await
@@ -372,8 +372,8 @@ fn subject_and_text(detail: &InvoiceDetail, uuid: &str, emisor: &str) -> (String
 /// One pass over the due sends: claim (lease), commit an attempt, build the message with the
 /// XML and the PDF, send it through `mailer`, record the server's answer (and a timeline
 /// event). 5xx answers fail the send at once; anything else retries with backoff.
-pub async fn deliver_due_emails<S: Store>(
-    outbox: &Outbox<S>,
+pub async fn deliver_due_emails(
+    outbox: &Outbox,
     mailer: &dyn Mailer,
     secrets: &dyn SecretSource,
     render_pdf: PdfRenderer<'_>,
@@ -461,8 +461,8 @@ pub async fn deliver_due_emails<S: Store>(
     Ok(report)
 }
 
-async fn prepare<S: Store>(
-    outbox: &Outbox<S>,
+async fn prepare(
+    outbox: &Outbox,
     send: &EmailSend,
     settings: Option<&EmailSettings>,
     secrets: &dyn SecretSource,

@@ -19,12 +19,12 @@ use crate::error::{OutboxError, Result};
 use crate::model::IntakeWarning;
 use crate::outbox::Outbox;
 use crate::payments::{minor_units, BalanceFailure, PaymentStatus};
-use crate::store::{IntakeLinks, NewEvent, NewPaymentDocument, NewTicket, Store};
+use crate::store::{IntakeLinks, NewEvent, NewPaymentDocument, NewTicket};
 
 /// How far back intake looks for the same sale recorded under another sale_id.
 pub const SAME_SALE_WINDOW: chrono::Duration = chrono::Duration::hours(72);
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// Checks and links of the fiscal workflows for `sale` (see the module docs); field errors
     /// for everything wrong, warnings for what is only worth knowing.
     pub(crate) async fn intake_links(&self, sale: &Sale, emisor: &EmisorProfile, links: &mut IntakeLinks) -> Result<Vec<IntakeWarning>> {

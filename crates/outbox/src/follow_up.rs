@@ -23,7 +23,6 @@ use crate::error::{OutboxError, Result};
 use crate::model::{InvoiceRef, InvoiceState};
 use crate::outbox::Outbox;
 use crate::payments::CANCELLED;
-use crate::store::Store;
 
 /// Which related sale to start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
@@ -74,7 +73,7 @@ fn refused(code: &'static str, message: String) -> OutboxError {
     OutboxError::Invalid(ValidationErrors::one(FieldError::new("factura", code, message)))
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// The prefilled draft of a credit note or a substitute of invoice `r` (see the module
     /// docs for the rules). Refusals name the field `factura` and the reason.
     pub async fn follow_up_draft(&self, r: &InvoiceRef, kind: FollowUpKind) -> Result<FollowUpDraft> {

@@ -35,7 +35,7 @@ use crate::error::{OutboxError, Result};
 use crate::intake::FechaChoice;
 use crate::model::{InvoiceRef, Recorded};
 use crate::outbox::Outbox;
-use crate::store::{IntakeLinks, NewEvent, NewIntake, NewInvoice, NewSale, RecordOutcome, Store};
+use crate::store::{IntakeLinks, NewEvent, NewIntake, NewInvoice, NewSale, RecordOutcome};
 
 /// What [`Outbox::create_global_invoice`] did.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -78,7 +78,7 @@ pub struct GlobalInvoicePreview {
     pub total: String,
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// Records a ticket: sale + held invoice row (no attempt) + ticket row + event + key.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn record_ticket(

@@ -24,7 +24,7 @@ use crate::actor::{Actor, Role};
 use crate::error::{OutboxError, Result};
 use crate::model::ActedBy;
 use crate::outbox::{check_note, Outbox};
-use crate::store::{HistoryGapRow, Store};
+use crate::store::HistoryGapRow;
 
 /// A gap in history, as the console and the CLI show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
@@ -72,7 +72,7 @@ pub fn hold_message(gap: &HistoryGap) -> String {
     )
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// Every gap a restore left, oldest first.
     pub async fn history_gaps(&self) -> Result<Vec<HistoryGap>> {
         Ok(self.store().history_gaps().await?.into_iter().map(HistoryGap::from).collect())

@@ -11,7 +11,7 @@
 //! Map:
 //! - [`outbox`]: the `Outbox` API and the intake flow;
 //! - [`intake`]: pure intake rules (Fecha choice, PAC idempotency key, hashing);
-//! - [`store`]: the `Store` trait (the backend seam) and [`store::sqlite`], the SQLite backend
+//! - [`store`]: storage written once for both databases ([`AnyStore`], a file per role) and [`store::sqlite`], the SQLite backend
 //!   with its SQL in `sql/sqlite/*.sql` and migrations in `migrations/sqlite/`;
 //! - [`model`]: states, badges and the read models; [`settings`]: emisor and CSD settings;
 //! - the fiscal workflows: [`payments`] (complemento de pago against PPD invoices),
@@ -89,4 +89,3 @@ pub use settings::{EmisorSettings, EmisorSetup};
 pub use store::any::{AnyStore, Backend};
 pub use store::postgres::{PgOptions, PgStore};
 pub use store::sqlite::{SqliteOptions, SqliteStore};
-pub use store::Store;

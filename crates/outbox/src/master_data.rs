@@ -1,6 +1,6 @@
 //! The outbox's operations on its master data — customers and products (CRUD, search, CSV
 //! import and export) — over the types and validation of [`crate::customers`] and
-//! [`crate::products`], which stay free of the store so the `Store` trait can name them.
+//! [`crate::products`], which stay free of the store so the store can name them.
 
 mod customer_ops {
     use crate::actor::Actor;
@@ -8,9 +8,8 @@ mod customer_ops {
     use crate::error::{OutboxError, Result};
     use crate::master_csv::{self, CsvBadLine, CsvImport};
     use crate::outbox::Outbox;
-    use crate::store::Store;
 
-    impl<S: Store> Outbox<S> {
+    impl Outbox {
         /// Every customer (by name), or those matching `query` (see [`matches`]).
         pub async fn customers(&self, query: Option<&str>) -> Result<Vec<Customer>> {
             let all = self.store().customers().await?;
@@ -147,9 +146,8 @@ mod product_ops {
     use crate::master_csv::{self, CsvBadLine, CsvImport};
     use crate::outbox::Outbox;
     use crate::products::*;
-    use crate::store::Store;
 
-    impl<S: Store> Outbox<S> {
+    impl Outbox {
         /// Every product (by SKU), or those matching `query` (see [`matches`]).
         pub async fn products(&self, query: Option<&str>) -> Result<Vec<Product>> {
             let all = self.store().products().await?;

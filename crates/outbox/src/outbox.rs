@@ -1,7 +1,7 @@
 //! [`Outbox`]: the one API both shells (CLI, desktop app) call. It owns the intake flow —
 //! validate → map with the current emisor profile → seal with the CSD → one transaction —
 //! with the intake idempotency of `docs/intake.md`, and the reads, notes and settings around it. Storage is
-//! behind [`Store`]; time behind [`Clock`].
+//! behind [`AnyStore`]; time behind [`Clock`].
 //!
 //! Intake, step by step (`record_sale`):
 //! 1. the key (the client's idempotency key, else the sale_id) and the sale_id are looked up:
@@ -40,7 +40,7 @@ use crate::settings::{self, DrainSettings, EmisorSettings, EmisorSetup, DEFAULT_
 use crate::store::any::AnyStore;
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{
-    ExistingSale, KeyState, NewAttempt, NewEvent, NewInvoice, NewRecord, NewSale, RecordOutcome, Reservation, Store, StoredEmisorSettings,
+    ExistingSale, KeyState, NewAttempt, NewEvent, NewInvoice, NewRecord, NewSale, RecordOutcome, Reservation, StoredEmisorSettings,
 };
 use crate::store::{IntakeLinks, NewIntake};
 use crate::strategy::{self, Policy, Verdict};
@@ -54,8 +54,8 @@ pub const MAX_SALE_JSON_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_NOTE_CHARS: usize = 10_000;
 
 /// The outbox.
-pub struct Outbox<S: Store = AnyStore> {
-    store: S,
+pub struct Outbox {
+    store: AnyStore,
     clock: Arc<dyn Clock>,
     password: Mutex<Option<Secret>>,
     /// The CSD loaded for an emisor settings version.
@@ -71,9 +71,9 @@ pub struct Outbox<S: Store = AnyStore> {
     pub(crate) unlocked: Mutex<Vec<(crate::actor::Role, chrono::DateTime<chrono::Utc>)>>,
 }
 
-impl Outbox<AnyStore> {
+impl Outbox {
     /// Opens a SQLite outbox.
-    pub async fn open_sqlite(opts: &SqliteOptions, clock: Arc<dyn Clock>) -> Result<Outbox<AnyStore>> {
+    pub async fn open_sqlite(opts: &SqliteOptions, clock: Arc<dyn Clock>) -> Result<Outbox> {
         Ok(Outbox::new(AnyStore::Sqlite(SqliteStore::open(opts).await?), clock))
     }
 
@@ -85,13 +85,13 @@ impl Outbox<AnyStore> {
         create: bool,
         busy_timeout: StdDuration,
         clock: Arc<dyn Clock>,
-    ) -> Result<Outbox<AnyStore>> {
+    ) -> Result<Outbox> {
         Ok(Outbox::new(AnyStore::open(location, create, busy_timeout).await?, clock))
     }
 
     /// Opens a PostgreSQL outbox with options a URL cannot carry (a password kept apart, as the
     /// desktop app keeps it in the OS credential store).
-    pub async fn open_postgres(opts: &crate::store::postgres::PgOptions, clock: Arc<dyn Clock>) -> Result<Outbox<AnyStore>> {
+    pub async fn open_postgres(opts: &crate::store::postgres::PgOptions, clock: Arc<dyn Clock>) -> Result<Outbox> {
         Ok(Outbox::new(
             AnyStore::Postgres(crate::store::postgres::PgStore::open(opts).await?),
             clock,
@@ -241,8 +241,8 @@ fn in_progress(key: &str, until_ms: i64, now: DateTime<Utc>) -> OutboxError {
     }
 }
 
-impl<S: Store> Outbox<S> {
-    pub fn new(store: S, clock: Arc<dyn Clock>) -> Outbox<S> {
+impl Outbox {
+    pub fn new(store: AnyStore, clock: Arc<dyn Clock>) -> Outbox {
         use std::hash::{BuildHasher, Hasher};
         let nonce = std::collections::hash_map::RandomState::new().build_hasher().finish();
         Outbox {
@@ -319,7 +319,7 @@ impl<S: Store> Outbox<S> {
         Ok(s.clone())
     }
 
-    pub fn store(&self) -> &S {
+    pub fn store(&self) -> &AnyStore {
         &self.store
     }
 

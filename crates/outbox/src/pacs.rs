@@ -16,7 +16,6 @@ use crate::facts::evidence_kind;
 use crate::model::{BodyFormat, InvoiceDetail, InvoiceRef, PacDirectory, PacIdentity, PacListing};
 use crate::outbox::Outbox;
 use crate::store::NewEvidence;
-use crate::store::Store;
 use crate::strategy::AttemptStatus;
 
 /// The setting holding the PAC list.
@@ -354,7 +353,7 @@ pub fn build_pac_set(
     Ok(PacSet::new(entries))
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// The PACs verdicts reason about: those of the drain running in this process when one
     /// installed its set, otherwise the configured ones.
     pub async fn pac_directory(&self) -> Result<PacDirectory> {

@@ -33,7 +33,7 @@ use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
 use crate::model::{Badge, InvoiceRef, InvoiceState, Recorded};
 use crate::outbox::Outbox;
-use crate::store::{PaymentLinkRow, Store};
+use crate::store::PaymentLinkRow;
 
 /// The value of `cfdis.cancellation_status` that makes a CFDI cancelled (the cancellation
 /// workflow writes it; every balance and report query reads this one value).
@@ -147,7 +147,7 @@ pub(crate) fn minor_units(v: Decimal, d: u32) -> Option<i64> {
     i64::try_from(scaled.trunc()).ok()
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// The balance of invoice `r` (a stamped PPD ingreso): total, paid, balance, and every
     /// payment with its parcialidad and status.
     pub async fn invoice_balance(&self, r: &InvoiceRef) -> Result<InvoiceBalance> {

@@ -27,7 +27,7 @@ use crate::error::{OutboxError, Result};
 use crate::facts::{evidence_kind, normalize_uuid};
 use crate::model::InvoiceRef;
 use crate::outbox::Outbox;
-use crate::store::{NewCandidate, NewCfdi, NewEvidence, NewForeignCfdi, Store};
+use crate::store::{NewCandidate, NewCfdi, NewEvidence, NewForeignCfdi};
 
 /// Where a sale's id may be written in CFDIs issued elsewhere.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, TS)]
@@ -233,7 +233,7 @@ fn same_conceptos(doc: &cfdi::fiscal::FiscalDocument, sale: &cfdi::sale::Sale) -
         })
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// Imports stamped XMLs (`(file name, bytes)`), file by file; see the module docs. The
     /// contador's, with the PIN (spent): an import attaches CFDIs to sales and settles open
     /// questions, on every channel (CLI, console).

@@ -12,7 +12,6 @@ use cfdi::report::{MonthReport, ReportDocument};
 
 use crate::error::{OutboxError, Result};
 use crate::outbox::Outbox;
-use crate::store::Store;
 
 /// A stamped XML of the month.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +39,7 @@ fn month_error(year: i32, month: u32) -> OutboxError {
     OutboxError::invalid("mes", "mes_invalido", format!("{year:04}-{month:02} no es un mes (use AAAA-MM)"))
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     async fn read_until(&self, year: i32, month: u32) -> Result<Vec<(MonthDocument, FiscalDocument)>> {
         let (_, next) = cfdi::report::month_bounds(year, month).ok_or_else(|| month_error(year, month))?;
         let mut out = Vec::new();

@@ -38,7 +38,6 @@ use chrono::{DateTime, Duration, Utc};
 use crate::actor::{Actor, Role};
 use crate::error::{OutboxError, Result};
 use crate::outbox::Outbox;
-use crate::store::Store;
 
 /// Setting (JSON): role → Argon2id PHC string.
 pub const SETTING_ROLE_CREDENTIALS: &str = "roles.credenciales";
@@ -78,7 +77,7 @@ impl RoleProof<'_> {
     }
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     async fn role_hashes(&self) -> Result<BTreeMap<String, String>> {
         Ok(self.role_hashes_raw().await?.1)
     }

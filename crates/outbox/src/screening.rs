@@ -26,7 +26,7 @@ use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
 use crate::model::IntakeWarning;
 use crate::outbox::Outbox;
-use crate::store::{NewScreeningList, ScreeningEntry, ScreeningListRow, Store};
+use crate::store::{NewScreeningList, ScreeningEntry, ScreeningListRow};
 
 /// Largest list accepted, in bytes (SAT's full list is a few megabytes).
 pub const MAX_LIST_BYTES: usize = 64 * 1024 * 1024;
@@ -295,7 +295,7 @@ fn warns(situacion: &str) -> bool {
     matches!(situacion, "definitivo" | "presunto")
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// Imports SAT's 69-B list (soporte or contador). Bad lines are refused by number and
     /// nothing is written, unless `skip_bad_lines` (then the good lines are stored and the
     /// skipped line numbers recorded with the list). `list_date`: the list's date, else the one

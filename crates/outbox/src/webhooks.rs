@@ -18,7 +18,7 @@
 //! **Out (notifications).** A [`WebhookEndpoint`] (a setting) receives `invoice.stamped`,
 //! `invoice.needs_attention` and `cancellation.updated`. A delivery row is written before
 //! anything is sent — when the drain's verdict causes it, in the same transaction as that
-//! verdict ([`crate::store::Store::apply_verdict_notifying`]) — and keeps one `delivery_id`
+//! verdict ([`crate::store::any::AnyStore::apply_verdict_notifying`]) — and keeps one `delivery_id`
 //! forever. [`deliver_due`] claims due deliveries under a lease, commits an attempt row before
 //! each request, signs the body (HMAC-SHA256 over `"<unix time>.<body>"`, header
 //! `X-Timbra-Signature: t=…,v1=…`), sends it through a [`WebhookSender`] and records the answer;
@@ -45,7 +45,6 @@ use crate::intake::sha256_hex;
 use crate::model::{Badge, InvoiceRef, InvoiceSummary, Recorded};
 use crate::outbox::Outbox;
 use crate::pacs::SecretSource;
-use crate::store::Store;
 use crate::strategy::Verdict;
 
 /// Setting (JSON list of [`WebhookSource`]).
@@ -573,7 +572,7 @@ fn reason_json(code: &str, message: &str, fields: &[FieldError]) -> Value {
     json!({"code": code, "message": message, "fields": fields})
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// The incoming webhook sources.
     pub async fn webhook_sources(&self) -> Result<Vec<WebhookSource>> {
         self.json_setting(SETTING_SOURCES).await.map(Option::unwrap_or_default)
@@ -996,9 +995,9 @@ pub fn cancellation_payload(delivery_id: &str, at: DateTime<Utc>, c: &Cancellati
     })
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// The `cancellation.updated` deliveries of a change (not written yet: they go with the
-    /// change, [`crate::store::Store::settle_cancellation`]).
+    /// change, [`crate::store::any::AnyStore::settle_cancellation`]).
     pub async fn cancellation_notifications(&self, change: &CancellationChange<'_>) -> Result<Vec<NewDelivery>> {
         let now = self.now();
         self.deliveries_for(EventType::CancellationUpdated, Some(change.invoice_id), |id| {
@@ -1132,8 +1131,8 @@ impl<S: Store> Outbox<S> {
 
 /// One pass over the due deliveries: claim (lease), commit an attempt, sign, send, record.
 /// Call it from a loop (`timbra serve`, `timbra drain`); it returns what it did.
-pub async fn deliver_due<S: Store>(
-    outbox: &Outbox<S>,
+pub async fn deliver_due(
+    outbox: &Outbox,
     sender: &dyn WebhookSender,
     secrets: &dyn SecretSource,
     policy: &RetryPolicy,

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::outbox::Outbox;
-use crate::store::{NewWorker, Store, WorkerRow};
+use crate::store::{NewWorker, WorkerRow};
 
 /// How often a running drain renews its heartbeat.
 pub const HEARTBEAT_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
@@ -112,16 +112,16 @@ fn new_worker(id: &str, who: &WorkerIdentity, at_ms: i64) -> NewWorker {
 /// A drain run's registration: registered when it starts, a heartbeat task beside it, the row
 /// deleted by [`Registration::end`]. Dropped without `end` (the run was cancelled), the
 /// heartbeat stops and the row goes stale, as after a crash.
-pub(crate) struct Registration<S: Store + 'static> {
-    outbox: std::sync::Arc<Outbox<S>>,
+pub(crate) struct Registration {
+    outbox: std::sync::Arc<Outbox>,
     id: String,
     heartbeat: tokio::task::JoinHandle<()>,
 }
 
-impl<S: Store + 'static> Registration<S> {
+impl Registration {
     /// Registers `who` and starts its heartbeat. A database that refuses the write is logged
     /// and retried by the heartbeat: the drain runs anyway.
-    pub(crate) async fn start(outbox: std::sync::Arc<Outbox<S>>, who: WorkerIdentity, every: std::time::Duration) -> Registration<S> {
+    pub(crate) async fn start(outbox: std::sync::Arc<Outbox>, who: WorkerIdentity, every: std::time::Duration) -> Registration {
         let id = who.registration_id();
         if let Err(e) = outbox.register_worker(&id, &who).await {
             tracing::warn!(error = %e, "no se pudo registrar el proceso de drenado; se reintenta con el latido");
@@ -158,13 +158,13 @@ impl<S: Store + 'static> Registration<S> {
     }
 }
 
-impl<S: Store + 'static> Drop for Registration<S> {
+impl Drop for Registration {
     fn drop(&mut self) {
         self.heartbeat.abort();
     }
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// Registers a drain process now as `id` (see [`WorkerIdentity::registration_id`]) and
     /// forgets the rows silent for [`FORGET_AFTER`].
     pub async fn register_worker(&self, id: &str, who: &WorkerIdentity) -> Result<()> {

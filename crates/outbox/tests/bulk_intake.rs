@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use outbox::store::{RecordOutcome, Store};
+use outbox::store::RecordOutcome;
 use outbox::OutboxError;
 
 /// The ingreso fixture with its own sale_id and folio (not a look-alike of the others).

@@ -19,7 +19,7 @@ use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::reconciliation::{ImportedFile, SaleIdField};
 use outbox::strategy::ActionKind;
 use outbox::webhooks::{EventType, WebhookEndpoint};
-use outbox::{Actor, AnyStore, Outbox, OutboxError, Role, Store, SystemClock};
+use outbox::{Actor, Outbox, OutboxError, Role, SystemClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 
@@ -39,7 +39,7 @@ struct World {
     _db: common::TestDb,
     outbox: Arc<Outbox>,
     sims: Vec<(String, SimHandle)>,
-    drain: Arc<Drain<AnyStore>>,
+    drain: Arc<Drain>,
 }
 
 fn sistema() -> Actor {

@@ -15,7 +15,7 @@ use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::model::{Badge, InvoiceRef};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::strategy::Policy;
-use outbox::{Actor, AnyStore, Outbox, Role, SystemClock};
+use outbox::{Actor, Outbox, Role, SystemClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 use rust_decimal::Decimal;
@@ -32,7 +32,7 @@ struct World {
     _db: common::TestDb,
     outbox: Arc<Outbox>,
     sim: SimHandle,
-    drain: Arc<Drain<AnyStore>>,
+    drain: Arc<Drain>,
 }
 
 fn sistema() -> Actor {

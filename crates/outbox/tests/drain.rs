@@ -15,9 +15,9 @@ use outbox::actions::RetryKind;
 use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::model::{AttemptReason, Badge, InvoiceRef, InvoiceState, ListFilter};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
-use outbox::store::{InvoiceUpdate, Store};
+use outbox::store::InvoiceUpdate;
 use outbox::strategy::{ActionKind, Policy, ReasonCode, RefusalCode};
-use outbox::{Actor, AnyStore, Outbox, OutboxError, Role, SystemClock};
+use outbox::{Actor, Outbox, OutboxError, Role, SystemClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 
@@ -37,7 +37,7 @@ struct World {
     _db: common::TestDb,
     outbox: Arc<Outbox>,
     sims: Vec<(String, SimHandle)>,
-    drain: Arc<Drain<AnyStore>>,
+    drain: Arc<Drain>,
 }
 
 fn sistema() -> Actor {
@@ -101,7 +101,7 @@ async fn world_with(backend: Backend, pacs: &[(&str, Flavor, &str)], timeout_ms:
 }
 
 /// A drain worker over the outbox's configured PACs, with quick backoff.
-async fn drain_for(outbox: &Arc<Outbox>, worker: &str, lease: chrono::Duration) -> Drain<AnyStore> {
+async fn drain_for(outbox: &Arc<Outbox>, worker: &str, lease: chrono::Duration) -> Drain {
     let set = build_pac_set(
         &outbox.pacs().await.unwrap(),
         &SimSecrets,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use common::{env, Backend};
 use outbox::model::InvoiceRef;
-use outbox::store::{NewCancellation, NewCfdi, NewDecision, Store};
+use outbox::store::{NewCancellation, NewCfdi, NewDecision};
 use outbox::{Actor, Clock, Outbox, OutboxError, Role};
 use serde_json::json;
 

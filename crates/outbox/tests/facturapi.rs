@@ -21,7 +21,7 @@ use outbox::facts::evidence_kind;
 use outbox::model::{AttemptReason, Badge, BodyFormat, InvoiceDetail, InvoiceRef, InvoiceState};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::strategy::{ActionKind, Policy, RefusalCode};
-use outbox::{Actor, AnyStore, Outbox, OutboxError, Role, SystemClock};
+use outbox::{Actor, Outbox, OutboxError, Role, SystemClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, Organization, SimConfig, SimHandle};
 
@@ -41,7 +41,7 @@ struct World {
     _db: common::TestDb,
     outbox: Arc<Outbox>,
     sims: Vec<(String, SimHandle)>,
-    drain: Arc<Drain<AnyStore>>,
+    drain: Arc<Drain>,
 }
 
 fn sistema() -> Actor {
@@ -501,7 +501,7 @@ async fn a_cfdi_facturapi_stamped_is_cancelled_through_facturapi_once(backend: B
 
 /// A drain that waits half an hour or more between lookups: after its steps nothing is due
 /// again until a person asks (the test decides what happens next, not a race with lookups).
-async fn slow_drain(w: &World) -> Arc<Drain<AnyStore>> {
+async fn slow_drain(w: &World) -> Arc<Drain> {
     let set = build_pac_set(
         &w.outbox.pacs().await.unwrap(),
         &SimSecrets,
@@ -530,7 +530,7 @@ async fn slow_drain(w: &World) -> Arc<Drain<AnyStore>> {
     Arc::new(Drain::new(w.outbox.clone(), set, config, Arc::new(NoSink)))
 }
 
-async fn until_idle(drain: &Arc<Drain<AnyStore>>) {
+async fn until_idle(drain: &Arc<Drain>) {
     drain
         .run(
             std::future::pending::<()>(),

@@ -19,7 +19,7 @@ use outbox::model::{InvoiceRef, InvoiceState, ListFilter};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::payments::{PaymentRequest, PaymentStatus, PaymentTarget};
 use outbox::strategy::Policy;
-use outbox::{Actor, AnyStore, Outbox, OutboxError, Role, SystemClock};
+use outbox::{Actor, Outbox, OutboxError, Role, SystemClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 use rust_decimal::Decimal;
@@ -36,7 +36,7 @@ struct World {
     _db: common::TestDb,
     outbox: Arc<Outbox>,
     _sim: SimHandle,
-    drain: Arc<Drain<AnyStore>>,
+    drain: Arc<Drain>,
 }
 
 fn ana() -> Actor {

@@ -9,7 +9,7 @@ use std::time::Duration as StdDuration;
 use chrono::Duration;
 use common::*;
 use outbox::intake::sha256_hex;
-use outbox::{OutboxError, Store};
+use outbox::OutboxError;
 
 /// One step of a history.
 enum Step {

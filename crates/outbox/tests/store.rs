@@ -402,7 +402,6 @@ async fn notes_are_added_resolved_once_and_listed_active_first(backend: Backend)
         Err(OutboxError::NotFound { .. })
     ));
     // The store itself answers NotFound too (the foreign key refuses the note).
-    use outbox::Store;
     assert!(matches!(
         e.outbox.store().add_note(9999, "x", &staff(), 0).await,
         Err(OutboxError::NotFound { .. })

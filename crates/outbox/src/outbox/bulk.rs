@@ -7,7 +7,7 @@
 //! A batch runs in three phases: (1) in order, each sale is parsed, looked up (replay,
 //! conflict, a live reservation of another process) and validated; (2) the sales are built
 //! and sealed in parallel on scoped threads; (3) one transaction records them
-//! ([`Store::record_sales`]), each reserving its key inside its own savepoint
+//! ([`crate::AnyStore::record_sales`]), each reserving its key inside its own savepoint
 //! ([`NewRecord::claim`]). The key is never reserved outside the recording transaction, so a
 //! batch whose commit fails (a full disk, a kill -9) leaves no reservation behind: the same
 //! file imported again records what is missing at once instead of waiting out a lease. Whole
@@ -28,7 +28,7 @@ use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
 use crate::intake::{choose_fecha, sha256_hex, FechaChoice, RESERVATION_LEASE};
 use crate::model::{InvoiceState, PacIdentity, Recorded};
-use crate::store::{IntakeLinks, KeyClaim, NewRecord, RecordOutcome, Store, StoredEmisorSettings};
+use crate::store::{IntakeLinks, KeyClaim, NewRecord, RecordOutcome, StoredEmisorSettings};
 
 /// The most sales one transaction records in a bulk import: a few per core keeps every core
 /// sealing, and a kill -9 loses little work.
@@ -61,7 +61,7 @@ enum Slot {
     Waiting(Box<Reserved>),
 }
 
-impl<S: Store> Outbox<S> {
+impl Outbox {
     /// Records many sales given as JSON, each as [`Outbox::record_sale_json`] would with its
     /// sale_id as the key, [`batch_size`] per durable transaction. One result per sale, in
     /// order; after the first error for which `stop` is true the list ends (that error is its

@@ -1,16 +1,28 @@
-//! The storage seam: the [`Store`] trait lists every operation the outbox needs from a
-//! database, in domain terms, so a second backend (PostgreSQL, for teams) is one
-//! more implementation of it with its own SQL files and migrations, and the same tests.
+//! Storage, written once for both databases (River's shape): [`any::AnyStore`] is the outbox's
+//! database — SQLite (the embedded default) or PostgreSQL (teams: many consoles and `timbra
+//! drain` workers on one server), chosen at run time by the database URL — and every operation
+//! is one method of it, in one file per role:
+//! [`intake`] (keys and the recording transaction), [`reads`] (the console's reads), [`engine`]
+//! (the drain's claims, tries, evidence and fenced verdicts), [`duplicates`] (decisions,
+//! cancellations, imported CFDIs), [`fiscal`] (payments, tickets, the 69-B list), [`channels`]
+//! (API tokens, webhooks, e-mail), [`master_data`] (customers and products) and [`ops`] (settings,
+//! drain processes, history gaps).
 //!
-//! Backends own their SQL (in `.sql` files) and their transactions; the idempotency, Fecha and
-//! sealing rules live above them in [`crate::Outbox`], identical for every backend. The
-//! backends are [`sqlite::SqliteStore`] (the embedded default) and [`postgres::PgStore`]
-//! (teams: many consoles and `timbra drain` workers on one server); [`any::AnyStore`] is the
-//! one chosen at run time by the database URL. One conformance suite (`crates/outbox/tests`)
-//! runs every test body against both.
+//! An operation's body is written once and runs on either database through
+//! [`any::on_dialect!`]: the body sees `db` (the dialect's store), `sql!("name")` (the statement
+//! in `sql/sqlite/` or `sql/postgres/`), `Db`/`DbRow` and the dialect's instance of the shared
+//! helpers in `common.rs` (row readers, the event insert, …). Per-dialect code lives in
+//! [`sqlite`] and [`postgres`] only where the databases truly differ: opening, error
+//! classification, locks and claims, SQLite's group commit and batched intake, migration pins.
+//! **To add a storage operation:** one method in the role's file and its statement in
+//! `sql/sqlite/` and `sql/postgres/` (three places). One conformance suite
+//! (`crates/outbox/tests`) runs every test body against both.
+//!
+//! Backends own their transactions; the idempotency, Fecha and sealing rules live above them in
+//! [`crate::Outbox`], identical for every backend.
 //!
 //! Contract every backend keeps:
-//! - [`Store::record_sale`] writes sale + invoice + attempt + timeline event + settled key in
+//! - [`any::AnyStore::record_sale`] writes sale + invoice + attempt + timeline event + settled key in
 //!   **one** durable transaction, or nothing;
 //! - a reservation is granted to one owner at a time and taken over only after it expired;
 //! - append-only tables refuse UPDATE and DELETE in the database itself (triggers / rules).
@@ -26,20 +38,26 @@
 //! (`*_ms`); Fecha is text as the CFDI writes it; amounts are decimal text; every action row
 //! carries `actor` and `actor_role`.
 
-use std::future::Future;
-
 use cfdi::sale::EmisorProfile;
 
 use crate::actor::Actor;
 use crate::error::Result;
 use crate::model::{
-    ActedBy, AttemptInfo, AttemptReason, Badge, BodyFormat, CfdiInfo, Counts, EvidenceInfo, FechaSource, InvoiceDetail, InvoiceRef,
-    InvoiceState, InvoiceSummary, ListFilter, Note, TryInfo,
+    ActedBy, AttemptInfo, AttemptReason, Badge, BodyFormat, CfdiInfo, EvidenceInfo, FechaSource, InvoiceDetail, InvoiceState,
+    InvoiceSummary, TryInfo,
 };
 
 pub mod any;
+mod channels;
+mod duplicates;
+mod engine;
+mod fiscal;
+mod intake;
+mod master_data;
 pub mod migrations;
+mod ops;
 pub mod postgres;
+mod reads;
 pub mod sqlite;
 
 /// A sale recorded earlier, as idempotency needs to see it.
@@ -145,7 +163,7 @@ pub struct NewRecord {
 
 /// A key reserved in the same transaction that records its sale ([`NewRecord::claim`]): granted
 /// when the key is new or its reservation expired at `now_ms`, exactly as
-/// [`Store::reserve_key`] grants one; otherwise the record is [`RecordOutcome::ReservationLost`].
+/// [`any::AnyStore::reserve_key`] grants one; otherwise the record is [`RecordOutcome::ReservationLost`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyClaim {
     pub until_ms: i64,
@@ -303,454 +321,6 @@ pub struct OpenAttempt<'a> {
     pub actor: &'a Actor,
 }
 
-/// The operations a database backend provides.
-pub trait Store: Send + Sync + 'static {
-    /// What an idempotency key is bound to.
-    fn key_state(&self, key: &str) -> impl Future<Output = Result<KeyState>> + Send;
-
-    /// The sale recorded under `sale_id`, whatever key recorded it.
-    fn sale_by_sale_id(&self, sale_id: &str) -> impl Future<Output = Result<Option<ExistingSale>>> + Send;
-
-    /// Reserves `key` for `owner` until `until_ms`, unless someone else holds a live
-    /// reservation (`now_ms` decides liveness) or the key is recorded.
-    fn reserve_key(
-        &self,
-        key: &str,
-        sale_id: &str,
-        request_sha256: &str,
-        owner: &str,
-        until_ms: i64,
-        now_ms: i64,
-    ) -> impl Future<Output = Result<Reservation>> + Send;
-
-    /// Drops `owner`'s reservation of `key` (no-op when it is not theirs any more).
-    fn release_key(&self, key: &str, owner: &str) -> impl Future<Output = Result<()>> + Send;
-
-    /// The intake transaction: all of `record` or nothing.
-    fn record_sale(&self, record: &NewRecord) -> impl Future<Output = Result<RecordOutcome>> + Send;
-
-    /// Many intake transactions sharing one durable commit (the bulk import): each record all
-    /// or nothing on its own (its own error or outcome, in order), the commit for all of them.
-    /// `Err` when the shared transaction failed: nothing of any record was written. The default
-    /// commits them one by one.
-    fn record_sales(&self, records: &[NewRecord]) -> impl Future<Output = Result<Vec<Result<RecordOutcome>>>> + Send {
-        async move {
-            let mut out = Vec::with_capacity(records.len());
-            for r in records {
-                out.push(self.record_sale(r).await);
-            }
-            Ok(out)
-        }
-    }
-
-    /// A page of invoices (at most `limit` rows; `filter.limit` is ignored).
-    fn list_invoices(&self, filter: &ListFilter, limit: u32) -> impl Future<Output = Result<Vec<InvoiceSummary>>> + Send;
-
-    fn find_invoice(&self, r: &InvoiceRef) -> impl Future<Output = Result<Option<i64>>> + Send;
-
-    /// The invoice with its sale, attempts, tries, evidence, CFDIs and notes; `timeline` holds
-    /// only the timeline_events rows (the caller merges the rest).
-    fn invoice_detail(&self, id: i64) -> impl Future<Output = Result<Option<InvoiceDetail>>> + Send;
-
-    /// What a drain step reads of invoice `id` ([`StepFacts`]): the same rows as
-    /// [`Store::invoice_detail`] for those parts, in one read transaction, and nothing else.
-    fn step_facts(&self, id: i64) -> impl Future<Output = Result<Option<StepFacts>>> + Send;
-
-    fn attempt_body(&self, attempt_id: i64) -> impl Future<Output = Result<Option<(BodyFormat, Vec<u8>)>>> + Send;
-
-    fn counts(&self) -> impl Future<Output = Result<Counts>> + Send;
-
-    fn add_note(&self, invoice_id: i64, text: &str, actor: &Actor, at_ms: i64) -> impl Future<Output = Result<Note>> + Send;
-
-    fn resolve_note(&self, note_id: i64, actor: &Actor, at_ms: i64) -> impl Future<Output = Result<Note>> + Send;
-
-    fn insert_emisor_settings(&self, s: &NewEmisorSettings, actor: &Actor, at_ms: i64) -> impl Future<Output = Result<i64>> + Send;
-
-    fn current_emisor_settings(&self) -> impl Future<Output = Result<Option<StoredEmisorSettings>>> + Send;
-
-    /// A JSON setting.
-    fn setting(&self, key: &str) -> impl Future<Output = Result<Option<String>>> + Send;
-
-    fn put_setting(&self, key: &str, value_json: &str, actor: &Actor, at_ms: i64) -> impl Future<Output = Result<()>> + Send;
-
-    /// Writes a JSON setting only if it still holds `expected` (None: only if it is absent);
-    /// whether it was written. Two processes changing one setting from the same value: one
-    /// wins, the other is told so and reads again.
-    fn replace_setting(
-        &self,
-        key: &str,
-        expected: Option<&str>,
-        value_json: &str,
-        actor: &Actor,
-        at_ms: i64,
-    ) -> impl Future<Output = Result<bool>> + Send;
-
-    // Drain processes (the `workers` module) -------------------------------------------------
-
-    /// Registers a drain process (or, for an id already there, renews its heartbeat).
-    fn register_worker(&self, w: &NewWorker) -> impl Future<Output = Result<()>> + Send;
-
-    /// Renews a drain process's heartbeat; false when its row is gone (forgotten as dead).
-    fn worker_heartbeat(&self, id: &str, at_ms: i64) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Deletes a drain process's row (it stopped cleanly).
-    fn unregister_worker(&self, id: &str) -> impl Future<Output = Result<()>> + Send;
-
-    /// Deletes the rows of processes not heard from since `before_ms`; how many.
-    fn forget_workers(&self, before_ms: i64) -> impl Future<Output = Result<u64>> + Send;
-
-    /// The processes heard from at or after `since_ms`, oldest first.
-    fn workers_since(&self, since_ms: i64) -> impl Future<Output = Result<Vec<WorkerRow>>> + Send;
-
-    // The drain ------------------------------------------------------------------------------
-
-    /// Claims up to `limit` due pending invoices for `worker` in one statement (lease until
-    /// `lease_until_ms`, fencing token bumped).
-    fn claim_due(&self, worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> impl Future<Output = Result<Vec<Claim>>> + Send;
-
-    /// Whether any pending invoice is due before `at_ms` (claimable or still leased).
-    fn any_due_before(&self, at_ms: i64) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Appends a try (committed before its request leaves); returns its id. Fenced: None (and
-    /// nothing written) unless `t.fencing_token` is still the invoice's token and — for a
-    /// stamp — the attempt is the live one and not abandoned. None means: do not send.
-    fn begin_try(&self, t: &NewTry) -> impl Future<Output = Result<Option<i64>>> + Send;
-
-    /// Extends `worker`'s lease on an invoice while a step is in flight, only under its token.
-    /// Returns whether the lease is still the worker's.
-    fn renew_lease(&self, invoice_id: i64, token: i64, worker: &str, until_ms: i64) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Attempts at the PAC named `pac` whose outcome is not settled yet (the live attempt of an
-    /// invoice that is not Timbrada, or an abandoned attempt with an open question), as
-    /// `(invoice_id, attempt_id)`.
-    fn unresolved_attempts_at(&self, pac: &str) -> impl Future<Output = Result<Vec<(i64, i64)>>> + Send;
-
-    /// Appends evidence; returns its id. Never fenced.
-    fn append_evidence(&self, e: &NewEvidence) -> impl Future<Output = Result<i64>> + Send;
-
-    /// Records a CFDI (or gives a known one its XML) and marks its attempt created.
-    fn record_cfdi(&self, c: &NewCfdi) -> impl Future<Output = Result<()>> + Send;
-
-    /// Writes a verdict; with `token`, only while the row's fencing token is still `token`.
-    /// Returns whether it was applied. Releases the lease.
-    fn apply_verdict(&self, u: &InvoiceUpdate, token: Option<i64>) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Opens a new live attempt (failover, reprocess) with its timeline event; see [`OpenAttempt`].
-    /// Returns the new attempt's id, or None when fenced out.
-    fn open_attempt(&self, o: &OpenAttempt<'_>) -> impl Future<Output = Result<Option<i64>>> + Send;
-
-    /// A person acts on an invoice: bumps its fencing token (fencing out any worker on it) and
-    /// drops its lease; returns the new token.
-    fn take_over(&self, invoice_id: i64, at_ms: i64) -> impl Future<Output = Result<i64>> + Send;
-
-    /// The invoice a CFDI is recorded for, if any.
-    fn cfdi_owner(&self, uuid: &str) -> impl Future<Output = Result<Option<i64>>> + Send;
-
-    /// The stored XML of a CFDI (None when unknown or not fetched yet).
-    fn cfdi_xml(&self, uuid: &str) -> impl Future<Output = Result<Option<Vec<u8>>>> + Send;
-
-    /// Appends a timeline event.
-    fn add_event(
-        &self,
-        invoice_id: i64,
-        attempt_id: Option<i64>,
-        event: &NewEvent,
-        at_ms: i64,
-        actor: &Actor,
-    ) -> impl Future<Output = Result<()>> + Send;
-
-    // The fiscal workflows ---------------------------------------------------------------------
-
-    /// The intake transaction with the links of a fiscal workflow: all of it or nothing (see
-    /// [`NewIntake`]).
-    fn record_intake(&self, intake: &NewIntake) -> impl Future<Output = Result<IntakeOutcome>> + Send;
-
-    /// Every payment linked to `invoice_id`, oldest first.
-    fn payments_of_invoice(&self, invoice_id: i64) -> impl Future<Output = Result<Vec<PaymentLinkRow>>> + Send;
-
-    /// The documents payment `payment_invoice_id` pays, with the cancellation status of the
-    /// CFDI each names (what the drain checks before it sends a REP).
-    fn paid_documents(&self, payment_invoice_id: i64) -> impl Future<Output = Result<Vec<PaidDocumentRow>>> + Send;
-
-    /// Every gap in history a restore left, oldest first.
-    fn history_gaps(&self) -> impl Future<Output = Result<Vec<HistoryGapRow>>> + Send;
-
-    /// Records that a backup taken at `backup_at_ms` was put in place of the database.
-    fn record_history_gap(&self, g: &NewHistoryGap) -> impl Future<Output = Result<i64>> + Send;
-
-    /// The contador settles gap `id` with a note; false when it was settled already.
-    fn settle_history_gap(&self, id: i64, at_ms: i64, actor: &Actor, note: &str) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Tickets whose local day is in `[desde, hasta]` (`AAAA-MM-DD`), oldest first.
-    fn tickets_in_period(&self, desde: &str, hasta: &str) -> impl Future<Output = Result<Vec<TicketRow>>> + Send;
-
-    /// The ticket behind `invoice_id`, if it is one.
-    fn ticket_of_invoice(&self, invoice_id: i64) -> impl Future<Output = Result<Option<TicketRow>>> + Send;
-
-    // The Tablero (`crate::dashboard`) ------------------------------------------------------
-
-    /// Every stamp or lookup try started at or after `since_ms`, in start order, with the first
-    /// PAC evidence row of each (its instant, outcome, code and message), if any.
-    fn dashboard_pac_tries(&self, since_ms: i64) -> impl Future<Output = Result<Vec<DashboardTryRow>>> + Send;
-
-    /// Each invoice's live CFDI (the one `invoices.uuid` names) learned at or after `since_ms`,
-    /// with its XML when stored.
-    fn dashboard_stamped(&self, since_ms: i64) -> impl Future<Output = Result<Vec<DashboardStampedRow>>> + Send;
-
-    /// Invoices recorded at or after `since_ms`: their state now and when their first CFDI was
-    /// learned.
-    fn dashboard_invoices(&self, since_ms: i64) -> impl Future<Output = Result<Vec<DashboardInvoiceRow>>> + Send;
-
-    /// Stamped CFDIs (with XML) of invoices whose Fecha is before `before` (`AAAA-MM-DD`).
-    fn cfdis_before(&self, before: &str) -> impl Future<Output = Result<Vec<StoredCfdi>>> + Send;
-
-    /// Stores an imported 69-B list with its entries in one transaction; returns its id.
-    fn insert_screening_list(&self, list: &NewScreeningList, actor: &Actor, at_ms: i64) -> impl Future<Output = Result<i64>> + Send;
-
-    /// The current 69-B list (latest list date), if any was imported.
-    fn current_screening_list(&self) -> impl Future<Output = Result<Option<ScreeningListRow>>> + Send;
-
-    /// The entry of `rfc` in list `list_id`.
-    fn screening_entry(&self, list_id: i64, rfc: &str) -> impl Future<Output = Result<Option<ScreeningEntry>>> + Send;
-
-    // Duplicates and cancellations -------------------------------------------------------------
-
-    /// A contador's decision, the cancellations it orders (their CFDIs marked `solicitada`)
-    /// and its timeline events, in one transaction; returns the decision's id. The database
-    /// refuses a cancellation without a contador decision about its invoice.
-    fn record_decision(&self, d: &NewDecision, cancellations: &[NewCancellation]) -> impl Future<Output = Result<i64>> + Send;
-
-    /// Decisions about a group (`invoice-<id>`, `candidate-<id>`), oldest first.
-    fn decisions_of_group(&self, group_key: &str) -> impl Future<Output = Result<Vec<DecisionRow>>> + Send;
-
-    /// Cancellations of an invoice's CFDIs, oldest first.
-    fn cancellations_of_invoice(&self, invoice_id: i64) -> impl Future<Output = Result<Vec<CancellationRow>>> + Send;
-
-    fn cancellation(&self, id: i64) -> impl Future<Output = Result<Option<CancellationRow>>> + Send;
-
-    /// Every try of a cancellation with its answer (the evidence row naming the try), oldest first.
-    fn cancellation_tries(&self, cancellation_id: i64) -> impl Future<Output = Result<Vec<CancellationTryRow>>> + Send;
-
-    /// Claims up to `limit` due open cancellations for `worker` in one statement (lease, new token).
-    fn claim_due_cancellations(
-        &self,
-        worker: &str,
-        now_ms: i64,
-        lease_until_ms: i64,
-        limit: u32,
-    ) -> impl Future<Output = Result<Vec<CancellationClaim>>> + Send;
-
-    /// Whether an open cancellation is due before `at_ms`.
-    fn any_cancellation_due_before(&self, at_ms: i64) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Appends a try (committed before it leaves), only under the claim's token and while the
-    /// cancellation is open; None means: do not send.
-    fn begin_cancellation_try(&self, t: &NewCancellationTry) -> impl Future<Output = Result<Option<i64>>> + Send;
-
-    /// Writes where a cancellation stands (and its CFDI's status) with the deliveries the
-    /// change causes, in one transaction fenced by `token`; releases the lease. Returns
-    /// whether it was applied.
-    fn settle_cancellation(&self, u: &CancellationUpdate, token: i64) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Stores a CFDI imported by reconciliation that matches no attempt, with the duplicate
-    /// candidates found for it and their timeline events, in one transaction. None (nothing
-    /// written) when its UUID was imported before.
-    fn record_foreign_cfdi(&self, f: &NewForeignCfdi, candidates: &[NewCandidate]) -> impl Future<Output = Result<Option<i64>>> + Send;
-
-    /// Records a candidate between two invoices (the same sale recorded twice) with its
-    /// timeline events on both.
-    fn add_duplicate_candidate(&self, c: &NewCandidate) -> impl Future<Output = Result<i64>> + Send;
-
-    /// Every duplicate candidate, newest first, with what it points at.
-    fn duplicate_candidates(&self) -> impl Future<Output = Result<Vec<CandidateRow>>> + Send;
-
-    fn foreign_cfdi(&self, id: i64) -> impl Future<Output = Result<Option<ForeignCfdiRow>>> + Send;
-
-    /// The XML of an imported CFDI.
-    fn foreign_cfdi_xml(&self, id: i64) -> impl Future<Output = Result<Option<Vec<u8>>>> + Send;
-
-    /// Imported CFDIs, newest first.
-    fn foreign_cfdis(&self) -> impl Future<Output = Result<Vec<ForeignCfdiRow>>> + Send;
-
-    /// `(invoice, attempt)` of every attempt whose frozen XML body carries exactly this Sello
-    /// (a failover re-freezes the same sealed bytes), oldest first.
-    fn attempts_with_sello(&self, sello: &str) -> impl Future<Output = Result<Vec<(i64, i64)>>> + Send;
-
-    /// The 50 newest invoices of `receptor_rfc` with `total` (any when empty) recorded in
-    /// `[from_ms, to_ms)`, with their sale bodies (canonical JSON), for likeness checks.
-    fn invoices_like(
-        &self,
-        receptor_rfc: &str,
-        total: &str,
-        from_ms: i64,
-        to_ms: i64,
-    ) -> impl Future<Output = Result<Vec<(i64, String)>>> + Send;
-
-    /// Invoices with this serie and folio.
-    fn invoices_with_folio(&self, serie: Option<&str>, folio: &str) -> impl Future<Output = Result<Vec<i64>>> + Send;
-
-    // Intake channels and documents ----------------------------------------------------------
-
-    /// Stores a new API token (its prefix and SHA-256 only). A second active token with the
-    /// same name is an [`crate::OutboxError::Integrity`] error.
-    fn insert_api_token(
-        &self,
-        name: &str,
-        prefix: &str,
-        token_sha256: &str,
-        actor: &Actor,
-        at_ms: i64,
-    ) -> impl Future<Output = Result<crate::channel_rows::ApiToken>> + Send;
-
-    /// Every API token, oldest first.
-    fn api_tokens(&self) -> impl Future<Output = Result<Vec<crate::channel_rows::ApiToken>>> + Send;
-
-    /// The tokens (active or not) with this prefix, with their hashes.
-    fn api_tokens_by_prefix(&self, prefix: &str) -> impl Future<Output = Result<Vec<crate::channel_rows::TokenCandidate>>> + Send;
-
-    /// Revokes an active token; None when it was not active.
-    fn revoke_api_token(
-        &self,
-        id: i64,
-        actor: &Actor,
-        at_ms: i64,
-    ) -> impl Future<Output = Result<Option<crate::channel_rows::ApiToken>>> + Send;
-
-    /// Keeps an incoming webhook event once per (source, event id) and returns the stored row
-    /// (the first one, for a replay).
-    fn insert_webhook_event(
-        &self,
-        e: &crate::channel_rows::NewWebhookEvent,
-    ) -> impl Future<Output = Result<crate::channel_rows::WebhookEvent>> + Send;
-
-    /// Settles a received event; false when it had been settled already.
-    fn settle_webhook_event(&self, s: &crate::channel_rows::EventSettlement) -> impl Future<Output = Result<bool>> + Send;
-
-    fn webhook_event(&self, source: &str, event_id: &str)
-        -> impl Future<Output = Result<Option<crate::channel_rows::WebhookEvent>>> + Send;
-
-    /// Incoming events, newest first.
-    fn webhook_events(
-        &self,
-        status: Option<crate::channel_rows::EventStatus>,
-        limit: u32,
-    ) -> impl Future<Output = Result<Vec<crate::channel_rows::WebhookEvent>>> + Send;
-
-    /// Incoming events received since `since_ms` that did not become a sale, per source,
-    /// status and reason code.
-    fn webhook_events_to_review(&self, since_ms: i64) -> impl Future<Output = Result<Vec<crate::channel_rows::WebhookReview>>> + Send;
-
-    /// [`Store::apply_verdict`] plus the webhook deliveries and e-mail sends the verdict
-    /// causes (each with its timeline event), in one transaction: all of them or none (when
-    /// fenced out, nothing is written).
-    fn apply_verdict_notifying(
-        &self,
-        u: &InvoiceUpdate,
-        token: Option<i64>,
-        n: &crate::channel_rows::Notifications,
-    ) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Writes deliveries (each with its timeline event when it names an invoice).
-    fn enqueue_deliveries(&self, d: &[crate::channel_rows::NewDelivery]) -> impl Future<Output = Result<()>> + Send;
-
-    /// Claims due pending deliveries for `worker` (lease until `lease_until_ms`).
-    fn claim_deliveries(
-        &self,
-        worker: &str,
-        now_ms: i64,
-        lease_until_ms: i64,
-        limit: u32,
-    ) -> impl Future<Output = Result<Vec<crate::channel_rows::Delivery>>> + Send;
-
-    /// Commits the next attempt of a claimed delivery: `(attempt id, attempt no, whether the
-    /// previous attempt never got a result)`; None when the lease is no longer `worker`'s.
-    fn begin_delivery_attempt(&self, id: i64, worker: &str, at_ms: i64) -> impl Future<Output = Result<Option<(i64, i64, bool)>>> + Send;
-
-    /// Records an attempt's result, the delivery's next state and a timeline event, together.
-    fn finish_delivery_attempt(&self, r: &crate::channel_rows::AttemptResult) -> impl Future<Output = Result<()>> + Send;
-
-    fn webhook_deliveries(
-        &self,
-        invoice_id: Option<i64>,
-        status: Option<crate::channel_rows::DeliveryStatus>,
-        limit: u32,
-    ) -> impl Future<Output = Result<Vec<crate::channel_rows::Delivery>>> + Send;
-
-    fn webhook_delivery_attempts(
-        &self,
-        delivery_id: &str,
-    ) -> impl Future<Output = Result<Vec<crate::channel_rows::DeliveryAttempt>>> + Send;
-
-    /// Puts a failed delivery back in the queue; false when there is no such failed delivery.
-    fn redeliver(&self, delivery_id: &str, at_ms: i64) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Writes a send request with its timeline event, once per request id: `(the send, whether
-    /// it was written now)`.
-    fn request_email(
-        &self,
-        s: &crate::channel_rows::NewEmailSend,
-    ) -> impl Future<Output = Result<(crate::channel_rows::EmailSend, bool)>> + Send;
-
-    fn email_send(&self, request_id: &str) -> impl Future<Output = Result<Option<crate::channel_rows::EmailSend>>> + Send;
-
-    fn email_sends(&self, invoice_id: Option<i64>, limit: u32) -> impl Future<Output = Result<Vec<crate::channel_rows::EmailSend>>> + Send;
-
-    fn email_attempts(&self, request_id: &str) -> impl Future<Output = Result<Vec<crate::channel_rows::EmailAttempt>>> + Send;
-
-    fn claim_emails(
-        &self,
-        worker: &str,
-        now_ms: i64,
-        lease_until_ms: i64,
-        limit: u32,
-    ) -> impl Future<Output = Result<Vec<crate::channel_rows::EmailSend>>> + Send;
-
-    /// As [`Store::begin_delivery_attempt`], for an e-mail send.
-    fn begin_email_attempt(&self, id: i64, worker: &str, at_ms: i64) -> impl Future<Output = Result<Option<(i64, i64, bool)>>> + Send;
-
-    /// As [`Store::finish_delivery_attempt`], for an e-mail send.
-    fn finish_email_attempt(&self, r: &crate::channel_rows::AttemptResult) -> impl Future<Output = Result<()>> + Send;
-
-    /// Stamped invoices whose Fecha is in `[from, to)`: `(id, sale_id, uuid)`, oldest first.
-    fn stamped_between(&self, from: &str, to: &str) -> impl Future<Output = Result<Vec<(i64, String, String)>>> + Send;
-
-    // Customers and products (master data; `customers` and `products` modules) ---------------
-
-    /// Every customer, by name.
-    fn customers(&self) -> impl Future<Output = Result<Vec<crate::customers::Customer>>> + Send;
-
-    fn customer(&self, id: i64) -> impl Future<Output = Result<Option<crate::customers::Customer>>> + Send;
-
-    /// Writes validated customers in **one** transaction: `(None, c)` inserts, `(Some(id), c)`
-    /// replaces customer `id`. Returns the ids in order. A key another customer holds (the RFC,
-    /// or RFC + name for the generic RFCs) fails the whole batch.
-    fn save_customers(
-        &self,
-        batch: &[(Option<i64>, crate::customers::CustomerRecord)],
-        actor: &Actor,
-        at_ms: i64,
-    ) -> impl Future<Output = Result<Vec<i64>>> + Send;
-
-    /// Deletes a customer; whether it existed.
-    fn delete_customer(&self, id: i64) -> impl Future<Output = Result<bool>> + Send;
-
-    /// Every product, by SKU.
-    fn products(&self) -> impl Future<Output = Result<Vec<crate::products::Product>>> + Send;
-
-    fn product(&self, id: i64) -> impl Future<Output = Result<Option<crate::products::Product>>> + Send;
-
-    /// As [`Store::save_customers`], for products (the SKU is unique).
-    fn save_products(
-        &self,
-        batch: &[(Option<i64>, crate::products::ProductRecord)],
-        actor: &Actor,
-        at_ms: i64,
-    ) -> impl Future<Output = Result<Vec<i64>>> + Send;
-
-    /// Deletes a product; whether it existed.
-    fn delete_product(&self, id: i64) -> impl Future<Output = Result<bool>> + Send;
-}
-
 // Duplicates and cancellations' rows --------------------------------------------------------------
 
 /// A contador's decision (see the `decisions` table).
@@ -906,7 +476,7 @@ pub struct ForeignCfdiRow {
 }
 
 /// A *posible duplicado* for review. `foreign_cfdi_id` is filled by
-/// [`Store::record_foreign_cfdi`] for the CFDI it stores.
+/// [`any::AnyStore::record_foreign_cfdi`] for the CFDI it stores.
 #[derive(Debug, Clone)]
 pub struct NewCandidate {
     pub invoice_id: i64,
@@ -1041,7 +611,7 @@ impl IntakeOutcome {
     }
 }
 
-/// What [`Store::record_intake`] did.
+/// What [`any::AnyStore::record_intake`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IntakeOutcome {
     Recorded {

@@ -1,0 +1,764 @@
+// Written once, compiled once per dialect: `sqlite.rs` and `postgres.rs` each include this
+// file in their `common` module, where `Db`, `DbRow`, `ThisStore` and `sql!` name that
+// dialect's database, row, store and SQL folder (see `store/any.rs`).
+
+use std::str::FromStr;
+
+use rust_decimal::Decimal;
+
+use crate::customers::Customer;
+use crate::model::CancellationInfo;
+use crate::products::{Iva, Product};
+
+pub(crate) fn get<'r, T>(row: &'r DbRow, col: &str) -> Result<T>
+where
+    T: sqlx::Decode<'r, Db> + sqlx::Type<Db>,
+{
+    row.try_get(col).map_err(|e| OutboxError::Database(format!("columna {col}: {e}")))
+}
+
+pub(crate) fn worker_row(r: &DbRow) -> Result<WorkerRow> {
+    Ok(WorkerRow {
+        id: get(r, "id")?,
+        worker: get(r, "worker")?,
+        program: get(r, "program")?,
+        host: get(r, "host")?,
+        pid: get(r, "pid")?,
+        started_at_ms: get(r, "started_at_ms")?,
+        heartbeat_at_ms: get(r, "heartbeat_at_ms")?,
+    })
+}
+
+pub(crate) fn instant(ms: i64) -> Result<DateTime<Utc>> {
+    DateTime::from_timestamp_millis(ms).ok_or_else(|| OutboxError::Database(format!("instante fuera de rango: {ms} ms")))
+}
+
+pub(crate) fn opt_instant(ms: Option<i64>) -> Result<Option<DateTime<Utc>>> {
+    ms.map(instant).transpose()
+}
+
+pub(crate) fn parse_text<T>(col: &str, value: &str, parse: fn(&str) -> Option<T>) -> Result<T> {
+    parse(value).ok_or_else(|| OutboxError::Database(format!("{col}: valor desconocido {value:?}")))
+}
+
+pub(crate) fn acted(row: &DbRow, name_col: &str, role_col: &str) -> Result<ActedBy> {
+    let role: String = get(row, role_col)?;
+    Ok(ActedBy {
+        name: get(row, name_col)?,
+        role: parse_text(role_col, &role, Role::parse)?,
+    })
+}
+
+pub(crate) fn json_col(row: &DbRow, col: &str) -> Result<serde_json::Value> {
+    let text: String = get(row, col)?;
+    serde_json::from_str(&text).map_err(|e| OutboxError::Database(format!("{col}: JSON inválido: {e}")))
+}
+
+pub(crate) fn existing_sale(row: &DbRow) -> Result<ExistingSale> {
+    let state: String = get(row, "invoice_state")?;
+    Ok(ExistingSale {
+        sale_id: get(row, "recorded_sale_id")?,
+        body_sha256: get(row, "body_sha256")?,
+        invoice_id: get(row, "invoice_id")?,
+        state: parse_text("invoices.state", &state, InvoiceState::parse)?,
+    })
+}
+
+pub(crate) fn summary(row: &DbRow) -> Result<InvoiceSummary> {
+    let state: String = get(row, "state")?;
+    let badge: String = get(row, "badge")?;
+    Ok(InvoiceSummary {
+        id: get(row, "id")?,
+        sale_id: get(row, "sale_id")?,
+        kind: get(row, "kind")?,
+        serie: get(row, "serie")?,
+        folio: get(row, "folio")?,
+        receptor_rfc: get(row, "receptor_rfc")?,
+        receptor_nombre: get(row, "receptor_nombre")?,
+        total: get(row, "total")?,
+        moneda: get(row, "moneda")?,
+        state: parse_text("invoices.state", &state, InvoiceState::parse)?,
+        badge: parse_text("invoices.badge", &badge, Badge::parse)?,
+        state_reason: get(row, "state_reason")?,
+        current_attempt_no: get(row, "current_attempt_no")?,
+        attempts_count: get(row, "attempts_count")?,
+        tries_count: get(row, "tries_count")?,
+        next_try_at: opt_instant(get(row, "next_try_at_ms")?)?,
+        possible_duplicate: get::<i64>(row, "possible_duplicate")? != 0,
+        uuid: get(row, "uuid")?,
+        fecha: get(row, "fecha")?,
+        fecha_deadline: instant(get(row, "fecha_deadline_ms")?)?,
+        created_at: instant(get(row, "created_at_ms")?)?,
+        updated_at: instant(get(row, "updated_at_ms")?)?,
+        active_notes: get(row, "active_notes")?,
+    })
+}
+
+pub(crate) fn note(row: &DbRow) -> Result<Note> {
+    let resolved_at = opt_instant(get(row, "resolved_at_ms")?)?;
+    let resolved_by = match (
+        get::<Option<String>>(row, "resolved_by")?,
+        get::<Option<String>>(row, "resolved_by_role")?,
+    ) {
+        (Some(name), Some(role)) => Some(ActedBy {
+            name,
+            role: parse_text("notes.resolved_by_role", &role, Role::parse)?,
+        }),
+        _ => None,
+    };
+    Ok(Note {
+        id: get(row, "id")?,
+        invoice_id: get(row, "invoice_id")?,
+        text: get(row, "text")?,
+        created_at: instant(get(row, "created_at_ms")?)?,
+        author: acted(row, "actor", "actor_role")?,
+        resolved_at,
+        resolved_by,
+    })
+}
+
+pub(crate) fn sale_record(s: &DbRow) -> Result<SaleRecord> {
+    let text: String = get(s, "body")?;
+    Ok(SaleRecord {
+        sale_id: get(s, "sale_id")?,
+        kind: get(s, "kind")?,
+        occurred_at: get(s, "occurred_at")?,
+        body: cfdi::sale::Sale::from_json(text.as_bytes()).map_err(|e| OutboxError::Database(format!("sales.body: {e}")))?,
+        body_sha256: get(s, "body_sha256")?,
+        source: get(s, "source")?,
+        recorded_at: instant(get(s, "recorded_at_ms")?)?,
+        recorded_by: acted(s, "actor", "actor_role")?,
+    })
+}
+
+pub(crate) fn attempt_info(r: &DbRow) -> Result<AttemptInfo> {
+    let reason: String = get(r, "reason")?;
+    let format: String = get(r, "body_format")?;
+    let source: String = get(r, "fecha_source")?;
+    Ok(AttemptInfo {
+        id: get(r, "id")?,
+        attempt_no: get(r, "attempt_no")?,
+        reason: parse_text("attempts.reason", &reason, AttemptReason::parse)?,
+        previous_attempt_id: get(r, "previous_attempt_id")?,
+        pac: get(r, "pac")?,
+        body_format: parse_text("attempts.body_format", &format, BodyFormat::parse)?,
+        body_len: get(r, "body_len")?,
+        body_sha256: get(r, "body_sha256")?,
+        fecha: get(r, "fecha")?,
+        fecha_utc: instant(get(r, "fecha_utc_ms")?)?,
+        fecha_source: parse_text("attempts.fecha_source", &source, FechaSource::parse)?,
+        pac_idempotency_key: get(r, "pac_idempotency_key")?,
+        mapping_version: get(r, "mapping_version")?,
+        no_certificado: get(r, "no_certificado")?,
+        pac_identity: match get::<Option<String>>(r, "pac_identity")? {
+            Some(j) => Some(serde_json::from_str(&j).map_err(|e| OutboxError::Database(format!("attempts.pac_identity: {e}")))?),
+            None => None,
+        },
+        resolution: get(r, "resolution")?,
+        resolved_at: opt_instant(get(r, "resolved_at_ms")?)?,
+        created_at: instant(get(r, "created_at_ms")?)?,
+        created_by: acted(r, "actor", "actor_role")?,
+    })
+}
+
+pub(crate) fn try_info(r: &DbRow) -> Result<TryInfo> {
+    Ok(TryInfo {
+        id: get(r, "id")?,
+        attempt_id: get(r, "attempt_id")?,
+        try_no: get(r, "try_no")?,
+        operation: get(r, "operation")?,
+        pac: get(r, "pac")?,
+        worker: get(r, "worker")?,
+        fencing_token: get(r, "fencing_token")?,
+        started_at: instant(get(r, "started_at_ms")?)?,
+        actor: acted(r, "actor", "actor_role")?,
+    })
+}
+
+pub(crate) fn evidence_info(r: &DbRow) -> Result<EvidenceInfo> {
+    Ok(EvidenceInfo {
+        id: get(r, "id")?,
+        attempt_id: get(r, "attempt_id")?,
+        try_id: get(r, "try_id")?,
+        kind: get(r, "kind")?,
+        outcome: get(r, "outcome")?,
+        code: get(r, "code")?,
+        message: get(r, "message")?,
+        uuid: get(r, "uuid")?,
+        retry_after_ms: get(r, "retry_after_ms")?,
+        detail: json_col(r, "detail")?,
+        fencing_token: get(r, "fencing_token")?,
+        recorded_at: instant(get(r, "recorded_at_ms")?)?,
+        actor: acted(r, "actor", "actor_role")?,
+    })
+}
+
+pub(crate) fn cfdi_info(r: &DbRow) -> Result<CfdiInfo> {
+    Ok(CfdiInfo {
+        id: get(r, "id")?,
+        attempt_id: get(r, "attempt_id")?,
+        uuid: get(r, "uuid")?,
+        pac: get(r, "pac")?,
+        fecha_timbrado: get(r, "fecha_timbrado")?,
+        has_xml: get::<i64>(r, "has_xml")? != 0,
+        xml_sha256: get(r, "xml_sha256")?,
+        sat_status: get(r, "sat_status")?,
+        cancellation_status: get(r, "cancellation_status")?,
+        created_at: instant(get(r, "created_at_ms")?)?,
+    })
+}
+
+pub(crate) fn timeline_event(r: &DbRow) -> Result<TimelineEntry> {
+    Ok(TimelineEntry {
+        at: instant(get(r, "at_ms")?)?,
+        source: TimelineSource::Event,
+        ref_id: get(r, "id")?,
+        kind: get(r, "kind")?,
+        actor: acted(r, "actor", "actor_role")?,
+        detail: json_col(r, "detail")?,
+        said: Vec::new(),
+    })
+}
+
+/// Inserts a timeline event inside a transaction.
+pub(crate) async fn insert_event(
+    tx: &mut sqlx::Transaction<'_, Db>,
+    invoice_id: i64,
+    attempt_id: Option<i64>,
+    event: &NewEvent,
+    at_ms: i64,
+    actor: &Actor,
+) -> std::result::Result<(), sqlx::Error> {
+    sqlx::query(sql!("insert_timeline_event"))
+        .bind(invoice_id)
+        .bind(attempt_id)
+        .bind(&event.kind)
+        .bind(event.detail.to_string())
+        .bind(at_ms)
+        .bind(&actor.name)
+        .bind(actor.role.as_str())
+        .execute(&mut **tx)
+        .await
+        .map(|_| ())
+}
+
+pub(crate) fn api_token(r: &DbRow) -> Result<ApiToken> {
+    let revoked_by = match (
+        get::<Option<String>>(r, "revoked_by")?,
+        get::<Option<String>>(r, "revoked_by_role")?,
+    ) {
+        (Some(name), Some(role)) => Some(ActedBy {
+            name,
+            role: parse_text("api_tokens.revoked_by_role", &role, Role::parse)?,
+        }),
+        _ => None,
+    };
+    Ok(ApiToken {
+        id: get(r, "id")?,
+        name: get(r, "name")?,
+        prefix: get(r, "prefix")?,
+        created_at: instant(get(r, "created_at_ms")?)?,
+        created_by: acted(r, "actor", "actor_role")?,
+        revoked_at: opt_instant(get(r, "revoked_at_ms")?)?,
+        revoked_by,
+    })
+}
+
+pub(crate) fn opt_json(r: &DbRow, col: &str) -> Result<Option<serde_json::Value>> {
+    match get::<Option<String>>(r, col)? {
+        Some(t) => serde_json::from_str(&t)
+            .map(Some)
+            .map_err(|e| OutboxError::Database(format!("{col}: JSON inválido: {e}"))),
+        None => Ok(None),
+    }
+}
+
+pub(crate) fn webhook_event(r: &DbRow) -> Result<WebhookEvent> {
+    let status: String = get(r, "status")?;
+    Ok(WebhookEvent {
+        id: get(r, "id")?,
+        source: get(r, "source")?,
+        event_id: get(r, "event_id")?,
+        event_type: get(r, "event_type")?,
+        body_sha256: get(r, "body_sha256")?,
+        received_at: instant(get(r, "received_at_ms")?)?,
+        status: parse_text("webhook_events.status", &status, EventStatus::parse)?,
+        reason: opt_json(r, "reason")?,
+        sale_id: get(r, "sale_id")?,
+        invoice_id: get(r, "invoice_id")?,
+        response: opt_json(r, "response")?,
+        settled_at: opt_instant(get(r, "settled_at_ms")?)?,
+    })
+}
+
+pub(crate) fn delivery(r: &DbRow) -> Result<Delivery> {
+    let status: String = get(r, "status")?;
+    Ok(Delivery {
+        id: get(r, "id")?,
+        delivery_id: get(r, "delivery_id")?,
+        endpoint: get(r, "endpoint")?,
+        url: get(r, "url")?,
+        secret_env: get(r, "secret_env")?,
+        event_type: get(r, "event_type")?,
+        invoice_id: get(r, "invoice_id")?,
+        payload: json_col(r, "payload")?,
+        created_at: instant(get(r, "created_at_ms")?)?,
+        status: parse_text("webhook_deliveries.status", &status, DeliveryStatus::parse)?,
+        attempts_count: get(r, "attempts_count")?,
+        next_attempt_at: opt_instant(get(r, "next_attempt_at_ms")?)?,
+        settled_at: opt_instant(get(r, "settled_at_ms")?)?,
+        last_error: get(r, "last_error")?,
+    })
+}
+
+pub(crate) fn email_send(r: &DbRow) -> Result<EmailSend> {
+    let recipients: String = get(r, "recipients")?;
+    Ok(EmailSend {
+        id: get(r, "id")?,
+        request_id: get(r, "request_id")?,
+        invoice_id: get(r, "invoice_id")?,
+        uuid: get(r, "uuid")?,
+        recipients: serde_json::from_str(&recipients).map_err(|e| OutboxError::Database(format!("email_sends.recipients: {e}")))?,
+        message_id: get(r, "message_id")?,
+        origin: get(r, "origin")?,
+        created_at: instant(get(r, "created_at_ms")?)?,
+        created_by: acted(r, "actor", "actor_role")?,
+        status: get(r, "status")?,
+        attempts_count: get(r, "attempts_count")?,
+        next_attempt_at: opt_instant(get(r, "next_attempt_at_ms")?)?,
+        settled_at: opt_instant(get(r, "settled_at_ms")?)?,
+        last_error: get(r, "last_error")?,
+    })
+}
+
+/// A delivery and (for an invoice's event) its `webhook_enqueued` timeline event.
+pub(crate) async fn insert_delivery(tx: &mut sqlx::Transaction<'_, Db>, d: &NewDelivery) -> std::result::Result<(), sqlx::Error> {
+    sqlx::query(sql!("channels/insert_delivery"))
+        .bind(&d.delivery_id)
+        .bind(&d.endpoint)
+        .bind(&d.url)
+        .bind(&d.secret_env)
+        .bind(d.event_type.as_str())
+        .bind(d.invoice_id)
+        .bind(d.payload.to_string())
+        .bind(d.at_ms)
+        .execute(&mut **tx)
+        .await?;
+    if let Some(invoice_id) = d.invoice_id {
+        let event = NewEvent {
+            kind: "webhook_enqueued".into(),
+            detail: serde_json::json!({"delivery_id": d.delivery_id, "event_type": d.event_type.as_str(), "endpoint": d.endpoint}),
+        };
+        insert_event(tx, invoice_id, None, &event, d.at_ms, &Actor::system("webhooks")).await?;
+    }
+    Ok(())
+}
+
+/// A send request and its `email_requested` timeline event; false when the request id existed.
+pub(crate) async fn insert_email_send(tx: &mut sqlx::Transaction<'_, Db>, s: &NewEmailSend) -> std::result::Result<bool, sqlx::Error> {
+    let id: Option<i64> = sqlx::query_scalar(sql!("channels/insert_email_send"))
+        .bind(&s.request_id)
+        .bind(s.invoice_id)
+        .bind(&s.uuid)
+        .bind(serde_json::to_string(&s.recipients).unwrap_or_else(|_| "[]".into()))
+        .bind(&s.message_id)
+        .bind(s.origin.as_str())
+        .bind(s.at_ms)
+        .bind(&s.actor.name)
+        .bind(s.actor.role.as_str())
+        .fetch_optional(&mut **tx)
+        .await?;
+    if id.is_none() {
+        return Ok(false);
+    }
+    let event = NewEvent {
+        kind: "email_requested".into(),
+        detail: serde_json::json!({"request_id": s.request_id, "uuid": s.uuid, "to": s.recipients, "origin": s.origin.as_str(),
+                                   "message_id": s.message_id}),
+    };
+    insert_event(tx, s.invoice_id, None, &event, s.at_ms, &s.actor).await?;
+    Ok(true)
+}
+
+pub(crate) fn ticket_row(r: &DbRow) -> Result<TicketRow> {
+    let body: String = get(r, "body")?;
+    Ok(TicketRow {
+        invoice_id: get(r, "invoice_id")?,
+        sale_id: get(r, "sale_id")?,
+        day: get(r, "day")?,
+        sale: cfdi::sale::Sale::from_json(body.as_bytes()).map_err(|e| OutboxError::Database(format!("sales.body: {e}")))?,
+        global_invoice_id: get(r, "global_invoice_id")?,
+        named_invoice_id: get(r, "named_invoice_id")?,
+    })
+}
+
+pub(crate) fn cancellation_row(r: &DbRow) -> Result<CancellationRow> {
+    let needs: i64 = get(r, "needs_acceptance")?;
+    Ok(CancellationRow {
+        id: get(r, "id")?,
+        decision_id: get(r, "decision_id")?,
+        invoice_id: get(r, "invoice_id")?,
+        cfdi_id: get(r, "cfdi_id")?,
+        uuid: get(r, "uuid")?,
+        pac: get(r, "pac")?,
+        motivo: get(r, "motivo")?,
+        folio_sustitucion: get(r, "folio_sustitucion")?,
+        needs_acceptance: needs == 1,
+        prediction: json_col(r, "prediction")?,
+        state: get(r, "state")?,
+        outcome: get(r, "outcome")?,
+        outcome_detail: get(r, "outcome_detail")?,
+        fencing_token: get(r, "fencing_token")?,
+        next_try_at_ms: get(r, "next_try_at_ms")?,
+        tries_count: get(r, "tries_count")?,
+        created_at_ms: get(r, "created_at_ms")?,
+        updated_at_ms: get(r, "updated_at_ms")?,
+    })
+}
+
+/// A row of `cancellation_infos_of_invoice`.
+pub(crate) fn cancellation_info(r: &DbRow) -> Result<CancellationInfo> {
+    let state: String = get(r, "state")?;
+    let next: i64 = get(r, "next_try_at_ms")?;
+    let prediction = json_col(r, "prediction")?;
+    Ok(CancellationInfo {
+        id: get(r, "id")?,
+        uuid: get(r, "uuid")?,
+        pac: get(r, "pac")?,
+        motivo: get(r, "motivo")?,
+        folio_sustitucion: get(r, "folio_sustitucion")?,
+        prediction: serde_json::from_value(prediction).map_err(|e| OutboxError::Database(format!("predicción: {e}")))?,
+        next_try_at: if state == "final" { None } else { Some(instant(next)?) },
+        state,
+        outcome: get(r, "outcome")?,
+        outcome_detail: get(r, "outcome_detail")?,
+        tries: get(r, "tries_count")?,
+        created_at: instant(get(r, "created_at_ms")?)?,
+        updated_at: instant(get(r, "updated_at_ms")?)?,
+        decided_by: acted(r, "actor", "actor_role")?,
+        note: get(r, "note")?,
+    })
+}
+
+pub(crate) fn decision_row(r: &DbRow) -> Result<DecisionRow> {
+    Ok(DecisionRow {
+        id: get(r, "id")?,
+        invoice_id: get(r, "invoice_id")?,
+        kind: get(r, "kind")?,
+        group_key: get(r, "group_key")?,
+        survivor_uuid: get(r, "survivor_uuid")?,
+        motivo: get(r, "motivo")?,
+        folio_sustitucion: get(r, "folio_sustitucion")?,
+        note: get(r, "note")?,
+        decided_at_ms: get(r, "decided_at_ms")?,
+        actor: acted(r, "actor", "actor_role")?,
+    })
+}
+
+pub(crate) fn foreign_row(r: &DbRow) -> Result<ForeignCfdiRow> {
+    Ok(ForeignCfdiRow {
+        id: get(r, "id")?,
+        uuid: get(r, "uuid")?,
+        rfc_emisor: get(r, "rfc_emisor")?,
+        rfc_receptor: get(r, "rfc_receptor")?,
+        total: get(r, "total")?,
+        fecha: get(r, "fecha")?,
+        serie: get(r, "serie")?,
+        folio: get(r, "folio")?,
+        source: get(r, "source")?,
+        imported_at_ms: get(r, "imported_at_ms")?,
+        actor: acted(r, "actor", "actor_role")?,
+    })
+}
+
+pub(crate) fn candidate_row(r: &DbRow) -> Result<CandidateRow> {
+    Ok(CandidateRow {
+        id: get(r, "id")?,
+        invoice_id: get(r, "invoice_id")?,
+        other_invoice_id: get(r, "other_invoice_id")?,
+        foreign_cfdi_id: get(r, "foreign_cfdi_id")?,
+        reason: get(r, "reason")?,
+        detail: json_col(r, "detail")?,
+        created_at_ms: get(r, "created_at_ms")?,
+        actor: acted(r, "actor", "actor_role")?,
+    })
+}
+
+/// The timeline event a candidate leaves on each invoice it names.
+pub(crate) fn candidate_event(c: &NewCandidate, candidate_id: i64, foreign_cfdi_id: Option<i64>) -> NewEvent {
+    NewEvent {
+        kind: "posible_duplicado".into(),
+        detail: serde_json::json!({
+            "candidate_id": candidate_id,
+            "reason": c.reason,
+            "invoice_id": c.invoice_id,
+            "other_invoice_id": c.other_invoice_id,
+            "foreign_cfdi_id": foreign_cfdi_id,
+            "detail": c.detail,
+        }),
+    }
+}
+
+pub(crate) fn customer_row(r: &DbRow) -> Result<Customer> {
+    let emails: String = get(r, "emails")?;
+    Ok(Customer {
+        id: get(r, "id")?,
+        rfc: get(r, "rfc")?,
+        nombre: get(r, "nombre")?,
+        cp: get(r, "cp")?,
+        regimen: get(r, "regimen")?,
+        uso: get(r, "uso")?,
+        forma_pago: get(r, "forma_pago")?,
+        metodo_pago: get(r, "metodo_pago")?,
+        emails: serde_json::from_str(&emails).map_err(|e| OutboxError::Database(format!("customers.emails: {e}")))?,
+        updated_at: instant(get(r, "updated_at_ms")?)?.to_rfc3339(),
+        updated_by: acted(r, "actor", "actor_role")?,
+    })
+}
+
+pub(crate) fn product_row(r: &DbRow) -> Result<Product> {
+    let iva: Option<String> = get(r, "iva")?;
+    let precio: String = get(r, "valor_unitario")?;
+    Decimal::from_str(&precio).map_err(|e| OutboxError::Database(format!("products.valor_unitario {precio:?}: {e}")))?;
+    Ok(Product {
+        id: get(r, "id")?,
+        sku: get(r, "sku")?,
+        descripcion: get(r, "descripcion")?,
+        clave_prod_serv: get(r, "clave_prod_serv")?,
+        clave_unidad: get(r, "clave_unidad")?,
+        unidad: get(r, "unidad")?,
+        precio,
+        objeto_imp: get(r, "objeto_imp")?,
+        iva: iva
+            .map(|v| Iva::parse(&v).ok_or_else(|| OutboxError::Database(format!("products.iva {v:?}"))))
+            .transpose()?,
+        ieps: get(r, "ieps_tasa")?,
+        ret_isr: get(r, "ret_isr_tasa")?,
+        ret_iva: get(r, "ret_iva_tasa")?,
+        updated_at: instant(get(r, "updated_at_ms")?)?.to_rfc3339(),
+        updated_by: acted(r, "actor", "actor_role")?,
+    })
+}
+
+impl ThisStore {
+    /// Every row `sql` (with `?1` = `id`) returns, read by `read`, inside `tx`.
+    /// The invoice row and the facts a verdict derives from ([`StepFacts`]), read inside `tx`,
+    /// the row first: the part of [`InvoiceDetail`] a drain step needs.
+    pub(crate) async fn facts_in(&self, tx: &mut sqlx::Transaction<'_, Db>, id: i64) -> Result<Option<(DbRow, StepFacts)>> {
+        let Some(row) = sqlx::query(sql!("invoice_by_id"))
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let facts = StepFacts {
+            invoice: summary(&row)?,
+            facts_version: get(&row, "facts_version")?,
+            attempts: self.rows(tx, sql!("attempts_by_invoice"), id, attempt_info).await?,
+            tries: self.rows(tx, sql!("tries_by_invoice"), id, try_info).await?,
+            evidence: self.rows(tx, sql!("evidence_by_invoice"), id, evidence_info).await?,
+            cfdis: self.rows(tx, sql!("cfdis_by_invoice"), id, cfdi_info).await?,
+        };
+        Ok(Some((row, facts)))
+    }
+
+    pub(crate) async fn rows<T>(
+        &self,
+        tx: &mut sqlx::Transaction<'_, Db>,
+        sql: &'static str,
+        id: i64,
+        read: fn(&DbRow) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let rows = sqlx::query(sql).bind(id).fetch_all(&mut **tx).await.map_err(|e| self.err(e))?;
+        rows.iter().map(read).collect()
+    }
+
+    /// Inserts a frozen attempt inside a transaction; returns its id.
+    pub(crate) async fn insert_attempt(
+        &self,
+        tx: &mut sqlx::Transaction<'_, Db>,
+        invoice_id: i64,
+        a: &NewAttempt,
+        at_ms: i64,
+        actor: &Actor,
+    ) -> Result<i64> {
+        let identity = a
+            .pac_identity
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| OutboxError::Database(format!("attempts.pac_identity: {e}")))?;
+        sqlx::query_scalar(sql!("insert_attempt"))
+            .bind(invoice_id)
+            .bind(a.attempt_no)
+            .bind(a.reason.as_str())
+            .bind(a.previous_attempt_id)
+            .bind(&a.pac)
+            .bind(a.body_format.as_str())
+            .bind(&a.body)
+            .bind(&a.body_sha256)
+            .bind(&a.fecha)
+            .bind(a.fecha_utc_ms)
+            .bind(a.fecha_source.as_str())
+            .bind(&a.pac_idempotency_key)
+            .bind(a.mapping_version)
+            .bind(a.emisor_settings_id)
+            .bind(&a.no_certificado)
+            .bind(at_ms)
+            .bind(&actor.name)
+            .bind(actor.role.as_str())
+            .bind(identity)
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(|e| self.err(e))
+    }
+
+    /// The attempt row of a claimed job (webhook delivery or e-mail send), committed before it
+    /// is sent, with the job's attempt counter.
+    pub(crate) async fn begin_job_attempt(
+        &self,
+        insert: &str,
+        count: &str,
+        previous_open: &str,
+        id: i64,
+        worker: &str,
+        at_ms: i64,
+    ) -> Result<Option<(i64, i64, bool)>> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let row = sqlx::query(insert)
+            .bind(id)
+            .bind(worker)
+            .bind(at_ms)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(row) = row else {
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(None);
+        };
+        let attempt_id: i64 = get(&row, "id")?;
+        let attempt_no: i64 = get(&row, "attempt_no")?;
+        sqlx::query(count).bind(id).execute(&mut *tx).await.map_err(|e| self.err(e))?;
+        let open: bool = sqlx::query_scalar(previous_open)
+            .bind(id)
+            .bind(attempt_no)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(Some((attempt_id, attempt_no, open)))
+    }
+
+    /// An attempt's result, its job's next state and the timeline event, in one transaction.
+    pub(crate) async fn finish_job_attempt(&self, finish: &str, settle: &str, r: &AttemptResult) -> Result<()> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        sqlx::query(finish)
+            .bind(r.attempt_id)
+            .bind(r.at_ms)
+            .bind(r.outcome)
+            .bind(r.code)
+            .bind(&r.detail)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let error = if r.job_status == "pending" || r.job_status == "failed" {
+            r.detail.clone()
+        } else {
+            None
+        };
+        sqlx::query(settle)
+            .bind(r.job_id)
+            .bind(r.job_status)
+            .bind(r.next_attempt_at_ms)
+            .bind(error)
+            .bind(r.at_ms)
+            .bind(&r.worker)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if let Some(invoice_id) = r.invoice_id {
+            insert_event(&mut tx, invoice_id, None, &r.event, r.at_ms, &Actor::system(r.worker.clone()))
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        tx.commit().await.map_err(|e| self.err(e))
+    }
+
+    /// The "PPD con saldo" page (see `list_ppd_open_balance.sql`).
+    pub(crate) async fn list_ppd_open_balance(&self, f: &ListFilter, limit: u32) -> Result<Vec<InvoiceSummary>> {
+        self.list_special(f, limit, sql!("list_ppd_open_balance")).await
+    }
+
+    /// A list with a special filter (`list_ppd_open_balance.sql`, `list_flagged.sql`): the
+    /// common parameters ?1–?11 and the flag as ?12.
+    pub(crate) async fn list_special(&self, f: &ListFilter, limit: u32, text: &'static str) -> Result<Vec<InvoiceSummary>> {
+        let search = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        let (cursor_ms, cursor_id) = f.after.map(|c| (c.created_at_ms, c.id)).unwrap_or((i64::MAX, i64::MAX));
+        let upper =
+            f.to.map(|d| d.timestamp_millis().saturating_sub(1))
+                .unwrap_or(i64::MAX)
+                .min(cursor_ms);
+        let (prefix, prefix_end, upper_prefix, upper_prefix_end) = match search {
+            Some(s) => {
+                let up = s.to_uppercase();
+                (
+                    Some(s.to_string()),
+                    Some(format!("{s}\u{10FFFF}")),
+                    Some(up.clone()),
+                    Some(format!("{up}\u{10FFFF}")),
+                )
+            }
+            None => (None, None, None, None),
+        };
+        let rows = sqlx::query(text)
+            .bind(f.state.map(InvoiceState::as_str))
+            .bind(f.badge.map(Badge::as_str))
+            .bind(f.from.map(|d| d.timestamp_millis()).unwrap_or(i64::MIN))
+            .bind(upper)
+            .bind(cursor_ms)
+            .bind(cursor_id)
+            .bind(i64::from(limit))
+            .bind(prefix)
+            .bind(prefix_end)
+            .bind(upper_prefix)
+            .bind(upper_prefix_end)
+            .bind(f.flag.map(crate::model::ListFlag::as_str))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(summary).collect()
+    }
+
+    pub(crate) async fn insert_candidate(
+        &self,
+        tx: &mut sqlx::Transaction<'_, Db>,
+        c: &NewCandidate,
+        foreign_cfdi_id: Option<i64>,
+    ) -> Result<i64> {
+        let id: i64 = sqlx::query_scalar(sql!("insert_duplicate_candidate"))
+            .bind(c.invoice_id)
+            .bind(c.other_invoice_id)
+            .bind(foreign_cfdi_id)
+            .bind(c.reason)
+            .bind(c.detail.to_string())
+            .bind(c.at_ms)
+            .bind(&c.actor.name)
+            .bind(c.actor.role.as_str())
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let event = candidate_event(c, id, foreign_cfdi_id);
+        insert_event(tx, c.invoice_id, None, &event, c.at_ms, &c.actor)
+            .await
+            .map_err(|e| self.err(e))?;
+        if let Some(other) = c.other_invoice_id {
+            insert_event(tx, other, None, &event, c.at_ms, &c.actor)
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(id)
+    }
+
+}

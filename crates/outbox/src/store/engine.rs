@@ -1,0 +1,236 @@
+//! The drain's storage: claims and leases, tries recorded before they leave, evidence, CFDIs and fenced verdicts.
+//!
+//! Each operation is written once: its body runs on either database through [`on_dialect!`]
+//! (SQL from `sql/<dialect>/`); a `match` on the backend appears only where the databases differ.
+
+use super::any::{on_dialect, AnyStore};
+use super::*;
+use crate::actor::Actor;
+use crate::channel_rows::Notifications;
+use crate::error::{OutboxError, Result};
+
+impl AnyStore {
+    /// What a drain step reads of invoice `id` ([`StepFacts`]): the same rows as
+    /// [`AnyStore::invoice_detail`] for those parts, in one read transaction, and nothing else.
+    pub async fn step_facts(&self, id: i64) -> Result<Option<StepFacts>> {
+        on_dialect!(self, |db| {
+            let mut tx = db.pool.begin().await.map_err(|e| db.err(e))?;
+            let facts = db.facts_in(&mut tx, id).await?;
+            tx.rollback().await.map_err(|e| db.err(e))?;
+            Ok(facts.map(|(_, facts)| facts))
+        })
+    }
+
+    /// Claims up to `limit` due pending invoices for `worker` in one statement (lease until
+    /// `lease_until_ms`, fencing token bumped).
+    pub async fn claim_due(&self, worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<Claim>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("claim_due"))
+                .bind(worker)
+                .bind(now_ms)
+                .bind(lease_until_ms)
+                .bind(i64::from(limit))
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter()
+                .map(|r| {
+                    Ok(Claim {
+                        invoice_id: get(r, "id")?,
+                        fencing_token: get(r, "fencing_token")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Whether any pending invoice is due before `at_ms` (claimable or still leased).
+    pub async fn any_due_before(&self, at_ms: i64) -> Result<bool> {
+        on_dialect!(self, |db| {
+            sqlx::query_scalar(sql!("any_due_before"))
+                .bind(at_ms)
+                .fetch_one(&db.pool)
+                .await
+                .map_err(|e| db.err(e))
+        })
+    }
+
+    /// Appends a try (committed before its request leaves); returns its id. Fenced: None (and
+    /// nothing written) unless `t.fencing_token` is still the invoice's token and — for a
+    /// stamp — the attempt is the live one and not abandoned. None means: do not send.
+    pub async fn begin_try(&self, t: &NewTry) -> Result<Option<i64>> {
+        match self {
+            AnyStore::Sqlite(s) => s.begin_try(t).await,
+            AnyStore::Postgres(s) => s.begin_try(t).await,
+        }
+    }
+
+    /// Extends `worker`'s lease on an invoice while a step is in flight, only under its token.
+    /// Returns whether the lease is still the worker's.
+    pub async fn renew_lease(&self, invoice_id: i64, token: i64, worker: &str, until_ms: i64) -> Result<bool> {
+        on_dialect!(self, |db| {
+            let done = sqlx::query(sql!("renew_lease"))
+                .bind(invoice_id)
+                .bind(token)
+                .bind(until_ms)
+                .bind(worker)
+                .execute(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            Ok(done.rows_affected() == 1)
+        })
+    }
+
+    /// Attempts at the PAC named `pac` whose outcome is not settled yet (the live attempt of an
+    /// invoice that is not Timbrada, or an abandoned attempt with an open question), as
+    /// `(invoice_id, attempt_id)`.
+    pub async fn unresolved_attempts_at(&self, pac: &str) -> Result<Vec<(i64, i64)>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("unresolved_attempts_at"))
+                .bind(pac)
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter().map(|r| Ok((get(r, "invoice_id")?, get(r, "id")?))).collect()
+        })
+    }
+
+    /// Appends evidence; returns its id. Never fenced.
+    pub async fn append_evidence(&self, e: &NewEvidence) -> Result<i64> {
+        match self {
+            AnyStore::Sqlite(s) => s.append_evidence(e).await,
+            AnyStore::Postgres(s) => s.append_evidence(e).await,
+        }
+    }
+
+    /// Records a CFDI (or gives a known one its XML) and marks its attempt created.
+    pub async fn record_cfdi(&self, c: &NewCfdi) -> Result<()> {
+        match self {
+            AnyStore::Sqlite(s) => s.record_cfdi(c).await,
+            AnyStore::Postgres(s) => s.record_cfdi(c).await,
+        }
+    }
+
+    /// Writes a verdict; with `token`, only while the row's fencing token is still `token`.
+    /// Returns whether it was applied. Releases the lease.
+    pub async fn apply_verdict(&self, u: &InvoiceUpdate, token: Option<i64>) -> Result<bool> {
+        match self {
+            AnyStore::Sqlite(s) => s.apply_verdict(u, token).await,
+            AnyStore::Postgres(s) => s.apply_verdict(u, token).await,
+        }
+    }
+
+    /// Opens a new live attempt (failover, reprocess) with its timeline event; see [`OpenAttempt`].
+    /// Returns the new attempt's id, or None when fenced out.
+    pub async fn open_attempt(&self, o: &OpenAttempt<'_>) -> Result<Option<i64>> {
+        on_dialect!(self, |db| {
+            let (invoice_id, a, token, abandon, event, at_ms, actor) =
+                (o.invoice_id, o.attempt, o.token, o.abandon, o.event, o.at_ms, o.actor);
+            let fecha_deadline_ms = o.fecha_deadline_ms;
+            let mut tx = db.pool.begin().await.map_err(|e| db.err(e))?;
+            // The fenced row update first: when it does not apply, nothing else is written.
+            let moved = sqlx::query(sql!("advance_attempt"))
+                .bind(invoice_id)
+                .bind(a.attempt_no)
+                .bind(&a.fecha)
+                .bind(fecha_deadline_ms)
+                .bind(at_ms)
+                .bind(token)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db.err(e))?;
+            if moved.rows_affected() != 1 {
+                tx.rollback().await.map_err(|e| db.err(e))?;
+                return Ok(None);
+            }
+            let attempt_id = db.insert_attempt(&mut tx, invoice_id, a, at_ms, actor).await?;
+            if let Some(old) = abandon {
+                sqlx::query(sql!("resolve_attempt_abandoned"))
+                    .bind(old)
+                    .bind(at_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+            }
+            insert_event(&mut tx, invoice_id, Some(attempt_id), event, at_ms, actor)
+                .await
+                .map_err(|e| db.err(e))?;
+            tx.commit().await.map_err(|e| db.err(e))?;
+            Ok(Some(attempt_id))
+        })
+    }
+
+    /// A person acts on an invoice: bumps its fencing token (fencing out any worker on it) and
+    /// drops its lease; returns the new token.
+    pub async fn take_over(&self, invoice_id: i64, at_ms: i64) -> Result<i64> {
+        on_dialect!(self, |db| {
+            let token: Option<i64> = sqlx::query_scalar(sql!("take_over"))
+                .bind(invoice_id)
+                .bind(at_ms)
+                .fetch_optional(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            token.ok_or(OutboxError::NotFound {
+                what: "la factura",
+                id: invoice_id.to_string(),
+            })
+        })
+    }
+
+    /// The invoice a CFDI is recorded for, if any.
+    pub async fn cfdi_owner(&self, uuid: &str) -> Result<Option<i64>> {
+        on_dialect!(self, |db| {
+            sqlx::query_scalar(sql!("cfdi_owner"))
+                .bind(uuid)
+                .fetch_optional(&db.pool)
+                .await
+                .map_err(|e| db.err(e))
+        })
+    }
+
+    /// Appends a timeline event.
+    pub async fn add_event(&self, invoice_id: i64, attempt_id: Option<i64>, event: &NewEvent, at_ms: i64, actor: &Actor) -> Result<()> {
+        on_dialect!(self, |db| {
+            let mut tx = db.pool.begin().await.map_err(|e| db.err(e))?;
+            insert_event(&mut tx, invoice_id, attempt_id, event, at_ms, actor)
+                .await
+                .map_err(|e| db.err(e))?;
+            tx.commit().await.map_err(|e| db.err(e))
+        })
+    }
+
+    /// [`AnyStore::apply_verdict`] plus the webhook deliveries and e-mail sends the verdict
+    /// causes (each with its timeline event), in one transaction: all of them or none (when
+    /// fenced out, nothing is written).
+    pub async fn apply_verdict_notifying(&self, u: &InvoiceUpdate, token: Option<i64>, n: &Notifications) -> Result<bool> {
+        on_dialect!(self, |db| {
+            let mut tx = db.pool.begin().await.map_err(|e| db.err(e))?;
+            let done = sqlx::query(sql!("apply_verdict"))
+                .bind(u.invoice_id)
+                .bind(u.state.as_str())
+                .bind(u.badge.as_str())
+                .bind(&u.state_reason)
+                .bind(u.next_try_at_ms)
+                .bind(&u.uuid)
+                .bind(i64::from(u.possible_duplicate))
+                .bind(u.at_ms)
+                .bind(token)
+                .bind(u.facts_version)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db.err(e))?;
+            if done.rows_affected() != 1 {
+                tx.rollback().await.map_err(|e| db.err(e))?;
+                return Ok(false);
+            }
+            for d in &n.deliveries {
+                insert_delivery(&mut tx, d).await.map_err(|e| db.err(e))?;
+            }
+            for s in &n.emails {
+                insert_email_send(&mut tx, s).await.map_err(|e| db.err(e))?;
+            }
+            tx.commit().await.map_err(|e| db.err(e))?;
+            Ok(true)
+        })
+    }
+}

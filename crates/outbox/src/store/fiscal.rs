@@ -1,0 +1,162 @@
+//! Payments (REP), tickets of the factura global and SAT's 69-B list.
+//!
+//! Each operation is written once: its body runs on either database through [`on_dialect!`]
+//! (SQL from `sql/<dialect>/`); a `match` on the backend appears only where the databases differ.
+
+use super::any::{on_dialect, AnyStore};
+use super::*;
+use crate::actor::Actor;
+use crate::error::{OutboxError, Result};
+use crate::model::{Badge, InvoiceState};
+
+impl AnyStore {
+    /// Every payment linked to `invoice_id`, oldest first.
+    pub async fn payments_of_invoice(&self, invoice_id: i64) -> Result<Vec<PaymentLinkRow>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("payment_documents_of_invoice"))
+                .bind(invoice_id)
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter()
+                .map(|r| {
+                    let state: String = get(r, "state")?;
+                    let badge: String = get(r, "badge")?;
+                    Ok(PaymentLinkRow {
+                        payment_invoice_id: get(r, "payment_invoice_id")?,
+                        num_parcialidad: get(r, "num_parcialidad")?,
+                        imp_saldo_ant: get(r, "imp_saldo_ant")?,
+                        imp_pagado: get(r, "imp_pagado")?,
+                        imp_saldo_insoluto: get(r, "imp_saldo_insoluto")?,
+                        sale_id: get(r, "sale_id")?,
+                        state: parse_text("invoices.state", &state, InvoiceState::parse)?,
+                        badge: parse_text("invoices.badge", &badge, Badge::parse)?,
+                        uuid: get(r, "uuid")?,
+                        cancelled: get::<i64>(r, "cancelled")? != 0,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// The documents payment `payment_invoice_id` pays, with the cancellation status of the
+    /// CFDI each names (what the drain checks before it sends a REP).
+    pub async fn paid_documents(&self, payment_invoice_id: i64) -> Result<Vec<PaidDocumentRow>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("paid_documents"))
+                .bind(payment_invoice_id)
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter()
+                .map(|r| {
+                    Ok(PaidDocumentRow {
+                        invoice_id: get(r, "invoice_id")?,
+                        invoice_uuid: get(r, "invoice_uuid")?,
+                        cancellation_status: get(r, "cancellation_status")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Tickets whose local day is in `[desde, hasta]` (`AAAA-MM-DD`), oldest first.
+    pub async fn tickets_in_period(&self, desde: &str, hasta: &str) -> Result<Vec<TicketRow>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("tickets_in_period"))
+                .bind(desde)
+                .bind(hasta)
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter().map(ticket_row).collect()
+        })
+    }
+
+    /// The ticket behind `invoice_id`, if it is one.
+    pub async fn ticket_of_invoice(&self, invoice_id: i64) -> Result<Option<TicketRow>> {
+        on_dialect!(self, |db| {
+            let row = sqlx::query(sql!("ticket_of_invoice"))
+                .bind(invoice_id)
+                .fetch_optional(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            row.as_ref().map(ticket_row).transpose()
+        })
+    }
+
+    /// Stores an imported 69-B list with its entries in one transaction; returns its id.
+    pub async fn insert_screening_list(&self, list: &NewScreeningList, actor: &Actor, at_ms: i64) -> Result<i64> {
+        on_dialect!(self, |db| {
+            let skipped = serde_json::to_string(&list.skipped_lines).map_err(|e| OutboxError::Database(e.to_string()))?;
+            let mut tx = db.pool.begin().await.map_err(|e| db.err(e))?;
+            let id: i64 = sqlx::query_scalar(sql!("insert_screening_list"))
+                .bind(&list.list_date)
+                .bind(&list.source)
+                .bind(list.entries.len() as i64)
+                .bind(skipped)
+                .bind(at_ms)
+                .bind(&actor.name)
+                .bind(actor.role.as_str())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| db.err(e))?;
+            for e in &list.entries {
+                sqlx::query(sql!("insert_screening_entry"))
+                    .bind(id)
+                    .bind(e.line_no)
+                    .bind(&e.rfc)
+                    .bind(&e.nombre)
+                    .bind(&e.situacion)
+                    .bind(&e.fecha_situacion)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+            }
+            tx.commit().await.map_err(|e| db.err(e))?;
+            Ok(id)
+        })
+    }
+
+    /// The current 69-B list (latest list date), if any was imported.
+    pub async fn current_screening_list(&self) -> Result<Option<ScreeningListRow>> {
+        on_dialect!(self, |db| {
+            let row = sqlx::query(sql!("current_screening_list"))
+                .fetch_optional(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            let Some(r) = row else { return Ok(None) };
+            let skipped: String = get(&r, "skipped_lines")?;
+            Ok(Some(ScreeningListRow {
+                id: get(&r, "id")?,
+                list_date: get(&r, "list_date")?,
+                source: get(&r, "source")?,
+                entries: get(&r, "entries")?,
+                skipped_lines: serde_json::from_str(&skipped)
+                    .map_err(|e| OutboxError::Database(format!("screening_lists.skipped_lines: {e}")))?,
+                imported_at: instant(get(&r, "imported_at_ms")?)?,
+                imported_by: acted(&r, "actor", "actor_role")?,
+            }))
+        })
+    }
+
+    /// The entry of `rfc` in list `list_id`.
+    pub async fn screening_entry(&self, list_id: i64, rfc: &str) -> Result<Option<ScreeningEntry>> {
+        on_dialect!(self, |db| {
+            let row = sqlx::query(sql!("screening_lookup"))
+                .bind(list_id)
+                .bind(rfc)
+                .fetch_optional(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            let Some(r) = row else { return Ok(None) };
+            Ok(Some(ScreeningEntry {
+                line_no: get(&r, "line_no")?,
+                rfc: get(&r, "rfc")?,
+                nombre: get(&r, "nombre")?,
+                situacion: get(&r, "situacion")?,
+                fecha_situacion: get(&r, "fecha_situacion")?,
+            }))
+        })
+    }
+}
