@@ -278,26 +278,26 @@ impl OldDb {
         };
         let mut out = BTreeMap::new();
         for t in tables {
-            let quote = match self.backend {
-                Backend::Sqlite => "quote",
-                Backend::Postgres => "quote_nullable",
+            // SQLite takes an unknown "name" for a string literal: its identifiers in backticks.
+            let (quote, q) = match self.backend {
+                Backend::Sqlite => ("quote", '`'),
+                Backend::Postgres => ("quote_nullable", '"'),
             };
             let row = t
                 .columns
                 .iter()
-                .map(|c| format!("{quote}(\"{c}\")"))
+                .map(|c| format!("{quote}({q}{c}{q})"))
                 .collect::<Vec<_>>()
                 .join(" || '|' || ");
-            let rows: Vec<String> = match sqlx::query_scalar(&format!("SELECT {row} FROM \"{}\"", t.table))
+            let rows: Vec<String> = match sqlx::query_scalar(&format!("SELECT {row} FROM {q}{}{q}", t.table))
                 .fetch_all(&self.raw)
                 .await
             {
                 Ok(rows) => rows,
-                // A table or column the upgrade dropped: every row of it is lost.
-                Err(e) if old.is_some() => {
-                    eprintln!("{}: {e}", t.table);
-                    Vec::new()
-                }
+                Err(e) if old.is_some() => panic!(
+                    "{}: the upgrade dropped or renamed this table or one of its columns {:?} ({e})",
+                    t.table, t.columns
+                ),
                 Err(e) => panic!("{}: {e}", t.table),
             };
             let mut rows = rows;
