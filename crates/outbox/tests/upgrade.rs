@@ -51,7 +51,7 @@ use outbox::payments::{PaymentRequest, PaymentTarget};
 use outbox::products::ProductInput;
 use outbox::reconciliation::SaleIdField;
 use outbox::webhooks::{WebhookEndpoint, WebhookSource};
-use outbox::{Actor, AnyStore, DatabaseLocation, Outbox, Role, TestClock};
+use outbox::{Actor, DatabaseLocation, Outbox, Role, TestClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 use serde::Serialize;
@@ -601,7 +601,7 @@ struct World {
     db: common::TestDb,
     outbox: Arc<Outbox>,
     sims: Vec<(String, SimHandle)>,
-    drain: Arc<Drain<AnyStore>>,
+    drain: Arc<Drain>,
 }
 
 fn sistema() -> Actor {
