@@ -1,7 +1,22 @@
-// Written once, compiled once per dialect: `sqlite.rs` and `postgres.rs` each include this
-// file in their `common` module, where `Db`, `DbRow`, `ThisStore` and `sql!` name that
-// dialect's database, row, store and SQL folder (see `store/any.rs`).
+// Included by `sqlite.rs` and `postgres.rs` (an included file cannot carry a `//!` doc): the
+// store's helpers written once and compiled once per dialect, in each one's `common` module,
+// where `Db`, `DbRow`, `ThisStore` and `sql!` name that dialect's database, row, store and SQL
+// folder. Row readers, the timeline-event insert, the frozen-attempt insert, the step's facts.
 
+use super::super::{
+    CancellationRow, CandidateRow, DecisionRow, ExistingSale, ForeignCfdiRow, KeyState, NewAttempt, NewCandidate, NewEvent, StepFacts,
+    TicketRow, WorkerRow,
+};
+use super::{Db, DbRow, ThisStore};
+use crate::actor::{Actor, Role};
+use crate::channel_rows::{ApiToken, AttemptResult, Delivery, DeliveryStatus, EmailSend, EventStatus, NewDelivery, NewEmailSend, WebhookEvent};
+use crate::error::{OutboxError, Result};
+use crate::model::{
+    ActedBy, AttemptInfo, AttemptReason, Badge, BodyFormat, CfdiInfo, EvidenceInfo, FechaSource, InvoiceState, InvoiceSummary, ListFilter,
+    Note, SaleRecord, TimelineEntry, TimelineSource, TryInfo,
+};
+use chrono::{DateTime, Utc};
+use sqlx::Row;
 use std::str::FromStr;
 
 use rust_decimal::Decimal;
@@ -761,4 +776,21 @@ impl ThisStore {
         Ok(id)
     }
 
+    pub(crate) async fn key_state_with(&self, conn: &mut <Db as sqlx::Database>::Connection, key: &str) -> Result<KeyState> {
+        let row = sqlx::query(sql!("key_state"))
+            .bind(key)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(row) = row else { return Ok(KeyState::Free) };
+        let state: String = get(&row, "state")?;
+        match state.as_str() {
+            "reserved" => Ok(KeyState::Reserved {
+                owner: get::<Option<String>>(&row, "lease_owner")?.unwrap_or_default(),
+                until_ms: get::<Option<i64>>(&row, "lease_until_ms")?.unwrap_or(0),
+            }),
+            "recorded" => Ok(KeyState::Recorded(existing_sale(&row)?)),
+            other => Err(OutboxError::Database(format!("intake_keys.state desconocido: {other:?}"))),
+        }
+    }
 }

@@ -201,7 +201,50 @@ impl AnyStore {
     /// change causes, in one transaction fenced by `token`; releases the lease. Returns
     /// whether it was applied.
     pub async fn settle_cancellation(&self, u: &CancellationUpdate, token: i64) -> Result<bool> {
-        on_dialect!(self, |db| { db.settle_cancellation_impl(u, token).await })
+        on_dialect!(self, |db| {
+            let mut tx = db.pool.begin().await.map_err(|e| db.err(e))?;
+            let row = sqlx::query(sql!("settle_cancellation"))
+                .bind(u.cancellation_id)
+                .bind(u.state)
+                .bind(u.outcome)
+                .bind(&u.outcome_detail)
+                .bind(u.next_try_at_ms)
+                .bind(u.at_ms)
+                .bind(token)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(|e| db.err(e))?;
+            let Some(row) = row else {
+                tx.rollback().await.map_err(|e| db.err(e))?;
+                return Ok(false);
+            };
+            let cfdi_id: i64 = get(&row, "cfdi_id")?;
+            if u.cfdi_status.is_some() || u.sat_status.is_some() {
+                let status = match u.cfdi_status {
+                    Some(s) => s.to_string(),
+                    None => sqlx::query_scalar::<_, Option<String>>(sql!("cancellation_status_of_cfdi"))
+                        .bind(cfdi_id)
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(|e| db.err(e))?
+                        .unwrap_or_default(),
+                };
+                sqlx::query(sql!("set_cfdi_cancellation"))
+                    .bind(cfdi_id)
+                    .bind(status)
+                    .bind(None::<String>)
+                    .bind(&u.sat_status)
+                    .bind(u.at_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+            }
+            for d in &u.deliveries {
+                insert_delivery(&mut tx, d).await.map_err(|e| db.err(e))?;
+            }
+            tx.commit().await.map_err(|e| db.err(e))?;
+            Ok(true)
+        })
     }
 
     /// Stores a CFDI imported by reconciliation that matches no attempt, with the duplicate

@@ -5,7 +5,7 @@
 
 use super::any::{on_dialect, AnyStore};
 use super::*;
-use crate::error::Result;
+use crate::error::{OutboxError, Result};
 
 impl AnyStore {
     /// What an idempotency key is bound to.
@@ -39,18 +39,45 @@ impl AnyStore {
         until_ms: i64,
         now_ms: i64,
     ) -> Result<Reservation> {
-        match self {
-            AnyStore::Sqlite(s) => s.reserve_key(key, sale_id, request_sha256, owner, until_ms, now_ms).await,
-            AnyStore::Postgres(s) => s.reserve_key(key, sale_id, request_sha256, owner, until_ms, now_ms).await,
-        }
+        on_dialect!(self, |db| {
+            let mut tx = db.reservations().begin().await.map_err(|e| db.err(e))?;
+            let granted: Option<String> = sqlx::query_scalar(sql!("reserve_key"))
+                .bind(key)
+                .bind(sale_id)
+                .bind(request_sha256)
+                .bind(owner)
+                .bind(until_ms)
+                .bind(now_ms)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(|e| db.err(e))?;
+            if granted.is_some() {
+                tx.commit().await.map_err(|e| db.err(e))?;
+                return Ok(Reservation::Granted);
+            }
+            let state = db.key_state_with(&mut tx, key).await?;
+            tx.rollback().await.map_err(|e| db.err(e))?;
+            match state {
+                KeyState::Reserved { until_ms, .. } => Ok(Reservation::Held { until_ms }),
+                KeyState::Recorded(sale) => Ok(Reservation::Recorded(sale)),
+                KeyState::Free => Err(OutboxError::Database(format!(
+                    "la reserva de la clave {key:?} no se concedió y la clave está libre"
+                ))),
+            }
+        })
     }
 
     /// Drops `owner`'s reservation of `key` (no-op when it is not theirs any more).
     pub async fn release_key(&self, key: &str, owner: &str) -> Result<()> {
-        match self {
-            AnyStore::Sqlite(s) => s.release_key(key, owner).await,
-            AnyStore::Postgres(s) => s.release_key(key, owner).await,
-        }
+        on_dialect!(self, |db| {
+            sqlx::query(sql!("release_key"))
+                .bind(key)
+                .bind(owner)
+                .execute(db.reservations())
+                .await
+                .map_err(|e| db.err(e))?;
+            Ok(())
+        })
     }
 
     /// The intake transaction: all of `record` or nothing.
@@ -81,9 +108,165 @@ impl AnyStore {
     /// The intake transaction with the links of a fiscal workflow: all of it or nothing (see
     /// [`NewIntake`]).
     pub async fn record_intake(&self, r: &NewIntake) -> Result<IntakeOutcome> {
-        match self {
-            AnyStore::Sqlite(s) => s.record_intake(r).await,
-            AnyStore::Postgres(s) => s.record_intake(r).await,
-        }
+        on_dialect!(self, |db| {
+            let actor_role = r.actor.role.as_str();
+            let mut tx = db.pool.begin().await.map_err(|e| db.err(e))?;
+            let sale_ref: Option<i64> = sqlx::query_scalar(sql!("insert_sale"))
+                .bind(&r.sale.sale_id)
+                .bind(&r.sale.kind)
+                .bind(&r.sale.occurred_at)
+                .bind(&r.sale.body)
+                .bind(&r.sale.body_sha256)
+                .bind(&r.sale.source)
+                .bind(r.at_ms)
+                .bind(&r.actor.name)
+                .bind(actor_role)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(|e| db.err(e))?;
+            let Some(sale_ref) = sale_ref else {
+                tx.rollback().await.map_err(|e| db.err(e))?;
+                return Ok(IntakeOutcome::SaleIdTaken);
+            };
+            let mut paid: Vec<i64> = r.links.payment_basis.iter().map(|(id, _)| *id).collect();
+            paid.sort_unstable();
+            paid.dedup();
+            db.lock_paid_invoices(&mut tx, &paid).await?;
+            for (invoice_id, basis) in &r.links.payment_basis {
+                let live: Vec<i64> = sqlx::query_scalar(sql!("live_payment_ids"))
+                    .bind(invoice_id)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+                let mut expected = basis.clone();
+                expected.sort_unstable();
+                if live != expected {
+                    tx.rollback().await.map_err(|e| db.err(e))?;
+                    return Ok(IntakeOutcome::Stale { invoice_id: *invoice_id });
+                }
+            }
+            let i = &r.invoice;
+            let invoice_id: i64 = match &r.attempt {
+                Some(a) => sqlx::query_scalar(sql!("insert_invoice"))
+                    .bind(sale_ref)
+                    .bind(&r.sale.sale_id)
+                    .bind(&r.sale.kind)
+                    .bind(&i.serie)
+                    .bind(&i.folio)
+                    .bind(&i.receptor_rfc)
+                    .bind(&i.receptor_nombre)
+                    .bind(&i.total)
+                    .bind(&i.moneda)
+                    .bind(i.state.as_str())
+                    .bind(i.badge.as_str())
+                    .bind(a.attempt_no)
+                    .bind(i.next_try_at_ms)
+                    .bind(&i.fecha)
+                    .bind(i.fecha_deadline_ms)
+                    .bind(r.at_ms)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?,
+                None => sqlx::query_scalar(sql!("insert_ticket_invoice"))
+                    .bind(sale_ref)
+                    .bind(&r.sale.sale_id)
+                    .bind(&r.sale.kind)
+                    .bind(&i.serie)
+                    .bind(&i.folio)
+                    .bind(&i.receptor_rfc)
+                    .bind(&i.receptor_nombre)
+                    .bind(&i.total)
+                    .bind(&i.moneda)
+                    .bind(&i.fecha)
+                    .bind(i.fecha_deadline_ms)
+                    .bind(r.at_ms)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?,
+            };
+            let attempt_id = match &r.attempt {
+                Some(a) => Some(db.insert_attempt(&mut tx, invoice_id, a, r.at_ms, &r.actor).await?),
+                None => None,
+            };
+            insert_event(&mut tx, invoice_id, attempt_id, &r.event, r.at_ms, &r.actor)
+                .await
+                .map_err(|e| db.err(e))?;
+            for (target, event) in &r.links.events {
+                insert_event(&mut tx, target.unwrap_or(invoice_id), None, event, r.at_ms, &r.actor)
+                    .await
+                    .map_err(|e| db.err(e))?;
+            }
+            for d in &r.links.payment_documents {
+                sqlx::query(sql!("insert_payment_document"))
+                    .bind(invoice_id)
+                    .bind(d.invoice_id)
+                    .bind(&d.invoice_uuid)
+                    .bind(d.num_parcialidad)
+                    .bind(&d.imp_saldo_ant)
+                    .bind(&d.imp_pagado)
+                    .bind(&d.imp_saldo_insoluto)
+                    .bind(&d.moneda)
+                    .bind(d.imp_pagado_minor)
+                    .bind(d.invoice_total_minor)
+                    .bind(r.at_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+            }
+            if let Some(t) = &r.links.ticket {
+                sqlx::query(sql!("insert_ticket"))
+                    .bind(invoice_id)
+                    .bind(&r.sale.sale_id)
+                    .bind(&t.day)
+                    .bind(&t.total)
+                    .bind(&t.forma_pago)
+                    .bind(r.at_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+            }
+            for ticket in &r.links.global_tickets {
+                sqlx::query(sql!("insert_global_ticket"))
+                    .bind(ticket)
+                    .bind(invoice_id)
+                    .bind(r.at_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+            }
+            for (other, detail) in &r.links.same_sale_as {
+                let candidate = NewCandidate {
+                    invoice_id,
+                    other_invoice_id: Some(*other),
+                    reason: "same_sale_data",
+                    detail: detail.clone(),
+                    at_ms: r.at_ms,
+                    actor: r.actor.clone(),
+                };
+                db.insert_candidate(&mut tx, &candidate, None).await?;
+            }
+            if let Some(ticket) = r.links.named_ticket {
+                sqlx::query(sql!("insert_named_ticket"))
+                    .bind(ticket)
+                    .bind(invoice_id)
+                    .bind(r.at_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+            }
+            let settled = sqlx::query(sql!("settle_key"))
+                .bind(&r.idempotency_key)
+                .bind(&r.reservation_owner)
+                .bind(sale_ref)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db.err(e))?;
+            if settled.rows_affected() != 1 {
+                tx.rollback().await.map_err(|e| db.err(e))?;
+                return Ok(IntakeOutcome::ReservationLost);
+            }
+            tx.commit().await.map_err(|e| db.err(e))?;
+            Ok(IntakeOutcome::Recorded { invoice_id, attempt_id })
+        })
     }
 }

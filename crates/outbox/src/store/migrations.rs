@@ -10,6 +10,40 @@ use std::borrow::Cow;
 
 use sqlx::migrate::{Migration, MigrationType};
 
+/// The migrations of one dialect's folder, `migrations/<dialect>/` at the top of the repository,
+/// in order: `(version, description, SQL)`. One list for both dialects, so each has the same
+/// versions and names; a new migration is one more line here (and its two files).
+macro_rules! dialect_migrations {
+    ($dialect:literal) => {
+        $crate::store::migrations::dialect_migrations!(@ $dialect;
+            1 "0001" "outbox",
+            2 "0002" "exactly_once",
+            3 "0003" "fiscal_workflows",
+            4 "0004" "cancellations",
+            5 "0005" "intake_channels",
+            6 "0006" "customers_products",
+            7 "0007" "workers",
+            8 "0008" "one_live_document"
+        )
+    };
+    (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {
+        &[$((
+            $version,
+            $name,
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations/", $dialect, "/", $file, "_", $name, ".sql")),
+        )),*]
+    };
+}
+pub(crate) use dialect_migrations;
+
+/// The folder of one dialect's migration files.
+#[cfg(test)]
+pub(crate) fn folder(dialect: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../migrations")
+        .join(dialect)
+}
+
 /// A released migration of one dialect.
 #[derive(Debug, Clone, Copy)]
 pub struct Released {

@@ -145,10 +145,35 @@ impl AnyStore {
     }
 
     pub async fn add_note(&self, invoice_id: i64, text: &str, actor: &Actor, at_ms: i64) -> Result<Note> {
-        match self {
-            AnyStore::Sqlite(s) => s.add_note(invoice_id, text, actor, at_ms).await,
-            AnyStore::Postgres(s) => s.add_note(invoice_id, text, actor, at_ms).await,
-        }
+        on_dialect!(self, |db| {
+            // Write first (a deferred SQLite transaction that reads before writing can fail at once
+            // with SQLITE_BUSY_SNAPSHOT when another process commits in between). The foreign key
+            // answers "does the invoice exist".
+            let mut tx = db.pool.begin().await.map_err(|e| db.err(e))?;
+            let id: i64 = sqlx::query_scalar(sql!("insert_note"))
+                .bind(invoice_id)
+                .bind(text)
+                .bind(at_ms)
+                .bind(&actor.name)
+                .bind(actor.role.as_str())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| match &e {
+                    sqlx::Error::Database(d) if d.kind() == sqlx::error::ErrorKind::ForeignKeyViolation => OutboxError::NotFound {
+                        what: "la factura",
+                        id: invoice_id.to_string(),
+                    },
+                    _ => db.err(e),
+                })?;
+            let row = sqlx::query(sql!("note_by_id"))
+                .bind(id)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| db.err(e))?;
+            let n = note(&row)?;
+            tx.commit().await.map_err(|e| db.err(e))?;
+            Ok(n)
+        })
     }
 
     pub async fn resolve_note(&self, note_id: i64, actor: &Actor, at_ms: i64) -> Result<Note> {

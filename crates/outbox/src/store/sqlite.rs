@@ -3,7 +3,7 @@
 //! Owns opening the database file safely (WAL, `synchronous=FULL`, `busy_timeout`, foreign
 //! keys; a missing, read-only, locked, corrupt or foreign file is a classified error, never a
 //! panic and never a fallback to another file), applying the migrations in
-//! `migrations/sqlite/` (embedded; each in its own transaction, recorded in sqlx's
+//! `migrations/sqlite/` (at the top of the repository) (embedded; each in its own transaction, recorded in sqlx's
 //! `_sqlx_migrations` table so `sqlx migrate info` understands the database), and running the
 //! SQL in `crates/outbox/sql/sqlite/`.
 //!
@@ -13,26 +13,12 @@
 //! the next FULL commit flushes the WAL frames before it), so it does not pay for an fsync.
 
 use super::migrations::Released;
-use super::WorkerRow;
-use super::{CancellationRow, CandidateRow, DecisionRow, ForeignCfdiRow, NewCandidate};
-use super::{
-    ExistingSale, InvoiceUpdate, KeyState, NewAttempt, NewCfdi, NewEvent, NewEvidence, NewRecord, NewTry, RecordOutcome, Reservation,
-    StepFacts,
-};
-use super::{IntakeOutcome, NewIntake, TicketRow};
-use crate::actor::{Actor, Role};
-use crate::channel_rows::{ApiToken, EmailSend, NewEmailSend};
-use crate::channel_rows::{AttemptResult, Delivery, DeliveryStatus, EventStatus, NewDelivery, WebhookEvent};
+use super::{InvoiceUpdate, NewCfdi, NewEvidence, NewRecord, NewTry, RecordOutcome};
 use crate::error::{OutboxError, Result};
-use crate::model::{
-    ActedBy, AttemptInfo, AttemptReason, Badge, BodyFormat, CfdiInfo, EvidenceInfo, FechaSource, InvoiceState, InvoiceSummary, ListFilter,
-    Note, SaleRecord, TimelineEntry, TimelineSource, TryInfo,
-};
-use chrono::{DateTime, Utc};
 use sqlx::error::BoxDynError;
 use sqlx::migrate::{MigrateError, Migration, MigrationSource, Migrator};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous};
-use sqlx::{Row, Sqlite};
+use sqlx::Sqlite;
 use std::future::Future;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -55,42 +41,14 @@ pub(crate) type ThisStore = SqliteStore;
 
 /// The store's helpers written once for both dialects (`store/common.rs`), compiled for this one.
 pub(crate) mod common {
-    use super::*;
     include!("common.rs");
 }
 use common::*;
 
-mod cancel;
-
 mod group_commit;
 
 /// The migrations of `migrations/sqlite/`, in order: (version, description, SQL).
-pub const MIGRATIONS: &[(i64, &str, &str)] = &[
-    (1, "outbox", include_str!("../../migrations/sqlite/0001_outbox.sql")),
-    (2, "exactly_once", include_str!("../../migrations/sqlite/0002_exactly_once.sql")),
-    (
-        3,
-        "fiscal_workflows",
-        include_str!("../../migrations/sqlite/0003_fiscal_workflows.sql"),
-    ),
-    (4, "cancellations", include_str!("../../migrations/sqlite/0004_cancellations.sql")),
-    (
-        5,
-        "intake_channels",
-        include_str!("../../migrations/sqlite/0005_intake_channels.sql"),
-    ),
-    (
-        6,
-        "customers_products",
-        include_str!("../../migrations/sqlite/0006_customers_products.sql"),
-    ),
-    (7, "workers", include_str!("../../migrations/sqlite/0007_workers.sql")),
-    (
-        8,
-        "one_live_document",
-        include_str!("../../migrations/sqlite/0008_one_live_document.sql"),
-    ),
-];
+pub const MIGRATIONS: &[(i64, &str, &str)] = super::migrations::dialect_migrations!("sqlite");
 
 /// Every released migration of [`MIGRATIONS`], pinned (`store::migrations`): the checksum
 /// databases recorded and the hash of its statements.
@@ -405,24 +363,6 @@ impl SqliteStore {
             }
         }
     }
-
-    pub(crate) async fn key_state_with(&self, conn: &mut sqlx::SqliteConnection, key: &str) -> Result<KeyState> {
-        let row = sqlx::query(sql!("key_state"))
-            .bind(key)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(|e| self.err(e))?;
-        let Some(row) = row else { return Ok(KeyState::Free) };
-        let state: String = get(&row, "state")?;
-        match state.as_str() {
-            "reserved" => Ok(KeyState::Reserved {
-                owner: get::<Option<String>>(&row, "lease_owner")?.unwrap_or_default(),
-                until_ms: get::<Option<i64>>(&row, "lease_until_ms")?.unwrap_or(0),
-            }),
-            "recorded" => Ok(KeyState::Recorded(existing_sale(&row)?)),
-            other => Err(OutboxError::Database(format!("intake_keys.state desconocido: {other:?}"))),
-        }
-    }
 }
 
 /// Checks the file before SQLite touches it, so the common faults get a precise message.
@@ -638,51 +578,6 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
-    pub(crate) async fn reserve_key(
-        &self,
-        key: &str,
-        sale_id: &str,
-        request_sha256: &str,
-        owner: &str,
-        until_ms: i64,
-        now_ms: i64,
-    ) -> Result<Reservation> {
-        let mut tx = self.scratch.begin().await.map_err(|e| self.err(e))?;
-        let granted: Option<String> = sqlx::query_scalar(sql!("reserve_key"))
-            .bind(key)
-            .bind(sale_id)
-            .bind(request_sha256)
-            .bind(owner)
-            .bind(until_ms)
-            .bind(now_ms)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        if granted.is_some() {
-            tx.commit().await.map_err(|e| self.err(e))?;
-            return Ok(Reservation::Granted);
-        }
-        let state = self.key_state_with(&mut tx, key).await?;
-        tx.rollback().await.map_err(|e| self.err(e))?;
-        match state {
-            KeyState::Reserved { until_ms, .. } => Ok(Reservation::Held { until_ms }),
-            KeyState::Recorded(sale) => Ok(Reservation::Recorded(sale)),
-            KeyState::Free => Err(OutboxError::Database(format!(
-                "la reserva de la clave {key:?} no se concedió y la clave está libre"
-            ))),
-        }
-    }
-
-    pub(crate) async fn release_key(&self, key: &str, owner: &str) -> Result<()> {
-        sqlx::query(sql!("release_key"))
-            .bind(key)
-            .bind(owner)
-            .execute(&self.scratch)
-            .await
-            .map_err(|e| self.err(e))?;
-        Ok(())
-    }
-
     pub(crate) async fn record_sale(&self, r: &NewRecord) -> Result<RecordOutcome> {
         let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
         let outcome = self.record_sale_in(&mut tx, r).await?;
@@ -722,36 +617,6 @@ impl SqliteStore {
         }
         tx.commit().await.map_err(|e| self.err(e))?;
         Ok(out)
-    }
-
-    pub(crate) async fn add_note(&self, invoice_id: i64, text: &str, actor: &Actor, at_ms: i64) -> Result<Note> {
-        // Write first: a deferred transaction that reads before writing can fail at once with
-        // SQLITE_BUSY_SNAPSHOT when another process commits in between. The foreign key
-        // answers "does the invoice exist".
-        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        let id: i64 = sqlx::query_scalar(sql!("insert_note"))
-            .bind(invoice_id)
-            .bind(text)
-            .bind(at_ms)
-            .bind(&actor.name)
-            .bind(actor.role.as_str())
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.kind() == sqlx::error::ErrorKind::ForeignKeyViolation => OutboxError::NotFound {
-                    what: "la factura",
-                    id: invoice_id.to_string(),
-                },
-                _ => self.err(e),
-            })?;
-        let row = sqlx::query(sql!("note_by_id"))
-            .bind(id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let n = note(&row)?;
-        tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(n)
     }
 
     pub(crate) async fn begin_try(&self, t: &NewTry) -> Result<Option<i64>> {
@@ -861,166 +726,21 @@ impl SqliteStore {
             .await
     }
 
-    pub(crate) async fn record_intake(&self, r: &NewIntake) -> Result<IntakeOutcome> {
-        let actor_role = r.actor.role.as_str();
-        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        // The first statement writes: from here on no other writer commits until this
-        // transaction ends, so the payment bases read below are the latest.
-        let sale_ref: Option<i64> = sqlx::query_scalar(sql!("insert_sale"))
-            .bind(&r.sale.sale_id)
-            .bind(&r.sale.kind)
-            .bind(&r.sale.occurred_at)
-            .bind(&r.sale.body)
-            .bind(&r.sale.body_sha256)
-            .bind(&r.sale.source)
-            .bind(r.at_ms)
-            .bind(&r.actor.name)
-            .bind(actor_role)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let Some(sale_ref) = sale_ref else {
-            tx.rollback().await.map_err(|e| self.err(e))?;
-            return Ok(IntakeOutcome::SaleIdTaken);
-        };
-        for (invoice_id, basis) in &r.links.payment_basis {
-            let live: Vec<i64> = sqlx::query_scalar(sql!("live_payment_ids"))
-                .bind(invoice_id)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?;
-            let mut expected = basis.clone();
-            expected.sort_unstable();
-            if live != expected {
-                tx.rollback().await.map_err(|e| self.err(e))?;
-                return Ok(IntakeOutcome::Stale { invoice_id: *invoice_id });
-            }
-        }
-        let i = &r.invoice;
-        let invoice_id: i64 = match &r.attempt {
-            Some(a) => sqlx::query_scalar(sql!("insert_invoice"))
-                .bind(sale_ref)
-                .bind(&r.sale.sale_id)
-                .bind(&r.sale.kind)
-                .bind(&i.serie)
-                .bind(&i.folio)
-                .bind(&i.receptor_rfc)
-                .bind(&i.receptor_nombre)
-                .bind(&i.total)
-                .bind(&i.moneda)
-                .bind(i.state.as_str())
-                .bind(i.badge.as_str())
-                .bind(a.attempt_no)
-                .bind(i.next_try_at_ms)
-                .bind(&i.fecha)
-                .bind(i.fecha_deadline_ms)
-                .bind(r.at_ms)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?,
-            None => sqlx::query_scalar(sql!("insert_ticket_invoice"))
-                .bind(sale_ref)
-                .bind(&r.sale.sale_id)
-                .bind(&r.sale.kind)
-                .bind(&i.serie)
-                .bind(&i.folio)
-                .bind(&i.receptor_rfc)
-                .bind(&i.receptor_nombre)
-                .bind(&i.total)
-                .bind(&i.moneda)
-                .bind(&i.fecha)
-                .bind(i.fecha_deadline_ms)
-                .bind(r.at_ms)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?,
-        };
-        let attempt_id = match &r.attempt {
-            Some(a) => Some(self.insert_attempt(&mut tx, invoice_id, a, r.at_ms, &r.actor).await?),
-            None => None,
-        };
-        insert_event(&mut tx, invoice_id, attempt_id, &r.event, r.at_ms, &r.actor)
-            .await
-            .map_err(|e| self.err(e))?;
-        for (target, event) in &r.links.events {
-            insert_event(&mut tx, target.unwrap_or(invoice_id), None, event, r.at_ms, &r.actor)
-                .await
-                .map_err(|e| self.err(e))?;
-        }
-        for d in &r.links.payment_documents {
-            sqlx::query(sql!("insert_payment_document"))
-                .bind(invoice_id)
-                .bind(d.invoice_id)
-                .bind(&d.invoice_uuid)
-                .bind(d.num_parcialidad)
-                .bind(&d.imp_saldo_ant)
-                .bind(&d.imp_pagado)
-                .bind(&d.imp_saldo_insoluto)
-                .bind(&d.moneda)
-                .bind(d.imp_pagado_minor)
-                .bind(d.invoice_total_minor)
-                .bind(r.at_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?;
-        }
-        if let Some(t) = &r.links.ticket {
-            sqlx::query(sql!("insert_ticket"))
-                .bind(invoice_id)
-                .bind(&r.sale.sale_id)
-                .bind(&t.day)
-                .bind(&t.total)
-                .bind(&t.forma_pago)
-                .bind(r.at_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?;
-        }
-        for ticket in &r.links.global_tickets {
-            sqlx::query(sql!("insert_global_ticket"))
-                .bind(ticket)
-                .bind(invoice_id)
-                .bind(r.at_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?;
-        }
-        for (other, detail) in &r.links.same_sale_as {
-            let candidate = NewCandidate {
-                invoice_id,
-                other_invoice_id: Some(*other),
-                reason: "same_sale_data",
-                detail: detail.clone(),
-                at_ms: r.at_ms,
-                actor: r.actor.clone(),
-            };
-            self.insert_candidate(&mut tx, &candidate, None).await?;
-        }
-        if let Some(ticket) = r.links.named_ticket {
-            sqlx::query(sql!("insert_named_ticket"))
-                .bind(ticket)
-                .bind(invoice_id)
-                .bind(r.at_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?;
-        }
-        let settled = sqlx::query(sql!("settle_key"))
-            .bind(&r.idempotency_key)
-            .bind(&r.reservation_owner)
-            .bind(sale_ref)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        if settled.rows_affected() != 1 {
-            tx.rollback().await.map_err(|e| self.err(e))?;
-            return Ok(IntakeOutcome::ReservationLost);
-        }
-        tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(IntakeOutcome::Recorded { invoice_id, attempt_id })
+    // Intake channels and documents ----------------------------------------------------------
+}
+
+impl SqliteStore {
+    /// The pool of idempotency reservations: SQLite's `scratch` pool (`synchronous=NORMAL`, see
+    /// the module docs).
+    pub(crate) fn reservations(&self) -> &SqlitePool {
+        &self.scratch
     }
 
-    // Intake channels and documents ----------------------------------------------------------
+    /// Nothing to lock: the intake transaction's first write already keeps every other writer
+    /// out until it ends.
+    pub(crate) async fn lock_paid_invoices(&self, _tx: &mut sqlx::Transaction<'_, Sqlite>, _invoices: &[i64]) -> Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -1034,7 +754,7 @@ mod tests {
 
     #[test]
     fn every_migration_file_is_embedded_in_order() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/sqlite");
+        let dir = super::super::migrations::folder("sqlite");
         let mut files: Vec<String> = std::fs::read_dir(&dir)
             .expect("migrations/sqlite exists")
             .filter_map(|e| e.ok())

@@ -1,0 +1,1 @@
+SELECT cancellation_status FROM cfdis WHERE id = $1
