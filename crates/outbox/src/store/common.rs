@@ -4,7 +4,7 @@
 // folder. Row readers, the timeline-event insert, the frozen-attempt insert, the step's facts.
 
 use super::super::{
-    CancellationRow, CandidateRow, DecisionRow, ExistingSale, ForeignCfdiRow, KeyState, NewAttempt, NewCandidate, NewEvent, StepFacts,
+    CancellationRow, CandidateRow, DecisionRow, ExistingSale, ForeignCfdiRow, KeyState, NewAttempt, NewCandidate, NewEvent, NewRecord, RecordOutcome, StepFacts,
     TicketRow, WorkerRow,
 };
 use super::{Db, DbRow, ThisStore};
@@ -792,5 +792,79 @@ impl ThisStore {
             "recorded" => Ok(KeyState::Recorded(existing_sale(&row)?)),
             other => Err(OutboxError::Database(format!("intake_keys.state desconocido: {other:?}"))),
         }
+    }
+
+    /// The rows of one intake inside `conn`'s transaction; anything but `Recorded` must be
+    /// rolled back by the caller.
+    pub(crate) async fn record_sale_in(&self, tx: &mut sqlx::Transaction<'_, Db>, r: &NewRecord) -> Result<RecordOutcome> {
+        let actor_role = r.actor.role.as_str();
+        if let Some(claim) = r.claim {
+            let granted: Option<String> = sqlx::query_scalar(sql!("reserve_key"))
+                .bind(&r.idempotency_key)
+                .bind(&r.sale.sale_id)
+                .bind(&r.sale.body_sha256)
+                .bind(&r.reservation_owner)
+                .bind(claim.until_ms)
+                .bind(claim.now_ms)
+                .fetch_optional(&mut **tx)
+                .await
+                .map_err(|e| self.err(e))?;
+            if granted.is_none() {
+                return Ok(RecordOutcome::ReservationLost);
+            }
+        }
+        let sale_ref: Option<i64> = sqlx::query_scalar(sql!("insert_sale"))
+            .bind(&r.sale.sale_id)
+            .bind(&r.sale.kind)
+            .bind(&r.sale.occurred_at)
+            .bind(&r.sale.body)
+            .bind(&r.sale.body_sha256)
+            .bind(&r.sale.source)
+            .bind(r.at_ms)
+            .bind(&r.actor.name)
+            .bind(actor_role)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(sale_ref) = sale_ref else {
+            return Ok(RecordOutcome::SaleIdTaken);
+        };
+        let i = &r.invoice;
+        let invoice_id: i64 = sqlx::query_scalar(sql!("insert_invoice"))
+            .bind(sale_ref)
+            .bind(&r.sale.sale_id)
+            .bind(&r.sale.kind)
+            .bind(&i.serie)
+            .bind(&i.folio)
+            .bind(&i.receptor_rfc)
+            .bind(&i.receptor_nombre)
+            .bind(&i.total)
+            .bind(&i.moneda)
+            .bind(i.state.as_str())
+            .bind(i.badge.as_str())
+            .bind(r.attempt.attempt_no)
+            .bind(i.next_try_at_ms)
+            .bind(&i.fecha)
+            .bind(i.fecha_deadline_ms)
+            .bind(r.at_ms)
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let a = &r.attempt;
+        let attempt_id = self.insert_attempt(tx, invoice_id, a, r.at_ms, &r.actor).await?;
+        insert_event(tx, invoice_id, Some(attempt_id), &r.event, r.at_ms, &r.actor)
+            .await
+            .map_err(|e| self.err(e))?;
+        let settled = sqlx::query(sql!("settle_key"))
+            .bind(&r.idempotency_key)
+            .bind(&r.reservation_owner)
+            .bind(sale_ref)
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if settled.rows_affected() != 1 {
+            return Ok(RecordOutcome::ReservationLost);
+        }
+        Ok(RecordOutcome::Recorded { invoice_id, attempt_id })
     }
 }

@@ -59,10 +59,29 @@ impl AnyStore {
     /// nothing written) unless `t.fencing_token` is still the invoice's token and — for a
     /// stamp — the attempt is the live one and not abandoned. None means: do not send.
     pub async fn begin_try(&self, t: &NewTry) -> Result<Option<i64>> {
-        match self {
-            AnyStore::Sqlite(s) => s.begin_try(t).await,
-            AnyStore::Postgres(s) => s.begin_try(t).await,
-        }
+        on_dialect!(self, |db| {
+            let t = t.clone();
+            db.write(move |conn| {
+                Box::pin(async move {
+                    let id: Option<i64> = sqlx::query_scalar(sql!("insert_try"))
+                        .bind(t.invoice_id)
+                        .bind(t.attempt_id)
+                        .bind(&t.operation)
+                        .bind(&t.pac)
+                        .bind(&t.worker)
+                        .bind(t.fencing_token)
+                        .bind(t.at_ms)
+                        .bind(&t.actor.name)
+                        .bind(t.actor.role.as_str())
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                    let Some(id) = id else { return Ok(None) };
+                    sqlx::query(sql!("count_try")).bind(t.invoice_id).execute(&mut *conn).await?;
+                    Ok(Some(id))
+                })
+            })
+            .await
+        })
     }
 
     /// Extends `worker`'s lease on an invoice while a step is in flight, only under its token.
@@ -97,27 +116,91 @@ impl AnyStore {
 
     /// Appends evidence; returns its id. Never fenced.
     pub async fn append_evidence(&self, e: &NewEvidence) -> Result<i64> {
-        match self {
-            AnyStore::Sqlite(s) => s.append_evidence(e).await,
-            AnyStore::Postgres(s) => s.append_evidence(e).await,
-        }
+        on_dialect!(self, |db| {
+            let e = e.clone();
+            db.write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query_scalar(sql!("insert_evidence"))
+                        .bind(e.invoice_id)
+                        .bind(e.attempt_id)
+                        .bind(e.try_id)
+                        .bind(&e.kind)
+                        .bind(&e.outcome)
+                        .bind(&e.code)
+                        .bind(&e.message)
+                        .bind(&e.uuid)
+                        .bind(e.retry_after_ms)
+                        .bind(e.detail.to_string())
+                        .bind(e.fencing_token)
+                        .bind(e.at_ms)
+                        .bind(&e.actor.name)
+                        .bind(e.actor.role.as_str())
+                        .fetch_one(&mut *conn)
+                        .await
+                })
+            })
+            .await
+        })
     }
 
     /// Records a CFDI (or gives a known one its XML) and marks its attempt created.
     pub async fn record_cfdi(&self, c: &NewCfdi) -> Result<()> {
-        match self {
-            AnyStore::Sqlite(s) => s.record_cfdi(c).await,
-            AnyStore::Postgres(s) => s.record_cfdi(c).await,
-        }
+        on_dialect!(self, |db| {
+            let c = c.clone();
+            let sha = c.xml.as_ref().map(|x| cfdi::digest::sha256_hex(x));
+            db.write(move |conn| {
+                Box::pin(async move {
+                    sqlx::query(sql!("upsert_cfdi"))
+                        .bind(c.invoice_id)
+                        .bind(c.attempt_id)
+                        .bind(c.evidence_id)
+                        .bind(&c.uuid)
+                        .bind(&c.pac)
+                        .bind(&c.fecha_timbrado)
+                        .bind(&c.xml)
+                        .bind(sha)
+                        .bind(c.at_ms)
+                        .execute(&mut *conn)
+                        .await?;
+                    if let Some(attempt_id) = c.attempt_id {
+                        sqlx::query(sql!("resolve_attempt_created"))
+                            .bind(attempt_id)
+                            .bind(c.at_ms)
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .await
+        })
     }
 
     /// Writes a verdict; with `token`, only while the row's fencing token is still `token`.
     /// Returns whether it was applied. Releases the lease.
     pub async fn apply_verdict(&self, u: &InvoiceUpdate, token: Option<i64>) -> Result<bool> {
-        match self {
-            AnyStore::Sqlite(s) => s.apply_verdict(u, token).await,
-            AnyStore::Postgres(s) => s.apply_verdict(u, token).await,
-        }
+        on_dialect!(self, |db| {
+            let u = u.clone();
+            db.write(move |conn| {
+                Box::pin(async move {
+                    let done = sqlx::query(sql!("apply_verdict"))
+                        .bind(u.invoice_id)
+                        .bind(u.state.as_str())
+                        .bind(u.badge.as_str())
+                        .bind(&u.state_reason)
+                        .bind(u.next_try_at_ms)
+                        .bind(&u.uuid)
+                        .bind(i64::from(u.possible_duplicate))
+                        .bind(u.at_ms)
+                        .bind(token)
+                        .bind(u.facts_version)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(done.rows_affected() == 1)
+                })
+            })
+            .await
+        })
     }
 
     /// Opens a new live attempt (failover, reprocess) with its timeline event; see [`OpenAttempt`].

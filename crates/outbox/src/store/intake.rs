@@ -82,10 +82,16 @@ impl AnyStore {
 
     /// The intake transaction: all of `record` or nothing.
     pub async fn record_sale(&self, r: &NewRecord) -> Result<RecordOutcome> {
-        match self {
-            AnyStore::Sqlite(s) => s.record_sale(r).await,
-            AnyStore::Postgres(s) => s.record_sale(r).await,
-        }
+        on_dialect!(self, |db| {
+            let mut tx = db.pool.begin().await.map_err(|e| db.err(e))?;
+            let outcome = db.record_sale_in(&mut tx, r).await?;
+            if matches!(outcome, RecordOutcome::Recorded { .. }) {
+                tx.commit().await.map_err(|e| db.err(e))?;
+            } else {
+                tx.rollback().await.map_err(|e| db.err(e))?;
+            }
+            Ok(outcome)
+        })
     }
 
     /// Many intake transactions sharing one durable commit (the bulk import): each record all
@@ -95,10 +101,10 @@ impl AnyStore {
         match self {
             AnyStore::Sqlite(s) => s.record_sales(records).await,
             // One commit per sale: PostgreSQL commits concurrently (no one-writer fsync to share).
-            AnyStore::Postgres(s) => {
+            AnyStore::Postgres(_) => {
                 let mut out = Vec::with_capacity(records.len());
                 for r in records {
-                    out.push(s.record_sale(r).await);
+                    out.push(self.record_sale(r).await);
                 }
                 Ok(out)
             }

@@ -31,7 +31,6 @@
 //! database the app skips scheduled backups and *Respaldar ahora* says to use `pg_dump`).
 
 use super::migrations::Released;
-use super::{InvoiceUpdate, NewCfdi, NewEvidence, NewRecord, NewTry, RecordOutcome};
 use crate::error::{OutboxError, Result};
 use crate::location::{describe_postgres as describe, redact_url};
 use cfdi::secret::Secret;
@@ -62,7 +61,6 @@ pub(crate) type ThisStore = PgStore;
 pub(crate) mod common {
     include!("common.rs");
 }
-use common::*;
 
 /// The migrations of `migrations/postgres/`, in order: (version, description, SQL). Versions
 /// and descriptions are those of the SQLite migrations they mirror.
@@ -235,6 +233,20 @@ impl PgStore {
     /// The connection pool, for tests that inspect the database.
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// Runs one write of the drain in its own transaction (PostgreSQL commits concurrently).
+    pub(crate) async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut sqlx::PgConnection) -> Pin<Box<dyn Future<Output = std::result::Result<T, sqlx::Error>> + Send + 'c>>
+            + Send
+            + 'static,
+    {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let value = f(&mut tx).await.map_err(|e| self.err(e))?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(value)
     }
 
     /// The database, as `postgres://USER@HOST:PORT/DATABASE` (never the password).
@@ -429,178 +441,6 @@ fn classify_error(location: &std::path::Path, waited: Duration, e: sqlx::Error) 
 }
 
 impl PgStore {
-    pub(crate) async fn record_sale(&self, r: &NewRecord) -> Result<RecordOutcome> {
-        let actor_role = r.actor.role.as_str();
-        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        if let Some(claim) = r.claim {
-            let granted: Option<String> = sqlx::query_scalar(sql!("reserve_key"))
-                .bind(&r.idempotency_key)
-                .bind(&r.sale.sale_id)
-                .bind(&r.sale.body_sha256)
-                .bind(&r.reservation_owner)
-                .bind(claim.until_ms)
-                .bind(claim.now_ms)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?;
-            if granted.is_none() {
-                tx.rollback().await.map_err(|e| self.err(e))?;
-                return Ok(RecordOutcome::ReservationLost);
-            }
-        }
-        let sale_ref: Option<i64> = sqlx::query_scalar(sql!("insert_sale"))
-            .bind(&r.sale.sale_id)
-            .bind(&r.sale.kind)
-            .bind(&r.sale.occurred_at)
-            .bind(&r.sale.body)
-            .bind(&r.sale.body_sha256)
-            .bind(&r.sale.source)
-            .bind(r.at_ms)
-            .bind(&r.actor.name)
-            .bind(actor_role)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let Some(sale_ref) = sale_ref else {
-            tx.rollback().await.map_err(|e| self.err(e))?;
-            return Ok(RecordOutcome::SaleIdTaken);
-        };
-        let i = &r.invoice;
-        let invoice_id: i64 = sqlx::query_scalar(sql!("insert_invoice"))
-            .bind(sale_ref)
-            .bind(&r.sale.sale_id)
-            .bind(&r.sale.kind)
-            .bind(&i.serie)
-            .bind(&i.folio)
-            .bind(&i.receptor_rfc)
-            .bind(&i.receptor_nombre)
-            .bind(&i.total)
-            .bind(&i.moneda)
-            .bind(i.state.as_str())
-            .bind(i.badge.as_str())
-            .bind(r.attempt.attempt_no)
-            .bind(i.next_try_at_ms)
-            .bind(&i.fecha)
-            .bind(i.fecha_deadline_ms)
-            .bind(r.at_ms)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let a = &r.attempt;
-        let attempt_id = self.insert_attempt(&mut tx, invoice_id, a, r.at_ms, &r.actor).await?;
-        insert_event(&mut tx, invoice_id, Some(attempt_id), &r.event, r.at_ms, &r.actor)
-            .await
-            .map_err(|e| self.err(e))?;
-        let settled = sqlx::query(sql!("settle_key"))
-            .bind(&r.idempotency_key)
-            .bind(&r.reservation_owner)
-            .bind(sale_ref)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        if settled.rows_affected() != 1 {
-            tx.rollback().await.map_err(|e| self.err(e))?;
-            return Ok(RecordOutcome::ReservationLost);
-        }
-        tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(RecordOutcome::Recorded { invoice_id, attempt_id })
-    }
-
-    pub(crate) async fn begin_try(&self, t: &NewTry) -> Result<Option<i64>> {
-        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        let id: Option<i64> = sqlx::query_scalar(sql!("insert_try"))
-            .bind(t.invoice_id)
-            .bind(t.attempt_id)
-            .bind(&t.operation)
-            .bind(&t.pac)
-            .bind(&t.worker)
-            .bind(t.fencing_token)
-            .bind(t.at_ms)
-            .bind(&t.actor.name)
-            .bind(t.actor.role.as_str())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let Some(id) = id else {
-            tx.rollback().await.map_err(|e| self.err(e))?;
-            return Ok(None);
-        };
-        sqlx::query(sql!("count_try"))
-            .bind(t.invoice_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(Some(id))
-    }
-
-    pub(crate) async fn append_evidence(&self, e: &NewEvidence) -> Result<i64> {
-        sqlx::query_scalar(sql!("insert_evidence"))
-            .bind(e.invoice_id)
-            .bind(e.attempt_id)
-            .bind(e.try_id)
-            .bind(&e.kind)
-            .bind(&e.outcome)
-            .bind(&e.code)
-            .bind(&e.message)
-            .bind(&e.uuid)
-            .bind(e.retry_after_ms)
-            .bind(e.detail.to_string())
-            .bind(e.fencing_token)
-            .bind(e.at_ms)
-            .bind(&e.actor.name)
-            .bind(e.actor.role.as_str())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|err| self.err(err))
-    }
-
-    pub(crate) async fn record_cfdi(&self, c: &NewCfdi) -> Result<()> {
-        let sha = c.xml.as_ref().map(|x| cfdi::digest::sha256_hex(x));
-        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        sqlx::query(sql!("upsert_cfdi"))
-            .bind(c.invoice_id)
-            .bind(c.attempt_id)
-            .bind(c.evidence_id)
-            .bind(&c.uuid)
-            .bind(&c.pac)
-            .bind(&c.fecha_timbrado)
-            .bind(&c.xml)
-            .bind(sha)
-            .bind(c.at_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        if let Some(attempt_id) = c.attempt_id {
-            sqlx::query(sql!("resolve_attempt_created"))
-                .bind(attempt_id)
-                .bind(c.at_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?;
-        }
-        tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(())
-    }
-
-    pub(crate) async fn apply_verdict(&self, u: &InvoiceUpdate, token: Option<i64>) -> Result<bool> {
-        let done = sqlx::query(sql!("apply_verdict"))
-            .bind(u.invoice_id)
-            .bind(u.state.as_str())
-            .bind(u.badge.as_str())
-            .bind(&u.state_reason)
-            .bind(u.next_try_at_ms)
-            .bind(&u.uuid)
-            .bind(i64::from(u.possible_duplicate))
-            .bind(u.at_ms)
-            .bind(token)
-            .bind(u.facts_version)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| self.err(e))?;
-        Ok(done.rows_affected() == 1)
-    }
-
     // Intake channels and documents ----------------------------------------------------------
 }
 

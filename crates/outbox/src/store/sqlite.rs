@@ -13,7 +13,7 @@
 //! the next FULL commit flushes the WAL frames before it), so it does not pay for an fsync.
 
 use super::migrations::Released;
-use super::{InvoiceUpdate, NewCfdi, NewEvidence, NewRecord, NewTry, RecordOutcome};
+use super::{NewRecord, RecordOutcome};
 use crate::error::{OutboxError, Result};
 use sqlx::error::BoxDynError;
 use sqlx::migrate::{MigrateError, Migration, MigrationSource, Migrator};
@@ -43,7 +43,6 @@ pub(crate) type ThisStore = SqliteStore;
 pub(crate) mod common {
     include!("common.rs");
 }
-use common::*;
 
 mod group_commit;
 
@@ -501,94 +500,9 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
     }
 }
 
-impl SqliteStore {
-    /// The rows of one intake inside `conn`'s transaction; anything but `Recorded` must be
-    /// rolled back by the caller.
-    async fn record_sale_in(&self, tx: &mut sqlx::Transaction<'_, Sqlite>, r: &NewRecord) -> Result<RecordOutcome> {
-        let actor_role = r.actor.role.as_str();
-        if let Some(claim) = r.claim {
-            let granted: Option<String> = sqlx::query_scalar(sql!("reserve_key"))
-                .bind(&r.idempotency_key)
-                .bind(&r.sale.sale_id)
-                .bind(&r.sale.body_sha256)
-                .bind(&r.reservation_owner)
-                .bind(claim.until_ms)
-                .bind(claim.now_ms)
-                .fetch_optional(&mut **tx)
-                .await
-                .map_err(|e| self.err(e))?;
-            if granted.is_none() {
-                return Ok(RecordOutcome::ReservationLost);
-            }
-        }
-        let sale_ref: Option<i64> = sqlx::query_scalar(sql!("insert_sale"))
-            .bind(&r.sale.sale_id)
-            .bind(&r.sale.kind)
-            .bind(&r.sale.occurred_at)
-            .bind(&r.sale.body)
-            .bind(&r.sale.body_sha256)
-            .bind(&r.sale.source)
-            .bind(r.at_ms)
-            .bind(&r.actor.name)
-            .bind(actor_role)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let Some(sale_ref) = sale_ref else {
-            return Ok(RecordOutcome::SaleIdTaken);
-        };
-        let i = &r.invoice;
-        let invoice_id: i64 = sqlx::query_scalar(sql!("insert_invoice"))
-            .bind(sale_ref)
-            .bind(&r.sale.sale_id)
-            .bind(&r.sale.kind)
-            .bind(&i.serie)
-            .bind(&i.folio)
-            .bind(&i.receptor_rfc)
-            .bind(&i.receptor_nombre)
-            .bind(&i.total)
-            .bind(&i.moneda)
-            .bind(i.state.as_str())
-            .bind(i.badge.as_str())
-            .bind(r.attempt.attempt_no)
-            .bind(i.next_try_at_ms)
-            .bind(&i.fecha)
-            .bind(i.fecha_deadline_ms)
-            .bind(r.at_ms)
-            .fetch_one(&mut **tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        let a = &r.attempt;
-        let attempt_id = self.insert_attempt(tx, invoice_id, a, r.at_ms, &r.actor).await?;
-        insert_event(tx, invoice_id, Some(attempt_id), &r.event, r.at_ms, &r.actor)
-            .await
-            .map_err(|e| self.err(e))?;
-        let settled = sqlx::query(sql!("settle_key"))
-            .bind(&r.idempotency_key)
-            .bind(&r.reservation_owner)
-            .bind(sale_ref)
-            .execute(&mut **tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        if settled.rows_affected() != 1 {
-            return Ok(RecordOutcome::ReservationLost);
-        }
-        Ok(RecordOutcome::Recorded { invoice_id, attempt_id })
-    }
-}
+impl SqliteStore {}
 
 impl SqliteStore {
-    pub(crate) async fn record_sale(&self, r: &NewRecord) -> Result<RecordOutcome> {
-        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        let outcome = self.record_sale_in(&mut tx, r).await?;
-        if matches!(outcome, RecordOutcome::Recorded { .. }) {
-            tx.commit().await.map_err(|e| self.err(e))?;
-        } else {
-            tx.rollback().await.map_err(|e| self.err(e))?;
-        }
-        Ok(outcome)
-    }
-
     pub(crate) async fn record_sales(&self, records: &[NewRecord]) -> Result<Vec<Result<RecordOutcome>>> {
         let mut conn = self.pool.acquire().await.map_err(|e| self.err(e))?;
         let mut tx = sqlx::Connection::begin_with(&mut *conn, sql!("begin_immediate"))
@@ -619,113 +533,6 @@ impl SqliteStore {
         Ok(out)
     }
 
-    pub(crate) async fn begin_try(&self, t: &NewTry) -> Result<Option<i64>> {
-        let t = t.clone();
-        self.group
-            .run(move |conn| {
-                Box::pin(async move {
-                    let id: Option<i64> = sqlx::query_scalar(sql!("insert_try"))
-                        .bind(t.invoice_id)
-                        .bind(t.attempt_id)
-                        .bind(&t.operation)
-                        .bind(&t.pac)
-                        .bind(&t.worker)
-                        .bind(t.fencing_token)
-                        .bind(t.at_ms)
-                        .bind(&t.actor.name)
-                        .bind(t.actor.role.as_str())
-                        .fetch_optional(&mut *conn)
-                        .await?;
-                    let Some(id) = id else { return Ok(None) };
-                    sqlx::query(sql!("count_try")).bind(t.invoice_id).execute(&mut *conn).await?;
-                    Ok(Some(id))
-                })
-            })
-            .await
-    }
-
-    pub(crate) async fn append_evidence(&self, e: &NewEvidence) -> Result<i64> {
-        let e = e.clone();
-        self.group
-            .run(move |conn| {
-                Box::pin(async move {
-                    sqlx::query_scalar(sql!("insert_evidence"))
-                        .bind(e.invoice_id)
-                        .bind(e.attempt_id)
-                        .bind(e.try_id)
-                        .bind(&e.kind)
-                        .bind(&e.outcome)
-                        .bind(&e.code)
-                        .bind(&e.message)
-                        .bind(&e.uuid)
-                        .bind(e.retry_after_ms)
-                        .bind(e.detail.to_string())
-                        .bind(e.fencing_token)
-                        .bind(e.at_ms)
-                        .bind(&e.actor.name)
-                        .bind(e.actor.role.as_str())
-                        .fetch_one(&mut *conn)
-                        .await
-                })
-            })
-            .await
-    }
-
-    pub(crate) async fn record_cfdi(&self, c: &NewCfdi) -> Result<()> {
-        let c = c.clone();
-        let sha = c.xml.as_ref().map(|x| cfdi::digest::sha256_hex(x));
-        self.group
-            .run(move |conn| {
-                Box::pin(async move {
-                    sqlx::query(sql!("upsert_cfdi"))
-                        .bind(c.invoice_id)
-                        .bind(c.attempt_id)
-                        .bind(c.evidence_id)
-                        .bind(&c.uuid)
-                        .bind(&c.pac)
-                        .bind(&c.fecha_timbrado)
-                        .bind(&c.xml)
-                        .bind(sha)
-                        .bind(c.at_ms)
-                        .execute(&mut *conn)
-                        .await?;
-                    if let Some(attempt_id) = c.attempt_id {
-                        sqlx::query(sql!("resolve_attempt_created"))
-                            .bind(attempt_id)
-                            .bind(c.at_ms)
-                            .execute(&mut *conn)
-                            .await?;
-                    }
-                    Ok(())
-                })
-            })
-            .await
-    }
-
-    pub(crate) async fn apply_verdict(&self, u: &InvoiceUpdate, token: Option<i64>) -> Result<bool> {
-        let u = u.clone();
-        self.group
-            .run(move |conn| {
-                Box::pin(async move {
-                    let done = sqlx::query(sql!("apply_verdict"))
-                        .bind(u.invoice_id)
-                        .bind(u.state.as_str())
-                        .bind(u.badge.as_str())
-                        .bind(&u.state_reason)
-                        .bind(u.next_try_at_ms)
-                        .bind(&u.uuid)
-                        .bind(i64::from(u.possible_duplicate))
-                        .bind(u.at_ms)
-                        .bind(token)
-                        .bind(u.facts_version)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(done.rows_affected() == 1)
-                })
-            })
-            .await
-    }
-
     // Intake channels and documents ----------------------------------------------------------
 }
 
@@ -734,6 +541,18 @@ impl SqliteStore {
     /// the module docs).
     pub(crate) fn reservations(&self) -> &SqlitePool {
         &self.scratch
+    }
+
+    /// Runs one write of the drain in a durable transaction: SQLite groups the drain's
+    /// concurrent writes into shared commits (`group_commit`), one fsync for many.
+    pub(crate) async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut sqlx::SqliteConnection) -> Pin<Box<dyn Future<Output = std::result::Result<T, sqlx::Error>> + Send + 'c>>
+            + Send
+            + 'static,
+    {
+        self.group.run(f).await
     }
 
     /// Nothing to lock: the intake transaction's first write already keeps every other writer
