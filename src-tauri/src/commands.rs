@@ -454,17 +454,7 @@ pub async fn export_xml(state: State<'_, AppState>, invoice_id: i64, source: Xml
     save_export(&name, &bytes)
 }
 
-pub(crate) fn safe_name(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
+pub(crate) use services::files::safe_name;
 
 pub(crate) fn export_dir() -> Res<std::path::PathBuf> {
     if let Some(d) = std::env::var_os("TIMBRA_EXPORT_DIR").filter(|d| !d.is_empty()) {
@@ -857,48 +847,29 @@ pub async fn email_invoice(
 #[tauri::command]
 pub async fn export_documents(app: AppHandle, state: State<'_, AppState>, desde: String, hasta: String, zip: bool) -> Res<ExportDoneDto> {
     let ready = state.ready()?;
-    let (from, to) = crate::channels::export_range(&desde, &hasta)?;
-    let rows = ready.outbox.stamped_between(&from, &to).await?;
+    let days = services::export::DayRange::parse(&desde, &hasta)?;
     let name = format!("facturas-{}-a-{}{}", desde.trim(), hasta.trim(), if zip { ".zip" } else { "" });
-    let mut sink = crate::channels::ExportSink::open(export_dir()?.join(name), zip)?;
-    let total = u32::try_from(rows.len()).unwrap_or(u32::MAX);
-    let mut files = 0;
-    for (n, (invoice_id, _, _)) in rows.iter().enumerate() {
-        let written = async {
-            let (uuid, xml) = ready.outbox.stamped_xml(&InvoiceRef::Id(*invoice_id)).await?;
-            let pdf = api::documents::render_pdf(&xml).map_err(|e| AppError::Pdf {
-                uuid: uuid.clone(),
-                message: e.to_string(),
-            })?;
-            let name = safe_name(&uuid.to_uppercase());
-            sink.add(&format!("{name}.xml"), &xml)?;
-            sink.add(&format!("{name}.pdf"), &pdf)?;
-            Ok::<String, AppError>(name)
-        }
-        .await;
-        match written {
-            Ok(uuid) => {
-                files += 2;
-                emit::export_progress(
-                    &app,
-                    &ExportProgressDto {
-                        done: u32::try_from(n + 1).unwrap_or(u32::MAX),
-                        total,
-                        uuid,
-                    },
-                );
-            }
-            Err(e) => {
-                sink.abandon();
-                return Err(e);
-            }
-        }
-    }
-    let path = sink.finish()?;
+    let path = export_dir()?.join(name);
+    let dest = if zip {
+        services::export::Destination::Zip { path, replace: false }
+    } else {
+        services::export::Destination::Dir(path)
+    };
+    let mut progress = |p: &services::export::Progress| {
+        emit::export_progress(
+            &app,
+            &ExportProgressDto {
+                done: u32::try_from(p.done).unwrap_or(u32::MAX),
+                total: u32::try_from(p.total).unwrap_or(u32::MAX),
+                uuid: p.name.clone(),
+            },
+        )
+    };
+    let done = services::export::export_documents(&ready.outbox, days, &dest, &mut progress).await?;
     Ok(ExportDoneDto {
-        path: path.display().to_string(),
-        invoices: total,
-        files,
+        path: done.path.display().to_string(),
+        invoices: u32::try_from(done.invoices).unwrap_or(u32::MAX),
+        files: u32::try_from(done.files).unwrap_or(u32::MAX),
     })
 }
 
@@ -1093,21 +1064,11 @@ pub async fn export_month(state: State<'_, AppState>, month: String, format: Mon
             (format!("reporte-{y:04}-{m:02}.csv"), cfdi::report::to_csv(&report).into_bytes())
         }
         MonthExportDto::Zip => {
-            let sandbox = ready.mode().await? == ModeDto::Sandbox;
-            let mut entries = Vec::new();
-            for d in ready.outbox.month_documents(y, m).await? {
-                let pdf = pdf::render(&d.xml, &pdf::RenderOptions { sandbox }).map_err(|e| AppError::File {
-                    path: format!("cfdi-{y:04}-{m:02}.zip"),
-                    message: format!("el PDF del CFDI {} no se pudo generar: {e}; no se guardó el ZIP", d.uuid),
-                })?;
-                entries.push((format!("{}.pdf", d.uuid), pdf));
-                entries.push((format!("{}.xml", d.uuid), d.xml));
-            }
-            let zip = outbox::reports::zip_files(&entries).map_err(|e| AppError::File {
-                path: format!("cfdi-{y:04}-{m:02}.zip"),
-                message: e,
-            })?;
-            (format!("cfdi-{y:04}-{m:02}.zip"), zip)
+            let path = export_dir()?.join(services::export::month_zip_name(y, m));
+            let done = services::export::month_zip(&ready.outbox, y, m, &path, true).await?;
+            return Ok(SavedFileDto {
+                path: done.path.display().to_string(),
+            });
         }
     };
     save_export(&name, &bytes)
@@ -1115,14 +1076,8 @@ pub async fn export_month(state: State<'_, AppState>, month: String, format: Mon
 
 /// Writes `bytes` as `name` in the export folder.
 fn save_export(name: &str, bytes: &[u8]) -> Res<SavedFileDto> {
-    let dir = export_dir()?;
-    let path = dir.join(name);
-    std::fs::create_dir_all(&dir)
-        .and_then(|_| std::fs::write(&path, bytes))
-        .map_err(|e| AppError::File {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+    let path = export_dir()?.join(name);
+    crate::channels::write_file(&path, bytes)?;
     Ok(SavedFileDto {
         path: path.display().to_string(),
     })

@@ -175,7 +175,7 @@ pub fn write_all(
     dest: &Destination,
     docs: impl IntoIterator<Item = (String, String, Vec<u8>)>,
     total: usize,
-    progress: &mut dyn FnMut(&Progress),
+    progress: &mut (dyn FnMut(&Progress) + Send),
 ) -> Result<Exported, ServiceError> {
     let mut w = Writer::open(dest, total)?;
     for (sale_id, uuid, xml) in docs {
@@ -201,7 +201,7 @@ impl Writer {
     }
 
     /// Adds a CFDI, or (on failure) abandons the export and returns why.
-    fn add(&mut self, sale_id: String, uuid: &str, xml: &[u8], progress: &mut dyn FnMut(&Progress)) -> Result<(), ServiceError> {
+    fn add(&mut self, sale_id: String, uuid: &str, xml: &[u8], progress: &mut (dyn FnMut(&Progress) + Send)) -> Result<(), ServiceError> {
         let Some(sink) = self.sink.as_mut() else {
             return Err(ServiceError::File {
                 path: String::new(),
@@ -297,7 +297,7 @@ pub async fn export_documents(
     outbox: &Outbox,
     days: DayRange,
     dest: &Destination,
-    progress: &mut dyn FnMut(&Progress),
+    progress: &mut (dyn FnMut(&Progress) + Send),
 ) -> Result<Exported, ServiceError> {
     let (from, to) = days.fecha_bounds();
     let rows = outbox.stamped_between(&from, &to).await?;
