@@ -266,7 +266,7 @@ mod tests {
         let mut rows = Vec::new();
         for line in text.lines().filter(|l| l.starts_with("| `")) {
             let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-            assert_eq!(cells.len(), 4, "{line}");
+            assert_eq!(cells.len(), 3, "{line}");
             let code = cells[0].trim_matches('`').to_string();
             let exit: u8 = cells[1].parse().unwrap_or_else(|_| panic!("exit code of {line}"));
             let status: u16 = cells[2].split_whitespace().next().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("status of {line}"));
