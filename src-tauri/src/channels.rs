@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use cfdi::secret::Secret;
-use outbox::email::{EmailSettings, TlsMode};
+use outbox::email::EmailSettings;
 use outbox::model::InvoiceRef;
 use outbox::webhooks::WebhookEndpoint;
 use outbox::{Actor, Outbox};
@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use crate::app_settings;
 use crate::credentials::CredentialSlot;
 use crate::drain_host::StoredSecrets;
-use crate::dto::{ApiServerDto, ApiTokenDto, ChannelsDto, SmtpDto, SmtpInputDto, TlsModeDto, WebhookOutDto};
+use crate::dto::{ApiServerDto, ApiTokenDto, ChannelsDto, SmtpDto, SmtpInputDto, WebhookOutDto};
 use crate::error::AppError;
 
 /// Setting (JSON) with the API server's [`ApiSetting`].
@@ -195,22 +195,6 @@ impl ChannelHosts {
     }
 }
 
-fn tls_dto(t: TlsMode) -> TlsModeDto {
-    match t {
-        TlsMode::Starttls => TlsModeDto::Starttls,
-        TlsMode::Tls => TlsModeDto::Tls,
-        TlsMode::None => TlsModeDto::None,
-    }
-}
-
-fn tls_mode(t: TlsModeDto) -> TlsMode {
-    match t {
-        TlsModeDto::Starttls => TlsMode::Starttls,
-        TlsModeDto::Tls => TlsMode::Tls,
-        TlsModeDto::None => TlsMode::None,
-    }
-}
-
 fn secret_slot(name: &str) -> CredentialSlot {
     CredentialSlot::Named { name: name.to_string() }
 }
@@ -249,7 +233,7 @@ pub async fn view(outbox: &Outbox, hosts: &ChannelHosts) -> Result<ChannelsDto, 
         has_password: s.password_env.as_deref().is_some_and(has_secret),
         host: s.host,
         port: s.port,
-        tls: tls_dto(s.tls),
+        tls: s.tls,
         user: s.user,
         from: s.from,
         auto_send: s.auto_send,
@@ -333,7 +317,7 @@ pub async fn save_smtp(outbox: &Outbox, input: &SmtpInputDto, actor: &Actor) -> 
     let settings = EmailSettings {
         host: input.host.trim().to_string(),
         port: input.port,
-        tls: tls_mode(input.tls),
+        tls: input.tls,
         user,
         password_env: wants_password.then(|| SMTP_PASSWORD_NAME.to_string()),
         from: input.from.trim().to_string(),
@@ -398,6 +382,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use outbox::email::TlsMode;
 
     #[test]
     fn listen_addresses_are_loopback_with_a_port() {
@@ -473,7 +458,7 @@ mod tests {
         let input = SmtpInputDto {
             host: "127.0.0.1".into(),
             port: 2525,
-            tls: TlsModeDto::None,
+            tls: TlsMode::None,
             user: String::new(),
             password: crate::dto::SecretText::new(""),
             from: "facturas@ejemplo.mx".into(),

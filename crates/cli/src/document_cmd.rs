@@ -217,7 +217,11 @@ pub fn export(db: Option<&str>, a: ExportArgs) -> Result<u8, Failure> {
         let done = services::export::export_documents(&o, days, &dest, &mut progress)
             .await
             .map_err(|e| service_failure(e, ""))?;
-        print_out(&format!("{} facturas timbradas exportadas a {}", done.invoices, done.path.display()))?;
+        print_out(&format!(
+            "{} facturas timbradas exportadas a {}",
+            done.invoices,
+            done.path.display()
+        ))?;
         Ok(exit::OK)
     })
 }

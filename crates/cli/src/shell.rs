@@ -269,7 +269,11 @@ mod tests {
             assert_eq!(cells.len(), 3, "{line}");
             let code = cells[0].trim_matches('`').to_string();
             let exit: u8 = cells[1].parse().unwrap_or_else(|_| panic!("exit code of {line}"));
-            let status: u16 = cells[2].split_whitespace().next().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("status of {line}"));
+            let status: u16 = cells[2]
+                .split_whitespace()
+                .next()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("status of {line}"));
             rows.push((code, exit, status));
         }
         let actual: Vec<(String, u8, u16)> = ErrorCode::ALL

@@ -62,7 +62,17 @@ fn crate_dependencies_point_one_way() {
         // The use cases the shells share: over the Outbox API, below the HTTP API.
         (
             "services",
-            &["sqlx", "reqwest", "hyper", "hyper-util", "axum", "tower", "tauri", "timbra-api", "timbra-pac-clients"],
+            &[
+                "sqlx",
+                "reqwest",
+                "hyper",
+                "hyper-util",
+                "axum",
+                "tower",
+                "tauri",
+                "timbra-api",
+                "timbra-pac-clients",
+            ],
         ),
     ];
     let _ = (sql, http);

@@ -10,7 +10,7 @@ pub async fn backups(state: State<'_, AppState>) -> Res<BackupsDto> {
 
 /// Changes how often the app backs up and how many copies it keeps.
 #[tauri::command]
-pub async fn save_backups(state: State<'_, AppState>, policy: BackupPolicyDto) -> Res<BackupsDto> {
+pub async fn save_backups(state: State<'_, AppState>, policy: outbox::backup_schedule::BackupPolicy) -> Res<BackupsDto> {
     let ready = state.ready()?;
     outbox::settings::may_change_settings(&ready.actor(), "cambiar los respaldos automáticos")?;
     crate::backups::save(ready, &policy).await?;

@@ -27,7 +27,7 @@ pub(super) async fn detail_of(ready: &Ready, invoice_id: i64) -> Res<InvoiceDeta
     // The verdict needs no running drain: the page shows it (and its buttons work) even when
     // the drain could not start.
     let verdict = ready.outbox.verdict(&detail).await?;
-    Ok(convert::detail_with(detail, Some(&verdict)))
+    Ok(convert::detail_with(detail, &verdict))
 }
 
 #[tauri::command]

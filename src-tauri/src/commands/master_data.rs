@@ -109,17 +109,8 @@ pub async fn export_products(state: State<'_, AppState>) -> Res<SavedFileDto> {
 
 /// Searches one of SAT's embedded catalogs by code prefix or words (accents and case ignored).
 #[tauri::command]
-pub async fn catalog_search(catalogo: CatalogoDto, text: String, limit: u32) -> Res<Vec<CatalogEntryDto>> {
-    use cfdi::catalog::Catalogo;
-    let c = match catalogo {
-        CatalogoDto::ProdServ => Catalogo::ClaveProdServ,
-        CatalogoDto::Unidad => Catalogo::ClaveUnidad,
-        CatalogoDto::CodigoPostal => Catalogo::CodigoPostal,
-        CatalogoDto::Regimen => Catalogo::RegimenFiscal,
-        CatalogoDto::Uso => Catalogo::UsoCfdi,
-        CatalogoDto::FormaPago => Catalogo::FormaPago,
-    };
-    Ok(cfdi::catalog::search(c, &text, (limit as usize).clamp(1, 200))
+pub async fn catalog_search(catalogo: cfdi::catalog::Catalogo, text: String, limit: u32) -> Res<Vec<CatalogEntryDto>> {
+    Ok(cfdi::catalog::search(catalogo, &text, (limit as usize).clamp(1, 200))
         .into_iter()
         .map(|e| CatalogEntryDto {
             code: e.code.to_string(),

@@ -52,15 +52,14 @@ pub async fn save_pacs(app: AppHandle, state: State<'_, AppState>, primary: PacI
 }
 
 #[tauri::command]
-pub async fn save_drain(app: AppHandle, state: State<'_, AppState>, drain: DrainSettingsDto) -> Res<DrainSettingsDto> {
+pub async fn save_drain(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    drain: outbox::settings::DrainSettings,
+) -> Res<outbox::settings::DrainSettings> {
     let ready = state.ready()?;
     outbox::settings::may_change_settings(&ready.actor(), "cambiar los ajustes del drenado")?;
-    let current = ready.outbox.drain_settings().await?;
-    let wanted = outbox::settings::DrainSettings {
-        concurrency: drain.concurrency,
-        max_tries: drain.max_tries.unwrap_or(current.max_tries),
-    };
-    let saved = ready.outbox.set_drain_settings(&wanted, &ready.actor()).await?;
+    let saved = ready.outbox.set_drain_settings(&drain, &ready.actor()).await?;
     restart_drain(&app, ready).await;
-    Ok(convert::drain_settings(&saved))
+    Ok(saved)
 }

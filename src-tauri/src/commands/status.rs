@@ -14,9 +14,9 @@ pub async fn app_status(state: State<'_, AppState>) -> Res<AppStatusDto> {
                 database_path: state.database_path.clone(),
                 emisor: None,
                 pacs: app_settings::sandbox_pacs(),
-                drain: DrainSettingsDto {
+                drain: outbox::settings::DrainSettings {
                     concurrency: 1,
-                    max_tries: None,
+                    ..Default::default()
                 },
                 seat: state.seat_dto(),
                 operator: state.operator(),
@@ -40,7 +40,7 @@ pub async fn app_status(state: State<'_, AppState>) -> Res<AppStatusDto> {
         database_path: state.database_path.clone(),
         emisor,
         pacs: pacs_view(ready).await?,
-        drain: convert::drain_settings(&ready.outbox.drain_settings().await?),
+        drain: ready.outbox.drain_settings().await?,
         seat: ready.seat().dto(),
         operator: ready.operator(),
         database: database_view(&state),

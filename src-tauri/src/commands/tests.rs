@@ -204,7 +204,7 @@ async fn the_app_backs_up_on_its_schedule_and_names_a_bad_policy() {
 
     let bad = crate::backups::save(
         &ready,
-        &BackupPolicyDto {
+        &outbox::backup_schedule::BackupPolicy {
             enabled: true,
             every_hours: 0,
             keep: 2,
@@ -217,7 +217,7 @@ async fn the_app_backs_up_on_its_schedule_and_names_a_bad_policy() {
     );
     crate::backups::save(
         &ready,
-        &BackupPolicyDto {
+        &outbox::backup_schedule::BackupPolicy {
             enabled: true,
             every_hours: 1,
             keep: 2,
