@@ -34,6 +34,7 @@ pub struct Sink {
     dest: PathBuf,
     tmp: PathBuf,
     zip: Option<Box<zip::ZipWriter<std::fs::File>>>,
+    names: std::collections::BTreeSet<String>,
 }
 
 impl Sink {
@@ -73,11 +74,18 @@ impl Sink {
             dest: path.clone(),
             tmp,
             zip,
+            names: Default::default(),
         })
     }
 
-    /// Adds one file.
+    /// Adds one file; a name already added is refused (never overwritten), in a folder as in a ZIP.
     pub fn add(&mut self, name: &str, bytes: &[u8]) -> Result<(), ServiceError> {
+        if !self.names.insert(name.to_string()) {
+            return Err(ServiceError::File {
+                path: format!("{}!{name}", self.dest.display()),
+                message: "el nombre se repite en la exportación".into(),
+            });
+        }
         match &mut self.zip {
             None => {
                 let p = self.tmp.join(name);
@@ -107,7 +115,7 @@ impl Sink {
 
     /// Gives the export its final name.
     pub fn finish(self) -> Result<PathBuf, ServiceError> {
-        let Sink { dest, tmp, zip } = self;
+        let Sink { dest, tmp, zip, .. } = self;
         let result = (|| match zip {
             None => {
                 if dest.exists() {

@@ -216,6 +216,25 @@ fn a_cfdi_without_a_pdf_abandons_the_whole_export() {
         assert!(matches!(&e, ServiceError::Pdf { uuid, .. } if uuid == "ROTO"), "{e:?}");
         assert!(files_in(dir.path()).is_empty(), "{dest:?}: {:?}", files_in(dir.path()));
     }
+    // The same UUID twice is refused, not overwritten, and nothing is left.
+    for dest in [
+        Destination::Dir(dir.path().join("e")),
+        Destination::Zip {
+            path: dir.path().join("e.zip"),
+            replace: false,
+        },
+    ] {
+        let twice = vec![
+            ("A".into(), good.0.clone(), good.1.clone()),
+            ("A2".into(), good.0.to_lowercase(), good.1.clone()),
+        ];
+        let e = write_all(&dest, twice, 2, &mut |_| {}).unwrap_err();
+        assert!(
+            matches!(&e, ServiceError::File { message, .. } if message.contains("se repite")),
+            "{dest:?}: {e:?}"
+        );
+        assert!(files_in(dir.path()).is_empty(), "{dest:?}: {:?}", files_in(dir.path()));
+    }
     // A sink opened and dropped unfinished leaves nothing either.
     let sink = Sink::open(&Destination::Zip {
         path: dir.path().join("d.zip"),
