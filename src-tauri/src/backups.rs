@@ -10,7 +10,7 @@ use outbox::backup_schedule::{self, BackupPolicy};
 use tauri::Manager;
 
 use crate::app_settings;
-use crate::dto::{BackupPolicyDto, BackupsDto};
+use crate::dto::BackupsDto;
 use crate::error::AppError;
 use crate::state::{AppState, Ready};
 
@@ -24,35 +24,22 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-pub fn to_dto(p: &BackupPolicy) -> BackupPolicyDto {
-    BackupPolicyDto {
-        enabled: p.enabled,
-        every_hours: p.every_hours,
-        keep: p.keep,
-    }
-}
-
 /// The policy in the settings, or the default.
 pub async fn policy(ready: &Ready) -> Result<BackupPolicy, AppError> {
     Ok(app_settings::get::<BackupPolicy>(&ready.outbox, POLICY).await?.unwrap_or_default())
 }
 
 /// Checks and stores a new policy.
-pub async fn save(ready: &Ready, wanted: &BackupPolicyDto) -> Result<(), AppError> {
-    let p = BackupPolicy {
-        enabled: wanted.enabled,
-        every_hours: wanted.every_hours,
-        keep: wanted.keep,
-    };
-    p.check()?;
-    app_settings::put(&ready.outbox, POLICY, &p, &ready.actor()).await
+pub async fn save(ready: &Ready, wanted: &BackupPolicy) -> Result<(), AppError> {
+    wanted.check()?;
+    app_settings::put(&ready.outbox, POLICY, wanted, &ready.actor()).await
 }
 
 /// What Ajustes shows.
 pub async fn status(ready: &Ready) -> Result<BackupsDto, AppError> {
     let existing = backup_schedule::existing(&ready.backup_dir)?;
     Ok(BackupsDto {
-        policy: to_dto(&policy(ready).await?),
+        policy: policy(ready).await?,
         folder: ready.backup_dir.display().to_string(),
         newest: existing.first().map(|(at, _)| at.to_rfc3339()),
         count: u32::try_from(existing.len()).unwrap_or(u32::MAX),

@@ -2,20 +2,20 @@
 //! (started and stopped from Ajustes, as `timbra serve` does, shutdown as an injected future),
 //! the notification worker (outgoing webhooks and e-mail, `api::workers::Notifier`), API
 //! tokens, the outgoing webhook and the SMTP settings (their secrets in the OS credential
-//! store), and a stamped invoice's files: its PDF and the bulk export of XML + PDF to a folder
-//! or a ZIP. Every rule (tokens, idempotency, what is due, the one send per request) is the
-//! outbox's; this only wires the pieces to the app's runtime.
+//! store), and a stamped invoice's PDF. Every rule (tokens, idempotency, what is due, the one
+//! send per request) is the outbox's, and the shared use cases (the PDF and its sandbox rule,
+//! the bulk export, the month's ZIP, the notifier's wiring) are `services`' and `api`'s; this
+//! only wires the pieces to the app's runtime.
 
-use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use cfdi::secret::Secret;
-use outbox::email::{EmailSettings, TlsMode};
+use outbox::email::EmailSettings;
 use outbox::model::InvoiceRef;
-use outbox::webhooks::{RetryPolicy, WebhookEndpoint};
+use outbox::webhooks::WebhookEndpoint;
 use outbox::{Actor, Outbox};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use crate::app_settings;
 use crate::credentials::CredentialSlot;
 use crate::drain_host::StoredSecrets;
-use crate::dto::{ApiServerDto, ApiTokenDto, ChannelsDto, SmtpDto, SmtpInputDto, TlsModeDto, WebhookOutDto};
+use crate::dto::{ApiServerDto, ApiTokenDto, ChannelsDto, SmtpDto, SmtpInputDto, WebhookOutDto};
 use crate::error::AppError;
 
 /// Setting (JSON) with the API server's [`ApiSetting`].
@@ -110,20 +110,12 @@ impl ChannelHosts {
     }
 
     fn start_notifier(&self, outbox: &Arc<Outbox>) {
-        let sender = match api::sender::ReqwestSender::new(Duration::from_secs(15)) {
-            Ok(s) => s,
+        let notifier = match api::workers::Notifier::standard(outbox.clone(), Arc::new(StoredSecrets), "app") {
+            Ok(n) => n,
             Err(e) => {
                 tracing::error!(error = %e, "no se pudo crear el cliente de webhooks; no se enviarán notificaciones");
                 return;
             }
-        };
-        let notifier = api::workers::Notifier {
-            outbox: outbox.clone(),
-            sender: Arc::new(sender),
-            mailer: Arc::new(api::mailer::SmtpMailer::default()),
-            secrets: Arc::new(StoredSecrets),
-            policy: RetryPolicy::default(),
-            worker: "app".into(),
         };
         let (stop, mut rx) = watch::channel(false);
         let task = tokio::spawn(async move {
@@ -203,22 +195,6 @@ impl ChannelHosts {
     }
 }
 
-fn tls_dto(t: TlsMode) -> TlsModeDto {
-    match t {
-        TlsMode::Starttls => TlsModeDto::Starttls,
-        TlsMode::Tls => TlsModeDto::Tls,
-        TlsMode::None => TlsModeDto::None,
-    }
-}
-
-fn tls_mode(t: TlsModeDto) -> TlsMode {
-    match t {
-        TlsModeDto::Starttls => TlsMode::Starttls,
-        TlsModeDto::Tls => TlsMode::Tls,
-        TlsModeDto::None => TlsMode::None,
-    }
-}
-
 fn secret_slot(name: &str) -> CredentialSlot {
     CredentialSlot::Named { name: name.to_string() }
 }
@@ -257,7 +233,7 @@ pub async fn view(outbox: &Outbox, hosts: &ChannelHosts) -> Result<ChannelsDto, 
         has_password: s.password_env.as_deref().is_some_and(has_secret),
         host: s.host,
         port: s.port,
-        tls: tls_dto(s.tls),
+        tls: s.tls,
         user: s.user,
         from: s.from,
         auto_send: s.auto_send,
@@ -341,7 +317,7 @@ pub async fn save_smtp(outbox: &Outbox, input: &SmtpInputDto, actor: &Actor) -> 
     let settings = EmailSettings {
         host: input.host.trim().to_string(),
         port: input.port,
-        tls: tls_mode(input.tls),
+        tls: input.tls,
         user,
         password_env: wants_password.then(|| SMTP_PASSWORD_NAME.to_string()),
         from: input.from.trim().to_string(),
@@ -386,146 +362,27 @@ pub async fn remember_recipients(outbox: &Outbox, invoice_id: i64, to: &[String]
     Ok(())
 }
 
-/// The PDF of an invoice's stamped CFDI: `(UUID, bytes)`.
+/// The PDF of an invoice's stamped CFDI: `(UUID, bytes)` (`services::documents`).
 pub async fn invoice_pdf(outbox: &Outbox, invoice_id: i64) -> Result<(String, Vec<u8>), AppError> {
-    let (uuid, xml) = outbox.stamped_xml(&InvoiceRef::Id(invoice_id)).await?;
-    let pdf = api::documents::render_pdf(&xml).map_err(|e| AppError::Pdf {
-        uuid: uuid.clone(),
-        message: e.to_string(),
-    })?;
-    Ok((uuid, pdf))
+    Ok(services::documents::invoice_pdf(outbox, &InvoiceRef::Id(invoice_id)).await?)
 }
 
-/// Writes `bytes` to `path` under a temporary name first, so a half-written file never has
-/// the final name.
+/// Writes `bytes` to `path` (its folder created when missing) under a temporary name first, so
+/// a half-written file never has the final name.
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), AppError> {
-    let file_err = |e: std::io::Error| AppError::File {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(file_err)?;
-    }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        file_err(e)
-    })
-}
-
-/// The day range of a bulk export, as `[from, to)` in the CFDI's Fecha text.
-pub fn export_range(desde: &str, hasta: &str) -> Result<(String, String), AppError> {
-    let day = |s: &str, field: &str| {
-        chrono::NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d")
-            .map_err(|_| AppError::validation(field, "fecha_invalida", format!("{s:?} no es una fecha AAAA-MM-DD")))
-    };
-    let (d, h) = (day(desde, "desde")?, day(hasta, "hasta")?);
-    if h < d {
-        return Err(AppError::validation("hasta", "fuera_de_rango", "«hasta» es anterior a «desde»"));
-    }
-    Ok((
-        format!("{}T00:00:00", d.format("%Y-%m-%d")),
-        format!("{}T00:00:00", (h + chrono::Duration::days(1)).format("%Y-%m-%d")),
-    ))
-}
-
-/// Where a bulk export is written: a folder, or a ZIP, under a temporary name until done.
-pub enum ExportSink {
-    Dir {
-        tmp: PathBuf,
-        dest: PathBuf,
-    },
-    Zip {
-        tmp: PathBuf,
-        dest: PathBuf,
-        zip: Box<zip::ZipWriter<std::fs::File>>,
-    },
-}
-
-impl ExportSink {
-    /// A new destination `dest` (a folder that must not exist yet, or a `.zip` file).
-    pub fn open(dest: PathBuf, zip: bool) -> Result<ExportSink, AppError> {
-        let file_err = |p: &Path, e: std::io::Error| AppError::File {
-            path: p.display().to_string(),
+        std::fs::create_dir_all(dir).map_err(|e| AppError::File {
+            path: dir.display().to_string(),
             message: e.to_string(),
-        };
-        if dest.exists() {
-            return Err(AppError::File {
-                path: dest.display().to_string(),
-                message: "ya existe".into(),
-            });
-        }
-        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = dest.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| file_err(parent, e))?;
-        }
-        if zip {
-            let file = std::fs::File::create(&tmp).map_err(|e| file_err(&tmp, e))?;
-            Ok(ExportSink::Zip {
-                tmp,
-                dest,
-                zip: Box::new(zip::ZipWriter::new(file)),
-            })
-        } else {
-            std::fs::create_dir_all(&tmp).map_err(|e| file_err(&tmp, e))?;
-            Ok(ExportSink::Dir { tmp, dest })
-        }
+        })?;
     }
-
-    pub fn add(&mut self, name: &str, bytes: &[u8]) -> Result<(), AppError> {
-        let err = |p: String, m: String| AppError::File { path: p, message: m };
-        match self {
-            ExportSink::Dir { tmp, .. } => {
-                let p = tmp.join(name);
-                std::fs::write(&p, bytes).map_err(|e| err(p.display().to_string(), e.to_string()))
-            }
-            ExportSink::Zip { zip, dest, .. } => {
-                let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-                let at = || format!("{}!{name}", dest.display());
-                zip.start_file(name, opts).map_err(|e| err(at(), e.to_string()))?;
-                zip.write_all(bytes).map_err(|e| err(at(), e.to_string()))
-            }
-        }
-    }
-
-    /// Gives the export its final name.
-    pub fn finish(self) -> Result<PathBuf, AppError> {
-        let err = |p: &Path, m: String| AppError::File {
-            path: p.display().to_string(),
-            message: m,
-        };
-        match self {
-            ExportSink::Dir { tmp, dest } => {
-                std::fs::rename(&tmp, &dest).map_err(|e| err(&dest, e.to_string()))?;
-                Ok(dest)
-            }
-            ExportSink::Zip { tmp, dest, zip } => {
-                let file = zip.finish().map_err(|e| err(&dest, e.to_string()))?;
-                file.sync_all().map_err(|e| err(&dest, e.to_string()))?;
-                std::fs::rename(&tmp, &dest).map_err(|e| err(&dest, e.to_string()))?;
-                Ok(dest)
-            }
-        }
-    }
-
-    /// Removes the half-written export.
-    pub fn abandon(self) {
-        match self {
-            ExportSink::Dir { tmp, .. } => {
-                let _ = std::fs::remove_dir_all(tmp);
-            }
-            ExportSink::Zip { tmp, zip, .. } => {
-                drop(zip);
-                let _ = std::fs::remove_file(tmp);
-            }
-        }
-    }
+    Ok(services::files::write_atomically(path, bytes)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use outbox::email::TlsMode;
 
     #[test]
     fn listen_addresses_are_loopback_with_a_port() {
@@ -539,23 +396,13 @@ mod tests {
         assert_eq!(field(parse_listen("0.0.0.0:8787")), ("listen".into(), "direccion_no_local".into()));
     }
 
-    #[test]
-    fn export_ranges_include_the_last_day() {
-        assert_eq!(
-            export_range("2026-11-01", "2026-11-30").unwrap(),
-            ("2026-11-01T00:00:00".to_string(), "2026-12-01T00:00:00".to_string())
-        );
-        assert!(matches!(export_range("2026-11-02", "2026-11-01"), Err(AppError::Validation { .. })));
-        assert!(matches!(export_range("1/11/2026", "2026-11-01"), Err(AppError::Validation { .. })));
-    }
-
     async fn outbox(dir: &Path) -> Arc<Outbox> {
         let opts = outbox::SqliteOptions::new(dir.join("timbra.db")).create(true);
         Arc::new(Outbox::open_sqlite(&opts, Arc::new(outbox::SystemClock)).await.unwrap())
     }
 
     fn get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
-        use std::io::Read;
+        use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(addr)?;
         s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())?;
         let mut answer = String::new();
@@ -611,7 +458,7 @@ mod tests {
         let input = SmtpInputDto {
             host: "127.0.0.1".into(),
             port: 2525,
-            tls: TlsModeDto::None,
+            tls: TlsMode::None,
             user: String::new(),
             password: crate::dto::SecretText::new(""),
             from: "facturas@ejemplo.mx".into(),
@@ -665,18 +512,5 @@ mod tests {
         );
         save_webhook(&outbox, " ", &Secret::new(""), &soporte).await.unwrap();
         assert!(outbox.webhook_endpoints().await.unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_zip_export_gets_its_name_only_when_finished() {
-        let dir = tempfile::tempdir().unwrap();
-        let dest = dir.path().join("facturas.zip");
-        let mut sink = ExportSink::open(dest.clone(), true).unwrap();
-        sink.add("A.xml", b"<x/>").unwrap();
-        assert!(!dest.exists());
-        assert_eq!(sink.finish().unwrap(), dest);
-        let bytes = std::fs::read(&dest).unwrap();
-        assert_eq!(&bytes[..2], b"PK");
-        assert!(ExportSink::open(dest, true).is_err(), "an existing export is never overwritten");
     }
 }

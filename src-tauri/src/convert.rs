@@ -145,9 +145,9 @@ pub fn strategy(d: &InvoiceDetail, v: &Verdict) -> StrategyDto {
     }
 }
 
-/// The invoice detail, with the strategy's verdict when the drain runs.
-pub fn detail_with(detail: InvoiceDetail, verdict: Option<&Verdict>) -> InvoiceDetailDto {
-    let strategy = verdict.map(|v| strategy(&detail, v));
+/// The invoice detail with the strategy's verdict (there always is one: it needs no drain).
+pub fn detail_with(detail: InvoiceDetail, verdict: &Verdict) -> InvoiceDetailDto {
+    let strategy = strategy(&detail, verdict);
     InvoiceDetailDto { detail, strategy }
 }
 
@@ -161,14 +161,6 @@ pub fn emisor(s: &EmisorSettings, test_csd: bool) -> EmisorDto {
         certificate_valid_from: s.certificate_valid_from,
         certificate_valid_to: s.certificate_valid_to,
         test_csd,
-    }
-}
-
-/// The outbox's drain settings as Ajustes shows them.
-pub fn drain_settings(s: &outbox::settings::DrainSettings) -> DrainSettingsDto {
-    DrainSettingsDto {
-        concurrency: s.concurrency,
-        max_tries: Some(s.max_tries),
     }
 }
 

@@ -237,18 +237,6 @@ pub struct PacsDto {
     pub backup: Option<PacConfigDto>,
 }
 
-/// How the drain runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-pub struct DrainSettingsDto {
-    /// Invoices stamped at the same time (1–16).
-    pub concurrency: u32,
-    /// Sends of one attempt before the invoice goes to *Atención* (1–50; none: the outbox's
-    /// default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[ts(optional)]
-    pub max_tries: Option<u32>,
-}
-
 /// Everything the UI needs to draw its frame (mode banner, operator, emisor).
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct AppStatusDto {
@@ -257,7 +245,7 @@ pub struct AppStatusDto {
     pub database_path: String,
     pub emisor: Option<EmisorDto>,
     pub pacs: PacsDto,
-    pub drain: DrainSettingsDto,
+    pub drain: outbox::settings::DrainSettings,
     /// This desk's operator and role (local settings).
     pub seat: SeatDto,
     /// Who acts now: the seat's operator in the seat's role, or as contador after the PIN.
@@ -441,8 +429,7 @@ pub struct InvoiceDetailDto {
     #[serde(flatten)]
     #[ts(flatten)]
     pub detail: InvoiceDetail,
-    /// None while the strategy engine is not part of this build.
-    pub strategy: Option<StrategyDto>,
+    pub strategy: StrategyDto,
 }
 
 // Emitir ---------------------------------------------------------------------------------------
@@ -540,15 +527,6 @@ pub mod events {
 
 // Documents and channels (issue 12) -------------------------------------------------------------
 
-/// How the SMTP connection is protected (`outbox::email::TlsMode`, with TypeScript).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum TlsModeDto {
-    Starttls,
-    Tls,
-    None,
-}
-
 /// The local intake API as Ajustes shows it: what is saved and what runs.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct ApiServerDto {
@@ -583,7 +561,7 @@ pub struct WebhookOutDto {
 pub struct SmtpDto {
     pub host: String,
     pub port: u16,
-    pub tls: TlsModeDto,
+    pub tls: outbox::email::TlsMode,
     pub user: Option<String>,
     pub from: String,
     pub has_password: bool,
@@ -595,7 +573,7 @@ pub struct SmtpDto {
 pub struct SmtpInputDto {
     pub host: String,
     pub port: u16,
-    pub tls: TlsModeDto,
+    pub tls: outbox::email::TlsMode,
     pub user: String,
     /// Empty keeps the stored one.
     pub password: SecretText,
@@ -690,20 +668,10 @@ pub struct RoleLockDto {
     pub unlocked_until: Option<String>,
 }
 
-/// How often the app backs up the database, and how many copies it keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-pub struct BackupPolicyDto {
-    pub enabled: bool,
-    /// 1–720.
-    pub every_hours: u32,
-    /// 1–365.
-    pub keep: u32,
-}
-
 /// The scheduled backups as Ajustes shows them.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct BackupsDto {
-    pub policy: BackupPolicyDto,
+    pub policy: outbox::backup_schedule::BackupPolicy,
     /// The folder they go to.
     pub folder: String,
     /// The newest backup's instant (RFC 3339), if any.
@@ -729,18 +697,6 @@ pub struct ProductDto {
 pub struct CatalogEntryDto {
     pub code: String,
     pub descripcion: String,
-}
-
-/// Which catalog to search (the pickers of Clientes, Productos and Emitir).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum CatalogoDto {
-    ProdServ,
-    Unidad,
-    CodigoPostal,
-    Regimen,
-    Uso,
-    FormaPago,
 }
 
 /// Where the embedded catalogs come from (Ajustes).

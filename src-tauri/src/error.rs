@@ -270,6 +270,17 @@ impl From<OutboxError> for AppError {
     }
 }
 
+impl From<services::ServiceError> for AppError {
+    fn from(e: services::ServiceError) -> AppError {
+        match e {
+            services::ServiceError::Outbox(e) => AppError::from(e),
+            services::ServiceError::Invalid { field, code, message } => AppError::validation(field, code, message),
+            services::ServiceError::File { path, message } => AppError::File { path, message },
+            services::ServiceError::Pdf { uuid, message } => AppError::Pdf { uuid, message },
+        }
+    }
+}
+
 impl From<CsdError> for AppError {
     fn from(c: CsdError) -> AppError {
         AppError::Csd {

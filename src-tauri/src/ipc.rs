@@ -5,8 +5,10 @@
 use std::any::TypeId;
 use std::collections::{BTreeMap, BTreeSet};
 
+use cfdi::catalog::Catalogo;
 use cfdi::report::MonthReport;
 use cfdi::sale_draft::SaleDraft;
+use outbox::backup_schedule::BackupPolicy;
 use outbox::customers::{Customer, CustomerInput};
 use outbox::dashboard::Dashboard;
 use outbox::drain::DrainProgress;
@@ -19,6 +21,7 @@ use outbox::payments::InvoiceBalance;
 use outbox::products::ProductInput;
 use outbox::reconciliation::ImportReport;
 use outbox::screening::{ScreeningImport, ScreeningStatus};
+use outbox::settings::DrainSettings;
 use outbox::workers::WorkerInfo;
 use outbox::Role;
 use ts_rs::{Config, TypeVisitor, TS};

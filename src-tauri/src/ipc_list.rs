@@ -7,8 +7,8 @@
 //! and the TypeScript of every type they reach — `tests/generated.rs` fails when a committed file
 //! differs from what this list generates.
 //!
-//! *Architecture Invariant:* adding a command is a line here and its function in
-//! `commands.rs`; nothing else is written by hand. Argument names are the command function's
+//! *Architecture Invariant:* adding a command is a line here and its function in its area's
+//! file under `commands/`; nothing else is written by hand. Argument names are the command function's
 //! parameter names (Tauri matches them by name).
 //!
 //! The list is a macro so that `build.rs` (which cannot see the crate's types) reads the same
@@ -31,7 +31,7 @@ macro_rules! ipc_surface {
                 export_xml(invoice_id: i64, source: XmlSourceDto) -> SavedFileDto;
                 save_emisor(setup: EmisorSetupDto) -> EmisorDto;
                 save_pacs(primary: PacInputDto, backup: Option<PacInputDto>) -> PacsDto;
-                save_drain(drain: DrainSettingsDto) -> DrainSettingsDto;
+                save_drain(drain: DrainSettings) -> DrainSettings;
                 save_seat(seat: SeatInputDto) -> SeatDto;
                 database_settings() -> DatabaseDto;
                 save_database(database: DatabaseInputDto) -> DatabaseDto;
@@ -72,7 +72,7 @@ macro_rules! ipc_surface {
                 leave_role(role: Role) -> Vec<RoleLockDto>;
                 set_role_pin(role: Role, pin: SecretText, proof: RoleProofDto) -> Vec<RoleLockDto>;
                 backups() -> BackupsDto;
-                save_backups(policy: BackupPolicyDto) -> BackupsDto;
+                save_backups(policy: BackupPolicy) -> BackupsDto;
                 backup_now() -> BackupsDto;
                 customers(query: Option<String>) -> Vec<Customer>;
                 save_customer(id: Option<i64>, input: CustomerInput) -> Customer;
@@ -84,7 +84,7 @@ macro_rules! ipc_surface {
                 delete_product(id: i64) -> Vec<ProductDto>;
                 import_products(path: String) -> CsvImport;
                 export_products() -> SavedFileDto;
-                catalog_search(catalogo: CatalogoDto, text: String, limit: u32) -> Vec<CatalogEntryDto>;
+                catalog_search(catalogo: Catalogo, text: String, limit: u32) -> Vec<CatalogEntryDto>;
                 catalog_version() -> CatalogVersionDto;
             }
             events {

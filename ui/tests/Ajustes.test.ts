@@ -22,7 +22,7 @@ function status(role: Role): AppStatusDto {
       test_csd: true,
     },
     pacs: { primary: { name: 'sandbox', pac: 'sandbox', environment: 'sandbox', url: '', user: '', has_credentials: true }, backup: null },
-    drain: { concurrency: 2 },
+    drain: { concurrency: 2, max_tries: 5 },
     seat: { name: 'Yo', role: role === 'contador' ? 'soporte' : role, confirmed: true },
     operator: { name: 'Yo', role },
     database: { backend: 'sqlite', shown: '/tmp/t.db', source: 'environment', saved_postgres_url: null, has_password: false, restart_needed: false },

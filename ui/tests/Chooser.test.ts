@@ -59,7 +59,7 @@ function status(): AppStatusDto {
     database_path: '/tmp/t.db',
     emisor: null,
     pacs: { primary: { name: 'sandbox', pac: 'sandbox', environment: 'sandbox', url: '', user: '', has_credentials: true }, backup: null },
-    drain: { concurrency: 2 },
+    drain: { concurrency: 2, max_tries: 5 },
     seat: { name: 'Yo', role: 'soporte', confirmed: true },
     operator: { name: 'Yo', role: 'soporte' },
     database: { backend: 'sqlite', shown: '/tmp/t.db', source: 'environment', saved_postgres_url: null, has_password: false, restart_needed: false },

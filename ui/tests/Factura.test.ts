@@ -14,7 +14,7 @@ function status(role: 'personal' | 'soporte' | 'contador'): AppStatusDto {
     database_path: '/tmp/t.db',
     emisor: null,
     pacs: { primary: { name: 'sandbox', pac: 'sandbox', environment: 'sandbox', url: '', user: '', has_credentials: true }, backup: null },
-    drain: { concurrency: 2 },
+    drain: { concurrency: 2, max_tries: 5 },
     seat: { name: 'Soporte', role: role === 'contador' ? 'soporte' : role, confirmed: true },
     operator: { name: 'Soporte', role },
     database: { backend: 'sqlite', shown: '/tmp/t.db', source: 'environment', saved_postgres_url: null, has_password: false, restart_needed: false },

@@ -12,7 +12,7 @@ function button(action: string): HTMLButtonElement {
 
 describe('StrategyPanel', () => {
   test('shows the badge, the reasons and buttons enabled only where allowed', () => {
-    render(StrategyPanel, { strategy: reanudar, cachedBadge: 'pendiente', role: 'soporte', onaction: vi.fn() });
+    render(StrategyPanel, { strategy: reanudar, role: 'soporte', onaction: vi.fn() });
     expect(document.querySelector('[data-badge]')?.getAttribute('data-badge')).toBe('reanudar');
     expect(screen.getByTestId('reasons').textContent).toContain('sin respuesta clara');
     expect(button('retry').disabled).toBe(false);
@@ -25,7 +25,7 @@ describe('StrategyPanel', () => {
   });
 
   test('the allowed actions lead; refused ones fold into ¿Por qué no puedo…? with their reasons', () => {
-    render(StrategyPanel, { strategy: timbrada, cachedBadge: 'timbrada', role: 'soporte', onaction: vi.fn() });
+    render(StrategyPanel, { strategy: timbrada, role: 'soporte', onaction: vi.fn() });
     const lead = screen.getByTestId('actions-lead');
     expect([...lead.querySelectorAll('button[data-action]')].map((b) => b.getAttribute('data-action'))).toEqual(['download_xml']);
     const whyNot = screen.getByTestId('why-not') as HTMLDetailsElement;
@@ -37,18 +37,18 @@ describe('StrategyPanel', () => {
 
   test('a click asks Rust for the action; busy disables everything', async () => {
     const onaction = vi.fn();
-    const { rerender } = render(StrategyPanel, { strategy: timbrada, cachedBadge: 'timbrada', role: 'soporte', onaction });
+    const { rerender } = render(StrategyPanel, { strategy: timbrada, role: 'soporte', onaction });
     await fireEvent.click(button('download_xml'));
     expect(onaction).toHaveBeenCalledWith('download_xml', null);
     await fireEvent.click(button('retry'));
     expect(onaction).toHaveBeenCalledTimes(1);
-    await rerender({ strategy: timbrada, cachedBadge: 'timbrada', role: 'soporte', onaction, busy: true });
+    await rerender({ strategy: timbrada, role: 'soporte', onaction, busy: true });
     expect(button('download_xml').disabled).toBe(true);
   });
 
   test("the contador's forced failover requires a written note", async () => {
     const onaction = vi.fn();
-    render(StrategyPanel, { strategy: reanudar, cachedBadge: 'reanudar', role: 'contador', onaction });
+    render(StrategyPanel, { strategy: reanudar, role: 'contador', onaction });
     await fireEvent.click(button('force_failover'));
     expect(onaction).not.toHaveBeenCalled();
     const confirm = screen.getByText('Confirmar') as HTMLButtonElement;
@@ -72,7 +72,7 @@ describe('StrategyPanel', () => {
       fecha_at_risk: false,
       open_questions: [1],
     };
-    render(StrategyPanel, { strategy: atencion, cachedBadge: 'atencion', role: 'contador', onaction });
+    render(StrategyPanel, { strategy: atencion, role: 'contador', onaction });
     expect(screen.getByTestId('reasons').textContent).toContain('el rechazo no prueba que no exista el primer CFDI');
     await fireEvent.click(button('record_found'));
     const confirm = screen.getByText('Confirmar') as HTMLButtonElement;
@@ -88,20 +88,11 @@ describe('StrategyPanel', () => {
     });
   });
 
-  test('without a strategy: the cached badge, the stored reason, and no enabled action', () => {
-    render(StrategyPanel, { strategy: null, cachedBadge: 'pendiente', stateReason: 'en cola', role: 'contador', onaction: vi.fn() });
-    expect(document.querySelector('[data-badge]')?.getAttribute('data-badge')).toBe('pendiente');
-    expect(screen.getByTestId('reasons').textContent).toContain('en cola');
-    const buttons = document.querySelectorAll<HTMLButtonElement>('button[data-action]');
-    expect(buttons).toHaveLength(11);
-    buttons.forEach((b) => expect(b.disabled).toBe(true));
-  });
-
   test('Enviar al contador: personal and soporte only, a note required, refused once Timbrada', async () => {
     const send = action({ action: 'send_to_contador', allowed: true, roles: ['personal', 'soporte'] });
     const withSend = { ...reanudar, actions: [...reanudar.actions, send] };
     const onaction = vi.fn();
-    const { unmount } = render(StrategyPanel, { strategy: withSend, cachedBadge: 'reanudar', role: 'personal', onaction });
+    const { unmount } = render(StrategyPanel, { strategy: withSend, role: 'personal', onaction });
     expect(button('send_to_contador').textContent).toBe('Enviar al contador');
     expect(button('send_to_contador').disabled).toBe(false);
     expect(document.querySelector('[data-why=send_to_contador]')?.textContent).toContain('no cambia su estado');
@@ -117,7 +108,7 @@ describe('StrategyPanel', () => {
     unmount();
 
     // The contador does not see it.
-    const second = render(StrategyPanel, { strategy: withSend, cachedBadge: 'reanudar', role: 'contador', onaction: vi.fn() });
+    const second = render(StrategyPanel, { strategy: withSend, role: 'contador', onaction: vi.fn() });
     expect(document.querySelector('button[data-action=send_to_contador]')).toBeNull();
     second.unmount();
 
@@ -129,7 +120,6 @@ describe('StrategyPanel', () => {
     });
     render(StrategyPanel, {
       strategy: { ...timbrada, actions: [...timbrada.actions, refused] },
-      cachedBadge: 'timbrada',
       role: 'soporte',
       onaction: vi.fn(),
     });

@@ -108,7 +108,7 @@ export const timbrada: StrategyDto = {
   open_questions: [],
 };
 
-export function detail(strategy: StrategyDto | null, over: Partial<InvoiceDetailDto> = {}): InvoiceDetailDto {
+export function detail(strategy: StrategyDto, over: Partial<InvoiceDetailDto> = {}): InvoiceDetailDto {
   return {
     invoice: row(1),
     fencing_token: 1,

@@ -11,16 +11,6 @@ function byAction(states: ButtonState[]) {
 }
 
 describe('action buttons follow the strategy exactly', () => {
-  test('without a strategy every button is shown disabled, saying why', () => {
-    const s = buttonStates(null, 'soporte');
-    expect(s).toHaveLength(11);
-    for (const b of s) {
-      expect(b.visible).toBe(true);
-      expect(b.enabled).toBe(false);
-      expect(b.tooltip).toContain('motor de timbrado');
-    }
-  });
-
   test('Reanudar: Reintentar resumes; failover is refused naming the unknown outcome', () => {
     const s = byAction(buttonStates(reanudar, 'soporte'));
     expect(s.retry).toMatchObject({ visible: true, enabled: true, label: 'Reintentar · Reanudar' });

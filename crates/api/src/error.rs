@@ -5,7 +5,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use cfdi::validation::FieldError;
-use outbox::OutboxError;
+use outbox::{ErrorCode, OutboxError};
 use serde_json::json;
 
 /// An error answer.
@@ -47,29 +47,7 @@ impl From<OutboxError> for ApiError {
     fn from(e: OutboxError) -> ApiError {
         let code = e.code();
         let message = e.to_string();
-        let status = match &e {
-            OutboxError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            OutboxError::IdempotencyConflict { .. } | OutboxError::InProgress { .. } | OutboxError::ActionRefused { .. } => {
-                StatusCode::CONFLICT
-            }
-            OutboxError::NoteAlreadyResolved(_) | OutboxError::PacHasOpenAttempts { .. } => StatusCode::CONFLICT,
-            OutboxError::NotFound { .. } => StatusCode::NOT_FOUND,
-            OutboxError::Forbidden { .. } | OutboxError::RoleLocked { .. } | OutboxError::ContadorPinMissing { .. } => {
-                StatusCode::FORBIDDEN
-            }
-            OutboxError::Unsupported(_) => StatusCode::BAD_REQUEST,
-            OutboxError::NotConfigured
-            | OutboxError::CsdLocked { .. }
-            | OutboxError::Csd(_)
-            | OutboxError::DatabaseMissing { .. }
-            | OutboxError::DatabaseReadOnly { .. }
-            | OutboxError::DatabaseLocked { .. }
-            | OutboxError::DatabaseCorrupt { .. }
-            | OutboxError::DatabaseTooNew { .. }
-            | OutboxError::DatabaseUnavailable { .. }
-            | OutboxError::DatabaseAuth { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            OutboxError::Seal(_) | OutboxError::Integrity(_) | OutboxError::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        };
+        let status = status_for(e.error_code());
         let mut err = ApiError::new(status, code, message);
         match e {
             OutboxError::Invalid(v) => err.fields = v.0,
@@ -78,6 +56,34 @@ impl From<OutboxError> for ApiError {
             _ => {}
         }
         err
+    }
+}
+
+/// The HTTP status of every outbox error code (listed with the CLI's exit codes in
+/// `docs/errors.md`, which a test compares with this): bad input 4xx, 5xx only when the server
+/// itself cannot work.
+pub fn status_for(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::Validation => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::IdempotencyConflict
+        | ErrorCode::IdempotencyInProgress
+        | ErrorCode::ActionRefused
+        | ErrorCode::NoteAlreadyResolved
+        | ErrorCode::PacHasOpenAttempts => StatusCode::CONFLICT,
+        ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::Forbidden | ErrorCode::RoleLocked | ErrorCode::ContadorPinMissing => StatusCode::FORBIDDEN,
+        ErrorCode::Unsupported => StatusCode::BAD_REQUEST,
+        ErrorCode::NotConfigured
+        | ErrorCode::CsdLocked
+        | ErrorCode::Csd
+        | ErrorCode::DbMissing
+        | ErrorCode::DbReadOnly
+        | ErrorCode::DbLocked
+        | ErrorCode::DbCorrupt
+        | ErrorCode::DbTooNew
+        | ErrorCode::DbUnavailable
+        | ErrorCode::DbAuth => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::Seal | ErrorCode::Integrity | ErrorCode::Db => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 

@@ -6,8 +6,8 @@
 //!   tokens, a body size limit, JSON errors with stable codes everywhere, and graceful shutdown
 //!   as an injected future; [`server::check_listen`] keeps it on loopback unless told otherwise.
 //! - [`error`]: [`error::ApiError`], the one JSON error shape (`{"error", "message", "fields"}`).
-//! - [`documents`]: the stamped XML and its PDF (`pdf::render`, with the sandbox mark for SAT's
-//!   test emisor), shared with the CLI's `invoice xml|pdf` and `export`.
+//! - The stamped XML and its PDF (the one sandbox rule) are the shared use cases of
+//!   `services::documents`, which the CLI and the app call too.
 //! - [`sender`]: [`sender::ReqwestSender`], the HTTP side of outgoing webhooks
 //!   ([`outbox::webhooks::WebhookSender`]); [`mailer`]: [`mailer::SmtpMailer`], the SMTP side of
 //!   e-mail ([`outbox::email::Mailer`], lettre with rustls).
@@ -18,7 +18,6 @@
 //! (idempotency, dedup of events, what a delivery is, when it is due) is the outbox's. The
 //! server never stamps: intake and reads only; `timbra drain` stamps.
 
-pub mod documents;
 pub mod error;
 pub mod mailer;
 pub mod rate_limit;

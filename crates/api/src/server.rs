@@ -452,7 +452,7 @@ async fn invoice_xml(State(state): State<ApiState>, id: Result<Path<String>, Pat
 
 async fn invoice_pdf(State(state): State<ApiState>, id: Result<Path<String>, PathRejection>) -> Result<Response, ApiError> {
     let (uuid, xml) = stamped(&state, id).await?;
-    let pdf = tokio::task::spawn_blocking(move || crate::documents::render_pdf(&xml))
+    let pdf = tokio::task::spawn_blocking(move || services::documents::render_pdf(&xml))
         .await
         .map_err(|e| {
             ApiError::new(

@@ -302,7 +302,7 @@ async fn reads_and_documents_of_a_stamped_sale(backend: Backend) {
         assert_eq!(resp.headers()["content-type"], "application/xml");
         let xml = resp.bytes().await.unwrap();
         assert_eq!(Some(xml.to_vec()), w.outbox.cfdi_xml(&uuid).await.unwrap());
-        assert!(api::documents::is_sandbox(&xml));
+        assert!(services::documents::is_sandbox(&xml));
     }
     let resp = s
         .client

@@ -2,20 +2,17 @@
 //! FILE`, `timbra invoice email ID --to …`, `timbra export --desde … --hasta … (--dir | --zip)`
 //! and `timbra email settings|contact|list`.
 //!
-//! Files are never left half-written: each is written under a temporary name beside its
-//! destination and renamed at the end (an export writes a temporary folder or zip and renames
-//! it once everything is in it).
+//! The use cases are `services`' (the PDF and its sandbox rule, the export sink, files written
+//! under a temporary name and renamed): this parses the flags and prints the answer.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use chrono::NaiveDate;
 use clap::{Args, Subcommand, ValueEnum};
 use outbox::email::{EmailSettings, TlsMode};
-use outbox::Outbox;
+use services::export::{DayRange, Destination, Progress};
 
-use crate::shell::{failure, open, print_json, print_out, resolve_invoice, runtime, ActorArgs};
+use crate::shell::{failure, open, print_json, print_out, resolve_invoice, runtime, service_failure, ActorArgs};
 use crate::{exit, Failure};
 
 /// Added to `timbra invoice`.
@@ -134,22 +131,7 @@ pub struct EmailSettingsArgs {
 
 /// Writes `bytes` to `path` through a temporary file in the same folder, renamed at the end.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| Failure::invalid(format!("{}: no es un nombre de archivo", path.display())))?;
-    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
-    let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
-        .and_then(|_| std::fs::rename(&tmp, path));
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Failure::invalid(format!("no se pudo escribir {}: {e}", path.display()))
-    })
-}
-
-fn pdf_failure(e: pdf::PdfError) -> Failure {
-    Failure::invalid(format!("PDF: {e}"))
+    services::files::write_atomically(path, bytes).map_err(|e| service_failure(e, ""))
 }
 
 pub fn document(db: Option<&str>, cmd: DocumentCommand) -> Result<u8, Failure> {
@@ -165,8 +147,7 @@ pub fn document(db: Option<&str>, cmd: DocumentCommand) -> Result<u8, Failure> {
         DocumentCommand::Pdf { id, output } => runtime()?.block_on(async {
             let o = open(db, false).await?;
             let r = resolve_invoice(&o, &id).await?;
-            let (uuid, xml) = o.stamped_xml(&r).await.map_err(|e| failure(e, ""))?;
-            let pdf = api::documents::render_pdf(&xml).map_err(pdf_failure)?;
+            let (uuid, pdf) = services::documents::invoice_pdf(&o, &r).await.map_err(|e| service_failure(e, ""))?;
             write_atomically(&output, &pdf)?;
             print_out(&format!("{uuid}: PDF guardado en {}", output.display()))?;
             Ok(exit::OK)
@@ -193,7 +174,7 @@ pub fn document(db: Option<&str>, cmd: DocumentCommand) -> Result<u8, Failure> {
                         &o,
                         n.mailer.as_ref(),
                         n.secrets.as_ref(),
-                        &api::documents::render_pdf_text,
+                        &services::documents::render_pdf_text,
                         &n.policy,
                         "cli",
                         10,
@@ -223,139 +204,25 @@ pub fn document(db: Option<&str>, cmd: DocumentCommand) -> Result<u8, Failure> {
     }
 }
 
-fn parse_day(s: &str, flag: &str) -> Result<NaiveDate, Failure> {
-    NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").map_err(|_| Failure::invalid(format!("{flag} {s:?} no es una fecha AAAA-MM-DD")))
-}
-
-/// The destination of an export, written under a temporary name first.
-enum Sink {
-    Dir {
-        tmp: PathBuf,
-        dest: PathBuf,
-    },
-    Zip {
-        tmp: PathBuf,
-        dest: PathBuf,
-        zip: Box<zip::ZipWriter<std::fs::File>>,
-    },
-}
-
-impl Sink {
-    fn open(dir: Option<PathBuf>, zip_path: Option<PathBuf>) -> Result<Sink, Failure> {
-        let tmp_of = |p: &Path| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "export".into());
-            p.parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .join(format!(".{name}.tmp-{}", std::process::id()))
-        };
-        match (dir, zip_path) {
-            (Some(dest), None) => {
-                if dest.exists() && std::fs::read_dir(&dest).map(|mut d| d.next().is_some()).unwrap_or(true) {
-                    return Err(Failure::invalid(format!("--dir {}: ya existe y no está vacía", dest.display())));
-                }
-                let tmp = tmp_of(&dest);
-                std::fs::create_dir_all(&tmp).map_err(|e| Failure::invalid(format!("no se pudo crear {}: {e}", tmp.display())))?;
-                Ok(Sink::Dir { tmp, dest })
-            }
-            (None, Some(dest)) => {
-                let tmp = tmp_of(&dest);
-                let file = std::fs::File::create(&tmp).map_err(|e| Failure::invalid(format!("no se pudo crear {}: {e}", tmp.display())))?;
-                Ok(Sink::Zip {
-                    tmp,
-                    dest,
-                    zip: Box::new(zip::ZipWriter::new(file)),
-                })
-            }
-            _ => Err(Failure::invalid("indique --dir CARPETA o --zip ARCHIVO.zip (solo uno)")),
-        }
-    }
-
-    fn add(&mut self, name: &str, bytes: &[u8]) -> Result<(), Failure> {
-        match self {
-            Sink::Dir { tmp, .. } => std::fs::write(tmp.join(name), bytes).map_err(|e| Failure::invalid(format!("{name}: {e}"))),
-            Sink::Zip { zip, .. } => {
-                let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-                zip.start_file(name, opts)
-                    .map_err(|e| Failure::invalid(format!("zip {name}: {e}")))?;
-                zip.write_all(bytes).map_err(|e| Failure::invalid(format!("zip {name}: {e}")))
-            }
-        }
-    }
-
-    fn finish(self) -> Result<PathBuf, Failure> {
-        match self {
-            Sink::Dir { tmp, dest } => {
-                if dest.exists() {
-                    std::fs::remove_dir(&dest).map_err(|e| Failure::invalid(format!("{}: {e}", dest.display())))?;
-                }
-                std::fs::rename(&tmp, &dest).map_err(|e| Failure::invalid(format!("no se pudo renombrar a {}: {e}", dest.display())))?;
-                Ok(dest)
-            }
-            Sink::Zip { tmp, dest, zip } => {
-                let file = zip.finish().map_err(|e| Failure::invalid(format!("zip: {e}")))?;
-                file.sync_all().map_err(|e| Failure::invalid(format!("zip: {e}")))?;
-                std::fs::rename(&tmp, &dest).map_err(|e| Failure::invalid(format!("no se pudo renombrar a {}: {e}", dest.display())))?;
-                Ok(dest)
-            }
-        }
-    }
-
-    fn abandon(self) {
-        match self {
-            Sink::Dir { tmp, .. } => {
-                let _ = std::fs::remove_dir_all(tmp);
-            }
-            Sink::Zip { tmp, zip, .. } => {
-                drop(zip);
-                let _ = std::fs::remove_file(tmp);
-            }
-        }
-    }
-}
-
-async fn export_into(o: &Outbox, rows: &[(i64, String, String)], sink: &mut Sink) -> Result<(), Failure> {
-    let total = rows.len();
-    for (n, (invoice_id, sale_id, uuid)) in rows.iter().enumerate() {
-        let (uuid_stored, xml) = o
-            .stamped_xml(&outbox::model::InvoiceRef::Id(*invoice_id))
-            .await
-            .map_err(|e| failure(e, &format!("factura {invoice_id} ({sale_id}): ")))?;
-        let pdf = api::documents::render_pdf(&xml).map_err(|e| Failure::invalid(format!("factura {invoice_id} ({sale_id}): PDF: {e}")))?;
-        let name = if uuid_stored.is_empty() { uuid.clone() } else { uuid_stored };
-        sink.add(&format!("{name}.xml"), &xml)?;
-        sink.add(&format!("{name}.pdf"), &pdf)?;
-        eprintln!("exportando {}/{total}: {name} ({sale_id})", n + 1);
-    }
-    Ok(())
-}
-
 pub fn export(db: Option<&str>, a: ExportArgs) -> Result<u8, Failure> {
-    let desde = parse_day(&a.desde, "--desde")?;
-    let hasta = parse_day(&a.hasta, "--hasta")?;
-    if hasta < desde {
-        return Err(Failure::invalid("--hasta es anterior a --desde"));
-    }
-    let from = format!("{}T00:00:00", desde.format("%Y-%m-%d"));
-    let to = format!("{}T00:00:00", (hasta + chrono::Duration::days(1)).format("%Y-%m-%d"));
+    let days = DayRange::parse(&a.desde, &a.hasta).map_err(|e| service_failure(e, "--"))?;
+    let dest = match (a.dir, a.zip) {
+        (Some(dir), None) => Destination::Dir(dir),
+        (None, Some(path)) => Destination::Zip { path, replace: true },
+        _ => return Err(Failure::invalid("indique --dir CARPETA o --zip ARCHIVO.zip (solo uno)")),
+    };
     runtime()?.block_on(async {
         let o = open(db, false).await?;
-        let rows = o.stamped_between(&from, &to).await.map_err(|e| failure(e, ""))?;
-        let mut sink = Sink::open(a.dir, a.zip)?;
-        match export_into(&o, &rows, &mut sink).await {
-            Ok(()) => {
-                let dest = sink.finish()?;
-                print_out(&format!("{} facturas timbradas exportadas a {}", rows.len(), dest.display()))?;
-                Ok(exit::OK)
-            }
-            Err(e) => {
-                sink.abandon();
-                Err(e)
-            }
-        }
+        let mut progress = |p: &Progress| eprintln!("exportando {}/{}: {} ({})", p.done, p.total, p.name, p.sale_id);
+        let done = services::export::export_documents(&o, days, &dest, &mut progress)
+            .await
+            .map_err(|e| service_failure(e, ""))?;
+        print_out(&format!(
+            "{} facturas timbradas exportadas a {}",
+            done.invoices,
+            done.path.display()
+        ))?;
+        Ok(exit::OK)
     })
 }
 

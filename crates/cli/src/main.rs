@@ -4,8 +4,8 @@
 //! `invoice`, `status`), PAC settings and the drain worker (`pac`, `drain`), and the PAC
 //! simulator (`pac-sim`). It parses arguments, reads files and environment variables, calls the
 //! libraries, and turns every error into one clear line on stderr and a documented exit code.
-//! The rules live in the libraries; a few use cases are still written here and in the app
-//! (the bulk-export sink, the month's ZIP), to move to a shared layer.
+//! The rules live in the libraries, and the use cases every shell shares (documents and their
+//! sandbox rule, the bulk export, the month's ZIP, the notifier) in `services` and `api`.
 
 mod action_cmd;
 mod backup_cmd;

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use outbox::webhooks::RetryPolicy;
 use outbox::Outbox;
 
 use crate::shell::{failure, open, print_json, print_out, runtime, ActorArgs};
@@ -61,16 +60,9 @@ pub enum TokenCommand {
 }
 
 /// The notification worker of this process (webhooks out, e-mails), over `outbox`.
+/// The notification worker (`api::workers::Notifier::standard`) with the CLI's secrets.
 pub(crate) fn notifier(outbox: Arc<Outbox>, worker: &str) -> Result<api::workers::Notifier, Failure> {
-    let sender = api::sender::ReqwestSender::new(Duration::from_secs(15)).map_err(Failure::invalid)?;
-    Ok(api::workers::Notifier {
-        outbox,
-        sender: Arc::new(sender),
-        mailer: Arc::new(api::mailer::SmtpMailer::default()),
-        secrets: Arc::new(crate::input::secrets()?.clone_source()),
-        policy: RetryPolicy::default(),
-        worker: worker.to_string(),
-    })
+    api::workers::Notifier::standard(outbox, Arc::new(crate::input::secrets()?.clone_source()), worker).map_err(Failure::invalid)
 }
 
 pub fn serve(db: Option<&str>, a: ServeArgs) -> Result<u8, Failure> {

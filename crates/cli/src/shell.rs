@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 use outbox::model::InvoiceRef;
-use outbox::{Actor, DatabaseLocation, Outbox, OutboxError, Role, SystemClock};
+use outbox::{Actor, DatabaseLocation, ErrorCode, Outbox, OutboxError, Role, SystemClock};
 
 use crate::{exit, Failure};
 
@@ -126,31 +126,47 @@ async fn unlock_roles(outbox: &Outbox) -> Result<(), Failure> {
 
 /// The exit code of an outbox error (every variant named: a new one is a compile error here).
 pub fn exit_code(e: &OutboxError) -> u8 {
+    exit_for(e.error_code())
+}
+
+/// The exit code of every outbox error code (listed with the HTTP statuses in
+/// `docs/errors.md`, which a test compares with this).
+pub fn exit_for(code: ErrorCode) -> u8 {
+    match code {
+        ErrorCode::IdempotencyConflict => exit::CONFLICT,
+        ErrorCode::IdempotencyInProgress => exit::IN_PROGRESS,
+        ErrorCode::DbMissing
+        | ErrorCode::DbReadOnly
+        | ErrorCode::DbLocked
+        | ErrorCode::DbCorrupt
+        | ErrorCode::DbTooNew
+        | ErrorCode::DbUnavailable
+        | ErrorCode::DbAuth
+        | ErrorCode::Integrity
+        | ErrorCode::Db => exit::DATABASE,
+        ErrorCode::Validation
+        | ErrorCode::NotConfigured
+        | ErrorCode::CsdLocked
+        | ErrorCode::Csd
+        | ErrorCode::Seal
+        | ErrorCode::NotFound
+        | ErrorCode::NoteAlreadyResolved
+        | ErrorCode::ActionRefused
+        | ErrorCode::PacHasOpenAttempts
+        | ErrorCode::Forbidden
+        | ErrorCode::RoleLocked
+        | ErrorCode::ContadorPinMissing
+        | ErrorCode::Unsupported => exit::INVALID,
+    }
+}
+
+/// A shared use case's failure for the user: the outbox's as [`failure`], bad input, files and
+/// PDFs as invalid input (exit 2), prefixed.
+pub fn service_failure(e: services::ServiceError, prefix: &str) -> Failure {
     match e {
-        OutboxError::IdempotencyConflict { .. } => exit::CONFLICT,
-        OutboxError::InProgress { .. } => exit::IN_PROGRESS,
-        OutboxError::DatabaseMissing { .. }
-        | OutboxError::DatabaseReadOnly { .. }
-        | OutboxError::DatabaseLocked { .. }
-        | OutboxError::DatabaseCorrupt { .. }
-        | OutboxError::DatabaseTooNew { .. }
-        | OutboxError::DatabaseUnavailable { .. }
-        | OutboxError::DatabaseAuth { .. }
-        | OutboxError::Integrity(_)
-        | OutboxError::Database(_) => exit::DATABASE,
-        OutboxError::Invalid(_)
-        | OutboxError::NotConfigured
-        | OutboxError::CsdLocked { .. }
-        | OutboxError::Csd(_)
-        | OutboxError::Seal(_)
-        | OutboxError::NotFound { .. }
-        | OutboxError::NoteAlreadyResolved(_)
-        | OutboxError::ActionRefused { .. }
-        | OutboxError::PacHasOpenAttempts { .. }
-        | OutboxError::Forbidden { .. }
-        | OutboxError::RoleLocked { .. }
-        | OutboxError::ContadorPinMissing { .. }
-        | OutboxError::Unsupported(_) => exit::INVALID,
+        services::ServiceError::Outbox(e) => failure(e, prefix),
+        services::ServiceError::Invalid { message, .. } => Failure::invalid(format!("{prefix}{message}")),
+        other @ (services::ServiceError::File { .. } | services::ServiceError::Pdf { .. }) => Failure::invalid(other.to_string()),
     }
 }
 
@@ -239,5 +255,36 @@ mod tests {
         for e in samples {
             assert_eq!(exit_code(&e), expected(e.code()), "{}: {e}", e.code());
         }
+    }
+
+    /// `docs/errors.md`'s table: every outbox error code once, with the exit code `exit_for`
+    /// gives it and the HTTP status `api::error::status_for` gives it.
+    #[test]
+    fn the_error_table_lists_every_code_with_its_exit_code_and_http_status() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/errors.md");
+        let text = std::fs::read_to_string(path).expect("docs/errors.md");
+        let mut rows = Vec::new();
+        for line in text.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+            assert_eq!(cells.len(), 3, "{line}");
+            let code = cells[0].trim_matches('`').to_string();
+            let exit: u8 = cells[1].parse().unwrap_or_else(|_| panic!("exit code of {line}"));
+            let status: u16 = cells[2]
+                .split_whitespace()
+                .next()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("status of {line}"));
+            rows.push((code, exit, status));
+        }
+        let actual: Vec<(String, u8, u16)> = ErrorCode::ALL
+            .iter()
+            .map(|&c| (c.as_str().to_string(), exit_for(c), api::error::status_for(c).as_u16()))
+            .collect();
+        let mut listed = rows.clone();
+        listed.sort();
+        let mut expected = actual.clone();
+        expected.sort();
+        assert_eq!(listed, expected, "docs/errors.md disagrees with exit_for / status_for");
+        assert_eq!(rows.len(), ErrorCode::ALL.len(), "each code once");
     }
 }

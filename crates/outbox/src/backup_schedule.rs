@@ -22,11 +22,13 @@ const PREFIX: &str = "timbra-";
 const SUFFIX: &str = ".db";
 const STAMP: &str = "%Y%m%dT%H%M%SZ";
 
-/// How often, and how many to keep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How often, and how many to keep (the app's Ajustes sends and shows it as it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct BackupPolicy {
     pub enabled: bool,
+    /// 1–720.
     pub every_hours: u32,
+    /// 1–365.
     pub keep: u32,
 }
 

@@ -41,8 +41,8 @@ pub const SETTING_EMAIL: &str = "email.smtp";
 /// Most recipients of one send.
 pub const MAX_RECIPIENTS: usize = 20;
 
-/// How the SMTP connection is protected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How the SMTP connection is protected (the app's Ajustes sends and shows it as it is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum TlsMode {
     /// Plain connection upgraded with STARTTLS (required), usually port 587.

@@ -94,37 +94,100 @@ pub enum OutboxError {
     Unsupported(String),
 }
 
+/// Declares [`ErrorCode`]: each variant with its wire text, and the list of all of them.
+macro_rules! error_codes {
+    ($($variant:ident => $text:literal,)+) => {
+        /// The stable code of an [`OutboxError`], one per variant: the `code` every shell sends
+        /// (the app's `{code, details}`, the CLI's `--json` `error`, the API's `error`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ErrorCode {
+            $($variant,)+
+        }
+
+        impl ErrorCode {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)+];
+
+            /// The code as sent (`validation`, `db_locked`, ...).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $text,)+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    Validation => "validation",
+    IdempotencyConflict => "idempotency_conflict",
+    IdempotencyInProgress => "idempotency_in_progress",
+    NotConfigured => "not_configured",
+    CsdLocked => "csd_locked",
+    Csd => "csd",
+    Seal => "seal",
+    NotFound => "not_found",
+    NoteAlreadyResolved => "note_already_resolved",
+    DbMissing => "db_missing",
+    DbReadOnly => "db_read_only",
+    DbLocked => "db_locked",
+    DbCorrupt => "db_corrupt",
+    DbTooNew => "db_too_new",
+    DbUnavailable => "db_unavailable",
+    DbAuth => "db_auth",
+    Integrity => "integrity",
+    Db => "db",
+    ActionRefused => "action_refused",
+    PacHasOpenAttempts => "pac_has_open_attempts",
+    Forbidden => "forbidden",
+    RoleLocked => "role_locked",
+    ContadorPinMissing => "contador_pin_missing",
+    Unsupported => "unsupported",
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How a disk-full error's detail starts (SQLite's SQLITE_FULL, or the OS's ENOSPC).
 pub const DISK_FULL: &str = "disco lleno";
 
 impl OutboxError {
     /// The stable code of this error (`validation`, `idempotency_conflict`, ...).
     pub fn code(&self) -> &'static str {
+        self.error_code().as_str()
+    }
+
+    /// The stable code as a closed enum: the CLI's exit code and the API's HTTP status are
+    /// exhaustive matches on it (`docs/errors.md` lists both for every code).
+    pub fn error_code(&self) -> ErrorCode {
         match self {
-            OutboxError::Invalid(_) => "validation",
-            OutboxError::IdempotencyConflict { .. } => "idempotency_conflict",
-            OutboxError::InProgress { .. } => "idempotency_in_progress",
-            OutboxError::NotConfigured => "not_configured",
-            OutboxError::CsdLocked { .. } => "csd_locked",
-            OutboxError::Csd(_) => "csd",
-            OutboxError::Seal(_) => "seal",
-            OutboxError::NotFound { .. } => "not_found",
-            OutboxError::NoteAlreadyResolved(_) => "note_already_resolved",
-            OutboxError::DatabaseMissing { .. } => "db_missing",
-            OutboxError::DatabaseReadOnly { .. } => "db_read_only",
-            OutboxError::DatabaseLocked { .. } => "db_locked",
-            OutboxError::DatabaseCorrupt { .. } => "db_corrupt",
-            OutboxError::DatabaseTooNew { .. } => "db_too_new",
-            OutboxError::DatabaseUnavailable { .. } => "db_unavailable",
-            OutboxError::DatabaseAuth { .. } => "db_auth",
-            OutboxError::Integrity(_) => "integrity",
-            OutboxError::Database(_) => "db",
-            OutboxError::ActionRefused { .. } => "action_refused",
-            OutboxError::PacHasOpenAttempts { .. } => "pac_has_open_attempts",
-            OutboxError::Forbidden { .. } => "forbidden",
-            OutboxError::RoleLocked { .. } => "role_locked",
-            OutboxError::ContadorPinMissing { .. } => "contador_pin_missing",
-            OutboxError::Unsupported(_) => "unsupported",
+            OutboxError::Invalid(_) => ErrorCode::Validation,
+            OutboxError::IdempotencyConflict { .. } => ErrorCode::IdempotencyConflict,
+            OutboxError::InProgress { .. } => ErrorCode::IdempotencyInProgress,
+            OutboxError::NotConfigured => ErrorCode::NotConfigured,
+            OutboxError::CsdLocked { .. } => ErrorCode::CsdLocked,
+            OutboxError::Csd(_) => ErrorCode::Csd,
+            OutboxError::Seal(_) => ErrorCode::Seal,
+            OutboxError::NotFound { .. } => ErrorCode::NotFound,
+            OutboxError::NoteAlreadyResolved(_) => ErrorCode::NoteAlreadyResolved,
+            OutboxError::DatabaseMissing { .. } => ErrorCode::DbMissing,
+            OutboxError::DatabaseReadOnly { .. } => ErrorCode::DbReadOnly,
+            OutboxError::DatabaseLocked { .. } => ErrorCode::DbLocked,
+            OutboxError::DatabaseCorrupt { .. } => ErrorCode::DbCorrupt,
+            OutboxError::DatabaseTooNew { .. } => ErrorCode::DbTooNew,
+            OutboxError::DatabaseUnavailable { .. } => ErrorCode::DbUnavailable,
+            OutboxError::DatabaseAuth { .. } => ErrorCode::DbAuth,
+            OutboxError::Integrity(_) => ErrorCode::Integrity,
+            OutboxError::Database(_) => ErrorCode::Db,
+            OutboxError::ActionRefused { .. } => ErrorCode::ActionRefused,
+            OutboxError::PacHasOpenAttempts { .. } => ErrorCode::PacHasOpenAttempts,
+            OutboxError::Forbidden { .. } => ErrorCode::Forbidden,
+            OutboxError::RoleLocked { .. } => ErrorCode::RoleLocked,
+            OutboxError::ContadorPinMissing { .. } => ErrorCode::ContadorPinMissing,
+            OutboxError::Unsupported(_) => ErrorCode::Unsupported,
         }
     }
 
@@ -313,5 +376,7 @@ mod tests {
         let unique: std::collections::BTreeSet<&str> = codes.iter().copied().collect();
         assert_eq!(codes.len(), unique.len(), "{codes:?}");
         assert!(unique.contains("db_auth"), "the one error whose exit code once differed");
+        let all: std::collections::BTreeSet<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(unique, all, "one sample per code, and every code sampled");
     }
 }

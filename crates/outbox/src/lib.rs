@@ -82,7 +82,7 @@ pub mod workers;
 
 pub use actor::{Actor, Role};
 pub use clock::{Clock, SystemClock, TestClock};
-pub use error::OutboxError;
+pub use error::{ErrorCode, OutboxError};
 pub use location::DatabaseLocation;
 pub use outbox::Outbox;
 pub use settings::{EmisorSettings, EmisorSetup};

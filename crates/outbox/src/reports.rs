@@ -1,6 +1,6 @@
 //! The contador's month from the stamped XMLs this outbox holds: [`Outbox::month_report`]
 //! (the computation is [`cfdi::report::month_report`], pure) and [`Outbox::month_documents`]
-//! (every stamped XML of the month, for the ZIP [`zip_files`] packs).
+//! (every stamped XML of the month, for the month's ZIP that `services::export` writes).
 //!
 //! A CFDI is cancelled when `cfdis.cancellation_status` is [`crate::payments::CANCELLED`].
 //! Every CFDI with its XML whose invoice's Fecha is before the end of the month is read; the
@@ -20,19 +20,6 @@ pub struct MonthDocument {
     pub uuid: String,
     pub xml: Vec<u8>,
     pub cancelled: bool,
-}
-
-/// Files packed as one ZIP (deflate), in the order given: the month's XMLs (and PDFs) named
-/// by UUID. Fails only on a name repeated or an archive over ZIP's limits.
-pub fn zip_files(entries: &[(String, Vec<u8>)]) -> std::result::Result<Vec<u8>, String> {
-    use std::io::Write;
-    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-    for (name, bytes) in entries {
-        zip.start_file(name.as_str(), opts).map_err(|e| format!("{name}: {e}"))?;
-        zip.write_all(bytes).map_err(|e| format!("{name}: {e}"))?;
-    }
-    zip.finish().map(|c| c.into_inner()).map_err(|e| e.to_string())
 }
 
 fn month_error(year: i32, month: u32) -> OutboxError {
@@ -88,33 +75,5 @@ impl Outbox {
             .collect();
         docs.sort_by(|a, b| (a.1.fecha, &a.0.uuid).cmp(&(b.1.fecha, &b.0.uuid)));
         Ok(docs.into_iter().map(|(m, _)| m).collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_month_zip_holds_each_file_as_given() {
-        let entries = vec![
-            ("A.xml".to_string(), b"<cfdi:Comprobante/>".to_vec()),
-            ("A.pdf".to_string(), b"%PDF-1.7 ...".repeat(100)),
-        ];
-        let bytes = zip_files(&entries).unwrap();
-        let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
-        assert_eq!(zip.len(), 2);
-        for (name, data) in &entries {
-            let mut f = zip.by_name(name).unwrap();
-            let mut back = Vec::new();
-            std::io::Read::read_to_end(&mut f, &mut back).unwrap();
-            assert_eq!(&back, data, "{name}");
-        }
-    }
-
-    #[test]
-    fn a_name_twice_is_refused() {
-        let e = zip_files(&[("A.xml".into(), vec![1]), ("A.xml".into(), vec![2])]).unwrap_err();
-        assert!(e.contains("A.xml"), "{e}");
     }
 }

@@ -53,10 +53,13 @@ pub const SETTING_DRAIN: &str = "drain";
 
 /// How the drain works: how many invoices at once, and how many sends of one attempt (since
 /// the last *Reintentar*) before the invoice needs a person.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+/// The app's Ajustes sends and shows it as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, ts_rs::TS)]
 #[serde(deny_unknown_fields)]
 pub struct DrainSettings {
+    /// Invoices stamped at the same time (1–16).
     pub concurrency: u32,
+    /// Sends of one attempt before the invoice goes to *Atención* (1–50).
     pub max_tries: u32,
 }
 

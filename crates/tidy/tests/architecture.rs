@@ -59,6 +59,21 @@ fn crate_dependencies_point_one_way() {
             &["reqwest", "hyper", "hyper-util", "axum", "tower", "tauri", "timbra-pac-clients"],
         ),
         ("pdf", &["sqlx", "reqwest", "tauri", "tokio", "timbra-outbox"]),
+        // The use cases the shells share: over the Outbox API, below the HTTP API.
+        (
+            "services",
+            &[
+                "sqlx",
+                "reqwest",
+                "hyper",
+                "hyper-util",
+                "axum",
+                "tower",
+                "tauri",
+                "timbra-api",
+                "timbra-pac-clients",
+            ],
+        ),
     ];
     let _ = (sql, http);
     let mut problems = Vec::new();

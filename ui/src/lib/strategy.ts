@@ -126,23 +126,9 @@ export function actionLabel(a: ActionDto | { action: ActionKindDto; retry_mode: 
   return tDynamic(`action.${a.action}`) ?? a.action;
 }
 
-/**
- * The state of every action button for `role`, in display order.
- * Without a strategy (the engine is not part of this build) every button is shown disabled,
- * saying so, rather than guessing.
- */
-export function buttonStates(strategy: StrategyDto | null, role: Role): ButtonState[] {
+/** The state of every action button for `role`, in display order. */
+export function buttonStates(strategy: StrategyDto, role: Role): ButtonState[] {
   return ACTION_ORDER.map((action) => {
-    if (!strategy) {
-      return {
-        action,
-        visible: true,
-        enabled: false,
-        label: actionLabel({ action, retry_mode: null }),
-        tooltip: t('refusal.no_strategy'),
-        needsNote: NOTE_REQUIRED.includes(action),
-      };
-    }
     const dto = strategy.actions.find((a) => a.action === action);
     const visible = !!dto && dto.roles.includes(role);
     const enabled = visible && !!dto && dto.allowed;

@@ -17,13 +17,19 @@ static CODIGO_POSTAL_GZ: &[u8] = include_bytes!("../../catalogs/c_CodigoPostal.t
 static OTROS_GZ: &[u8] = include_bytes!("../../catalogs/catalogos.tsv.gz");
 static VERSION: &str = include_str!("../../catalogs/version.txt");
 
-/// One of SAT's CFDI 4.0 catalogs that Timbra embeds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// One of SAT's CFDI 4.0 catalogs that Timbra embeds. On the wire (the app's catalog pickers)
+/// by short snake_case names: `prod_serv`, `unidad`, `codigo_postal`, `regimen`, `uso`, ….
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize, ts_rs::TS)]
+#[serde(rename_all = "snake_case")]
 pub enum Catalogo {
+    #[serde(rename = "prod_serv")]
     ClaveProdServ,
+    #[serde(rename = "unidad")]
     ClaveUnidad,
     CodigoPostal,
+    #[serde(rename = "regimen")]
     RegimenFiscal,
+    #[serde(rename = "uso")]
     UsoCfdi,
     FormaPago,
     MetodoPago,

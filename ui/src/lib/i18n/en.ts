@@ -91,7 +91,6 @@ export const en: Record<keyof typeof es, string> = {
   'bandeja.showing': 'Showing {n} of {total}',
 
   'strategy.title': 'Strategy',
-  'strategy.no_engine': 'The evidence-derived strategy comes with the stamping engine; no actions are available yet.',
   'strategy.note_required': 'Write why you force the PAC change (it goes into the history and the invoice is marked as a possible duplicate):',
   'strategy.note_verify': 'Write what you verified (e.g. "checked the SW portal: no CFDI for this attempt"):',
   'strategy.note_send': 'Write what the contador should review and why (it becomes a note and goes into the history):',
@@ -125,7 +124,6 @@ export const en: Record<keyof typeof es, string> = {
   'action.download_xml.hint': 'Saves the stamped CFDI to Downloads',
 
   'refusal.generic': 'The evidence does not allow this action.',
-  'refusal.no_strategy': 'No strategy computed: the stamping engine is not part of this build.',
   'refusal.evidence': '(evidence #{id}: {evidence})',
 
 

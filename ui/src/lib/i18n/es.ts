@@ -88,7 +88,6 @@ export const es = {
   'bandeja.showing': 'Mostrando {n} de {total}',
 
   'strategy.title': 'Estrategia',
-  'strategy.no_engine': 'La estrategia derivada de la evidencia llega con el motor de timbrado; por ahora no hay acciones disponibles.',
   'strategy.note_required': 'Escriba por qué fuerza el cambio de PAC (queda en el historial y la factura se marca como posible duplicado):',
   'strategy.note_verify': 'Escriba qué verificó (por ejemplo, «revisé el portal de SW: no hay CFDI para este intento»):',
   'strategy.note_send': 'Escriba qué debe revisar el contador y por qué (queda como nota y en el historial):',
@@ -122,7 +121,6 @@ export const es = {
   'action.download_xml.hint': 'Guarda el CFDI timbrado en Descargas',
 
   'refusal.generic': 'La evidencia no permite esta acción.',
-  'refusal.no_strategy': 'Sin estrategia calculada: el motor de timbrado no está incluido en esta versión.',
   'refusal.evidence': '(evidencia #{id}: {evidence})',
 
 

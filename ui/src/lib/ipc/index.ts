@@ -3,13 +3,13 @@
 import { call, on } from './call';
 import type { ActionKindDto } from './bindings/ActionKindDto';
 import type { AppStatusDto } from './bindings/AppStatusDto';
-import type { BackupPolicyDto } from './bindings/BackupPolicyDto';
+import type { BackupPolicy } from './bindings/BackupPolicy';
 import type { BackupsDto } from './bindings/BackupsDto';
 import type { CancelOrderDto } from './bindings/CancelOrderDto';
 import type { CancellationPreview } from './bindings/CancellationPreview';
 import type { CatalogEntryDto } from './bindings/CatalogEntryDto';
 import type { CatalogVersionDto } from './bindings/CatalogVersionDto';
-import type { CatalogoDto } from './bindings/CatalogoDto';
+import type { Catalogo } from './bindings/Catalogo';
 import type { ChannelsDto } from './bindings/ChannelsDto';
 import type { Counts } from './bindings/Counts';
 import type { CreatedTokenDto } from './bindings/CreatedTokenDto';
@@ -22,7 +22,7 @@ import type { DatabaseInputDto } from './bindings/DatabaseInputDto';
 import type { DatabaseProbeDto } from './bindings/DatabaseProbeDto';
 import type { DemoLoadedDto } from './bindings/DemoLoadedDto';
 import type { DrainProgress } from './bindings/DrainProgress';
-import type { DrainSettingsDto } from './bindings/DrainSettingsDto';
+import type { DrainSettings } from './bindings/DrainSettings';
 import type { DuplicateGroup } from './bindings/DuplicateGroup';
 import type { EmailRequestedDto } from './bindings/EmailRequestedDto';
 import type { EmisorDto } from './bindings/EmisorDto';
@@ -81,7 +81,7 @@ export const api = {
   exportXml: (invoiceId: number, source: XmlSourceDto) => call<SavedFileDto>('export_xml', { invoiceId, source }),
   saveEmisor: (setup: EmisorSetupDto) => call<EmisorDto>('save_emisor', { setup }),
   savePacs: (primary: PacInputDto, backup: PacInputDto | null) => call<PacsDto>('save_pacs', { primary, backup }),
-  saveDrain: (drain: DrainSettingsDto) => call<DrainSettingsDto>('save_drain', { drain }),
+  saveDrain: (drain: DrainSettings) => call<DrainSettings>('save_drain', { drain }),
   saveSeat: (seat: SeatInputDto) => call<SeatDto>('save_seat', { seat }),
   databaseSettings: () => call<DatabaseDto>('database_settings'),
   saveDatabase: (database: DatabaseInputDto) => call<DatabaseDto>('save_database', { database }),
@@ -122,7 +122,7 @@ export const api = {
   leaveRole: (role: Role) => call<Array<RoleLockDto>>('leave_role', { role }),
   setRolePin: (role: Role, pin: SecretText, proof: RoleProofDto) => call<Array<RoleLockDto>>('set_role_pin', { role, pin, proof }),
   backups: () => call<BackupsDto>('backups'),
-  saveBackups: (policy: BackupPolicyDto) => call<BackupsDto>('save_backups', { policy }),
+  saveBackups: (policy: BackupPolicy) => call<BackupsDto>('save_backups', { policy }),
   backupNow: () => call<BackupsDto>('backup_now'),
   customers: (query: string | null) => call<Array<Customer>>('customers', { query }),
   saveCustomer: (id: number | null, input: CustomerInput) => call<Customer>('save_customer', { id, input }),
@@ -134,7 +134,7 @@ export const api = {
   deleteProduct: (id: number) => call<Array<ProductDto>>('delete_product', { id }),
   importProducts: (path: string) => call<CsvImport>('import_products', { path }),
   exportProducts: () => call<SavedFileDto>('export_products'),
-  catalogSearch: (catalogo: CatalogoDto, text: string, limit: number) => call<Array<CatalogEntryDto>>('catalog_search', { catalogo, text, limit }),
+  catalogSearch: (catalogo: Catalogo, text: string, limit: number) => call<Array<CatalogEntryDto>>('catalog_search', { catalogo, text, limit }),
   catalogVersion: () => call<CatalogVersionDto>('catalog_version'),
 };
 

@@ -2,7 +2,7 @@
 import type { AppError } from "./AppError";
 import type { DatabaseDto } from "./DatabaseDto";
 import type { DrainProgress } from "./DrainProgress";
-import type { DrainSettingsDto } from "./DrainSettingsDto";
+import type { DrainSettings } from "./DrainSettings";
 import type { EmisorDto } from "./EmisorDto";
 import type { ModeDto } from "./ModeDto";
 import type { OperatorDto } from "./OperatorDto";
@@ -13,7 +13,7 @@ import type { SeatDto } from "./SeatDto";
 /**
  * Everything the UI needs to draw its frame (mode banner, operator, emisor).
  */
-export type AppStatusDto = { version: string, mode: ModeDto, database_path: string, emisor: EmisorDto | null, pacs: PacsDto, drain: DrainSettingsDto, 
+export type AppStatusDto = { version: string, mode: ModeDto, database_path: string, emisor: EmisorDto | null, pacs: PacsDto, drain: DrainSettings, 
 /**
  * This desk's operator and role (local settings).
  */

@@ -15,11 +15,7 @@ import type { TryInfo } from "./TryInfo";
  * Everything about one invoice (the outbox's read model as it is) and the strategy's verdict
  * drawn as the Factura page's buttons.
  */
-export type InvoiceDetailDto = { 
-/**
- * None while the strategy engine is not part of this build.
- */
-strategy: StrategyDto | null, invoice: InvoiceSummary, fencing_token: number, 
+export type InvoiceDetailDto = { strategy: StrategyDto, invoice: InvoiceSummary, fencing_token: number, 
 /**
  * Bumped by the database whenever a fact the strategy reads lands (evidence, try, CFDI);
  * a verdict written on the row records the version it was derived from.

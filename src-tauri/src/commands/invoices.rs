@@ -1,0 +1,151 @@
+//! The Bandeja and the Factura page: the list, the counts, the Tablero, an invoice's detail,
+//! its notes and its actions (re-checked by the outbox's strategy).
+
+use super::*;
+
+#[tauri::command]
+pub async fn list_invoices(state: State<'_, AppState>, query: ListQueryDto) -> Res<InvoicePage> {
+    let ready = state.ready()?;
+    let filter = convert::list_filter(&query)?;
+    Ok(ready.outbox.list_invoices(&filter).await?)
+}
+
+#[tauri::command]
+pub async fn invoice_counts(state: State<'_, AppState>) -> Res<Counts> {
+    Ok(state.ready()?.outbox.counts().await?)
+}
+
+/// The Tablero: PAC health, stamps per hour, states over time and totals, all from the database.
+#[tauri::command]
+pub async fn dashboard(state: State<'_, AppState>) -> Res<Dashboard> {
+    let ready = state.ready()?;
+    Ok(ready.outbox.dashboard(ready.outbox.now()).await?)
+}
+
+pub(super) async fn detail_of(ready: &Ready, invoice_id: i64) -> Res<InvoiceDetailDto> {
+    let detail = ready.outbox.invoice(&InvoiceRef::Id(invoice_id)).await?;
+    // The verdict needs no running drain: the page shows it (and its buttons work) even when
+    // the drain could not start.
+    let verdict = ready.outbox.verdict(&detail).await?;
+    Ok(convert::detail_with(detail, &verdict))
+}
+
+#[tauri::command]
+pub async fn invoice_detail(state: State<'_, AppState>, invoice_id: i64) -> Res<InvoiceDetailDto> {
+    detail_of(state.ready()?, invoice_id).await
+}
+
+#[tauri::command]
+pub async fn add_note(app: AppHandle, state: State<'_, AppState>, invoice_id: i64, text: String) -> Res<Note> {
+    let ready = state.ready()?;
+    let note = ready.outbox.add_note(&InvoiceRef::Id(invoice_id), &text, &ready.actor()).await?;
+    announce(&app, ready, Some(note.invoice_id)).await;
+    Ok(note)
+}
+
+#[tauri::command]
+pub async fn resolve_note(app: AppHandle, state: State<'_, AppState>, note_id: i64) -> Res<Note> {
+    let ready = state.ready()?;
+    let note = ready.outbox.resolve_note(note_id, &ready.actor()).await?;
+    announce(&app, ready, Some(note.invoice_id)).await;
+    Ok(note)
+}
+
+/// An operator action on an invoice (Reintentar, Finalizar, Usar PAC de respaldo, Enviar al
+/// contador, the contador's forced failover, reprocess accepting risk, verification and
+/// *Encontré el CFDI*). The outbox re-checks the strategy and the role; a refusal comes back as
+/// `action_refused` / `role_not_allowed`. No action needs the drain to be running.
+#[tauri::command]
+pub async fn invoice_action(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    invoice_id: i64,
+    action: ActionKindDto,
+    note: Option<String>,
+    found: Option<FoundCfdiDto>,
+) -> Res<InvoiceDetailDto> {
+    let ready = state.ready()?;
+    act_on_invoice(ready, invoice_id, action, note, found).await?;
+    announce(&app, ready, Some(invoice_id)).await;
+    detail_of(ready, invoice_id).await
+}
+
+/// [`invoice_action`] without the window: what the command does, as the operator at the desk.
+pub(crate) async fn act_on_invoice(
+    ready: &Ready,
+    invoice_id: i64,
+    action: ActionKindDto,
+    note: Option<String>,
+    found: Option<FoundCfdiDto>,
+) -> Res<()> {
+    let outbox = &ready.outbox;
+    let invoice = InvoiceRef::Id(invoice_id);
+    let actor = ready.actor();
+    let note = note.unwrap_or_default();
+    let refused = |action: &str, reason: RefusalCode| AppError::ActionRefused {
+        action: action.into(),
+        reason,
+        evidence: vec![],
+    };
+    let backup = || async {
+        outbox
+            .first_backup()
+            .await?
+            .ok_or_else(|| refused("failover", RefusalCode::SinPacDeRespaldo))
+    };
+    // The attempt a contador's record is about: the one named, else the verdict's first open
+    // question.
+    let inv = &invoice;
+    let question = |named: Option<i64>| async move {
+        if let Some(n) = named {
+            return Ok::<i64, AppError>(n);
+        }
+        let detail = outbox.invoice(inv).await?;
+        let verdict = outbox.verdict(&detail).await?;
+        verdict
+            .open_questions
+            .first()
+            .copied()
+            .ok_or_else(|| refused("verify_absent", RefusalCode::SinPreguntaAbierta))
+    };
+    match action {
+        ActionKindDto::Retry => outbox.retry(&invoice, &actor).await.map(|_| ())?,
+        ActionKindDto::Finalize => outbox.finalize(&invoice, &actor).await?,
+        ActionKindDto::Failover => outbox.failover(&invoice, &backup().await?, &actor).await.map(|_| ())?,
+        ActionKindDto::ForceFailover => outbox.force_failover(&invoice, &backup().await?, &note, &actor).await.map(|_| ())?,
+        ActionKindDto::ReprocessAcceptingRisk => outbox.reprocess_accepting_risk(&invoice, &note, &actor).await.map(|_| ())?,
+        ActionKindDto::VerifyAbsent => {
+            let attempt_no = question(found.as_ref().and_then(|f| f.attempt_no)).await?;
+            outbox.verify_absent(&invoice, attempt_no, &note, &actor).await?
+        }
+        ActionKindDto::RecordFound => {
+            let found = found.ok_or_else(|| AppError::Validation {
+                errors: vec![crate::error::FieldErrorDto {
+                    field: "uuid".into(),
+                    code: "requerido".into(),
+                    message: "falta el UUID del CFDI encontrado".into(),
+                }],
+            })?;
+            let attempt_no = question(found.attempt_no).await?;
+            outbox
+                .record_found(
+                    &invoice,
+                    attempt_no,
+                    &found.uuid,
+                    found.xml.as_deref().map(str::as_bytes),
+                    &note,
+                    &actor,
+                )
+                .await?
+        }
+        ActionKindDto::SendToContador => outbox.send_to_contador(&invoice, &note, &actor).await?,
+        ActionKindDto::DownloadXml | ActionKindDto::Cancel | ActionKindDto::DecideDuplicate => {
+            // A file export (`export_xml`), or an action with its own form (`cancel_cfdi`,
+            // `decide_duplicate`).
+            return Err(AppError::Unsupported {
+                feature: format!("action:{}", action_name(action)),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! Ajustes: the emisor and its CSD, the PACs, the drain's settings.
+
+use super::*;
+
+/// The CSD's two files as Ajustes chooses them.
+pub(super) const CSD_CER: Accept = Accept {
+    field: "cer",
+    extensions: &["cer"],
+    max_bytes: outbox::settings::MAX_CSD_FILE_BYTES,
+};
+pub(super) const CSD_KEY: Accept = Accept {
+    field: "key",
+    extensions: &["key"],
+    max_bytes: outbox::settings::MAX_CSD_FILE_BYTES,
+};
+
+#[tauri::command]
+pub async fn save_emisor(state: State<'_, AppState>, setup: EmisorSetupDto) -> Res<EmisorDto> {
+    let ready = state.ready()?;
+    outbox::settings::may_change_settings(&ready.actor(), "configurar el emisor y el CSD")?;
+    let password = setup.password.secret().clone();
+    let domain = EmisorSetup {
+        profile: cfdi::sale::EmisorProfile {
+            rfc: setup.rfc.trim().to_uppercase(),
+            nombre: setup.nombre.trim().to_string(),
+            regimen_fiscal: setup.regimen_fiscal.trim().to_string(),
+            lugar_expedicion: setup.lugar_expedicion.trim().to_string(),
+        },
+        cer: read_chosen(&setup.cer_path, CSD_CER)?.bytes,
+        key: read_chosen(&setup.key_path, CSD_KEY)?.bytes,
+        password_env: outbox::settings::DEFAULT_PASSWORD_ENV.to_string(),
+    };
+    // The outbox checks everything (profile, key encrypted, password, pair, RFC, validity)
+    // before storing; only then does the password go to the OS credential store.
+    let cert_no = cfdi::csd::Certificate::from_der(&domain.cer)?.no_certificado().to_string();
+    let stored = ready.outbox.configure_emisor(&domain, &password, &ready.actor()).await?;
+    if cert_no != ready.test_no_certificado {
+        CredentialSlot::CsdPassword { no_certificado: cert_no }.store(&password)?;
+    }
+    Ok(convert::emisor(&stored, stored.no_certificado == ready.test_no_certificado))
+}
+
+/// Configures the primary (and backup) PAC; the drain restarts on them. From then on the app is
+/// out of Modo sandbox.
+#[tauri::command]
+pub async fn save_pacs(app: AppHandle, state: State<'_, AppState>, primary: PacInputDto, backup: Option<PacInputDto>) -> Res<PacsDto> {
+    let ready = state.ready()?;
+    outbox::settings::may_change_settings(&ready.actor(), "configurar los PAC")?;
+    let view = crate::pac_settings::save(&ready.outbox, &primary, backup.as_ref(), &ready.actor()).await?;
+    restart_drain(&app, ready).await;
+    Ok(view)
+}
+
+#[tauri::command]
+pub async fn save_drain(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    drain: outbox::settings::DrainSettings,
+) -> Res<outbox::settings::DrainSettings> {
+    let ready = state.ready()?;
+    outbox::settings::may_change_settings(&ready.actor(), "cambiar los ajustes del drenado")?;
+    let saved = ready.outbox.set_drain_settings(&drain, &ready.actor()).await?;
+    restart_drain(&app, ready).await;
+    Ok(saved)
+}
