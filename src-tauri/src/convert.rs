@@ -35,12 +35,12 @@ pub fn list_filter(q: &ListQueryDto) -> Result<ListFilter, AppError> {
 /// How one evidence row reads in a tooltip: `kind: outcome code uuid`.
 fn evidence_words(d: &InvoiceDetail, id: i64) -> Option<String> {
     let e = d.evidence.iter().find(|e| e.id == id)?;
-    let parts: Vec<&str> = [e.outcome.as_deref(), e.code.as_deref(), e.uuid.as_deref()]
+    let parts: Vec<&str> = [e.outcome.map(|o| o.as_str()), e.code.as_deref(), e.uuid.as_deref()]
         .into_iter()
         .flatten()
         .collect();
     Some(if parts.is_empty() {
-        e.kind.clone()
+        e.kind.to_string()
     } else {
         format!("{}: {}", e.kind, parts.join(" "))
     })

@@ -70,14 +70,23 @@ pub fn sandbox_set(sims: &SandboxPacs) -> Result<PacSet, AppError> {
 
 /// The live PAC clients for this outbox.
 pub async fn pac_set(outbox: &Outbox, sims: Option<&SandboxPacs>) -> Result<PacSet, AppError> {
+    // Modo sandbox's simulators are in no stored setting: the outbox is told that this
+    // process reaches them (and, out of sandbox, that it reaches the stored PACs again).
     match sims {
-        Some(sims) => sandbox_set(sims),
-        None => Ok(build_pac_set(
-            &outbox.pacs().await?,
-            &StoredSecrets,
-            Arc::new(pac::SystemClock),
-            &HttpConnector,
-        )?),
+        Some(sims) => {
+            let set = sandbox_set(sims)?;
+            outbox.use_process_pacs(Some(set.directory()));
+            Ok(set)
+        }
+        None => {
+            outbox.use_process_pacs(None);
+            Ok(build_pac_set(
+                &outbox.pacs().await?,
+                &StoredSecrets,
+                Arc::new(pac::SystemClock),
+                &HttpConnector,
+            )?)
+        }
     }
 }
 

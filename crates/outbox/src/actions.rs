@@ -22,8 +22,9 @@
 
 use serde_json::json;
 
-use crate::actor::{Actor, Role};
+use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
+use crate::evidence::{EvidenceKind, EvidenceOutcome};
 use crate::facts::{evidence_kind, normalize_uuid};
 use crate::model::{Badge, InvoiceDetail, InvoiceRef, InvoiceState, NewEvent};
 use crate::outbox::Outbox;
@@ -36,66 +37,6 @@ use crate::strategy::{ActionKind, NextStep, RefusalCode, Verdict};
 pub enum RetryKind {
     Resume,
     Reprocess,
-}
-
-impl ActionKind {
-    /// The Spanish name of the action, for messages.
-    pub fn nombre(self) -> &'static str {
-        match self {
-            ActionKind::Resume => "reanudar",
-            ActionKind::Reprocess => "reprocesar",
-            ActionKind::Finalize => "finalizar",
-            ActionKind::Failover => "usar el PAC de respaldo",
-            ActionKind::ForceFailover => "forzar el PAC de respaldo",
-            ActionKind::ReprocessAcceptingRisk => "reprocesar aceptando el riesgo",
-            ActionKind::VerifyAbsent => "registrar la verificación",
-            ActionKind::RecordFound => "registrar el CFDI encontrado",
-            ActionKind::SendToContador => "enviar al contador",
-            ActionKind::Download => "descargar",
-            ActionKind::Note => "anotar",
-            ActionKind::Cancel => "cancelar el CFDI",
-            ActionKind::DecideDuplicate => "decidir el duplicado",
-        }
-    }
-
-    /// Roles that may ask for it (the system may do everything automatic).
-    pub fn roles(self) -> &'static [Role] {
-        match self {
-            ActionKind::Note | ActionKind::Download => &[Role::Personal, Role::Soporte, Role::Contador, Role::Sistema],
-            ActionKind::Resume | ActionKind::Finalize | ActionKind::Failover | ActionKind::Reprocess => {
-                &[Role::Soporte, Role::Contador, Role::Sistema]
-            }
-            ActionKind::ForceFailover
-            | ActionKind::ReprocessAcceptingRisk
-            | ActionKind::VerifyAbsent
-            | ActionKind::RecordFound
-            | ActionKind::Cancel
-            | ActionKind::DecideDuplicate => &[Role::Contador],
-            // The contador does not send to themself.
-            ActionKind::SendToContador => &[Role::Personal, Role::Soporte],
-        }
-    }
-
-    /// A contador-only step (duplicate risk, a record about SAT, a cancellation): with a role
-    /// credential set, each one needs the credential again
-    /// ([`crate::Outbox::spend_unlock`]).
-    pub fn is_risky(self) -> bool {
-        self.roles() == [Role::Contador]
-    }
-
-    /// Whether the action needs a note (the risk or the check, said in writing).
-    pub fn needs_note(self) -> bool {
-        matches!(
-            self,
-            ActionKind::ForceFailover
-                | ActionKind::ReprocessAcceptingRisk
-                | ActionKind::VerifyAbsent
-                | ActionKind::RecordFound
-                | ActionKind::SendToContador
-                | ActionKind::Cancel
-                | ActionKind::DecideDuplicate
-        )
-    }
 }
 
 fn refused(verdict: &Verdict, action: ActionKind) -> OutboxError {
@@ -200,7 +141,7 @@ impl Outbox {
                 invoice_id: detail.invoice.id,
                 attempt_id,
                 try_id: None,
-                kind: evidence_kind::OPERATOR_ACTION.into(),
+                kind: EvidenceKind::OperatorAction,
                 outcome: None,
                 code: Some(code.into()),
                 message: note.map(str::to_string),
@@ -412,8 +353,8 @@ impl Outbox {
                 invoice_id: detail.invoice.id,
                 attempt_id: Some(attempt.id),
                 try_id: None,
-                kind: evidence_kind::RECONCILIATION.into(),
-                outcome: Some("found".into()),
+                kind: EvidenceKind::Reconciliation,
+                outcome: Some(EvidenceOutcome::Found),
                 code: Some(evidence_kind::RECORD_FOUND.into()),
                 message: Some(note.to_string()),
                 uuid: Some(uuid.clone()),
@@ -460,7 +401,7 @@ impl Outbox {
                 invoice_id: detail.invoice.id,
                 attempt_id: live_attempt_id(&detail),
                 try_id: None,
-                kind: evidence_kind::OPERATOR_ACTION.into(),
+                kind: EvidenceKind::OperatorAction,
                 outcome: None,
                 code: Some(evidence_kind::SEND_TO_CONTADOR.into()),
                 message: Some(note.to_string()),

@@ -188,6 +188,20 @@ impl Outbox {
         cause: &str,
         abandon: Option<i64>,
     ) -> Result<i64> {
+        self.open_reprocess_in(detail, token, actor, cause, abandon, None).await
+    }
+
+    /// [`Outbox::open_reprocess`] with the PACs of a drain (`pacs`, which name the identity the
+    /// new attempt freezes), or this outbox's ([`Outbox::pac_directory`]) when `None`.
+    pub(crate) async fn open_reprocess_in(
+        &self,
+        detail: &InvoiceDetail,
+        token: Option<i64>,
+        actor: &Actor,
+        cause: &str,
+        abandon: Option<i64>,
+        pacs: Option<&crate::model::PacDirectory>,
+    ) -> Result<i64> {
         let from = live(detail)?;
         let sale: &Sale = &detail.sale.body;
         let emisor = self.store().current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
@@ -196,7 +210,10 @@ impl Outbox {
         // differs from every earlier attempt's (so a PAC's dedup cannot mistake it for one).
         let fecha = fecha_now(&emisor.profile.lugar_expedicion, now);
         let pac = self.primary_pac().await?;
-        let pac_identity = self.pac_identity_of(&pac).await?;
+        let pac_identity = match pacs {
+            Some(d) => d.get(&pac).map(|l| l.identity.clone()),
+            None => self.pac_identity_of(&pac).await?,
+        };
         let attempt_no = from.attempt_no + 1;
         let key = pac_idempotency_key(&emisor.profile.rfc, &sale.sale_id, attempt_no);
         // At a Facturapi primary the sale is mapped again into its JSON (no local sealing).

@@ -24,6 +24,7 @@ use serde_json::json;
 use crate::cancellation::{self, CancelAnswer, CancelOperation, CancelPlan, CancelTryRecord};
 use crate::drain::{failpoint, Drain, StepReport};
 use crate::error::{OutboxError, Result};
+use crate::evidence::{EvidenceKind, EvidenceOutcome};
 use crate::model::InvoiceRef;
 use crate::store::{CancellationClaim, CancellationRow, CancellationUpdate, NewCancellationTry, NewEvidence};
 use crate::webhooks::{CancellationChange, NewDelivery};
@@ -37,7 +38,7 @@ pub mod failpoints {
 }
 
 /// The evidence kind of every cancellation answer.
-pub const EVIDENCE_KIND: &str = "cancellation";
+pub const EVIDENCE_KIND: EvidenceKind = EvidenceKind::Cancellation;
 
 fn pem_b64(label: &str, der: &[u8]) -> String {
     let b64 = base64::engine::general_purpose::STANDARD;
@@ -59,27 +60,27 @@ struct CfdiFacts {
     sello_tail: Option<String>,
 }
 
-fn answer_class(a: &CancelAnswer) -> (&'static str, Option<String>, Option<String>) {
+fn answer_class(a: &CancelAnswer) -> (EvidenceOutcome, Option<String>, Option<String>) {
     match a {
         CancelAnswer::Cancel { outcome } => match outcome {
-            CancelOutcome::Accepted { code, estatus, .. } => ("accepted", Some(code.clone()), estatus.clone()),
-            CancelOutcome::Refused { code, message } => ("refused", Some(code.clone()), Some(message.clone())),
-            CancelOutcome::NotSent { cause } => ("not_sent", None, Some(cause.clone())),
-            CancelOutcome::Unavailable { code, message, .. } => ("unavailable", Some(code.clone()), Some(message.clone())),
-            CancelOutcome::Unknown { cause } => ("unknown", None, Some(cause.clone())),
+            CancelOutcome::Accepted { code, estatus, .. } => (EvidenceOutcome::Accepted, Some(code.clone()), estatus.clone()),
+            CancelOutcome::Refused { code, message } => (EvidenceOutcome::Refused, Some(code.clone()), Some(message.clone())),
+            CancelOutcome::NotSent { cause } => (EvidenceOutcome::NotSent, None, Some(cause.clone())),
+            CancelOutcome::Unavailable { code, message, .. } => (EvidenceOutcome::Unavailable, Some(code.clone()), Some(message.clone())),
+            CancelOutcome::Unknown { cause } => (EvidenceOutcome::Unknown, None, Some(cause.clone())),
         },
         CancelAnswer::Status { outcome } => match outcome {
             StatusOutcome::Known { status } => (
-                "known",
+                EvidenceOutcome::Known,
                 Some(status.estado.clone()),
                 Some(format!(
                     "{} · {} · {}",
                     status.estado, status.es_cancelable, status.estatus_cancelacion
                 )),
             ),
-            StatusOutcome::NotSent { cause } => ("not_sent", None, Some(cause.clone())),
-            StatusOutcome::Unavailable { code, message, .. } => ("unavailable", Some(code.clone()), Some(message.clone())),
-            StatusOutcome::Unknown { cause } => ("unknown", None, Some(cause.clone())),
+            StatusOutcome::NotSent { cause } => (EvidenceOutcome::NotSent, None, Some(cause.clone())),
+            StatusOutcome::Unavailable { code, message, .. } => (EvidenceOutcome::Unavailable, Some(code.clone()), Some(message.clone())),
+            StatusOutcome::Unknown { cause } => (EvidenceOutcome::Unknown, None, Some(cause.clone())),
         },
     }
 }
@@ -177,8 +178,8 @@ impl Drain {
                         invoice_id: row.invoice_id,
                         attempt_id: None,
                         try_id: None,
-                        kind: EVIDENCE_KIND.into(),
-                        outcome: Some(class.into()),
+                        kind: EVIDENCE_KIND,
+                        outcome: Some(class),
                         code,
                         message,
                         uuid: Some(row.uuid.clone()),

@@ -28,8 +28,10 @@ use tokio::task::JoinSet;
 
 use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
+use crate::evidence::{EvidenceKind, EvidenceOutcome};
 use crate::facts::{self, evidence_kind, normalize_uuid};
 use crate::model::PacDirectory;
+use crate::model::TryOperation;
 use crate::model::{AttemptInfo, Badge, InvoiceDetail, InvoiceRef, InvoiceState};
 use crate::outbox::Outbox;
 use crate::pacs::{PacEntry, PacSet};
@@ -197,12 +199,12 @@ pub struct Drain {
 }
 
 impl Drain {
-    /// A drain over `pacs`; verdicts of this process (the outbox's) reason about these PACs
-    /// and this policy from now on.
+    /// A drain over `pacs` with `config`'s policy. Its verdicts, and the attempts it opens,
+    /// reason about these PACs and this policy, passed along as it computes them; building it
+    /// changes nothing in the shared [`Outbox`] (whose verdicts read the stored settings).
     pub fn new(outbox: Arc<Outbox>, pacs: PacSet, mut config: DrainConfig, sink: Arc<dyn DrainSink>) -> Drain {
         config.policy.backups = pacs.backups();
         let directory = pacs.directory();
-        outbox.install_drain_context(directory.clone(), config.policy.clone());
         let actor = Actor::new(config.worker_id.clone(), crate::actor::Role::Sistema, "drain");
         Drain {
             outbox,
@@ -384,8 +386,7 @@ impl Drain {
         self.sink.event(DrainEvent::Progress(progress.clone()));
     }
 
-    /// The verdict for an invoice now, with this drain's PACs and policy (the same as
-    /// [`Outbox::verdict`] in this process).
+    /// The verdict for an invoice now, with this drain's PACs and policy.
     fn verdict(&self, detail: &InvoiceDetail) -> Verdict {
         self.outbox.verdict_with(detail, &self.directory, &self.config.policy)
     }
@@ -476,14 +477,23 @@ impl Drain {
             }
             NextStep::Failover { to } => {
                 let full = whole.as_ref().expect("read above for a failover");
+                // The identity the new attempt freezes is the one this drain reaches.
+                let identity = self.directory.get(&to).map(|l| l.identity.clone());
                 self.outbox
-                    .open_failover(full, &to, Some(claim.fencing_token), &self.actor, None)
+                    .open_failover_at(full, &to, identity, Some(claim.fencing_token), &self.actor, None)
                     .await?;
             }
             NextStep::Reprocess => {
                 let full = whole.as_ref().expect("read above for a reprocess");
                 self.outbox
-                    .open_reprocess(full, Some(claim.fencing_token), &self.actor, "fecha_vencida", None)
+                    .open_reprocess_in(
+                        full,
+                        Some(claim.fencing_token),
+                        &self.actor,
+                        "fecha_vencida",
+                        None,
+                        Some(&self.directory),
+                    )
                     .await?;
             }
             NextStep::Hold | NextStep::Done => {}
@@ -621,7 +631,13 @@ impl Drain {
         };
         let (_, body) = self.outbox.attempt_body(attempt.id).await?;
         let Some(try_id) = self
-            .begin(detail.invoice.id, attempt.id, "stamp", &attempt.pac, claim.fencing_token)
+            .begin(
+                detail.invoice.id,
+                attempt.id,
+                TryOperation::Stamp,
+                &attempt.pac,
+                claim.fencing_token,
+            )
             .await?
         else {
             // Fenced out before anything left: another worker or a person owns the row now.
@@ -708,8 +724,8 @@ impl Drain {
                 invoice_id,
                 attempt_id: Some(attempt.id),
                 try_id: Some(try_id),
-                kind: evidence_kind::PAC_RESPONSE.into(),
-                outcome: Some(reply.outcome.class().into()),
+                kind: EvidenceKind::PacResponse,
+                outcome: Some(EvidenceOutcome::of_stamp(&reply.outcome)),
                 code,
                 message,
                 uuid: uuid.clone(),
@@ -786,7 +802,13 @@ impl Drain {
         };
         let (_, body) = self.outbox.attempt_body(attempt.id).await?;
         let Some(try_id) = self
-            .begin(detail.invoice.id, attempt.id, "lookup", &attempt.pac, claim.fencing_token)
+            .begin(
+                detail.invoice.id,
+                attempt.id,
+                TryOperation::Lookup,
+                &attempt.pac,
+                claim.fencing_token,
+            )
             .await?
         else {
             return Ok(false);
@@ -801,14 +823,14 @@ impl Drain {
             .await
     }
 
-    async fn begin(&self, invoice_id: i64, attempt_id: i64, operation: &str, pac: &str, token: i64) -> Result<Option<i64>> {
+    async fn begin(&self, invoice_id: i64, attempt_id: i64, operation: TryOperation, pac: &str, token: i64) -> Result<Option<i64>> {
         let id = self
             .outbox
             .store()
             .begin_try(&NewTry {
                 invoice_id,
                 attempt_id,
-                operation: operation.into(),
+                operation,
                 pac: pac.into(),
                 worker: self.config.worker_id.clone(),
                 fencing_token: token,
@@ -820,7 +842,7 @@ impl Drain {
             tracing::info!(
                 invoice_id,
                 attempt_id,
-                operation,
+                operation = operation.as_str(),
                 token,
                 "no se envía: la factura ya no es de este trabajador o el intento ya no es el vigente"
             );
@@ -840,16 +862,21 @@ impl Drain {
         reply: Reply<LookupOutcome>,
     ) -> Result<bool> {
         let (outcome, found, code, message) = match &reply.outcome {
-            LookupOutcome::Found { cfdis } => ("found", cfdis.clone(), None, None),
-            LookupOutcome::NotFound { detail } => ("not_found", vec![], None, Some(detail.clone())),
-            LookupOutcome::Pending { detail, .. } => ("pending", vec![], None, Some(detail.clone())),
-            LookupOutcome::NotSupported { detail } => ("not_supported", vec![], None, Some(detail.clone())),
-            LookupOutcome::NotSent { cause } => ("not_sent", vec![], None, Some(cause.clone())),
-            LookupOutcome::Unavailable { code, message, .. } => ("unavailable", vec![], Some(code.clone()), Some(message.clone())),
-            LookupOutcome::Unknown { cause } => ("unknown", vec![], None, Some(cause.clone())),
+            LookupOutcome::Found { cfdis } => (EvidenceOutcome::Found, cfdis.clone(), None, None),
+            LookupOutcome::NotFound { detail } => (EvidenceOutcome::NotFound, vec![], None, Some(detail.clone())),
+            LookupOutcome::Pending { detail, .. } => (EvidenceOutcome::Pending, vec![], None, Some(detail.clone())),
+            LookupOutcome::NotSupported { detail } => (EvidenceOutcome::NotSupported, vec![], None, Some(detail.clone())),
+            LookupOutcome::NotSent { cause } => (EvidenceOutcome::NotSent, vec![], None, Some(cause.clone())),
+            LookupOutcome::Unavailable { code, message, .. } => {
+                (EvidenceOutcome::Unavailable, vec![], Some(code.clone()), Some(message.clone()))
+            }
+            LookupOutcome::Unknown { cause } => (EvidenceOutcome::Unknown, vec![], None, Some(cause.clone())),
         };
         let now = self.outbox.now();
-        let failed = matches!(outcome, "not_sent" | "unavailable" | "unknown");
+        let failed = matches!(
+            outcome,
+            EvidenceOutcome::NotSent | EvidenceOutcome::Unavailable | EvidenceOutcome::Unknown
+        );
         // One evidence row per CFDI found (several mean duplicates at that PAC).
         let rows: Vec<Option<&pac::FoundCfdi>> = if found.is_empty() {
             vec![None]
@@ -879,8 +906,8 @@ impl Drain {
                     invoice_id,
                     attempt_id: Some(attempt.id),
                     try_id: Some(try_id),
-                    kind: evidence_kind::LOOKUP.into(),
-                    outcome: Some(outcome.into()),
+                    kind: EvidenceKind::Lookup,
+                    outcome: Some(outcome),
                     code,
                     message,
                     uuid: uuid.clone(),
@@ -913,7 +940,13 @@ impl Drain {
         };
         let (_, body) = self.outbox.attempt_body(attempt.id).await?;
         let Some(try_id) = self
-            .begin(detail.invoice.id, attempt.id, "lookup", &attempt.pac, claim.fencing_token)
+            .begin(
+                detail.invoice.id,
+                attempt.id,
+                TryOperation::Lookup,
+                &attempt.pac,
+                claim.fencing_token,
+            )
             .await?
         else {
             return Ok(false);
@@ -981,7 +1014,7 @@ impl Drain {
                 invoice_id,
                 attempt_id: Some(attempt_id),
                 try_id: None,
-                kind: evidence_kind::CONFIGURATION.into(),
+                kind: EvidenceKind::Configuration,
                 outcome: None,
                 code: Some(code.into()),
                 message: Some(message),

@@ -20,6 +20,7 @@ use ts_rs::TS;
 use crate::actor::Actor;
 use crate::cancellation::{self, AcceptancePrediction, Motivo, PredictionFacts};
 use crate::error::{OutboxError, Result};
+use crate::evidence::{EvidenceKind, EvidenceOutcome};
 use crate::facts::normalize_uuid;
 use crate::model::{ActedBy, Badge, CfdiInfo, EvidenceInfo, InvoiceDetail, InvoiceRef, ListFilter};
 use crate::outbox::{check_note, Outbox};
@@ -532,8 +533,8 @@ impl Outbox {
                     invoice_id: candidate.invoice_id,
                     attempt_id: None,
                     try_id: None,
-                    kind: crate::facts::evidence_kind::RECONCILIATION.into(),
-                    outcome: Some("found".into()),
+                    kind: EvidenceKind::Reconciliation,
+                    outcome: Some(EvidenceOutcome::Found),
                     code: Some("duplicado_importado".into()),
                     message: Some(note.to_string()),
                     uuid: Some(normalize_uuid(&f.uuid)),

@@ -37,13 +37,11 @@
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
 
 pub mod actions;
-pub mod actor;
 pub mod api_tokens;
 pub mod attempts;
 pub mod backup;
 pub mod backup_schedule;
 pub mod cancel_step;
-pub mod cancellation;
 pub mod changes;
 pub mod channel_rows;
 pub mod clock;
@@ -60,11 +58,9 @@ mod fiscal_intake;
 pub mod follow_up;
 pub mod global_invoice;
 pub mod history_gap;
-pub mod intake;
 pub mod location;
 pub mod master_csv;
 pub mod master_data;
-pub mod model;
 pub mod outbox;
 pub mod pacs;
 pub mod payments;
@@ -75,10 +71,11 @@ pub mod role_credentials;
 pub mod screening;
 pub mod settings;
 pub mod store;
-pub mod strategy;
-pub mod timeline_words;
 pub mod webhooks;
 pub mod workers;
+
+// The pure rules live in `crates/rules`; their modules keep their paths here.
+pub use rules::{actor, cancellation, code_enum, evidence, intake, model, strategy, timeline_words};
 
 pub use actor::{Actor, Role};
 pub use clock::{Clock, SystemClock, TestClock};

@@ -63,9 +63,9 @@ pub struct Outbox {
     /// Prefix of this instance's reservation owners.
     instance: String,
     reservations: AtomicU64,
-    /// The PACs and policy of the drain running in this process, once it started: verdicts
-    /// here then reason about exactly what that drain does (Modo sandbox's simulators too).
-    in_use: RwLock<Option<(PacDirectory, Policy)>>,
+    /// The PACs this process reaches instead of the stored PAC list, when its shell declared
+    /// them ([`Outbox::use_process_pacs`]: Modo sandbox's in-process simulators).
+    process_pacs: RwLock<Option<PacDirectory>>,
     /// Roles unlocked in this process with their credential, and until when
     /// (the `role_credentials` module).
     pub(crate) unlocked: Mutex<Vec<(crate::actor::Role, chrono::DateTime<chrono::Utc>)>>,
@@ -252,32 +252,30 @@ impl Outbox {
             csd: Mutex::new(None),
             instance: format!("{:x}-{nonce:016x}", std::process::id()),
             reservations: AtomicU64::new(0),
-            in_use: RwLock::new(None),
+            process_pacs: RwLock::new(None),
             unlocked: Mutex::new(Vec::new()),
         }
     }
 
     // The strategy ----------------------------------------------------------------------------
 
-    /// Makes verdicts of this process reason about `pacs` and `policy` (a drain calls this as
-    /// it starts).
-    pub fn install_drain_context(&self, pacs: PacDirectory, policy: Policy) {
-        *self.in_use.write().unwrap_or_else(|p| p.into_inner()) = Some((pacs, policy));
+    /// Declares the PACs this process reaches instead of the stored PAC list (Modo sandbox's
+    /// in-process simulators, whose names and identities no setting holds), or `None` to go
+    /// back to the stored list. Intake, actions and verdicts here then name these PACs. It is
+    /// the shell's explicit choice: building a drain declares nothing (a drain passes its own
+    /// PACs and policy to the verdicts it computes), so a verdict never depends on whether a
+    /// drain was built in this process.
+    pub fn use_process_pacs(&self, pacs: Option<PacDirectory>) {
+        *self.process_pacs.write().unwrap_or_else(|p| p.into_inner()) = pacs;
     }
 
-    pub(crate) fn installed_pacs(&self) -> Option<PacDirectory> {
-        self.in_use
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(|(d, _)| d.clone())
+    pub(crate) fn process_pacs(&self) -> Option<PacDirectory> {
+        self.process_pacs.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The policy verdicts use: the running drain's, or the stored drain settings.
+    /// The policy verdicts outside a drain use: the stored drain settings (a drain uses its
+    /// own, [`crate::drain::Drain::policy`]).
     pub async fn policy(&self) -> Result<Policy> {
-        if let Some((_, p)) = self.in_use.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            return Ok(p.clone());
-        }
         let settings = self.drain_settings().await?;
         Ok(Policy {
             max_tries: settings.max_tries,
@@ -294,7 +292,8 @@ impl Outbox {
         Ok(self.verdict_with(detail, &pacs, &policy))
     }
 
-    /// The verdict with the PACs and policy given.
+    /// The verdict with the PACs and policy given (a drain's: [`crate::drain::Drain`] passes
+    /// its own).
     pub fn verdict_with(&self, detail: &InvoiceDetail, pacs: &PacDirectory, policy: &Policy) -> Verdict {
         let facts = crate::facts::from_detail(detail, &|p, id| pacs.can_lookup_at(p, id));
         strategy::derive(&facts, policy, self.now())
@@ -705,7 +704,7 @@ fn merge_timeline(detail: &mut InvoiceDetail) {
             at: t.started_at,
             source: TimelineSource::Try,
             ref_id: t.id,
-            kind: t.operation.clone(),
+            kind: t.operation.to_string(),
             actor: t.actor.clone(),
             detail: json!({"attempt_id": t.attempt_id, "try_no": t.try_no, "pac": t.pac, "worker": t.worker, "fencing_token": t.fencing_token}),
             said: Vec::new(),
@@ -716,7 +715,7 @@ fn merge_timeline(detail: &mut InvoiceDetail) {
             at: e.recorded_at,
             source: TimelineSource::Evidence,
             ref_id: e.id,
-            kind: e.kind.clone(),
+            kind: e.kind.to_string(),
             actor: e.actor.clone(),
             detail: json!({"attempt_id": e.attempt_id, "try_id": e.try_id, "outcome": e.outcome, "code": e.code,
                            "message": e.message, "uuid": e.uuid, "detail": e.detail}),

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::actor::{Actor, Role};
 use crate::error::{OutboxError, Result};
+use crate::evidence::EvidenceKind;
 use crate::facts::evidence_kind;
 use crate::model::{BodyFormat, InvoiceDetail, InvoiceRef, PacDirectory, PacIdentity, PacListing};
 use crate::outbox::Outbox;
@@ -197,21 +198,19 @@ impl PacConfig {
     }
 }
 
-impl PacDirectory {
-    /// The configured PACs, primary first, then the backups in their order.
-    pub fn from_configs(configs: &[PacConfig]) -> PacDirectory {
-        let mut ordered: Vec<&PacConfig> = configs.iter().filter(|c| c.role == PacRole::Primary).collect();
-        ordered.extend(configs.iter().filter(|c| c.role == PacRole::Backup));
-        PacDirectory {
-            entries: ordered
-                .into_iter()
-                .map(|c| PacListing {
-                    name: c.name.clone(),
-                    kind: c.flavor,
-                    identity: c.identity(),
-                })
-                .collect(),
-        }
+/// The directory of the configured PACs, primary first, then the backups in their order.
+pub fn directory_from_configs(configs: &[PacConfig]) -> PacDirectory {
+    let mut ordered: Vec<&PacConfig> = configs.iter().filter(|c| c.role == PacRole::Primary).collect();
+    ordered.extend(configs.iter().filter(|c| c.role == PacRole::Backup));
+    PacDirectory {
+        entries: ordered
+            .into_iter()
+            .map(|c| PacListing {
+                name: c.name.clone(),
+                kind: c.flavor,
+                identity: c.identity(),
+            })
+            .collect(),
     }
 }
 
@@ -354,13 +353,14 @@ pub fn build_pac_set(
 }
 
 impl Outbox {
-    /// The PACs verdicts reason about: those of the drain running in this process when one
-    /// installed its set, otherwise the configured ones.
+    /// The PACs intake, actions and verdicts outside a drain reason about: those the shell
+    /// declared for this process ([`Outbox::use_process_pacs`], Modo sandbox), otherwise the
+    /// configured ones.
     pub async fn pac_directory(&self) -> Result<PacDirectory> {
-        if let Some(d) = self.installed_pacs() {
+        if let Some(d) = self.process_pacs() {
             return Ok(d);
         }
-        Ok(PacDirectory::from_configs(&self.pacs().await?))
+        Ok(directory_from_configs(&self.pacs().await?))
     }
 
     /// The identity of the PAC named `name`, as a new attempt for it freezes it.
@@ -500,7 +500,7 @@ impl Outbox {
                 ));
             }
             if status.is_open_question() {
-                let forced = live && attempt.resolution != "abandoned";
+                let forced = live && attempt.resolution != crate::model::AttemptResolution::Abandoned;
                 if forced && attempt.body_format == BodyFormat::Json && !crate::facturapi_lane::is_json_pac(Some(&plan.after)) {
                     return Err(OutboxError::Unsupported(format!(
                         "la factura {} ({}) tiene un intento JSON de Facturapi de resultado desconocido: el PAC {} solo puede cambiarse por otra cuenta de Facturapi mientras no se resuelva",
@@ -560,7 +560,7 @@ impl Outbox {
                     invoice_id: *invoice_id,
                     attempt_id: Some(*attempt_id),
                     try_id: None,
-                    kind: evidence_kind::OPERATOR_ACTION.into(),
+                    kind: EvidenceKind::OperatorAction,
                     outcome: None,
                     code: Some(evidence_kind::PAC_IDENTITY_ACCEPTED.into()),
                     message: Some(format!("PAC {} reemplazado: cambió {changed}", plan.pac)),
@@ -586,7 +586,7 @@ impl Outbox {
                     invoice_id: detail.invoice.id,
                     attempt_id: Some(*attempt_id),
                     try_id: None,
-                    kind: evidence_kind::OPERATOR_ACTION.into(),
+                    kind: EvidenceKind::OperatorAction,
                     outcome: None,
                     code: Some(code.into()),
                     message: Some(note.to_string()),
@@ -650,11 +650,11 @@ mod tests {
     fn a_lookup_goes_only_to_a_pac_that_still_reaches_the_attempts_identity() {
         let old = finkok("fk", "https://viejo.example", PacRole::Primary).identity();
         // The name now reaches another service: the old identity is looked up nowhere.
-        let moved = PacDirectory::from_configs(&[finkok("fk", "https://nuevo.example", PacRole::Primary)]);
+        let moved = directory_from_configs(&[finkok("fk", "https://nuevo.example", PacRole::Primary)]);
         assert!(!moved.can_lookup_at("fk", Some(&old)));
         assert!(moved.can_lookup_at("fk", None), "attempts without a frozen identity: by name");
         // The old service kept under another name answers for it.
-        let kept = PacDirectory::from_configs(&[
+        let kept = directory_from_configs(&[
             finkok("fk", "https://nuevo.example", PacRole::Primary),
             finkok("fk-anterior", "https://viejo.example", PacRole::Backup),
         ]);

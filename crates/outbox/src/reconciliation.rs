@@ -24,7 +24,8 @@ use ts_rs::TS;
 
 use crate::actor::{Actor, Role};
 use crate::error::{OutboxError, Result};
-use crate::facts::{evidence_kind, normalize_uuid};
+use crate::evidence::{EvidenceKind, EvidenceOutcome};
+use crate::facts::normalize_uuid;
 use crate::model::InvoiceRef;
 use crate::outbox::Outbox;
 use crate::store::{NewCandidate, NewCfdi, NewEvidence, NewForeignCfdi};
@@ -288,8 +289,8 @@ impl Outbox {
                     invoice_id,
                     attempt_id: Some(attempt_id),
                     try_id: None,
-                    kind: evidence_kind::RECONCILIATION.into(),
-                    outcome: Some("found".into()),
+                    kind: EvidenceKind::Reconciliation,
+                    outcome: Some(EvidenceOutcome::Found),
                     code: Some("importado".into()),
                     message: Some(format!("importado de {source}")),
                     uuid: Some(c.uuid.clone()),

@@ -186,7 +186,11 @@ async fn an_outage_is_counted_from_the_tries_and_ends_with_the_next_success(back
     assert_ne!(w.badge(id).await, Badge::Timbrada);
     let during = w.outbox.dashboard(chrono::Utc::now()).await.unwrap();
     let detail = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
-    let not_sent = detail.evidence.iter().filter(|e| e.outcome.as_deref() == Some("not_sent")).count() as i64;
+    let not_sent = detail
+        .evidence
+        .iter()
+        .filter(|e| e.outcome == Some(outbox::evidence::EvidenceOutcome::NotSent))
+        .count() as i64;
     assert!(not_sent >= 1);
     let h = &during.pacs[0];
     assert_eq!((h.tries_24h, h.failed_24h), (detail.tries.len() as i64, not_sent));

@@ -612,7 +612,7 @@ async fn a_try_starts_only_under_the_current_token_and_for_the_live_attempt(back
     let try_of = |attempt_id: i64, operation: &str, token: i64| outbox::store::NewTry {
         invoice_id: id,
         attempt_id,
-        operation: operation.into(),
+        operation: outbox::model::TryOperation::parse(operation).unwrap(),
         pac: "sw".into(),
         worker: "w".into(),
         fencing_token: token,

@@ -17,6 +17,7 @@ use common::{ingreso, password, setup, Backend};
 use outbox::cancellation::Motivo;
 use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::duplicates::CancelOrder;
+use outbox::evidence::{EvidenceKind, EvidenceOutcome};
 use outbox::facts::evidence_kind;
 use outbox::model::{AttemptReason, Badge, BodyFormat, InvoiceDetail, InvoiceRef, InvoiceState};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
@@ -270,7 +271,7 @@ async fn pending_is_looked_up_by_external_id_and_never_created_again(backend: Ba
     assert!(
         d.evidence
             .iter()
-            .any(|e| e.kind == evidence_kind::LOOKUP && e.outcome.as_deref() == Some("pending")),
+            .any(|e| e.kind == EvidenceKind::Lookup && e.outcome == Some(EvidenceOutcome::Pending)),
         "the lookup by external_id saw it pending"
     );
     assert!(d.tries.iter().any(|t| t.operation == "lookup"));

@@ -471,6 +471,72 @@ async fn the_timeline_merges_events_tries_evidence_and_notes_by_time(backend: Ba
     assert_eq!(d.evidence.len(), 1);
 }
 
+/// The closed vocabularies of the rules crate are the database's too (migration 0009): an
+/// evidence row with a kind, outcome or role outside them, or an invoice with an unknown badge,
+/// is refused by the database itself; the same rows with known words are accepted.
+async fn the_database_refuses_a_word_outside_the_vocabulary(backend: Backend) {
+    let e = env(backend).await;
+    let r = e
+        .outbox
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .unwrap();
+    let id = r.invoice_id;
+    let row = |kind: &str, outcome: &str, role: &str| {
+        format!(
+            "INSERT INTO evidence (invoice_id, kind, outcome, recorded_at_ms, actor, actor_role) \
+             VALUES ({id}, {kind}, {outcome}, 0, 'w1', {role})"
+        )
+    };
+    // (statement, the SQLite trigger's message, the PostgreSQL constraint's name)
+    let cases = [
+        (
+            row("'sat_status'", "NULL", "'sistema'"),
+            "unknown evidence kind",
+            "evidence_kind_known",
+        ),
+        (row("'Lookup'", "NULL", "'sistema'"), "unknown evidence kind", "evidence_kind_known"),
+        (
+            row("'lookup'", "'timeout'", "'sistema'"),
+            "unknown evidence outcome",
+            "evidence_outcome_known",
+        ),
+        (
+            row("'pac_response'", "'Stamped'", "'sistema'"),
+            "unknown evidence outcome",
+            "evidence_outcome_known",
+        ),
+        (
+            row("'operator_action'", "NULL", "'jefe'"),
+            "unknown actor role",
+            "evidence_actor_role_known",
+        ),
+        (
+            format!("UPDATE invoices SET badge = 'verde' WHERE id = {id}"),
+            "unknown badge",
+            "invoices_badge_known",
+        ),
+    ];
+    for (sql, trigger, constraint) in cases {
+        let msg = refused(&e, &sql).await;
+        assert!(msg.contains(trigger) || msg.contains(constraint), "{sql}: {msg}");
+    }
+    for sql in [
+        row("'lookup'", "'not_found'", "'sistema'"),
+        row("'cancellation'", "'known'", "'sistema'"),
+        row("'operator_action'", "NULL", "'contador'"),
+        format!("UPDATE invoices SET badge = 'atencion' WHERE id = {id}"),
+    ] {
+        sqlx::query(&sql)
+            .execute(e.pool())
+            .await
+            .unwrap_or_else(|err| panic!("{sql}: {err}"));
+    }
+    let d = e.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert_eq!(d.evidence.len(), 3, "only the known words were stored");
+    assert_eq!(d.invoice.badge, Badge::Atencion);
+}
+
 /// Runs a statement that must be refused by a trigger; returns the database's message.
 async fn refused(e: &Env, sql: &str) -> String {
     match sqlx::query(sql).execute(e.pool()).await {
@@ -877,6 +943,7 @@ crate::conformance!(
     notes_are_added_resolved_once_and_listed_active_first,
     the_timeline_merges_events_tries_evidence_and_notes_by_time,
     the_database_refuses_to_change_sales_evidence_and_history,
+    the_database_refuses_a_word_outside_the_vocabulary,
     settings_keep_the_encrypted_key_and_never_the_password,
     a_bad_csd_setup_is_refused_and_nothing_is_stored,
     recording_needs_an_emisor_and_the_csd_password,

@@ -1,7 +1,8 @@
 //! The architecture of ARCHITECTURE.md, checked: no module cycle in any crate; the direction of
 //! the crate dependencies (only `outbox` knows SQL, only the PAC clients, the simulator and the
-//! intake API know HTTP, only `src-tauri` knows Tauri, `cfdi` knows none of them); every module
-//! says what it owns; nothing in the repository points at documents outside it.
+//! intake API know HTTP, only `src-tauri` knows Tauri, `cfdi` knows none of them, `rules` is
+//! pure); every module says what it owns; nothing in the repository points at documents
+//! outside it.
 
 use std::collections::BTreeSet;
 
@@ -46,19 +47,43 @@ fn crate_dependencies_point_one_way() {
     let rules: &[(&str, &[&str])] = &[
         (
             "cfdi",
-            &["sqlx", "reqwest", "hyper", "axum", "tauri", "tokio", "timbra-pac", "timbra-outbox"],
+            &[
+                "sqlx",
+                "reqwest",
+                "hyper",
+                "axum",
+                "tauri",
+                "tokio",
+                "timbra-pac",
+                "timbra-rules",
+                "timbra-outbox",
+            ],
         ),
         (
             "pac",
-            &["sqlx", "reqwest", "hyper", "axum", "tauri", "timbra-outbox", "timbra-pac-clients"],
+            &[
+                "sqlx",
+                "reqwest",
+                "hyper",
+                "axum",
+                "tauri",
+                "timbra-rules",
+                "timbra-outbox",
+                "timbra-pac-clients",
+            ],
         ),
-        ("pac-clients", &["sqlx", "tauri", "timbra-outbox", "axum"]),
-        ("pac-sim", &["sqlx", "tauri", "timbra-outbox", "timbra-pac-clients", "reqwest"]),
+        // cfdi ← pac ← rules ← outbox: the rules know no database, no runtime, no network.
+        ("rules", RULES_FORBIDDEN),
+        ("pac-clients", &["sqlx", "tauri", "timbra-rules", "timbra-outbox", "axum"]),
+        (
+            "pac-sim",
+            &["sqlx", "tauri", "timbra-rules", "timbra-outbox", "timbra-pac-clients", "reqwest"],
+        ),
         (
             "outbox",
             &["reqwest", "hyper", "hyper-util", "axum", "tower", "tauri", "timbra-pac-clients"],
         ),
-        ("pdf", &["sqlx", "reqwest", "tauri", "tokio", "timbra-outbox"]),
+        ("pdf", &["sqlx", "reqwest", "tauri", "tokio", "timbra-rules", "timbra-outbox"]),
         // The use cases the shells share: over the Outbox API, below the HTTP API.
         (
             "services",
@@ -93,6 +118,69 @@ fn crate_dependencies_point_one_way() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// What the rules crate (`crates/rules`) must never depend on: a database, an async runtime,
+/// the network, files, the desktop, or a crate after it in the dependency order.
+const RULES_FORBIDDEN: &[&str] = &[
+    "sqlx",
+    "tokio",
+    "futures-util",
+    "reqwest",
+    "hyper",
+    "hyper-util",
+    "axum",
+    "tower",
+    "lettre",
+    "socket2",
+    "directories",
+    "tempfile",
+    "tauri",
+    "tracing",
+    "timbra-outbox",
+    "timbra-pac-clients",
+    "timbra-pac-sim",
+    "timbra-pdf",
+    "timbra-api",
+];
+
+/// The rules are pure: their manifest names no IO or async dependency (in any section, tests
+/// included) and their sources reach for no file, socket, process or runtime.
+#[test]
+fn the_rules_crate_is_pure() {
+    let dir = root().join("crates/rules");
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("crates/rules/Cargo.toml");
+    let table: toml::Table = manifest.parse().expect("crates/rules/Cargo.toml is TOML");
+    let mut declared = BTreeSet::new();
+    for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        if let Some(t) = table.get(section).and_then(|d| d.as_table()) {
+            declared.extend(t.keys().cloned());
+        }
+    }
+    assert!(declared.contains("timbra-pac"), "the manifest was read: {declared:?}");
+    let bad: Vec<&String> = declared.iter().filter(|d| RULES_FORBIDDEN.contains(&d.as_str())).collect();
+    assert!(bad.is_empty(), "crates/rules must stay pure, but depends on {bad:?}");
+
+    const IO: [&str; 8] = [
+        "std::fs",
+        "std::net",
+        "std::process",
+        "std::thread",
+        "std::env",
+        "tokio::",
+        "sqlx::",
+        "async fn",
+    ];
+    let mut hits = Vec::new();
+    for f in rust_files(&dir.join("src")) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for pattern in IO {
+            if text.contains(pattern) {
+                hits.push(format!("{} ({pattern})", f.strip_prefix(&dir).unwrap_or(&f).display()));
+            }
+        }
+    }
+    assert!(hits.is_empty(), "IO or async in the rules crate:\n  {}", hits.join("\n  "));
 }
 
 #[test]

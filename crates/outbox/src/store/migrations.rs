@@ -23,7 +23,8 @@ macro_rules! dialect_migrations {
             5 "0005" "intake_channels",
             6 "0006" "customers_products",
             7 "0007" "workers",
-            8 "0008" "one_live_document"
+            8 "0008" "one_live_document",
+            9 "0009" "vocabulary_checks"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

@@ -42,9 +42,10 @@ use cfdi::sale::EmisorProfile;
 
 use crate::actor::Actor;
 use crate::error::Result;
+use crate::evidence::{EvidenceKind, EvidenceOutcome};
 use crate::model::{
     ActedBy, AttemptInfo, AttemptReason, Badge, BodyFormat, CfdiInfo, EvidenceInfo, FechaSource, InvoiceDetail, InvoiceState,
-    InvoiceSummary, TryInfo,
+    InvoiceSummary, TryInfo, TryOperation,
 };
 
 pub mod any;
@@ -250,8 +251,7 @@ pub struct Claim {
 pub struct NewTry {
     pub invoice_id: i64,
     pub attempt_id: i64,
-    /// `stamp` or `lookup`.
-    pub operation: String,
+    pub operation: TryOperation,
     pub pac: String,
     pub worker: String,
     pub fencing_token: i64,
@@ -265,8 +265,8 @@ pub struct NewEvidence {
     pub invoice_id: i64,
     pub attempt_id: Option<i64>,
     pub try_id: Option<i64>,
-    pub kind: String,
-    pub outcome: Option<String>,
+    pub kind: EvidenceKind,
+    pub outcome: Option<EvidenceOutcome>,
     pub code: Option<String>,
     pub message: Option<String>,
     pub uuid: Option<String>,

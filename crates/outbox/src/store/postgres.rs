@@ -109,6 +109,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "a3ba11f03875b037350e080c2e2cdd3f24b356e2c06ca975148f32a86a2e34fe986f13efc73d8194754d48c6c7c9e8b4",
         statements: "145062dfbf922e81478dd46ddcc38ab1aa7d84396f48c6b66bdf8133f14dad6b",
     },
+    Released {
+        version: 9,
+        checksum: "9dcdbaa0693c5c0137fc1c53d453a8d0e118ed709a337209c07e0c0dae5be8f7ff2670d3d527df3383c8362a6001c326",
+        statements: "793c45a3157c22e1beae00d2a311626ccd0e754619f2eb44ef223a4ab21905c2",
+    },
 ];
 
 #[derive(Debug)]

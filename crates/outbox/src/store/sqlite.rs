@@ -92,6 +92,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "c605aa5dff8261d9afb78bcba4d30861ea2cf43e872bd9449aac809cff7c83432db3b717aa6bd84845746ecad27a8738",
         statements: "e80e25876e81a60a7ea96be66ca984e761e3ec0c16af1c7084c444ab2cc17875",
     },
+    Released {
+        version: 9,
+        checksum: "08e08703c606438284e5f0205289de11c1d40175774b914ab1414f9f0e68ffce4b0915c2fb9c8797889962a63822fec3",
+        statements: "cedbb13f20106ad25752da05c5dad2a5a9566c3597a7cd742e08b795d9fc5622",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

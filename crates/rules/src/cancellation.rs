@@ -1,7 +1,7 @@
 //! SAT's cancellation rules as Timbra applies them, pure: whether the receptor must accept
 //! (predicted before the contador confirms), what a PAC's or SAT's answer means for one
 //! cancellation request, and what the drain does next with it. The drain's step that carries
-//! a request out is in [`crate::cancel_step`]; the contador's decisions in [`crate::duplicates`].
+//! a request out is in the outbox's `cancel_step`; the contador's decisions in its `duplicates`.
 //!
 //! A request moves `pending` (send it) → `requested` (follow SAT's status) → `final` (SAT's last
 //! word, or a refusal the contador must look at). The next operation is derived from the
@@ -188,47 +188,23 @@ pub fn predict(f: &PredictionFacts, now_local: NaiveDateTime) -> AcceptancePredi
     }
 }
 
-/// SAT's last word on a request (or a refusal the contador must look at).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum CancelFinal {
-    CanceladoSinAceptacion,
-    CanceladoConAceptacion,
-    /// Cancelled by tacit acceptance: the receptor did not answer in time.
-    PlazoVencido,
-    /// The receptor rejected it: back to the contador.
-    Rechazada,
-    /// SAT says it cannot be cancelled (live related documents).
-    NoCancelable,
-    /// The PAC or SAT refused the request itself (motivo, RFC, deadline, certificate…).
-    Refused,
+code_enum! {
+    /// SAT's last word on a request (or a refusal the contador must look at).
+    CancelFinal {
+        CanceladoSinAceptacion = "cancelado_sin_aceptacion",
+        CanceladoConAceptacion = "cancelado_con_aceptacion",
+        /// Cancelled by tacit acceptance: the receptor did not answer in time.
+        PlazoVencido = "plazo_vencido",
+        /// The receptor rejected it: back to the contador.
+        Rechazada = "rechazada",
+        /// SAT says it cannot be cancelled (live related documents).
+        NoCancelable = "no_cancelable",
+        /// The PAC or SAT refused the request itself (motivo, RFC, deadline, certificate…).
+        Refused = "refused",
+    }
 }
 
 impl CancelFinal {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CancelFinal::CanceladoSinAceptacion => "cancelado_sin_aceptacion",
-            CancelFinal::CanceladoConAceptacion => "cancelado_con_aceptacion",
-            CancelFinal::PlazoVencido => "plazo_vencido",
-            CancelFinal::Rechazada => "rechazada",
-            CancelFinal::NoCancelable => "no_cancelable",
-            CancelFinal::Refused => "refused",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<CancelFinal> {
-        [
-            CancelFinal::CanceladoSinAceptacion,
-            CancelFinal::CanceladoConAceptacion,
-            CancelFinal::PlazoVencido,
-            CancelFinal::Rechazada,
-            CancelFinal::NoCancelable,
-            CancelFinal::Refused,
-        ]
-        .into_iter()
-        .find(|f| f.as_str() == s)
-    }
-
     /// Whether SAT cancelled the CFDI.
     pub fn cancelled(self) -> bool {
         matches!(
@@ -248,30 +224,13 @@ impl CancelFinal {
     }
 }
 
-/// One operation against the PAC or SAT.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CancelOperation {
-    /// The cancellation request.
-    Cancel,
-    /// SAT's status of the CFDI (ConsultaCFDIService).
-    Status,
-}
-
-impl CancelOperation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CancelOperation::Cancel => "cancel",
-            CancelOperation::Status => "status",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<CancelOperation> {
-        match s {
-            "cancel" => Some(CancelOperation::Cancel),
-            "status" => Some(CancelOperation::Status),
-            _ => None,
-        }
+code_enum! {
+    /// One operation against the PAC or SAT.
+    CancelOperation {
+        /// The cancellation request.
+        Cancel = "cancel",
+        /// SAT's status of the CFDI (ConsultaCFDIService).
+        Status = "status",
     }
 }
 

@@ -20,6 +20,7 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+use crate::actor::Role;
 use crate::model::Badge;
 
 /// What one stamp request of an attempt came to (the PAC layer's outcome, reduced to what the
@@ -457,34 +458,6 @@ pub fn read_attempt(a: &AttemptFacts) -> AttemptReading {
     }
 }
 
-/// A closed set of stable codes: serialized as their text, exported to TypeScript (the UI's
-/// texts are typed by them, so a code without Spanish and English words does not compile).
-macro_rules! code_enum {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize, ts_rs::TS)]
-        pub enum $name {
-            $($(#[$vm])* #[serde(rename = $text)] $variant),+
-        }
-
-        impl $name {
-            /// Every code, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The stable text of the code (as serialized).
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
 code_enum! {
     /// The kinds of action a person can ask for.
     ActionKind {
@@ -513,6 +486,66 @@ code_enum! {
         Cancel = "cancel",
         /// The contador decides a duplicate: which CFDI survives, the motivo for the others.
         DecideDuplicate = "decide_duplicate",
+    }
+}
+
+impl ActionKind {
+    /// The Spanish name of the action, for messages.
+    pub fn nombre(self) -> &'static str {
+        match self {
+            ActionKind::Resume => "reanudar",
+            ActionKind::Reprocess => "reprocesar",
+            ActionKind::Finalize => "finalizar",
+            ActionKind::Failover => "usar el PAC de respaldo",
+            ActionKind::ForceFailover => "forzar el PAC de respaldo",
+            ActionKind::ReprocessAcceptingRisk => "reprocesar aceptando el riesgo",
+            ActionKind::VerifyAbsent => "registrar la verificación",
+            ActionKind::RecordFound => "registrar el CFDI encontrado",
+            ActionKind::SendToContador => "enviar al contador",
+            ActionKind::Download => "descargar",
+            ActionKind::Note => "anotar",
+            ActionKind::Cancel => "cancelar el CFDI",
+            ActionKind::DecideDuplicate => "decidir el duplicado",
+        }
+    }
+
+    /// Roles that may ask for it (the system may do everything automatic).
+    pub fn roles(self) -> &'static [Role] {
+        match self {
+            ActionKind::Note | ActionKind::Download => &[Role::Personal, Role::Soporte, Role::Contador, Role::Sistema],
+            ActionKind::Resume | ActionKind::Finalize | ActionKind::Failover | ActionKind::Reprocess => {
+                &[Role::Soporte, Role::Contador, Role::Sistema]
+            }
+            ActionKind::ForceFailover
+            | ActionKind::ReprocessAcceptingRisk
+            | ActionKind::VerifyAbsent
+            | ActionKind::RecordFound
+            | ActionKind::Cancel
+            | ActionKind::DecideDuplicate => &[Role::Contador],
+            // The contador does not send to themself.
+            ActionKind::SendToContador => &[Role::Personal, Role::Soporte],
+        }
+    }
+
+    /// A contador-only step (duplicate risk, a record about SAT, a cancellation): with a role
+    /// credential set, each one needs the credential again
+    /// (the outbox's `Outbox::spend_unlock`).
+    pub fn is_risky(self) -> bool {
+        self.roles() == [Role::Contador]
+    }
+
+    /// Whether the action needs a note (the risk or the check, said in writing).
+    pub fn needs_note(self) -> bool {
+        matches!(
+            self,
+            ActionKind::ForceFailover
+                | ActionKind::ReprocessAcceptingRisk
+                | ActionKind::VerifyAbsent
+                | ActionKind::RecordFound
+                | ActionKind::SendToContador
+                | ActionKind::Cancel
+                | ActionKind::DecideDuplicate
+        )
     }
 }
 

@@ -14,38 +14,9 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::actor::Role;
+use crate::evidence::{EvidenceKind, EvidenceOutcome};
 
-macro_rules! text_enum {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, TS)]
-        pub enum $name {
-            $($(#[$vm])* #[serde(rename = $text)] $variant),+
-        }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The text stored in the database and printed in JSON.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-
-            pub fn parse(s: &str) -> Option<$name> {
-                match s { $($text => Some($name::$variant),)+ _ => None }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-text_enum! {
+code_enum! {
     /// The stored state of an outbox row (what the drain does with it). The badge says why.
     InvoiceState {
         /// The drain works on it when it is due.
@@ -57,7 +28,7 @@ text_enum! {
     }
 }
 
-text_enum! {
+code_enum! {
     /// The strategy's verdict (`docs/strategy.md`), cached on the row for lists; computed, never the truth.
     Badge {
         Pendiente = "pendiente",
@@ -73,7 +44,7 @@ text_enum! {
     }
 }
 
-text_enum! {
+code_enum! {
     /// Where an attempt's Fecha came from.
     FechaSource {
         /// The sale's own occurred_at (inside the 72-hour window with a margin).
@@ -83,7 +54,7 @@ text_enum! {
     }
 }
 
-text_enum! {
+code_enum! {
     /// Why an attempt exists.
     AttemptReason {
         Initial = "initial",
@@ -93,13 +64,38 @@ text_enum! {
     }
 }
 
-text_enum! {
+code_enum! {
     /// What an attempt's frozen body is.
     BodyFormat {
         /// Sealed CFDI XML (SW, Finkok).
         Xml = "xml",
         /// A JSON document for a JSON-issuing PAC (Facturapi).
         Json = "json",
+    }
+}
+
+code_enum! {
+    /// What a try asks a PAC (`tries.operation`).
+    TryOperation {
+        /// Send the attempt's frozen body to be stamped.
+        Stamp = "stamp",
+        /// A non-creating lookup, or a retrieval of a known CFDI.
+        Lookup = "lookup",
+    }
+}
+
+code_enum! {
+    /// Where an attempt's outcome stands (`attempts.resolution`).
+    AttemptResolution {
+        /// Not settled yet.
+        Open = "open",
+        /// A CFDI of this attempt exists.
+        Created = "created",
+        /// Known to have created nothing.
+        NotCreated = "not_created",
+        /// The contador moved on (forced failover, reprocess accepting risk): never sent
+        /// again, only looked up.
+        Abandoned = "abandoned",
     }
 }
 
@@ -110,7 +106,7 @@ pub struct NewEvent {
     pub detail: serde_json::Value,
 }
 
-/// What [`crate::Outbox::record_sale`] returned.
+/// What `Outbox::record_sale` (crates/outbox) returned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct Recorded {
     pub invoice_id: i64,
@@ -185,13 +181,13 @@ pub struct ListFilter {
     /// Page size; 0 means the default (50); capped at [`ListFilter::MAX_LIMIT`].
     pub limit: u32,
     /// Only "PPD con saldo": stamped, not cancelled PPD ingresos whose stamped, not cancelled
-    /// payments leave a balance (see [`crate::payments`]).
+    /// payments leave a balance (see the outbox's `payments`).
     pub ppd_con_saldo: bool,
     /// Only the invoices with this mark (duplicates and cancellations).
     pub flag: Option<ListFlag>,
 }
 
-text_enum! {
+code_enum! {
     /// A mark the Bandeja filters on, beside state and badge.
     ListFlag {
         /// A *posible duplicado*: an abandoned attempt's open question, or a likeness
@@ -286,7 +282,7 @@ pub struct SaleRecord {
     pub recorded_by: ActedBy,
 }
 
-/// One frozen body for one PAC (the body itself: [`crate::Outbox::attempt_body`]).
+/// One frozen body for one PAC (the body itself: `Outbox::attempt_body`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct AttemptInfo {
     pub id: i64,
@@ -306,7 +302,8 @@ pub struct AttemptInfo {
     pub no_certificado: Option<String>,
     /// The PAC the attempt was frozen for (None for attempts recorded before Timbra froze it).
     pub pac_identity: Option<PacIdentity>,
-    pub resolution: String,
+    #[ts(as = "String")]
+    pub resolution: AttemptResolution,
     pub resolved_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub created_by: ActedBy,
@@ -318,7 +315,8 @@ pub struct TryInfo {
     pub id: i64,
     pub attempt_id: i64,
     pub try_no: i64,
-    pub operation: String,
+    #[ts(as = "String")]
+    pub operation: TryOperation,
     pub pac: String,
     pub worker: String,
     pub fencing_token: i64,
@@ -332,8 +330,11 @@ pub struct EvidenceInfo {
     pub id: i64,
     pub attempt_id: Option<i64>,
     pub try_id: Option<i64>,
-    pub kind: String,
-    pub outcome: Option<String>,
+    /// Exported to TypeScript as the text it serializes to.
+    #[ts(as = "String")]
+    pub kind: EvidenceKind,
+    #[ts(as = "Option<String>")]
+    pub outcome: Option<EvidenceOutcome>,
     pub code: Option<String>,
     pub message: Option<String>,
     pub uuid: Option<String>,

@@ -9,22 +9,35 @@
 
 use serde_json::Value;
 
-use crate::facts::evidence_kind;
+use crate::evidence::{evidence_kind, EvidenceKind, EvidenceOutcome};
 use crate::model::{AttemptInfo, Phrase, TimelineEntry, TimelineSource};
 
-/// Outcome classes of PAC answers and lookups that have words of their own.
-const OUTCOMES: &[&str] = &[
-    "stamped",
-    "already_stamped",
-    "rejected",
-    "not_sent",
-    "unavailable",
-    "unknown",
-    "found",
-    "not_found",
-    "pending",
-    "not_supported",
-];
+/// Whether an outcome class has words of its own (`outcome_<class>`): the answers to stamps
+/// and lookups. A cancellation's answers read as `outcome_other` here (the cancellation has
+/// its own lines in the detail).
+fn has_words(o: EvidenceOutcome) -> bool {
+    match o {
+        EvidenceOutcome::Stamped
+        | EvidenceOutcome::AlreadyStamped
+        | EvidenceOutcome::Rejected
+        | EvidenceOutcome::NotSent
+        | EvidenceOutcome::Unavailable
+        | EvidenceOutcome::Unknown
+        | EvidenceOutcome::Found
+        | EvidenceOutcome::NotFound
+        | EvidenceOutcome::Pending
+        | EvidenceOutcome::NotSupported => true,
+        EvidenceOutcome::Accepted | EvidenceOutcome::Refused | EvidenceOutcome::Known => false,
+    }
+}
+
+/// Whether an outcome's message is a transport failure's text rather than a PAC's answer.
+fn is_transport(o: EvidenceOutcome) -> bool {
+    matches!(
+        o,
+        EvidenceOutcome::NotSent | EvidenceOutcome::Unknown | EvidenceOutcome::Unavailable
+    )
+}
 
 /// Codes Timbra itself writes on evidence (not a PAC's codes), each with words of its own.
 const OWN_CODES: &[&str] = &[
@@ -35,9 +48,6 @@ const OWN_CODES: &[&str] = &[
     evidence_kind::PAC_CHANGED,
     evidence_kind::PAID_DOCUMENT_CANCELLED,
 ];
-
-/// The outcomes whose message is a transport failure's text rather than a PAC's answer.
-const TRANSPORT_OUTCOMES: &[&str] = &["not_sent", "unknown", "unavailable"];
 
 /// What `entry` says, in order. Entries with nothing to add beyond their kind say nothing.
 pub fn phrases(entry: &TimelineEntry, attempts: &[AttemptInfo]) -> Vec<Phrase> {
@@ -74,7 +84,7 @@ fn evidence_phrases(entry: &TimelineEntry, attempts: &[AttemptInfo]) -> Vec<Phra
     let code = text(d, "code");
     let message = text(d, "message");
     let mut out = Vec::new();
-    if entry.kind == evidence_kind::OPERATOR_ACTION {
+    if entry.kind == EvidenceKind::OperatorAction.as_str() {
         if let Some(action) = code.clone().or_else(|| d.get("detail").and_then(|x| text(x, "action"))) {
             out.push(Phrase::new("operator_action").with("action", action));
         }
@@ -83,21 +93,22 @@ fn evidence_phrases(entry: &TimelineEntry, attempts: &[AttemptInfo]) -> Vec<Phra
         }
         return out;
     }
-    if let Some(o) = outcome.as_deref() {
-        if OUTCOMES.contains(&o) {
-            out.push(Phrase::new(format!("outcome_{o}")).with("pac", &pac));
-        } else {
-            out.push(Phrase::new("outcome_other"));
-        }
+    // A class outside the vocabulary (the database refuses one; an old row may hold one) has
+    // no words: `outcome_other`, with the raw text in the detail a person can unfold.
+    let class = outcome.as_deref().and_then(EvidenceOutcome::parse);
+    match (&outcome, class) {
+        (Some(_), Some(o)) if has_words(o) => out.push(Phrase::new(format!("outcome_{o}")).with("pac", &pac)),
+        (Some(_), _) => out.push(Phrase::new("outcome_other")),
+        (None, _) => {}
     }
-    match (&code, outcome.as_deref()) {
+    match (&code, class) {
         (Some(c), _) if OWN_CODES.contains(&c.as_str()) => out.push(Phrase::new(format!("code_{c}")).with("pac", &pac)),
         (Some(c), _) => out.push(
             Phrase::new("pac_code")
                 .with("code", c)
                 .with("message", message.as_deref().unwrap_or("").trim()),
         ),
-        (None, Some(o)) if TRANSPORT_OUTCOMES.contains(&o) => {
+        (None, Some(o)) if is_transport(o) => {
             if let Some(m) = &message {
                 let status = last_status(d.get("detail"));
                 let c = pac::transport::classify(m, status);

@@ -8,7 +8,8 @@
 
 use chrono::{DateTime, Duration, NaiveDateTime, SubsecRound, Utc};
 
-use crate::error::{OutboxError, Result};
+use cfdi::validation::{FieldError, ValidationErrors};
+
 use crate::model::FechaSource;
 
 /// The oldest `occurred_at` still used as Fecha: SAT accepts 72 hours; the other 12 leave
@@ -77,14 +78,14 @@ pub fn pac_idempotency_key(emisor_rfc: &str, sale_id: &str, attempt_no: i64) -> 
 }
 
 /// Checks an idempotency key given by a client.
-pub fn check_idempotency_key(key: &str) -> Result<()> {
+pub fn check_idempotency_key(key: &str) -> Result<(), ValidationErrors> {
     let n = key.chars().count();
     if key.trim().is_empty() || n > MAX_IDEMPOTENCY_KEY_CHARS || key.chars().any(char::is_control) {
-        return Err(OutboxError::invalid(
+        return Err(ValidationErrors::one(FieldError::new(
             "idempotency_key",
             "texto_invalido",
             format!("debe tener de 1 a {MAX_IDEMPOTENCY_KEY_CHARS} caracteres sin caracteres de control (tiene {n})"),
-        ));
+        )));
     }
     Ok(())
 }
@@ -166,10 +167,7 @@ mod tests {
         assert!(check_idempotency_key("click-7f3a").is_ok());
         for bad in ["", "   ", "a\nb", &"x".repeat(201)] {
             let e = check_idempotency_key(bad).unwrap_err();
-            assert!(
-                matches!(&e, OutboxError::Invalid(v) if v.0[0].field == "idempotency_key"),
-                "{bad:?}: {e}"
-            );
+            assert!(e.0[0].field == "idempotency_key", "{bad:?}: {e}");
         }
     }
 

@@ -3,44 +3,17 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The role an actor acts in; roles gate the actions the strategy allows (`docs/domain.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Small-business staff: record sales, read, add notes.
-    Personal,
-    /// Support staff: work the failed rows.
-    Soporte,
-    /// The contador: decisions evidence alone does not allow.
-    Contador,
-    /// Timbra itself (the drain worker, automatic steps).
-    Sistema,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Personal => "personal",
-            Role::Soporte => "soporte",
-            Role::Contador => "contador",
-            Role::Sistema => "sistema",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        match s {
-            "personal" => Some(Role::Personal),
-            "soporte" => Some(Role::Soporte),
-            "contador" => Some(Role::Contador),
-            "sistema" => Some(Role::Sistema),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for Role {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+code_enum! {
+    /// The role an actor acts in; roles gate the actions the strategy allows (`docs/domain.md`).
+    Role {
+        /// Small-business staff: record sales, read, add notes.
+        Personal = "personal",
+        /// Support staff: work the failed rows.
+        Soporte = "soporte",
+        /// The contador: decisions evidence alone does not allow.
+        Contador = "contador",
+        /// Timbra itself (the drain worker, automatic steps).
+        Sistema = "sistema",
     }
 }
 
