@@ -9,6 +9,9 @@
 //! a merged timeline, counts), notes, and the emisor/CSD settings.
 //!
 //! Map:
+//! - the pure rules live in `crates/rules` (lib `rules`) and keep their paths here:
+//!   [`strategy`], [`evidence`] (the evidence vocabulary), [`facts`] (plus the facts of a drain
+//!   step), [`cancellation`], [`intake`], [`model`], [`timeline_words`], [`actor`], [`code_enum`];
 //! - [`outbox`]: the `Outbox` API and the intake flow;
 //! - [`intake`]: pure intake rules (Fecha choice, PAC idempotency key, hashing);
 //! - [`store`]: storage written once for both databases ([`AnyStore`], a file per role) and [`store::sqlite`], the SQLite backend
