@@ -73,7 +73,7 @@ pub fn strategy(d: &InvoiceDetail, v: &Verdict) -> StrategyDto {
             let params = serde_json::json!({
                 "attempt_no": r.attempt_no,
                 "pac": attempt.map(|a| a.pac.clone()),
-                "outcome": ev.and_then(|e| e.outcome.clone()),
+                "outcome": ev.and_then(|e| e.outcome),
                 "code": ev.and_then(|e| e.code.clone()),
                 "message": ev.and_then(|e| e.message.clone()),
                 "uuid": d.invoice.uuid.clone().or_else(|| ev.and_then(|e| e.uuid.clone())),
