@@ -91,3 +91,18 @@ fn the_database_accepts_exactly_each_vocabulary() {
         }
     }
 }
+
+/// The read models keep the TypeScript the app was generated from: a converted field is still
+/// declared as the text it serializes to (`ts(as = "String")`).
+#[test]
+fn converted_fields_keep_their_typescript() {
+    use ts_rs::TS;
+    let cfg = ts_rs::Config::default();
+    let evidence = rules::model::EvidenceInfo::decl(&cfg);
+    assert!(evidence.contains("kind: string,"), "{evidence}");
+    assert!(evidence.contains("outcome: string | null,"), "{evidence}");
+    let attempt = rules::model::AttemptInfo::decl(&cfg);
+    assert!(attempt.contains("resolution: string,"), "{attempt}");
+    let try_info = rules::model::TryInfo::decl(&cfg);
+    assert!(try_info.contains("operation: string,"), "{try_info}");
+}
