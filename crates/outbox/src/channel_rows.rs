@@ -343,3 +343,24 @@ pub struct EmailAttempt {
     pub smtp_code: Option<i64>,
     pub smtp_reply: Option<String>,
 }
+
+/// Where a cancellation request stands, as `cancellation.updated` tells it.
+#[derive(Debug, Clone)]
+pub struct CancellationChange<'a> {
+    pub invoice_id: i64,
+    pub sale_id: &'a str,
+    pub uuid: &'a str,
+    pub cancellation_id: i64,
+    /// `01`–`04`.
+    pub motivo: &'a str,
+    /// `pending`, `requested` or `final`.
+    pub state: &'a str,
+    /// Once final: `cancelado_sin_aceptacion`, `cancelado_con_aceptacion`, `plazo_vencido`,
+    /// `rechazada`, `no_cancelable` or `refused`.
+    pub outcome: Option<&'a str>,
+    pub outcome_detail: Option<&'a str>,
+    /// The CFDI's cancellation status after the change (`solicitada`, `cancelado`, …).
+    pub cfdi_status: &'a str,
+    /// SAT's status text, as last asked (`Cancelado · No cancelable · …`).
+    pub sat_status: Option<&'a str>,
+}

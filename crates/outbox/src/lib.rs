@@ -8,74 +8,49 @@
 //! idempotency. Around it: reads for the console (filtered keyset lists, invoice detail with
 //! a merged timeline, counts), notes, and the emisor/CSD settings.
 //!
-//! Map:
+//! Map (folders by context, each with its own `//!` map; every module keeps its old path
+//! through the re-exports below, so `outbox::drain` is `outbox::engine::drain`):
 //! - the pure rules live in `crates/rules` (lib `rules`) and keep their paths here:
-//!   [`strategy`], [`evidence`] (the evidence vocabulary), [`facts`] (plus the facts of a drain
-//!   step), [`cancellation`], [`intake`], [`model`], [`timeline_words`], [`actor`], [`code_enum`];
-//! - [`outbox`]: the `Outbox` API and the intake flow;
-//! - [`intake`]: pure intake rules (Fecha choice, PAC idempotency key, hashing);
-//! - [`store`]: storage written once for both databases ([`AnyStore`], a file per role) and [`store::sqlite`], the SQLite backend
-//!   with its SQL in `sql/sqlite/*.sql` and migrations in `migrations/sqlite/`;
-//! - [`model`]: states, badges and the read models; [`settings`]: emisor and CSD settings;
-//! - the fiscal workflows: [`payments`] (complemento de pago against PPD invoices),
-//!   [`global_invoice`] (tickets and the factura global), [`reports`] (the contador's month),
-//!   [`screening`] (SAT's 69-B list);
-//! - duplicates and cancellation: [`duplicates`] (the contador's queue and decisions),
-//!   [`reconciliation`] (importing stamped XMLs issued anywhere), [`cancellation`] (SAT's
-//!   rules, pure) and [`cancel_step`] (the drain carrying a request out);
-//! - intake channels: [`api_tokens`] (bearer tokens of the local API, stored hashed),
-//!   [`webhooks`] (incoming payment webhooks with their mapping to a sale; Timbra's own outbox
-//!   of outgoing deliveries and its [`webhooks::deliver_due`] pass), [`email`] (the XML and PDF
-//!   to the customer, queued, with [`email::deliver_due_emails`]). HTTP and SMTP are behind
-//!   traits ([`webhooks::WebhookSender`], [`email::Mailer`]) implemented in `crates/api`;
-//! - master data: [`customers`] and [`products`] (validated against SAT's catalogs, CRUD, CSV
-//!   import/export through [`master_csv`]); a sale copies what it uses, so edits never reach it;
-//! - the JSON lane: [`facturapi_lane`] (attempts whose frozen body is Facturapi's invoice
-//!   JSON; the check of the CFDI Facturapi returns against the sale);
-//! - [`file_input`]: the bounded reader of a file a person pointed Timbra at (both shells);
-//! - [`workers`]: the drain processes working the database, and which are live;
-//! - [`history_gap`]: a restore is a known gap in history, held until the contador settles it;
-//! - [`actor`], [`clock`], [`location`], [`error`].
+//!   [`strategy`], [`evidence`] (the evidence vocabulary), [`cancellation`], [`intake`],
+//!   [`model`], [`timeline_words`], [`actor`], [`code_enum`];
+//! - [`outbox`]: the `Outbox` API and the intake flow (one sale, and in bulk);
+//! - [`store`]: storage written once for both databases ([`AnyStore`] in `any`, a file per
+//!   role), with the dialects' own code in `sqlite` and `postgres`, their SQL in
+//!   `sql/<dialect>/`, and the migrations (listed and pinned in `migrations`) at the top of the
+//!   repository;
+//! - [`engine`]: the drain and what it works with — [`drain`], [`cancel_step`],
+//!   [`facturapi_lane`], [`pacs`], [`attempts`], [`actions`], [`facts`];
+//! - [`fiscal`]: the workflows around a sale — [`payments`], [`global_invoice`],
+//!   `fiscal_intake`, [`reports`], [`screening`], [`duplicates`], [`reconciliation`],
+//!   [`history_gap`], [`dashboard`], [`follow_up`];
+//! - [`channels`]: how sales arrive and documents leave — [`api_tokens`], [`webhooks`],
+//!   [`email`], [`file_input`] (HTTP and SMTP are behind traits implemented
+//!   in `crates/api`);
+//! - [`master_data`]: [`customers`], [`products`], [`master_csv`] (a sale copies what it uses,
+//!   so edits never reach it);
+//! - [`ops`]: [`settings`], [`location`], [`backup`], [`backup_schedule`],
+//!   [`role_credentials`], [`workers`], [`changes`];
+//! - [`channel_rows`] (the rows of the channels, which the drain writes too), [`clock`],
+//!   [`error`].
 //!
 //! **Architecture invariant:** only this crate knows SQL. It knows nothing of HTTP or Tauri.
 
-pub mod actions;
-pub mod api_tokens;
-pub mod attempts;
-pub mod backup;
-pub mod backup_schedule;
-pub mod cancel_step;
-pub mod changes;
 pub mod channel_rows;
+pub mod channels;
 pub mod clock;
-pub mod customers;
-pub mod dashboard;
-pub mod drain;
-pub mod duplicates;
-pub mod email;
+pub mod engine;
 pub mod error;
-pub mod facts;
-pub mod facturapi_lane;
-pub mod file_input;
-mod fiscal_intake;
-pub mod follow_up;
-pub mod global_invoice;
-pub mod history_gap;
-pub mod location;
-pub mod master_csv;
+pub mod fiscal;
 pub mod master_data;
+pub mod ops;
 pub mod outbox;
-pub mod pacs;
-pub mod payments;
-pub mod products;
-pub mod reconciliation;
-pub mod reports;
-pub mod role_credentials;
-pub mod screening;
-pub mod settings;
 pub mod store;
-pub mod webhooks;
-pub mod workers;
+
+pub use channels::{api_tokens, email, file_input, webhooks};
+pub use engine::{actions, attempts, cancel_step, drain, facts, facturapi_lane, pacs};
+pub use fiscal::{dashboard, duplicates, follow_up, global_invoice, history_gap, payments, reconciliation, reports, screening};
+pub use master_data::{customers, master_csv, products};
+pub use ops::{backup, backup_schedule, changes, location, role_credentials, settings, workers};
 
 // The pure rules live in `crates/rules`; their modules keep their paths here.
 pub use rules::{actor, cancellation, code_enum, evidence, intake, model, strategy, timeline_words};

@@ -100,16 +100,27 @@ pub fn root_reexports(root_text: &str) -> BTreeMap<String, String> {
 /// Edges between the top-level modules of the crate whose sources are in `src`.
 pub fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let files = rust_files(src);
-    let modules: BTreeSet<String> = files.iter().filter_map(|f| top_module(src, f)).collect();
     let root_text = ["lib.rs", "main.rs"]
         .iter()
         .filter_map(|f| std::fs::read_to_string(src.join(f)).ok())
         .collect::<Vec<_>>()
         .join("\n");
     let reexports = root_reexports(&root_text);
+    // A folder that groups modules by context (`engine/drain.rs`, re-exported at the root as
+    // `drain`) is a grouping, not a module: each module in it is a node of its own.
+    let grouped = |f: &Path| -> Option<String> {
+        let rel = f.strip_prefix(src).ok()?;
+        let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy().to_string());
+        let folder = parts.next()?;
+        let child = parts.next()?;
+        let child = child.strip_suffix(".rs").unwrap_or(&child).to_string();
+        (reexports.get(&child) == Some(&folder)).then_some(child)
+    };
+    let module_of = |f: &Path| grouped(f).or_else(|| top_module(src, f));
+    let modules: BTreeSet<String> = files.iter().filter_map(|f| module_of(f)).collect();
     let mut graph: BTreeMap<String, BTreeSet<String>> = modules.iter().map(|m| (m.clone(), BTreeSet::new())).collect();
     for f in &files {
-        let Some(from) = top_module(src, f) else { continue };
+        let Some(from) = module_of(f) else { continue };
         let text = std::fs::read_to_string(f).unwrap_or_default();
         // Tests inside a module may reach anywhere, and comments (doc links) are not code:
         // neither is part of a module's dependencies.

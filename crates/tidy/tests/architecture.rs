@@ -297,7 +297,35 @@ fn only_the_cancellation_step_asks_a_pac_to_cancel() {
     }
     assert_eq!(
         callers.into_iter().collect::<Vec<_>>(),
-        vec!["crates/outbox/src/cancel_step.rs".to_string()],
+        vec!["crates/outbox/src/engine/cancel_step.rs".to_string()],
         "a new caller of PacClient::cancel must go through a recorded contador decision"
     );
+}
+
+/// The outbox's crate map (`lib.rs`'s `//!`) names every module of the crate — the top-level
+/// ones and those its context folders hold — so a reader finds each from the map.
+#[test]
+fn the_outbox_crate_map_names_every_module() {
+    let src = root().join("crates/outbox/src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let map: String = lib.lines().filter(|l| l.starts_with("//!")).collect::<Vec<_>>().join("\n");
+    let mut modules = BTreeSet::new();
+    for line in lib.lines() {
+        let line = line.trim();
+        if let Some(name) = line.strip_prefix("pub mod ").or_else(|| line.strip_prefix("mod ")) {
+            let name = name.trim_end_matches(';').to_string();
+            if let Ok(folder) = std::fs::read_to_string(src.join(&name).join("mod.rs")) {
+                for l in folder.lines() {
+                    let l = l.trim();
+                    if let Some(child) = l.strip_prefix("pub mod ").or_else(|| l.strip_prefix("pub(crate) mod ")) {
+                        modules.insert(child.trim_end_matches(';').to_string());
+                    }
+                }
+            }
+            modules.insert(name);
+        }
+    }
+    assert!(modules.len() > 20, "the walk found the modules: {modules:?}");
+    let missing: Vec<&String> = modules.iter().filter(|m| !map.contains(&format!("`{m}`"))).collect();
+    assert!(missing.is_empty(), "crates/outbox/src/lib.rs's map does not name: {missing:?}");
 }

@@ -115,7 +115,7 @@ fn architecture_is_at_most_400_lines() {
 #[test]
 fn the_path_scan_recognizes_paths_and_only_paths() {
     let found: Vec<&str> = [
-        "crates/outbox/src/drain.rs",
+        "crates/outbox/src/engine/drain.rs",
         "drain.rs",
         "docs/intake.md",
         "crates/outbox/sql/sqlite/",
@@ -134,7 +134,7 @@ fn the_path_scan_recognizes_paths_and_only_paths() {
     assert_eq!(
         found,
         [
-            "crates/outbox/src/drain.rs",
+            "crates/outbox/src/engine/drain.rs",
             "drain.rs",
             "docs/intake.md",
             "crates/outbox/sql/sqlite/",

@@ -54,7 +54,7 @@ impl ChangeFeed {
             }
             Feed::Sqlite { conn, version } => loop {
                 tokio::time::sleep(SQLITE_POLL).await;
-                let now: i64 = sqlx::query_scalar(include_str!("../sql/sqlite/data_version.sql"))
+                let now: i64 = sqlx::query_scalar(include_str!("../../sql/sqlite/data_version.sql"))
                     .fetch_one(&mut *conn)
                     .await
                     .map_err(feed_error)?;
@@ -79,7 +79,7 @@ impl Outbox {
             AnyStore::Sqlite(s) => {
                 let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(s.path()).read_only(true);
                 let mut conn = sqlx::SqliteConnection::connect_with(&opts).await.map_err(feed_error)?;
-                let version: i64 = sqlx::query_scalar(include_str!("../sql/sqlite/data_version.sql"))
+                let version: i64 = sqlx::query_scalar(include_str!("../../sql/sqlite/data_version.sql"))
                     .fetch_one(&mut conn)
                     .await
                     .map_err(feed_error)?;

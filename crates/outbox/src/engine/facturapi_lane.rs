@@ -101,7 +101,7 @@ mod tests {
     use super::*;
 
     fn sale() -> Sale {
-        Sale::from_json(include_bytes!("../../../tests/fixtures/sales/ingreso-pedido-4471.json")).expect("fixture sale")
+        Sale::from_json(include_bytes!("../../../../tests/fixtures/sales/ingreso-pedido-4471.json")).expect("fixture sale")
     }
 
     fn emisor(rfc: &str) -> EmisorProfile {

@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::actor::Actor;
+pub use crate::channel_rows::CancellationChange;
 pub use crate::channel_rows::{
     AttemptResult, Delivery, DeliveryAttempt, DeliveryStatus, EventSettlement, EventStatus, EventType, NewDelivery, NewWebhookEvent,
     Notifications, WebhookEvent, WebhookReview,
@@ -947,27 +948,6 @@ pub fn invoice_payload(
             }
         }
     })
-}
-
-/// Where a cancellation request stands, as `cancellation.updated` tells it.
-#[derive(Debug, Clone)]
-pub struct CancellationChange<'a> {
-    pub invoice_id: i64,
-    pub sale_id: &'a str,
-    pub uuid: &'a str,
-    pub cancellation_id: i64,
-    /// `01`–`04`.
-    pub motivo: &'a str,
-    /// `pending`, `requested` or `final`.
-    pub state: &'a str,
-    /// Once final: `cancelado_sin_aceptacion`, `cancelado_con_aceptacion`, `plazo_vencido`,
-    /// `rechazada`, `no_cancelable` or `refused`.
-    pub outcome: Option<&'a str>,
-    pub outcome_detail: Option<&'a str>,
-    /// The CFDI's cancellation status after the change (`solicitada`, `cancelado`, …).
-    pub cfdi_status: &'a str,
-    /// SAT's status text, as last asked (`Cancelado · No cancelable · …`).
-    pub sat_status: Option<&'a str>,
 }
 
 /// The payload of `cancellation.updated`.

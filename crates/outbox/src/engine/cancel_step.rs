@@ -22,12 +22,12 @@ use pac::{CancelCsd, CancelOutcome, CancelRequest, StatusOutcome, StatusQuery};
 use serde_json::json;
 
 use crate::cancellation::{self, CancelAnswer, CancelOperation, CancelPlan, CancelTryRecord};
+use crate::channel_rows::{CancellationChange, NewDelivery};
 use crate::drain::{failpoint, Drain, StepReport};
 use crate::error::{OutboxError, Result};
 use crate::evidence::{EvidenceKind, EvidenceOutcome};
 use crate::model::InvoiceRef;
 use crate::store::{CancellationClaim, CancellationRow, CancellationUpdate, NewCancellationTry, NewEvidence};
-use crate::webhooks::{CancellationChange, NewDelivery};
 
 /// Failpoints of the cancellation step (feature `failpoints`).
 pub mod failpoints {

@@ -104,7 +104,7 @@ async fn verify_copy(path: &Path) -> Result<(i64, i64)> {
     let mut c = sqlx::SqliteConnection::connect_with(&opts)
         .await
         .map_err(|e| corrupt(format!("no se puede abrir como SQLite: {e}")))?;
-    let problems: Vec<String> = sqlx::query_scalar(include_str!("../sql/sqlite/integrity_check.sql"))
+    let problems: Vec<String> = sqlx::query_scalar(include_str!("../../sql/sqlite/integrity_check.sql"))
         .fetch_all(&mut c)
         .await
         .map_err(|e| corrupt(format!("no es una base de datos SQLite legible: {e}")))?;
@@ -112,14 +112,14 @@ async fn verify_copy(path: &Path) -> Result<(i64, i64)> {
     if !problems.is_empty() {
         return Err(corrupt(format!("PRAGMA integrity_check: {}", problems.join("; "))));
     }
-    let has: i64 = sqlx::query_scalar(include_str!("../sql/sqlite/has_migrations_table.sql"))
+    let has: i64 = sqlx::query_scalar(include_str!("../../sql/sqlite/has_migrations_table.sql"))
         .fetch_one(&mut c)
         .await
         .map_err(|e| corrupt(e.to_string()))?;
     if has == 0 {
         return Err(corrupt("no es una base de datos de Timbra (no tiene sus migraciones)".into()));
     }
-    let version: i64 = sqlx::query_scalar(include_str!("../sql/sqlite/schema_version.sql"))
+    let version: i64 = sqlx::query_scalar(include_str!("../../sql/sqlite/schema_version.sql"))
         .fetch_one(&mut c)
         .await
         .map_err(|e| corrupt(e.to_string()))?;
@@ -130,11 +130,11 @@ async fn verify_copy(path: &Path) -> Result<(i64, i64)> {
             version,
         });
     }
-    let invoices: i64 = sqlx::query_scalar(include_str!("../sql/sqlite/count_invoices_all.sql"))
+    let invoices: i64 = sqlx::query_scalar(include_str!("../../sql/sqlite/count_invoices_all.sql"))
         .fetch_one(&mut c)
         .await
         .map_err(|e| corrupt(e.to_string()))?;
-    let evidence: i64 = sqlx::query_scalar(include_str!("../sql/sqlite/count_evidence_all.sql"))
+    let evidence: i64 = sqlx::query_scalar(include_str!("../../sql/sqlite/count_evidence_all.sql"))
         .fetch_one(&mut c)
         .await
         .map_err(|e| corrupt(e.to_string()))?;
@@ -202,7 +202,7 @@ pub async fn restore(src: &Path, target: &Path, now: DateTime<Utc>) -> Result<Re
         let to = incoming
             .to_str()
             .ok_or_else(|| OutboxError::invalid("destino", "ruta", "la ruta de la base de datos no es texto UTF-8"))?;
-        sqlx::query(include_str!("../sql/sqlite/vacuum_into.sql"))
+        sqlx::query(include_str!("../../sql/sqlite/vacuum_into.sql"))
             .bind(to)
             .execute(&mut c)
             .await

@@ -1,6 +1,13 @@
 //! The outbox's operations on its master data — customers and products (CRUD, search, CSV
 //! import and export) — over the types and validation of [`crate::customers`] and
 //! [`crate::products`], which stay free of the store so the store can name them.
+//!
+//! Submodules: `customers` and `products` (validated against SAT's catalogs) and `master_csv`
+//! (their CSV import and export).
+
+pub mod customers;
+pub mod master_csv;
+pub mod products;
 
 mod customer_ops {
     use crate::actor::Actor;
