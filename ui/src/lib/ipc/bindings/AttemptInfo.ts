@@ -6,7 +6,7 @@ import type { FechaSource } from "./FechaSource";
 import type { PacIdentity } from "./PacIdentity";
 
 /**
- * One frozen body for one PAC (the body itself: [`crate::Outbox::attempt_body`]).
+ * One frozen body for one PAC (the body itself: `Outbox::attempt_body`).
  */
 export type AttemptInfo = { id: number, attempt_no: number, reason: AttemptReason, previous_attempt_id: number | null, pac: string, body_format: BodyFormat, body_len: number, body_sha256: string, fecha: string, 
 /**

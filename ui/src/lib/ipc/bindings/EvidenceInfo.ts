@@ -5,4 +5,8 @@ import type { JsonValue } from "./serde_json/JsonValue";
 /**
  * Something learned about an invoice (its outcome class: `docs/strategy.md`), or an operator's decision.
  */
-export type EvidenceInfo = { id: number, attempt_id: number | null, try_id: number | null, kind: string, outcome: string | null, code: string | null, message: string | null, uuid: string | null, retry_after_ms: number | null, detail: JsonValue, fencing_token: number | null, recorded_at: string, actor: ActedBy, };
+export type EvidenceInfo = { id: number, attempt_id: number | null, try_id: number | null, 
+/**
+ * Exported to TypeScript as the text it serializes to.
+ */
+kind: string, outcome: string | null, code: string | null, message: string | null, uuid: string | null, retry_after_ms: number | null, detail: JsonValue, fencing_token: number | null, recorded_at: string, actor: ActedBy, };

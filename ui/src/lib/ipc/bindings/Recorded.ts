@@ -3,7 +3,7 @@ import type { IntakeWarning } from "./IntakeWarning";
 import type { InvoiceState } from "./InvoiceState";
 
 /**
- * What [`crate::Outbox::record_sale`] returned.
+ * What `Outbox::record_sale` (crates/outbox) returned.
  */
 export type Recorded = { invoice_id: number, sale_id: string, state: InvoiceState, 
 /**
