@@ -129,7 +129,9 @@ fn pg_only_server_side(what: &str) -> OutboxError {
 /// Runs one operation's body on the store's database: `on_dialect!(self, |db| { … })`. The body
 /// is written once and compiled for each dialect, seeing there `db` (that dialect's store),
 /// `sql!("name")` (the statement in `sql/<dialect>/name.sql`), `Db` and `DbRow` (its database and
-/// row types) and its instance of the shared helpers of `store/common.rs`.
+/// row types) and its instance of the shared helpers of `store/common.rs`. Those helpers are
+/// imported inside the arm, so they shadow a parameter of the same name: name parameters apart
+/// from them (`settle_note`, not `note`; the compiler refuses a helper where a value belongs).
 macro_rules! on_dialect {
     ($store:expr, |$db:ident| $body:block) => {
         match $store {
