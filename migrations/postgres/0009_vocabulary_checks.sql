@@ -1,5 +1,5 @@
 -- Timbra outbox, PostgreSQL dialect: the closed vocabularies of the rules crate (crates/rules:
--- EvidenceKind, EvidenceOutcome, Role, Badge; each enum's sql_list) enforced by the database, so
+-- EvidenceKind, EvidenceOutcome, Role, Badge, CancellationStatus; each enum's sql_list) enforced by the database, so
 -- no writer can store a word the code would not read back. A test in crates/rules compares
 -- every list here with its enum; a conformance test shows an unknown word refused.
 --
@@ -22,3 +22,7 @@ ALTER TABLE evidence ADD CONSTRAINT evidence_actor_role_known
 
 ALTER TABLE invoices ADD CONSTRAINT invoices_badge_known
     CHECK (badge IN ('pendiente', 'finalizar', 'timbrada', 'reanudar', 'respaldo', 'reprocesar', 'duplicado', 'atencion', 'cancelada')) NOT VALID;
+
+ALTER TABLE cfdis ADD CONSTRAINT cfdis_cancellation_status_known
+    CHECK (cancellation_status IS NULL
+           OR cancellation_status IN ('solicitada', 'cancelado', 'rechazada', 'no_cancelable', 'rehusada')) NOT VALID;

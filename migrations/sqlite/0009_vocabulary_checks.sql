@@ -1,5 +1,5 @@
 -- Timbra outbox, SQLite dialect: the closed vocabularies of the rules crate (crates/rules:
--- EvidenceKind, EvidenceOutcome, Role, Badge; each enum's sql_list) enforced by the database, so
+-- EvidenceKind, EvidenceOutcome, Role, Badge, CancellationStatus; each enum's sql_list) enforced by the database, so
 -- no writer can store a word the code would not read back. A test in crates/rules compares
 -- every list here with its enum; a conformance test shows an unknown word refused.
 --
@@ -41,4 +41,18 @@ CREATE TRIGGER invoices_badge_known_on_update BEFORE UPDATE OF badge ON invoices
 WHEN NEW.badge NOT IN ('pendiente', 'finalizar', 'timbrada', 'reanudar', 'respaldo', 'reprocesar', 'duplicado', 'atencion', 'cancelada')
 BEGIN
     SELECT RAISE(ABORT, 'vocabulary: unknown badge');
+END;
+
+CREATE TRIGGER cfdis_cancellation_status_known BEFORE INSERT ON cfdis
+WHEN NEW.cancellation_status IS NOT NULL
+ AND NEW.cancellation_status NOT IN ('solicitada', 'cancelado', 'rechazada', 'no_cancelable', 'rehusada')
+BEGIN
+    SELECT RAISE(ABORT, 'vocabulary: unknown cancellation status');
+END;
+
+CREATE TRIGGER cfdis_cancellation_status_known_on_update BEFORE UPDATE OF cancellation_status ON cfdis
+WHEN NEW.cancellation_status IS NOT NULL
+ AND NEW.cancellation_status NOT IN ('solicitada', 'cancelado', 'rechazada', 'no_cancelable', 'rehusada')
+BEGIN
+    SELECT RAISE(ABORT, 'vocabulary: unknown cancellation status');
 END;

@@ -30,16 +30,14 @@ pub fn sandbox_pacs() -> PacsDto {
 pub async fn get<T: DeserializeOwned>(outbox: &Outbox, key: &str) -> Result<Option<T>, AppError> {
     match outbox.store().setting(key).await? {
         None => Ok(None),
-        Some(v) => serde_json::from_str(&v).map(Some).map_err(|e| AppError::Db {
-            message: format!("{key}: {e}"),
-        }),
+        Some(v) => serde_json::from_str(&v)
+            .map(Some)
+            .map_err(|e| AppError::Outbox(outbox::OutboxError::Database(format!("{key}: {e}")))),
     }
 }
 
 pub async fn put<T: Serialize>(outbox: &Outbox, key: &str, value: &T, actor: &Actor) -> Result<(), AppError> {
-    let json = serde_json::to_string(value).map_err(|e| AppError::Db {
-        message: format!("{key}: {e}"),
-    })?;
+    let json = serde_json::to_string(value).map_err(|e| AppError::Outbox(outbox::OutboxError::Database(format!("{key}: {e}"))))?;
     outbox
         .store()
         .put_setting(key, &json, actor, outbox.now().timestamp_millis())

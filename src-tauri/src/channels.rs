@@ -389,7 +389,10 @@ mod tests {
         assert_eq!(parse_listen(" 127.0.0.1:8787 ").unwrap().port(), 8787);
         assert!(parse_listen("[::1]:0").is_ok());
         let field = |r: Result<SocketAddr, AppError>| match r {
-            Err(AppError::Validation { errors }) => (errors[0].field.clone(), errors[0].code.clone()),
+            Err(e) if e.field_errors().is_some() => {
+                let errors = e.field_errors().unwrap_or_default();
+                (errors[0].field.clone(), errors[0].code.to_string())
+            }
             other => panic!("{other:?}"),
         };
         assert_eq!(field(parse_listen("localhost")), ("listen".into(), "direccion_invalida".into()));
@@ -474,7 +477,7 @@ mod tests {
             ..input.clone()
         };
         let e = save_smtp(&outbox, &bad, &soporte).await.unwrap_err();
-        assert!(matches!(&e, AppError::Validation { errors } if errors[0].field == "from"), "{e:?}");
+        assert!(e.field_errors().is_some_and(|errors| errors[0].field == "from"), "{e:?}");
         save_smtp(&outbox, &SmtpInputDto { port: 2526, ..input }, &soporte).await.unwrap();
         let s = outbox.email_settings().await.unwrap().unwrap();
         assert_eq!((s.port, s.from.as_str()), (2526, "facturas@ejemplo.mx"));
@@ -487,14 +490,11 @@ mod tests {
         let outbox = outbox(dir.path()).await;
         let soporte = Actor::new("Soporte", outbox::Role::Soporte, "app");
         let e = save_webhook(&outbox, "ftp://erp", &Secret::new(""), &soporte).await.unwrap_err();
-        assert!(matches!(&e, AppError::Validation { errors } if errors[0].field == "url"), "{e:?}");
+        assert!(e.field_errors().is_some_and(|errors| errors[0].field == "url"), "{e:?}");
         let e = save_webhook(&outbox, "https://erp.ejemplo.mx/timbra", &Secret::new("corto"), &soporte)
             .await
             .unwrap_err();
-        assert!(
-            matches!(&e, AppError::Validation { errors } if errors[0].field == "secret"),
-            "{e:?}"
-        );
+        assert!(e.field_errors().is_some_and(|errors| errors[0].field == "secret"), "{e:?}");
         assert!(outbox.webhook_endpoints().await.unwrap().is_empty(), "bad input writes nothing");
         // Without a secret in the credential store, the environment variable of the same name
         // is the fallback (as for PAC secrets).

@@ -174,7 +174,7 @@ mod tests {
             after: Some("nope".into()),
             ..Default::default()
         };
-        assert!(matches!(list_filter(&q), Err(AppError::Validation { .. })));
+        assert!(list_filter(&q).err().is_some_and(|e| e.field_errors().is_some()));
         let q = ListQueryDto {
             after: Some("17.4".into()),
             search: Some("  ".into()),

@@ -52,9 +52,7 @@ pub fn sandbox_set(sims: &SandboxPacs) -> Result<PacSet, AppError> {
         let kind = spec.flavor;
         let client = HttpConnector
             .connect(&spec, Arc::new(pac::SystemClock))
-            .map_err(|e| AppError::Unsupported {
-                feature: format!("sandbox_pac: {e}"),
-            })?;
+            .map_err(|e| AppError::unsupported(format!("sandbox_pac: {e}")))?;
         Ok(PacEntry {
             name: name.to_string(),
             kind,

@@ -7,7 +7,7 @@
 //! `.`/`..` steps or control characters, end in one of the extensions the command expects, and
 //! name a regular file within the command's size limit (read by
 //! [`outbox::file_input::read_bounded`], the reader the CLI uses). Each refusal is a
-//! [`AppError::Validation`] naming the form's field with a stable code; nothing is written.
+//! a validation error naming the form's field with a stable code; nothing is written.
 //!
 //! **Test seam (E2E only):** WebDriver cannot drive a native dialog. When the environment names
 //! [`E2E_CHOOSER_ENV`] (only `tests/e2e/harness.rs` sets it), the dialog plugin is replaced by a
@@ -53,7 +53,7 @@ pub struct ChosenFile {
     pub bytes: Vec<u8>,
 }
 
-fn refuse(field: &str, code: &str, message: String) -> AppError {
+fn refuse(field: &str, code: &'static str, message: String) -> AppError {
     AppError::validation(field, code, message)
 }
 
@@ -154,9 +154,10 @@ mod tests {
 
     fn code(r: Result<ChosenFile, AppError>) -> String {
         match r {
-            Err(AppError::Validation { errors }) => {
+            Err(e) if e.field_errors().is_some() => {
+                let errors = e.field_errors().unwrap_or_default();
                 assert_eq!(errors[0].field, "archivo");
-                errors[0].code.clone()
+                errors[0].code.to_string()
             }
             other => panic!("expected a validation error, got {other:?}"),
         }

@@ -9,7 +9,7 @@ use pac::PacKind;
 
 use crate::credentials::CredentialSlot;
 use crate::dto::{PacConfigDto, PacEnvironmentDto, PacInputDto, PacNameDto, PacsDto};
-use crate::error::{AppError, FieldErrorDto};
+use crate::error::AppError;
 
 fn env_str(e: PacEnvironmentDto) -> &'static str {
     match e {
@@ -95,13 +95,7 @@ pub fn view(configs: &[PacConfig]) -> PacsDto {
 /// Checks the form before anything is stored; every problem names its field.
 pub fn check(primary: &PacInputDto, backup: Option<&PacInputDto>) -> Result<(), AppError> {
     let mut errors = Vec::new();
-    let mut err = |field: String, code: &str, message: &str| {
-        errors.push(FieldErrorDto {
-            field,
-            code: code.into(),
-            message: message.into(),
-        })
-    };
+    let mut err = |field: String, code: &'static str, message: &str| errors.push(cfdi::validation::FieldError::new(field, code, message));
     for (f, p) in [("primary", Some(primary)), ("backup", backup)] {
         let Some(p) = p else { continue };
         if p.pac == PacNameDto::Sandbox || p.environment == PacEnvironmentDto::Sandbox {
@@ -134,7 +128,7 @@ pub fn check(primary: &PacInputDto, backup: Option<&PacInputDto>) -> Result<(), 
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(AppError::Validation { errors })
+        Err(AppError::invalid(errors))
     }
 }
 
@@ -173,7 +167,7 @@ pub async fn save(outbox: &Outbox, primary: &PacInputDto, backup: Option<&PacInp
         .emisor_settings()
         .await?
         .map(|e| e.profile.rfc)
-        .ok_or(AppError::NotConfigured)?;
+        .ok_or(AppError::Outbox(outbox::OutboxError::NotConfigured))?;
     let configs = [Some((primary, PacRole::Primary)), backup.map(|b| (b, PacRole::Backup))];
     for (p, role) in configs.iter().flatten() {
         let c = config(p, *role, &rfc)?.with_preset_defaults()?;
@@ -271,7 +265,7 @@ mod tests {
             &input(PacNameDto::Finkok, PacEnvironmentDto::Pruebas, "ftp://x", ""),
             Some(&input(PacNameDto::Sandbox, PacEnvironmentDto::Sandbox, "", "")),
         );
-        let Err(AppError::Validation { errors }) = bad else {
+        let Some(errors) = bad.as_ref().err().and_then(AppError::field_errors) else {
             panic!("{bad:?}")
         };
         let fields: Vec<_> = errors.iter().map(|e| e.field.as_str()).collect();
@@ -280,6 +274,8 @@ mod tests {
             &input(PacNameDto::Sw, PacEnvironmentDto::Pruebas, "https://a.example", ""),
             Some(&input(PacNameDto::Sw, PacEnvironmentDto::Pruebas, "https://b.example", "")),
         );
-        assert!(matches!(same, Err(AppError::Validation { errors }) if errors[0].field == "backup.pac"));
+        assert!(same
+            .err()
+            .is_some_and(|e| e.field_errors().is_some_and(|errors| errors[0].field == "backup.pac")));
     }
 }

@@ -154,17 +154,11 @@ pub fn check_postgres_url(url: &str) -> Result<String, AppError> {
             "formato",
             "use postgres://USUARIO@SERVIDOR:PUERTO/BASE",
         )),
-        Err(outbox::OutboxError::Invalid(v)) => Err(AppError::Validation {
-            errors: v
-                .0
-                .iter()
-                .map(|f| crate::error::FieldErrorDto {
-                    field: field.into(),
-                    code: f.code.to_string(),
-                    message: f.message.clone(),
-                })
+        Err(outbox::OutboxError::Invalid(v)) => Err(AppError::invalid(
+            v.0.iter()
+                .map(|f| cfdi::validation::FieldError::new(field, f.code, f.message.clone()))
                 .collect(),
-        }),
+        )),
         Err(e) => Err(e.into()),
     }
 }
@@ -257,7 +251,10 @@ mod tests {
 
     fn field_code(r: Result<impl std::fmt::Debug, AppError>) -> (String, String) {
         match r {
-            Err(AppError::Validation { errors }) => (errors[0].field.clone(), errors[0].code.clone()),
+            Err(e) if e.field_errors().is_some() => {
+                let errors = e.field_errors().unwrap_or_default();
+                (errors[0].field.clone(), errors[0].code.to_string())
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -411,7 +411,7 @@ impl Ready {
         match &*self.drain.read().unwrap_or_else(|p| p.into_inner()) {
             Some(Ok(d)) => Ok(d.clone()),
             Some(Err(e)) => Err(e.clone()),
-            None => Err(AppError::Unsupported { feature: "drain".into() }),
+            None => Err(AppError::unsupported("drain")),
         }
     }
 
@@ -421,9 +421,7 @@ impl Ready {
     pub async fn start_drain(&self, app: tauri::AppHandle) {
         let result: Result<DrainHost, AppError> = async {
             let sims = if self.mode().await? == ModeDto::Sandbox {
-                Some(self.sandbox_pacs.as_ref().ok_or(AppError::Unsupported {
-                    feature: "sandbox_pac".into(),
-                })?)
+                Some(self.sandbox_pacs.as_ref().ok_or(AppError::unsupported("sandbox_pac"))?)
             } else {
                 None
             };
@@ -579,7 +577,14 @@ mod tests {
             .await
             .err()
             .expect("refused");
-        assert!(matches!(e, AppError::DbCorrupt { .. } | AppError::DbUnavailable { .. }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                AppError::Outbox(outbox::OutboxError::DatabaseCorrupt { .. })
+                    | AppError::Outbox(outbox::OutboxError::DatabaseUnavailable { .. })
+            ),
+            "{e:?}"
+        );
     }
 
     /// The desk's name and role come from this machine's seat file; `TIMBRA_DATABASE_URL` wins
@@ -625,7 +630,10 @@ mod tests {
         assert_eq!(state.database.source, DatabaseSourceDto::Settings);
         assert_eq!(state.database.shown, "postgres://timbra@127.0.0.1:1/timbra");
         let e = state.startup_error().expect("reported, not a crash");
-        assert!(matches!(e, AppError::DbUnavailable { .. }), "{e:?}");
+        assert!(
+            matches!(e, AppError::Outbox(outbox::OutboxError::DatabaseUnavailable { .. })),
+            "{e:?}"
+        );
         assert_eq!(state.operator().name, "Lucía P.");
         // Back to this machine's file from the same window: saved for the next start.
         state.update_seat(|s| s.postgres_url = None).unwrap();

@@ -18,7 +18,7 @@ describe('BackupSettings', () => {
     mockIPC(
       (cmd, args) => {
         calls.push([cmd, args]);
-        if (cmd === 'backups') return status({ last_error: { code: 'db_full', details: { path: '/datos/timbra.db' } } });
+        if (cmd === 'backups') return status({ last_error: { code: 'db_full', details: { path: '/datos/timbra.db', detail: 'disco lleno' } } });
         if (cmd === 'save_backups') return status({ policy: (args as { policy: unknown }).policy });
         if (cmd === 'backup_now') return status({ count: 4 });
         throw new Error(`unexpected ${cmd}`);

@@ -59,32 +59,11 @@ impl From<OutboxError> for ApiError {
     }
 }
 
-/// The HTTP status of every outbox error code (listed with the CLI's exit codes in
-/// `docs/errors.md`, which a test compares with this): bad input 4xx, 5xx only when the server
+/// The HTTP status of every outbox error code, from the outbox's error table (listed with the
+/// CLI's exit codes in `docs/errors.md`, which a test compares with it): bad input 4xx, 5xx only when the server
 /// itself cannot work.
 pub fn status_for(code: ErrorCode) -> StatusCode {
-    match code {
-        ErrorCode::Validation => StatusCode::UNPROCESSABLE_ENTITY,
-        ErrorCode::IdempotencyConflict
-        | ErrorCode::IdempotencyInProgress
-        | ErrorCode::ActionRefused
-        | ErrorCode::NoteAlreadyResolved
-        | ErrorCode::PacHasOpenAttempts => StatusCode::CONFLICT,
-        ErrorCode::NotFound => StatusCode::NOT_FOUND,
-        ErrorCode::Forbidden | ErrorCode::RoleLocked | ErrorCode::ContadorPinMissing => StatusCode::FORBIDDEN,
-        ErrorCode::Unsupported => StatusCode::BAD_REQUEST,
-        ErrorCode::NotConfigured
-        | ErrorCode::CsdLocked
-        | ErrorCode::Csd
-        | ErrorCode::DbMissing
-        | ErrorCode::DbReadOnly
-        | ErrorCode::DbLocked
-        | ErrorCode::DbCorrupt
-        | ErrorCode::DbTooNew
-        | ErrorCode::DbUnavailable
-        | ErrorCode::DbAuth => StatusCode::SERVICE_UNAVAILABLE,
-        ErrorCode::Seal | ErrorCode::Integrity | ErrorCode::Db => StatusCode::INTERNAL_SERVER_ERROR,
-    }
+    StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 impl IntoResponse for ApiError {

@@ -418,7 +418,7 @@ async fn a_cancellation_update_reaches_the_receiver_under_its_delivery_id(backen
         state: "final",
         outcome: Some("cancelado_sin_aceptacion"),
         outcome_detail: Some("Cancelado · Cancelado sin aceptación"),
-        cfdi_status: "cancelado",
+        cfdi_status: outbox::cancellation::CancellationStatus::Cancelado,
         sat_status: Some("Cancelado · Cancelable sin aceptación · Cancelado sin aceptación"),
     };
     let queued = w.outbox.cancellation_notifications(&change).await.unwrap();

@@ -145,7 +145,7 @@ pub fn duplicates(db: Option<&str>, cmd: DuplicatesCommand) -> Result<u8, Failur
                         if c.uuid.is_empty() { "(sin timbrar)" } else { &c.uuid },
                         c.pac,
                         c.fecha_timbrado.as_deref().unwrap_or(""),
-                        c.cancellation_status.as_deref().map(|x| format!(" [{x}]")).unwrap_or_default()
+                        c.cancellation_status.map(|x| format!(" [{x}]")).unwrap_or_default()
                     ));
                 }
             }

@@ -124,40 +124,15 @@ async fn unlock_roles(outbox: &Outbox) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The exit code of an outbox error (every variant named: a new one is a compile error here).
+/// The exit code of an outbox error.
 pub fn exit_code(e: &OutboxError) -> u8 {
     exit_for(e.error_code())
 }
 
-/// The exit code of every outbox error code (listed with the HTTP statuses in
-/// `docs/errors.md`, which a test compares with this).
+/// The exit code of every outbox error code: the outbox's error table gives it (listed with the
+/// HTTP statuses in `docs/errors.md`, which a test compares with it).
 pub fn exit_for(code: ErrorCode) -> u8 {
-    match code {
-        ErrorCode::IdempotencyConflict => exit::CONFLICT,
-        ErrorCode::IdempotencyInProgress => exit::IN_PROGRESS,
-        ErrorCode::DbMissing
-        | ErrorCode::DbReadOnly
-        | ErrorCode::DbLocked
-        | ErrorCode::DbCorrupt
-        | ErrorCode::DbTooNew
-        | ErrorCode::DbUnavailable
-        | ErrorCode::DbAuth
-        | ErrorCode::Integrity
-        | ErrorCode::Db => exit::DATABASE,
-        ErrorCode::Validation
-        | ErrorCode::NotConfigured
-        | ErrorCode::CsdLocked
-        | ErrorCode::Csd
-        | ErrorCode::Seal
-        | ErrorCode::NotFound
-        | ErrorCode::NoteAlreadyResolved
-        | ErrorCode::ActionRefused
-        | ErrorCode::PacHasOpenAttempts
-        | ErrorCode::Forbidden
-        | ErrorCode::RoleLocked
-        | ErrorCode::ContadorPinMissing
-        | ErrorCode::Unsupported => exit::INVALID,
-    }
+    code.exit()
 }
 
 /// A shared use case's failure for the user: the outbox's as [`failure`], bad input, files and
@@ -246,8 +221,8 @@ mod tests {
         let expected = |code: &str| match code {
             "idempotency_conflict" => exit::CONFLICT,
             "idempotency_in_progress" => exit::IN_PROGRESS,
-            "db_missing" | "db_read_only" | "db_locked" | "db_corrupt" | "db_too_new" | "db_unavailable" | "db_auth" | "integrity"
-            | "db" => exit::DATABASE,
+            "db_missing" | "db_read_only" | "db_locked" | "db_corrupt" | "db_too_new" | "db_unavailable" | "db_full" | "db_auth"
+            | "integrity" | "db" => exit::DATABASE,
             _ => exit::INVALID,
         };
         let samples = OutboxError::one_of_each();

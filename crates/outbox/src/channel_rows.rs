@@ -360,7 +360,7 @@ pub struct CancellationChange<'a> {
     pub outcome: Option<&'a str>,
     pub outcome_detail: Option<&'a str>,
     /// The CFDI's cancellation status after the change (`solicitada`, `cancelado`, …).
-    pub cfdi_status: &'a str,
+    pub cfdi_status: crate::cancellation::CancellationStatus,
     /// SAT's status text, as last asked (`Cancelado · No cancelable · …`).
     pub sat_status: Option<&'a str>,
 }

@@ -57,7 +57,7 @@ pub use rules::{actor, cancellation, code_enum, evidence, intake, model, strateg
 
 pub use actor::{Actor, Role};
 pub use clock::{Clock, SystemClock, TestClock};
-pub use error::{ErrorCode, OutboxError};
+pub use error::{CsdProblem, ErrorCode, FieldErrorDetails, OutboxError};
 pub use location::DatabaseLocation;
 pub use outbox::Outbox;
 pub use settings::{EmisorSettings, EmisorSetup};

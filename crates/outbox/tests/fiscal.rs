@@ -161,7 +161,7 @@ impl World {
     async fn cancel(&self, id: i64) {
         let uuid = self.uuid(id).await;
         sqlx::query("UPDATE cfdis SET cancellation_status = $1 WHERE uuid = $2")
-            .bind(outbox::payments::CANCELLED)
+            .bind(outbox::payments::CANCELLED.as_str())
             .bind(uuid)
             .execute(&self._db.raw)
             .await

@@ -392,7 +392,9 @@ async fn notes_are_added_resolved_once_and_listed_active_first(backend: Backend)
     assert_eq!(resolved.resolved_at, Some(e.outbox.now()));
     assert_eq!(resolved.resolved_by.as_ref().map(|a| a.name.as_str()), Some("beto"));
 
-    assert!(matches!(e.outbox.resolve_note(first.id, &soporte).await, Err(OutboxError::NoteAlreadyResolved(id)) if id == first.id));
+    assert!(
+        matches!(e.outbox.resolve_note(first.id, &soporte).await, Err(OutboxError::NoteAlreadyResolved { note_id }) if note_id == first.id)
+    );
     assert!(matches!(
         e.outbox.resolve_note(9999, &soporte).await,
         Err(OutboxError::NotFound { .. })
@@ -516,6 +518,14 @@ async fn the_database_refuses_a_word_outside_the_vocabulary(backend: Backend) {
             "unknown badge",
             "invoices_badge_known",
         ),
+        (
+            format!(
+                "INSERT INTO cfdis (invoice_id, uuid, pac, cancellation_status, created_at_ms, updated_at_ms) \
+                 VALUES ({id}, 'AAAAAAAA-0000-4000-8000-000000000001', 'sandbox', 'anulada', 0, 0)"
+            ),
+            "unknown cancellation status",
+            "cfdis_cancellation_status_known",
+        ),
     ];
     for (sql, trigger, constraint) in cases {
         let msg = refused(&e, &sql).await;
@@ -526,14 +536,26 @@ async fn the_database_refuses_a_word_outside_the_vocabulary(backend: Backend) {
         row("'cancellation'", "'known'", "'sistema'"),
         row("'operator_action'", "NULL", "'contador'"),
         format!("UPDATE invoices SET badge = 'atencion' WHERE id = {id}"),
+        format!(
+            "INSERT INTO cfdis (invoice_id, uuid, pac, created_at_ms, updated_at_ms) \
+             VALUES ({id}, 'AAAAAAAA-0000-4000-8000-000000000002', 'sandbox', 0, 0)"
+        ),
     ] {
         sqlx::query(&sql)
             .execute(e.pool())
             .await
             .unwrap_or_else(|err| panic!("{sql}: {err}"));
     }
+    let update = |status: &str| format!("UPDATE cfdis SET cancellation_status = '{status}' WHERE invoice_id = {id}");
+    let msg = refused(&e, &update("Cancelado")).await;
+    assert!(
+        msg.contains("unknown cancellation status") || msg.contains("cfdis_cancellation_status_known"),
+        "{msg}"
+    );
+    sqlx::query(&update("rechazada")).execute(e.pool()).await.unwrap();
     let d = e.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
     assert_eq!(d.evidence.len(), 3, "only the known words were stored");
+    assert_eq!(d.cfdis.len(), 1, "only the known cancellation status was stored");
     assert_eq!(d.invoice.badge, Badge::Atencion);
 }
 

@@ -27,23 +27,31 @@ pub enum CfdiCancellation {
     Cancelled,
 }
 
-/// `cfdis.cancellation_status` of a CFDI whose cancellation is on its way or waiting for SAT.
-pub const STATUS_IN_PROGRESS: &str = "solicitada";
-/// `cfdis.cancellation_status` of a CFDI SAT cancelled (the rule every query uses).
-pub const STATUS_CANCELLED: &str = "cancelado";
-/// `cfdis.cancellation_status` after the receptor rejected the request.
-pub const STATUS_REJECTED: &str = "rechazada";
-/// `cfdis.cancellation_status` when SAT says it cannot be cancelled (related documents).
-pub const STATUS_NOT_CANCELABLE: &str = "no_cancelable";
-/// `cfdis.cancellation_status` when the PAC or SAT refused the request itself.
-pub const STATUS_REFUSED: &str = "rehusada";
+code_enum! {
+    /// `cfdis.cancellation_status`: what the last cancellation request did to a CFDI (NULL when
+    /// none was ever made). A CHECK (a trigger on SQLite) keeps the column inside it.
+    CancellationStatus {
+        /// The cancellation is on its way or waiting for SAT.
+        Solicitada = "solicitada",
+        /// SAT cancelled it (the rule every query uses).
+        Cancelado = "cancelado",
+        /// The receptor rejected the request.
+        Rechazada = "rechazada",
+        /// SAT says it cannot be cancelled (related documents).
+        NoCancelable = "no_cancelable",
+        /// The PAC or SAT refused the request itself.
+        Rehusada = "rehusada",
+    }
+}
 
 /// How the strategy reads `cfdis.cancellation_status`.
-pub fn cfdi_cancellation(status: Option<&str>) -> CfdiCancellation {
+pub fn cfdi_cancellation(status: Option<CancellationStatus>) -> CfdiCancellation {
     match status {
-        Some(STATUS_CANCELLED) => CfdiCancellation::Cancelled,
-        Some(STATUS_IN_PROGRESS) => CfdiCancellation::InProgress,
-        _ => CfdiCancellation::None,
+        Some(CancellationStatus::Cancelado) => CfdiCancellation::Cancelled,
+        Some(CancellationStatus::Solicitada) => CfdiCancellation::InProgress,
+        Some(CancellationStatus::Rechazada | CancellationStatus::NoCancelable | CancellationStatus::Rehusada) | None => {
+            CfdiCancellation::None
+        }
     }
 }
 
@@ -214,12 +222,14 @@ impl CancelFinal {
     }
 
     /// The `cfdis.cancellation_status` it leaves.
-    pub fn cfdi_status(self) -> &'static str {
+    pub fn cfdi_status(self) -> CancellationStatus {
         match self {
-            CancelFinal::CanceladoSinAceptacion | CancelFinal::CanceladoConAceptacion | CancelFinal::PlazoVencido => STATUS_CANCELLED,
-            CancelFinal::Rechazada => STATUS_REJECTED,
-            CancelFinal::NoCancelable => STATUS_NOT_CANCELABLE,
-            CancelFinal::Refused => STATUS_REFUSED,
+            CancelFinal::CanceladoSinAceptacion | CancelFinal::CanceladoConAceptacion | CancelFinal::PlazoVencido => {
+                CancellationStatus::Cancelado
+            }
+            CancelFinal::Rechazada => CancellationStatus::Rechazada,
+            CancelFinal::NoCancelable => CancellationStatus::NoCancelable,
+            CancelFinal::Refused => CancellationStatus::Rehusada,
         }
     }
 }

@@ -244,7 +244,7 @@ pub fn from_parts(d: Parts<'_>, can_lookup: CanLookup<'_>) -> Facts {
                 .and_then(|id| d.attempts.iter().find(|a| a.id == id))
                 .map(|a| a.attempt_no),
             xml_persisted: c.has_xml,
-            cancellation: crate::cancellation::cfdi_cancellation(c.cancellation_status.as_deref()),
+            cancellation: crate::cancellation::cfdi_cancellation(c.cancellation_status),
         })
         .collect();
     Facts { attempts, cfdis }

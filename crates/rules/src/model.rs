@@ -356,7 +356,7 @@ pub struct CfdiInfo {
     pub has_xml: bool,
     pub xml_sha256: Option<String>,
     pub sat_status: Option<String>,
-    pub cancellation_status: Option<String>,
+    pub cancellation_status: Option<crate::cancellation::CancellationStatus>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -371,13 +371,13 @@ pub struct CfdiInfo {
 /// 4. vigente without its XML yet,
 /// 5. cancelled at SAT (a sale whose every CFDI is cancelled still shows its last one).
 pub fn standing_cfdi(cfdis: &[CfdiInfo]) -> Option<&CfdiInfo> {
-    use crate::cancellation::{STATUS_CANCELLED, STATUS_IN_PROGRESS};
-    let rank = |c: &CfdiInfo| match (c.cancellation_status.as_deref(), c.has_xml) {
-        (Some(STATUS_CANCELLED), true) => 4,
-        (Some(STATUS_CANCELLED), false) => 5,
+    use crate::cancellation::CancellationStatus;
+    let rank = |c: &CfdiInfo| match (c.cancellation_status, c.has_xml) {
+        (Some(CancellationStatus::Cancelado), true) => 4,
+        (Some(CancellationStatus::Cancelado), false) => 5,
         (_, false) => 3,
-        (Some(STATUS_IN_PROGRESS), true) => 2,
-        (Some(_), true) => 1,
+        (Some(CancellationStatus::Solicitada), true) => 2,
+        (Some(CancellationStatus::Rechazada | CancellationStatus::NoCancelable | CancellationStatus::Rehusada), true) => 1,
         (None, true) => 0,
     };
     cfdis.iter().enumerate().min_by_key(|(i, c)| (rank(c), *i)).map(|(_, c)| c)

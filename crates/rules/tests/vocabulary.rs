@@ -2,6 +2,7 @@
 //! a vocabulary is refused (never mapped to a default), and each list the database enforces
 //! (`migrations/<dialect>/0009_vocabulary_checks.sql`) is exactly the enum's list.
 
+use rules::cancellation::CancellationStatus;
 use rules::evidence::{EvidenceKind, EvidenceOutcome};
 use rules::model::Badge;
 use rules::{Role, UnknownCode};
@@ -71,7 +72,10 @@ fn the_database_accepts_exactly_each_vocabulary() {
                 ("TRIGGER evidence_actor_role_known", Role::sql_list()),
                 ("TRIGGER invoices_badge_known ", Badge::sql_list()),
                 ("TRIGGER invoices_badge_known_on_update", Badge::sql_list()),
-            ],
+                ("TRIGGER cfdis_cancellation_status_known ", CancellationStatus::sql_list()),
+                ("TRIGGER cfdis_cancellation_status_known_on_update", CancellationStatus::sql_list()),
+            ]
+            .to_vec(),
         ),
         (
             "postgres",
@@ -80,8 +84,9 @@ fn the_database_accepts_exactly_each_vocabulary() {
                 ("CONSTRAINT evidence_outcome_known", EvidenceOutcome::sql_list()),
                 ("CONSTRAINT evidence_actor_role_known", Role::sql_list()),
                 ("CONSTRAINT invoices_badge_known", Badge::sql_list()),
-                ("CONSTRAINT invoices_badge_known", Badge::sql_list()),
-            ],
+                ("CONSTRAINT cfdis_cancellation_status_known", CancellationStatus::sql_list()),
+            ]
+            .to_vec(),
         ),
     ] {
         let path = dir.join(dialect).join("0009_vocabulary_checks.sql");

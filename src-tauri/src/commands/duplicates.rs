@@ -173,10 +173,7 @@ pub async fn export_xml(state: State<'_, AppState>, invoice_id: i64, source: Xml
     let (name, bytes) = match source {
         XmlSourceDto::Attempt { attempt_id } => {
             let Some(a) = detail.attempts.iter().find(|a| a.id == attempt_id) else {
-                return Err(AppError::NotFound {
-                    what: "attempt".into(),
-                    id: attempt_id.to_string(),
-                });
+                return Err(AppError::not_found("attempt", attempt_id.to_string()));
             };
             let (_, body) = ready.outbox.attempt_body(attempt_id).await?;
             (
@@ -186,10 +183,7 @@ pub async fn export_xml(state: State<'_, AppState>, invoice_id: i64, source: Xml
         }
         XmlSourceDto::Cfdi { uuid } => {
             if !detail.cfdis.iter().any(|c| c.uuid.eq_ignore_ascii_case(&uuid)) {
-                return Err(AppError::NotFound {
-                    what: "cfdi".into(),
-                    id: uuid,
-                });
+                return Err(AppError::not_found("cfdi", uuid));
             }
             let uuid = detail
                 .cfdis
@@ -197,10 +191,11 @@ pub async fn export_xml(state: State<'_, AppState>, invoice_id: i64, source: Xml
                 .find(|c| c.uuid.eq_ignore_ascii_case(&uuid))
                 .map(|c| c.uuid.clone())
                 .unwrap_or(uuid);
-            let xml = ready.outbox.cfdi_xml(&uuid).await?.ok_or_else(|| AppError::NotFound {
-                what: "cfdi_xml".into(),
-                id: uuid.clone(),
-            })?;
+            let xml = ready
+                .outbox
+                .cfdi_xml(&uuid)
+                .await?
+                .ok_or_else(|| AppError::not_found("cfdi_xml", uuid.clone()))?;
             (format!("{}.xml", safe_name(&uuid.to_uppercase())), xml)
         }
     };

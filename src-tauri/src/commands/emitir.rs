@@ -8,7 +8,11 @@ use super::*;
 #[tauri::command]
 pub async fn local_now(state: State<'_, AppState>) -> Res<String> {
     let ready = state.ready()?;
-    let emisor = ready.outbox.emisor_settings().await?.ok_or(AppError::NotConfigured)?;
+    let emisor = ready
+        .outbox
+        .emisor_settings()
+        .await?
+        .ok_or(AppError::Outbox(outbox::OutboxError::NotConfigured))?;
     let local = cfdi::tz::local_at(ready.outbox.now(), &emisor.profile.lugar_expedicion);
     Ok(local.format(cfdi::write::FECHA_FORMAT).to_string())
 }
@@ -17,7 +21,11 @@ pub async fn local_now(state: State<'_, AppState>) -> Res<String> {
 #[tauri::command]
 pub async fn preview_sale(state: State<'_, AppState>, draft: SaleDraft) -> Res<SalePreviewDto> {
     let ready = state.ready()?;
-    let emisor = ready.outbox.emisor_settings().await?.ok_or(AppError::NotConfigured)?;
+    let emisor = ready
+        .outbox
+        .emisor_settings()
+        .await?
+        .ok_or(AppError::Outbox(outbox::OutboxError::NotConfigured))?;
     let draft = SaleDraft {
         sale_id: "vista-previa".into(),
         ..draft
@@ -78,7 +86,11 @@ pub async fn load_demo_data(app: AppHandle, state: State<'_, AppState>) -> Res<D
     if ready.mode().await? != ModeDto::Sandbox {
         return Err(AppError::SandboxOnly);
     }
-    let emisor = ready.outbox.emisor_settings().await?.ok_or(AppError::NotConfigured)?;
+    let emisor = ready
+        .outbox
+        .emisor_settings()
+        .await?
+        .ok_or(AppError::Outbox(outbox::OutboxError::NotConfigured))?;
     let now_local = cfdi::tz::local_at(ready.outbox.now(), &emisor.profile.lugar_expedicion);
     let actor = ready.actor();
     let (mut recorded, mut already_present) = (0, 0);
@@ -111,7 +123,11 @@ pub async fn load_demo_tickets(app: AppHandle, state: State<'_, AppState>) -> Re
     if ready.mode().await? != ModeDto::Sandbox {
         return Err(AppError::SandboxOnly);
     }
-    let emisor = ready.outbox.emisor_settings().await?.ok_or(AppError::NotConfigured)?;
+    let emisor = ready
+        .outbox
+        .emisor_settings()
+        .await?
+        .ok_or(AppError::Outbox(outbox::OutboxError::NotConfigured))?;
     let now_local = cfdi::tz::local_at(ready.outbox.now(), &emisor.profile.lugar_expedicion);
     let actor = ready.actor();
     let (mut recorded, mut already_present) = (0, 0);

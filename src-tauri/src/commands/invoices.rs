@@ -82,16 +82,18 @@ pub(crate) async fn act_on_invoice(
     let invoice = InvoiceRef::Id(invoice_id);
     let actor = ready.actor();
     let note = note.unwrap_or_default();
-    let refused = |action: &str, reason: RefusalCode| AppError::ActionRefused {
-        action: action.into(),
-        reason,
-        evidence: vec![],
+    let refused = |action: outbox::strategy::ActionKind, reason: RefusalCode| {
+        AppError::Outbox(outbox::OutboxError::ActionRefused {
+            action,
+            reason,
+            evidence: vec![],
+        })
     };
     let backup = || async {
         outbox
             .first_backup()
             .await?
-            .ok_or_else(|| refused("failover", RefusalCode::SinPacDeRespaldo))
+            .ok_or_else(|| refused(outbox::strategy::ActionKind::Failover, RefusalCode::SinPacDeRespaldo))
     };
     // The attempt a contador's record is about: the one named, else the verdict's first open
     // question.
@@ -106,7 +108,7 @@ pub(crate) async fn act_on_invoice(
             .open_questions
             .first()
             .copied()
-            .ok_or_else(|| refused("verify_absent", RefusalCode::SinPreguntaAbierta))
+            .ok_or_else(|| refused(outbox::strategy::ActionKind::VerifyAbsent, RefusalCode::SinPreguntaAbierta))
     };
     match action {
         ActionKindDto::Retry => outbox.retry(&invoice, &actor).await.map(|_| ())?,
@@ -119,13 +121,7 @@ pub(crate) async fn act_on_invoice(
             outbox.verify_absent(&invoice, attempt_no, &note, &actor).await?
         }
         ActionKindDto::RecordFound => {
-            let found = found.ok_or_else(|| AppError::Validation {
-                errors: vec![crate::error::FieldErrorDto {
-                    field: "uuid".into(),
-                    code: "requerido".into(),
-                    message: "falta el UUID del CFDI encontrado".into(),
-                }],
-            })?;
+            let found = found.ok_or_else(|| AppError::validation("uuid", "requerido", "falta el UUID del CFDI encontrado"))?;
             let attempt_no = question(found.attempt_no).await?;
             outbox
                 .record_found(
@@ -142,9 +138,7 @@ pub(crate) async fn act_on_invoice(
         ActionKindDto::DownloadXml | ActionKindDto::Cancel | ActionKindDto::DecideDuplicate => {
             // A file export (`export_xml`), or an action with its own form (`cancel_cfdi`,
             // `decide_duplicate`).
-            return Err(AppError::Unsupported {
-                feature: format!("action:{}", action_name(action)),
-            });
+            return Err(AppError::unsupported(format!("action:{}", action_name(action))));
         }
     }
     Ok(())

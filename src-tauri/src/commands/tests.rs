@@ -47,7 +47,10 @@ async fn a_contador_only_command_is_refused_for_soporte_without_a_pin_and_for_an
     let (_dir, clock, ready, invoice_id) = desk().await;
     // Soporte (the default seat) calling the contador's command directly.
     let r = accept_risk(&ready, invoice_id).await;
-    assert!(matches!(&r, Err(AppError::Forbidden { role, .. }) if role == "soporte"), "{r:?}");
+    assert!(
+        matches!(&r, Err(AppError::Outbox(outbox::OutboxError::Forbidden { role, .. })) if *role == "soporte"),
+        "{r:?}"
+    );
 
     // No contador PIN yet: a desk that got itself into the contador's role anyway (the
     // command layer only lets a PIN do that) is refused with the code the UI turns into
@@ -61,7 +64,10 @@ async fn a_contador_only_command_is_refused_for_soporte_without_a_pin_and_for_an
         }
     );
     let r = accept_risk(&ready, invoice_id).await;
-    assert!(matches!(&r, Err(AppError::ContadorPinMissing { .. })), "no PIN: {r:?}");
+    assert!(
+        matches!(&r, Err(AppError::Outbox(outbox::OutboxError::ContadorPinMissing { .. }))),
+        "no PIN: {r:?}"
+    );
     assert_eq!(r.as_ref().map_err(AppError::code).err(), Some("contador_pin_missing"));
 
     // The first PIN takes the emisor's CSD password (sandbox: SAT's public test one).
@@ -88,7 +94,7 @@ async fn a_contador_only_command_is_refused_for_soporte_without_a_pin_and_for_an
         .expect("pin");
     let r = accept_risk(&ready, invoice_id).await;
     assert!(
-        matches!(&r, Err(AppError::RoleLocked { role, .. }) if role == "contador"),
+        matches!(&r, Err(AppError::Outbox(outbox::OutboxError::RoleLocked { role, .. })) if *role == "contador"),
         "never unlocked: {r:?}"
     );
 
@@ -96,17 +102,26 @@ async fn a_contador_only_command_is_refused_for_soporte_without_a_pin_and_for_an
     ready.outbox.unlock_role(Role::Contador, &pin).await.expect("unlock");
     clock.advance(outbox::role_credentials::UNLOCK_TTL + chrono::Duration::seconds(1));
     let r = accept_risk(&ready, invoice_id).await;
-    assert!(matches!(&r, Err(AppError::RoleLocked { .. })), "expired: {r:?}");
+    assert!(
+        matches!(&r, Err(AppError::Outbox(outbox::OutboxError::RoleLocked { .. }))),
+        "expired: {r:?}"
+    );
 
     // Live: the role check passes and the strategy answers (nothing is at risk yet).
     ready.outbox.unlock_role(Role::Contador, &pin).await.expect("unlock");
     let r = accept_risk(&ready, invoice_id).await;
-    assert!(matches!(&r, Err(AppError::ActionRefused { .. })), "live: {r:?}");
+    assert!(
+        matches!(&r, Err(AppError::Outbox(outbox::OutboxError::ActionRefused { .. }))),
+        "live: {r:?}"
+    );
 
     // Spent by a risky action (the reconciliation import): the next one asks again.
     import_cfdis_as(&ready, vec![]).await.expect("import with a live unlock");
     let r = import_cfdis_as(&ready, vec![]).await;
-    assert!(matches!(&r, Err(AppError::RoleLocked { .. })), "spent: {r:?}");
+    assert!(
+        matches!(&r, Err(AppError::Outbox(outbox::OutboxError::RoleLocked { .. }))),
+        "spent: {r:?}"
+    );
 
     // Leaving the contador's role: back to the seat's own.
     ready.stop_acting_as(Role::Contador);
@@ -212,7 +227,10 @@ async fn the_app_backs_up_on_its_schedule_and_names_a_bad_policy() {
     )
     .await;
     assert!(
-        matches!(&bad, Err(AppError::Validation { errors }) if errors[0].field == "respaldos.cada_horas"),
+        bad.as_ref()
+            .err()
+            .and_then(AppError::field_errors)
+            .is_some_and(|errors| errors[0].field == "respaldos.cada_horas"),
         "{bad:?}"
     );
     crate::backups::save(

@@ -313,7 +313,7 @@ impl Drain {
             state: update.state,
             outcome: update.outcome,
             outcome_detail: update.outcome_detail.as_deref(),
-            cfdi_status: update.cfdi_status.unwrap_or(cancellation::STATUS_IN_PROGRESS),
+            cfdi_status: update.cfdi_status.unwrap_or(cancellation::CancellationStatus::Solicitada),
             sat_status: update.sat_status.as_deref(),
         };
         self.outbox.cancellation_notifications(&change).await

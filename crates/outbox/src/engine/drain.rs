@@ -972,15 +972,17 @@ impl Drain {
     /// Whether a document this payment pays is cancelled at SAT or on its way (then the REP is
     /// not sent, and the evidence says why: the strategy holds it for a person).
     async fn paid_document_cancelled(&self, detail: &StepFacts, attempt: &AttemptInfo) -> Result<bool> {
-        use crate::cancellation::{STATUS_CANCELLED, STATUS_IN_PROGRESS};
+        use crate::cancellation::CancellationStatus;
         let paid = self.outbox.store().paid_documents(detail.invoice.id).await?;
-        let Some(doc) = paid
-            .iter()
-            .find(|d| matches!(d.cancellation_status.as_deref(), Some(STATUS_CANCELLED | STATUS_IN_PROGRESS)))
-        else {
+        let Some(doc) = paid.iter().find(|d| {
+            matches!(
+                d.cancellation_status,
+                Some(CancellationStatus::Cancelado | CancellationStatus::Solicitada)
+            )
+        }) else {
             return Ok(false);
         };
-        let status = doc.cancellation_status.clone().unwrap_or_default();
+        let status = doc.cancellation_status;
         self.note_configuration(
             detail.invoice.id,
             attempt.id,
@@ -989,7 +991,7 @@ impl Drain {
             format!(
                 "no se envió el complemento de pago: la factura pagada {} está {}",
                 doc.invoice_uuid,
-                if status == STATUS_CANCELLED {
+                if status == Some(CancellationStatus::Cancelado) {
                     "cancelada"
                 } else {
                     "en cancelación"

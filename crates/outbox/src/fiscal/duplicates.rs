@@ -54,7 +54,7 @@ pub struct GroupCfdi {
     /// The CFDI the invoice row shows (delivered, downloaded, e-mailed from there).
     pub shown: bool,
     pub sat_status: Option<String>,
-    pub cancellation_status: Option<String>,
+    pub cancellation_status: Option<crate::cancellation::CancellationStatus>,
     /// Imported by reconciliation, issued outside Timbra.
     pub foreign: bool,
 }
@@ -172,7 +172,7 @@ fn prediction_facts(xml: &[u8]) -> Result<PredictionFacts> {
 }
 
 fn vigente(c: &CfdiInfo) -> bool {
-    c.cancellation_status.as_deref() != Some(cancellation::STATUS_CANCELLED)
+    c.cancellation_status != Some(cancellation::CancellationStatus::Cancelado)
 }
 
 /// A decision the database refused because another one about the same CFDIs was recorded
@@ -748,7 +748,7 @@ impl Outbox {
             has_xml: c.has_xml,
             shown: detail.invoice.uuid.as_deref().map(normalize_uuid) == Some(normalize_uuid(&c.uuid)),
             sat_status: c.sat_status.clone(),
-            cancellation_status: c.cancellation_status.clone(),
+            cancellation_status: c.cancellation_status,
             foreign: false,
         }
     }

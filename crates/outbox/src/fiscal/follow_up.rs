@@ -105,7 +105,7 @@ impl Outbox {
         let cancelled = detail
             .cfdis
             .iter()
-            .any(|c| c.uuid.eq_ignore_ascii_case(&uuid) && c.cancellation_status.as_deref() == Some(CANCELLED));
+            .any(|c| c.uuid.eq_ignore_ascii_case(&uuid) && c.cancellation_status == Some(CANCELLED));
         if cancelled && kind == FollowUpKind::CreditNote {
             return Err(refused(
                 "cancelada",

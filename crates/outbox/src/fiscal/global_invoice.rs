@@ -370,7 +370,7 @@ impl Outbox {
                 && detail
                     .cfdis
                     .iter()
-                    .all(|c| c.cancellation_status.as_deref() == Some(crate::cancellation::STATUS_CANCELLED));
+                    .all(|c| c.cancellation_status == Some(crate::cancellation::CancellationStatus::Cancelado));
             if !all_cancelled {
                 return Ok((Some(id), sale_id));
             }

@@ -37,7 +37,7 @@ use crate::store::PaymentLinkRow;
 
 /// The value of `cfdis.cancellation_status` that makes a CFDI cancelled (the cancellation
 /// workflow writes it; every balance and report query reads this one value).
-pub const CANCELLED: &str = crate::cancellation::STATUS_CANCELLED;
+pub const CANCELLED: crate::cancellation::CancellationStatus = crate::cancellation::CancellationStatus::Cancelado;
 
 /// Where a payment of an invoice stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
@@ -186,7 +186,7 @@ impl Outbox {
         if detail
             .cfdis
             .iter()
-            .any(|c| c.uuid.eq_ignore_ascii_case(&uuid) && c.cancellation_status.as_deref() == Some(CANCELLED))
+            .any(|c| c.uuid.eq_ignore_ascii_case(&uuid) && c.cancellation_status == Some(CANCELLED))
         {
             return Err(BalanceFailure::Field(invalid(
                 field,
@@ -290,7 +290,7 @@ impl Outbox {
                     let detail = self.invoice(&InvoiceRef::Id(id)).await?;
                     if detail.cfdis.iter().any(|c| {
                         c.uuid.eq_ignore_ascii_case(&b.uuid)
-                            && c.cancellation_status.as_deref() == Some(crate::cancellation::STATUS_IN_PROGRESS)
+                            && c.cancellation_status == Some(crate::cancellation::CancellationStatus::Solicitada)
                     }) {
                         errors.push(invalid(
                             &field,

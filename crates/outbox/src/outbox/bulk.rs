@@ -154,7 +154,7 @@ impl Outbox {
                         match slot {
                             Slot::Done(r) => out.push(r),
                             Slot::Waiting(_) => {
-                                out.push(Err(e.copied()));
+                                out.push(Err(e.clone()));
                                 if halt {
                                     return true;
                                 }

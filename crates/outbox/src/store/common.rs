@@ -56,6 +56,13 @@ pub(crate) fn parse_text<T>(col: &str, value: &str, parse: fn(&str) -> Option<T>
     parse(value).ok_or_else(|| OutboxError::Database(format!("{col}: valor desconocido {value:?}")))
 }
 
+/// `cfdis.cancellation_status`, read as its closed vocabulary (an unknown word is an error).
+pub(crate) fn cancellation_status(r: &DbRow) -> Result<Option<crate::cancellation::CancellationStatus>> {
+    get::<Option<String>>(r, "cancellation_status")?
+        .map(|s| parse_text("cfdis.cancellation_status", &s, crate::cancellation::CancellationStatus::parse))
+        .transpose()
+}
+
 pub(crate) fn acted(row: &DbRow, name_col: &str, role_col: &str) -> Result<ActedBy> {
     let role: String = get(row, role_col)?;
     Ok(ActedBy {
@@ -218,7 +225,7 @@ pub(crate) fn cfdi_info(r: &DbRow) -> Result<CfdiInfo> {
         has_xml: get::<i64>(r, "has_xml")? != 0,
         xml_sha256: get(r, "xml_sha256")?,
         sat_status: get(r, "sat_status")?,
-        cancellation_status: get(r, "cancellation_status")?,
+        cancellation_status: cancellation_status(r)?,
         created_at: instant(get(r, "created_at_ms")?)?,
     })
 }

@@ -47,7 +47,7 @@ impl AnyStore {
                     .map_err(|e| db.err(e))?;
                 sqlx::query(sql!("set_cfdi_cancellation"))
                     .bind(c.cfdi_id)
-                    .bind(crate::cancellation::STATUS_IN_PROGRESS)
+                    .bind(crate::cancellation::CancellationStatus::Solicitada.as_str())
                     .bind(&c.motivo)
                     .bind(None::<String>)
                     .bind(d.at_ms)
@@ -220,14 +220,13 @@ impl AnyStore {
             };
             let cfdi_id: i64 = get(&row, "cfdi_id")?;
             if u.cfdi_status.is_some() || u.sat_status.is_some() {
-                let status = match u.cfdi_status {
-                    Some(s) => s.to_string(),
+                let status: Option<String> = match u.cfdi_status {
+                    Some(s) => Some(s.as_str().to_string()),
                     None => sqlx::query_scalar::<_, Option<String>>(sql!("cancellation_status_of_cfdi"))
                         .bind(cfdi_id)
                         .fetch_one(&mut *tx)
                         .await
-                        .map_err(|e| db.err(e))?
-                        .unwrap_or_default(),
+                        .map_err(|e| db.err(e))?,
                 };
                 sqlx::query(sql!("set_cfdi_cancellation"))
                     .bind(cfdi_id)

@@ -53,7 +53,7 @@ impl AnyStore {
                     Ok(PaidDocumentRow {
                         invoice_id: get(r, "invoice_id")?,
                         invoice_uuid: get(r, "invoice_uuid")?,
-                        cancellation_status: get(r, "cancellation_status")?,
+                        cancellation_status: cancellation_status(r)?,
                     })
                 })
                 .collect()

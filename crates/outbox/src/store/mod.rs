@@ -434,7 +434,7 @@ pub struct CancellationUpdate {
     pub outcome_detail: Option<String>,
     pub next_try_at_ms: i64,
     /// The CFDI's `cancellation_status` (and SAT status text) to write with it.
-    pub cfdi_status: Option<&'static str>,
+    pub cfdi_status: Option<crate::cancellation::CancellationStatus>,
     pub sat_status: Option<String>,
     pub at_ms: i64,
     /// The `cancellation.updated` deliveries this change causes, written in the same
@@ -650,7 +650,7 @@ pub struct PaidDocumentRow {
     pub invoice_id: i64,
     pub invoice_uuid: String,
     /// `cfdis.cancellation_status` of the CFDI it names.
-    pub cancellation_status: Option<String>,
+    pub cancellation_status: Option<crate::cancellation::CancellationStatus>,
 }
 
 /// A restore's gap in history: whatever was stamped or cancelled between `backup_at_ms` and

@@ -111,8 +111,8 @@ pub const RELEASED: &[Released] = &[
     },
     Released {
         version: 9,
-        checksum: "9dcdbaa0693c5c0137fc1c53d453a8d0e118ed709a337209c07e0c0dae5be8f7ff2670d3d527df3383c8362a6001c326",
-        statements: "793c45a3157c22e1beae00d2a311626ccd0e754619f2eb44ef223a4ab21905c2",
+        checksum: "fe656fb26aac272d2ccc370bbc4400f8b34a6366447fdc180d0964e2eee724bbbd539d6badd1704f063cb455707e0db6",
+        statements: "23cdf5389eb3bfdd3818c1c7b3946c2bc2a3ba054384fb567aa35e483ef85bf6",
     },
 ];
 
@@ -411,7 +411,7 @@ fn classify_error(location: &std::path::Path, waited: Duration, e: sqlx::Error) 
                 "3D000" => OutboxError::DatabaseMissing { path },
                 "40001" | "40P01" | "55P03" | "57014" => OutboxError::DatabaseLocked { path, waited },
                 "25006" | "42501" => OutboxError::DatabaseReadOnly { path, detail: message },
-                "53100" => OutboxError::DatabaseUnavailable {
+                "53100" => OutboxError::DatabaseFull {
                     path,
                     detail: format!(
                         "{}: {message}; libere espacio en el servidor y reintente (no se escribió nada)",

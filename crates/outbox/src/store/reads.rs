@@ -199,7 +199,7 @@ impl AnyStore {
                 });
             };
             if resolved.is_none() {
-                return Err(OutboxError::NoteAlreadyResolved(note_id));
+                return Err(OutboxError::NoteAlreadyResolved { note_id });
             }
             let n = note(&row)?;
             tx.commit().await.map_err(|e| db.err(e))?;

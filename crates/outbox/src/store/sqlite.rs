@@ -94,8 +94,8 @@ pub const RELEASED: &[Released] = &[
     },
     Released {
         version: 9,
-        checksum: "08e08703c606438284e5f0205289de11c1d40175774b914ab1414f9f0e68ffce4b0915c2fb9c8797889962a63822fec3",
-        statements: "cedbb13f20106ad25752da05c5dad2a5a9566c3597a7cd742e08b795d9fc5622",
+        checksum: "38b62732477c5f0a40e81ca37abfd61e0e1f254cc456296c45cb9e807b6ba99869d2ce61320a3820384dd935568a8cbf",
+        statements: "8bcbd3cf9fa0d9e5cfac75cd56f8ab553235bb2867ada1e9c16bea8191415983",
     },
 ];
 
@@ -442,7 +442,7 @@ fn storage_probe(path: &Path) -> Option<OutboxError> {
     let e = result.err()?;
     let path = path.to_path_buf();
     match e.kind() {
-        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => Some(OutboxError::DatabaseUnavailable {
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => Some(OutboxError::DatabaseFull {
             path,
             detail: format!(
                 "{}: no queda espacio en el disco; libere espacio y reintente (no se escribió nada)",
@@ -475,7 +475,7 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
                 8 => OutboxError::DatabaseReadOnly { path, detail: message },
                 11 | 26 => OutboxError::DatabaseCorrupt { path, detail: message },
                 10 | 14 => storage_probe(&path).unwrap_or(OutboxError::DatabaseUnavailable { path, detail: message }),
-                13 => OutboxError::DatabaseUnavailable {
+                13 => OutboxError::DatabaseFull {
                     path,
                     detail: format!(
                         "{}: {message}; libere espacio y reintente (no se escribió nada)",
@@ -490,7 +490,7 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
             path,
             waited: busy_timeout,
         },
-        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::StorageFull => OutboxError::DatabaseUnavailable {
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::StorageFull => OutboxError::DatabaseFull {
             path,
             detail: format!(
                 "{}: {io}; libere espacio y reintente (no se escribió nada)",

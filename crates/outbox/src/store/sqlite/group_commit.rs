@@ -170,6 +170,6 @@ impl GroupCommit {
 
 fn fail_all(answers: impl IntoIterator<Item = oneshot::Sender<Output>>, e: &OutboxError) {
     for a in answers {
-        let _ = a.send(Err(e.copied()));
+        let _ = a.send(Err(e.clone()));
     }
 }
