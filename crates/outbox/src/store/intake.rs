@@ -98,17 +98,35 @@ impl AnyStore {
     /// or nothing on its own (its own error or outcome, in order), the commit for all of them.
     /// `Err` when the shared transaction failed: nothing of any record was written.
     pub async fn record_sales(&self, records: &[NewRecord]) -> Result<Vec<Result<RecordOutcome>>> {
-        match self {
-            AnyStore::Sqlite(s) => s.record_sales(records).await,
-            // One commit per sale: PostgreSQL commits concurrently (no one-writer fsync to share).
-            AnyStore::Postgres(_) => {
-                let mut out = Vec::with_capacity(records.len());
-                for r in records {
-                    out.push(self.record_sale(r).await);
+        on_dialect!(self, |db| {
+            let mut conn = db.pool.acquire().await.map_err(|e| db.err(e))?;
+            let mut tx = sqlx::Connection::begin_with(&mut *conn, sql!("begin_write"))
+                .await
+                .map_err(|e| db.err(e))?;
+            let mut out = Vec::with_capacity(records.len());
+            for r in records {
+                // A savepoint per sale: one that fails or is not ours leaves nothing of itself.
+                let mut sp = sqlx::Connection::begin(&mut *tx).await.map_err(|e| db.err(e))?;
+                match db.record_sale_in(&mut sp, r).await {
+                    Ok(outcome @ RecordOutcome::Recorded { .. }) => {
+                        sp.commit().await.map_err(|e| db.err(e))?;
+                        out.push(Ok(outcome));
+                    }
+                    Ok(other) => {
+                        sp.rollback().await.map_err(|e| db.err(e))?;
+                        out.push(Ok(other));
+                    }
+                    // The database itself failing is every sale's failure: nothing is committed.
+                    Err(e) if e.is_storage_fault() => return Err(e),
+                    Err(e) => {
+                        sp.rollback().await.map_err(|e| db.err(e))?;
+                        out.push(Err(e));
+                    }
                 }
-                Ok(out)
             }
-        }
+            tx.commit().await.map_err(|e| db.err(e))?;
+            Ok(out)
+        })
     }
 
     /// The intake transaction with the links of a fiscal workflow: all of it or nothing (see

@@ -13,7 +13,6 @@
 //! the next FULL commit flushes the WAL frames before it), so it does not pay for an fsync.
 
 use super::migrations::Released;
-use super::{NewRecord, RecordOutcome};
 use crate::error::{OutboxError, Result};
 use sqlx::error::BoxDynError;
 use sqlx::migrate::{MigrateError, Migration, MigrationSource, Migrator};
@@ -505,39 +504,7 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
     }
 }
 
-impl SqliteStore {}
-
 impl SqliteStore {
-    pub(crate) async fn record_sales(&self, records: &[NewRecord]) -> Result<Vec<Result<RecordOutcome>>> {
-        let mut conn = self.pool.acquire().await.map_err(|e| self.err(e))?;
-        let mut tx = sqlx::Connection::begin_with(&mut *conn, sql!("begin_immediate"))
-            .await
-            .map_err(|e| self.err(e))?;
-        let mut out = Vec::with_capacity(records.len());
-        for r in records {
-            // A savepoint per sale: one that fails or is not ours leaves nothing of itself.
-            let mut sp = sqlx::Connection::begin(&mut *tx).await.map_err(|e| self.err(e))?;
-            match self.record_sale_in(&mut sp, r).await {
-                Ok(outcome @ RecordOutcome::Recorded { .. }) => {
-                    sp.commit().await.map_err(|e| self.err(e))?;
-                    out.push(Ok(outcome));
-                }
-                Ok(other) => {
-                    sp.rollback().await.map_err(|e| self.err(e))?;
-                    out.push(Ok(other));
-                }
-                // The database itself failing is every sale's failure: nothing is committed.
-                Err(e) if e.is_storage_fault() => return Err(e),
-                Err(e) => {
-                    sp.rollback().await.map_err(|e| self.err(e))?;
-                    out.push(Err(e));
-                }
-            }
-        }
-        tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(out)
-    }
-
     // Intake channels and documents ----------------------------------------------------------
 }
 

@@ -120,7 +120,7 @@ impl GroupCommit {
             Ok(c) => c,
             Err(e) => return fail_all(jobs.into_iter().map(|j| j.answer), &(self.classify)(e)),
         };
-        let mut tx = match conn.begin_with(sql!("begin_immediate")).await {
+        let mut tx = match conn.begin_with(sql!("begin_write")).await {
             Ok(tx) => tx,
             Err(e) => return fail_all(jobs.into_iter().map(|j| j.answer), &(self.classify)(e)),
         };
