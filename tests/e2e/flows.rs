@@ -839,12 +839,13 @@ pub async fn rechazo_tras_desconocido(app: &App) -> Res {
     )
     .await?;
     app.click("[data-testid=note-required] button.danger").await?;
+    // The action on the timeline first: a failure then says whether the click was taken.
+    app.wait_contains("[data-testid=timeline]", "Acción: Reprocesar aceptando el riesgo")
+        .await?;
     app.wait_badge("timbrada").await?;
     app.wait_contains("[data-testid=strategy]", "posible duplicado").await?;
     let attempts = app.all("[data-testid=attempts] tbody tr").await?;
     check(attempts.len() == 2, format!("dos intentos; hay {}", attempts.len()))?;
-    app.wait_contains("[data-testid=timeline]", "Acción: Reprocesar aceptando el riesgo")
-        .await?;
     app.screenshot("factura-riesgo-aceptado").await?;
     leave_contador(app).await?;
     Ok(())

@@ -356,7 +356,19 @@ impl App {
             }
             tokio::time::sleep(Duration::from_millis(150)).await;
         }
-        Err(format!("la insignia nunca fue {badge:?}; es {last:?}"))
+        // What the page says, so a failure in CI tells why without a rerun.
+        let mut seen = Vec::new();
+        for css in ["[data-testid=reasons]", "[role=alert]", "[data-testid=timeline] li:first-child"] {
+            if let Ok(e) = self.client.find(Locator::Css(css)).await {
+                if let Ok(t) = e.text().await {
+                    seen.push(format!("{css}: {}", t.split_whitespace().collect::<Vec<_>>().join(" ")));
+                }
+            }
+        }
+        Err(format!(
+            "la insignia nunca fue {badge:?}; es {last:?}\n      {}",
+            seen.join("\n      ")
+        ))
     }
 
     /// Uncaught errors and CSP violations the page recorded (see ui/src/main.ts).
