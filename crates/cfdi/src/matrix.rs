@@ -966,3 +966,10 @@ pub fn verificar_emisor(emisor: &EmisorProfile) -> Vec<FieldError> {
     }
     out
 }
+
+/// The row a field error came from (its code and words), when a rule of the table refused it.
+pub fn regla_de(e: &FieldError) -> Option<&'static Regla> {
+    REGLAS
+        .iter()
+        .find(|r| matches!(r.verificacion, Verificacion::Local(_)) && r.error == e.code && e.message.starts_with(r.mensaje))
+}
