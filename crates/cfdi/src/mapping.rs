@@ -6,12 +6,10 @@
 //! code, UUID), catalogs, decimal places, and the combinations SAT rejects. It collects every
 //! problem it finds, each naming its field, and builds nothing unless there are none.
 //!
-//! Rules of SAT's *Matriz de errores* checked here include CFDI40174 (a taxed concepto whose
-//! Importe − Descuento is 0 would write a tax Base of 0, which the XSD refuses), CFDI40130,
-//! 40132, 40134 and 40136 (InformacionGlobal), CFDI40122 (Exportacion 02 needs Comercio
-//! Exterior, not written by Timbra) and CFDI40118 (TipoCambio outside SAT's band needs a
-//! Confirmacion; the band is data passed in through [`MappingOptions`], see
-//! [`crate::tipo_cambio`]).
+//! SAT's *Matriz de errores* (the combinations SAT rejects, each with its code and its words)
+//! is one table, [`crate::matrix`], applied here before anything is built; this module keeps
+//! the shapes, the catalogs and the amounts it computes. The TipoCambio band comes in through
+//! [`MappingOptions`] (see [`crate::tipo_cambio`]).
 //!
 //! IVA's Base includes the IEPS trasladado on the same concepto (LIVA art. 12).
 //!

@@ -524,7 +524,11 @@ fn global_nombre(c: &Contexto, out: &mut Vec<Hallazgo>) {
 
 fn global_solo_publico(c: &Contexto, out: &mut Vec<Hallazgo>) {
     if c.venta.informacion_global.is_some() && c.venta.receptor.rfc != RFC_PUBLICO_EN_GENERAL {
-        hallazgo(out, "informacion_global", format!("el RFC del receptor es {}", c.venta.receptor.rfc));
+        hallazgo(
+            out,
+            "informacion_global",
+            format!("el RFC del receptor es {}", c.venta.receptor.rfc),
+        );
     }
 }
 
@@ -588,7 +592,11 @@ fn global_anio(c: &Contexto, out: &mut Vec<Hallazgo>) {
 fn relacion_4_0(c: &Contexto, out: &mut Vec<Hallazgo>) {
     for (i, r) in c.venta.relacionados.iter().enumerate() {
         if matches!(r.tipo_relacion.as_str(), "08" | "09") {
-            hallazgo(out, format!("relacionados[{i}].tipo_relacion"), format!("se indicó {}", r.tipo_relacion));
+            hallazgo(
+                out,
+                format!("relacionados[{i}].tipo_relacion"),
+                format!("se indicó {}", r.tipo_relacion),
+            );
         }
     }
 }
@@ -609,8 +617,12 @@ fn egreso_pue(c: &Contexto, out: &mut Vec<Hallazgo>) {
 fn regimen_no_persona(rfc: &str, regimen: &str) -> Option<String> {
     let r = catalog::regimen_fiscal(regimen)?;
     match catalog::rfc_persona(rfc)? {
-        Persona::Fisica if !r.fisica => Some(format!("el régimen {regimen} es de personas morales y el RFC {rfc} es de persona física")),
-        Persona::Moral if !r.moral => Some(format!("el régimen {regimen} es de personas físicas y el RFC {rfc} es de persona moral")),
+        Persona::Fisica if !r.fisica => Some(format!(
+            "el régimen {regimen} es de personas morales y el RFC {rfc} es de persona física"
+        )),
+        Persona::Moral if !r.moral => Some(format!(
+            "el régimen {regimen} es de personas físicas y el RFC {rfc} es de persona moral"
+        )),
         _ => None,
     }
 }
@@ -707,11 +719,19 @@ fn uso_persona_regimen(c: &Contexto, out: &mut Vec<Hallazgo>) {
     let Some(uso) = catalog::uso_cfdi(&r.uso_cfdi) else { return };
     match catalog::rfc_persona(&r.rfc) {
         Some(Persona::Fisica) if !uso.fisica => {
-            hallazgo(out, "receptor.uso_cfdi", format!("el uso {} no aplica a personas físicas", uso.code));
+            hallazgo(
+                out,
+                "receptor.uso_cfdi",
+                format!("el uso {} no aplica a personas físicas", uso.code),
+            );
             return;
         }
         Some(Persona::Moral) if !uso.moral => {
-            hallazgo(out, "receptor.uso_cfdi", format!("el uso {} no aplica a personas morales", uso.code));
+            hallazgo(
+                out,
+                "receptor.uso_cfdi",
+                format!("el uso {} no aplica a personas morales", uso.code),
+            );
             return;
         }
         _ => {}
@@ -810,7 +830,10 @@ fn base_cero(c: &Contexto, out: &mut Vec<Hallazgo>) {
                     format!("el descuento {desc} deja el concepto en 0 (importe {imp})"),
                 )
             } else {
-                (format!("conceptos[{i}].valor_unitario"), format!("el importe del concepto resulta {imp}"))
+                (
+                    format!("conceptos[{i}].valor_unitario"),
+                    format!("el importe del concepto resulta {imp}"),
+                )
             };
             hallazgo(out, campo, detalle);
         }
@@ -885,7 +908,11 @@ fn documentos_pagados<'a>(c: &Contexto<'a>) -> impl Iterator<Item = (String, &'a
 fn docto_equivalencia_requerida(c: &Contexto, out: &mut Vec<Hallazgo>) {
     for (f, p, d) in documentos_pagados(c) {
         if d.moneda != p.moneda && d.equivalencia.is_none() {
-            hallazgo(out, format!("{f}.equivalencia"), format!("la factura está en {} y el pago en {}", d.moneda, p.moneda));
+            hallazgo(
+                out,
+                format!("{f}.equivalencia"),
+                format!("la factura está en {} y el pago en {}", d.moneda, p.moneda),
+            );
         }
     }
 }
@@ -904,7 +931,10 @@ fn docto_saldo_insoluto(c: &Contexto, out: &mut Vec<Hallazgo>) {
             hallazgo(
                 out,
                 format!("{f}.importe_pagado"),
-                format!("el importe pagado {} excede el saldo anterior {}", d.importe_pagado.0, d.saldo_anterior.0),
+                format!(
+                    "el importe pagado {} excede el saldo anterior {}",
+                    d.importe_pagado.0, d.saldo_anterior.0
+                ),
             );
         }
     }

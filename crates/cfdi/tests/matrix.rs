@@ -78,7 +78,11 @@ impl Caso {
     }
     /// A factura global of a persona física in régimen 621, dated when her test CSD was valid.
     fn rif(mut self) -> Caso {
-        self.emisor = vec![("rfc", "XIQB891116QE4"), ("nombre", "BERENICE XIMO QUEZADA"), ("regimen_fiscal", "621")];
+        self.emisor = vec![
+            ("rfc", "XIQB891116QE4"),
+            ("nombre", "BERENICE XIMO QUEZADA"),
+            ("regimen_fiscal", "621"),
+        ];
         self.edits.insert(0, ("occurred_at", json!("2023-01-10T12:00:00")));
         self.edits.insert(1, ("informacion_global.anio", json!("2022")));
         self
@@ -117,7 +121,8 @@ impl Caso {
     }
 }
 
-const RECEPTOR: &str = r#"{"rfc":"URE180429TM6","nombre":"UNIVERSIDAD ROBOTICA ESPAÑOLA","domicilio_fiscal":"86991","regimen_fiscal":"601","uso_cfdi":"G01"}"#;
+const RECEPTOR: &str =
+    r#"{"rfc":"URE180429TM6","nombre":"UNIVERSIDAD ROBOTICA ESPAÑOLA","domicilio_fiscal":"86991","regimen_fiscal":"601","uso_cfdi":"G01"}"#;
 const UUID: &str = "AF124DC7-7E2B-4A1F-9C2B-6F5D0E3B1A77";
 
 fn concepto() -> Value {
@@ -218,80 +223,546 @@ fn casos() -> BTreeMap<&'static str, Casos> {
     let rel = |t: &str| json!([{"tipo_relacion":t,"uuids":[UUID]}]);
     let doc_sin = ("pagos.0.documentos.0.traslados", json!([]));
     BTreeMap::from([
-        ("fecha-patron", c("occurred_at", i(&[("occurred_at", json!("2026-11-29 12:00"))]), i(&[("occurred_at", json!("2026-11-29T00:00:00"))]))),
+        (
+            "fecha-patron",
+            c(
+                "occurred_at",
+                i(&[("occurred_at", json!("2026-11-29 12:00"))]),
+                i(&[("occurred_at", json!("2026-11-29T00:00:00"))]),
+            ),
+        ),
         ("pago-sin-forma", c("forma_pago", p(&[("forma_pago", json!("03"))]), p(&[]))),
-        ("forma-catalogo", c("forma_pago", i(&[("forma_pago", json!("77"))]), i(&[("forma_pago", json!("28"))]))),
-        ("ppd-forma-99", c("forma_pago", i(&[("metodo_pago", json!("PPD")), ("forma_pago", json!("03"))]), i(&[("metodo_pago", json!("PPD")), ("forma_pago", json!("99"))]))),
-        ("pue-forma-real", c("forma_pago", i(&[("forma_pago", json!("99"))]), i(&[("forma_pago", json!("01"))]))),
-        ("moneda-catalogo", c("moneda", i(&[("moneda", json!("MXP"))]), i(&[("moneda", json!("EUR")), ("tipo_cambio", json!("20.5"))]))),
-        ("moneda-xxx", c("moneda", i(&[("moneda", json!("XXX"))]), p(&[("moneda", json!("XXX"))]))),
-        ("mxn-tipo-cambio-1", c("tipo_cambio", i(&[("tipo_cambio", json!("17.5"))]), i(&[("tipo_cambio", json!("1"))]))),
-        ("tipo-cambio-requerido", c("tipo_cambio", i(&[("moneda", json!("USD"))]), i(&usd("18.5")))),
-        ("xxx-sin-tipo-cambio", c("tipo_cambio", i(&[("moneda", json!("XXX")), ("tipo_cambio", json!("1"))]), p(&[("moneda", json!("XXX"))]))),
+        (
+            "forma-catalogo",
+            c("forma_pago", i(&[("forma_pago", json!("77"))]), i(&[("forma_pago", json!("28"))])),
+        ),
+        (
+            "ppd-forma-99",
+            c(
+                "forma_pago",
+                i(&[("metodo_pago", json!("PPD")), ("forma_pago", json!("03"))]),
+                i(&[("metodo_pago", json!("PPD")), ("forma_pago", json!("99"))]),
+            ),
+        ),
+        (
+            "pue-forma-real",
+            c("forma_pago", i(&[("forma_pago", json!("99"))]), i(&[("forma_pago", json!("01"))])),
+        ),
+        (
+            "moneda-catalogo",
+            c(
+                "moneda",
+                i(&[("moneda", json!("MXP"))]),
+                i(&[("moneda", json!("EUR")), ("tipo_cambio", json!("20.5"))]),
+            ),
+        ),
+        (
+            "moneda-xxx",
+            c("moneda", i(&[("moneda", json!("XXX"))]), p(&[("moneda", json!("XXX"))])),
+        ),
+        (
+            "mxn-tipo-cambio-1",
+            c(
+                "tipo_cambio",
+                i(&[("tipo_cambio", json!("17.5"))]),
+                i(&[("tipo_cambio", json!("1"))]),
+            ),
+        ),
+        (
+            "tipo-cambio-requerido",
+            c("tipo_cambio", i(&[("moneda", json!("USD"))]), i(&usd("18.5"))),
+        ),
+        (
+            "xxx-sin-tipo-cambio",
+            c(
+                "tipo_cambio",
+                i(&[("moneda", json!("XXX")), ("tipo_cambio", json!("1"))]),
+                p(&[("moneda", json!("XXX"))]),
+            ),
+        ),
         ("tipo-cambio-patron", c("tipo_cambio", i(&usd("18.1234567")), i(&usd("18.123456")))),
-        ("tipo-cambio-banda", c("tipo_cambio", i(&usd("1.00")).banda(), i(&usd("19.8")).banda())),
-        ("exportacion-02", c("exportacion", i(&[("exportacion", json!("02"))]), i(&[("exportacion", json!("03"))]))),
-        ("exportacion-catalogo", c("exportacion", i(&[("exportacion", json!("05"))]), i(&[("exportacion", json!("04"))]))),
-        ("metodo-catalogo", c("metodo_pago", i(&[("metodo_pago", json!("PIP"))]), i(&[("metodo_pago", json!("PPD")), ("forma_pago", json!("99"))]))),
+        (
+            "tipo-cambio-banda",
+            c("tipo_cambio", i(&usd("1.00")).banda(), i(&usd("19.8")).banda()),
+        ),
+        (
+            "exportacion-02",
+            c(
+                "exportacion",
+                i(&[("exportacion", json!("02"))]),
+                i(&[("exportacion", json!("03"))]),
+            ),
+        ),
+        (
+            "exportacion-catalogo",
+            c(
+                "exportacion",
+                i(&[("exportacion", json!("05"))]),
+                i(&[("exportacion", json!("04"))]),
+            ),
+        ),
+        (
+            "metodo-catalogo",
+            c(
+                "metodo_pago",
+                i(&[("metodo_pago", json!("PIP"))]),
+                i(&[("metodo_pago", json!("PPD")), ("forma_pago", json!("99"))]),
+            ),
+        ),
         ("pago-sin-metodo", c("metodo_pago", p(&[("metodo_pago", json!("PUE"))]), p(&[]))),
-        ("lugar-expedicion", c("emisor.lugar_expedicion", i(&[]).emisor(&[("lugar_expedicion", "00001")]), i(&[]).emisor(&[("lugar_expedicion", "01000")]))),
-        ("global-requiere-informacion", c("informacion_global", g(&[("informacion_global", Value::Null)]), g(&[("informacion_global", Value::Null), ("receptor.nombre", json!("JUAN PEREZ"))]))),
-        ("global-nombre", c("receptor.nombre", g(&[("receptor.nombre", json!("JUAN PEREZ"))]), g(&[]))),
-        ("global-solo-publico", c("informacion_global", i(&[("informacion_global", json!({"periodicidad":"04","meses":"11","anio":"2026"}))]), g(&[]))),
-        ("global-periodicidad", c("informacion_global.periodicidad", g(&[("informacion_global.periodicidad", json!("06"))]), g(&[("informacion_global.periodicidad", json!("01"))]))),
-        ("global-bimestral-621", c("informacion_global.periodicidad", g(&[("informacion_global.periodicidad", json!("05")), ("informacion_global.meses", json!("18"))]), g(&[("informacion_global.periodicidad", json!("05")), ("informacion_global.meses", json!("18"))]).rif())),
-        ("global-meses", c("informacion_global.meses", g(&[("informacion_global.meses", json!("19"))]), g(&[("informacion_global.meses", json!("01"))]))),
-        ("global-meses-mes", c("informacion_global.meses", g(&[("informacion_global.meses", json!("13"))]), g(&[("informacion_global.meses", json!("12"))]))),
-        ("global-meses-bimestre", c("informacion_global.meses", g(&[("informacion_global.periodicidad", json!("05")), ("informacion_global.meses", json!("12"))]).rif(), g(&[("informacion_global.periodicidad", json!("05")), ("informacion_global.meses", json!("13"))]).rif())),
-        ("global-anio", c("informacion_global.anio", g(&[("informacion_global.anio", json!("2024"))]), g(&[("occurred_at", json!("2026-01-10T12:00:00")), ("informacion_global.meses", json!("12")), ("informacion_global.anio", json!("2025"))]))),
-        ("relacion-4-0", c("relacionados[0].tipo_relacion", i(&[("relacionados", rel("08"))]), i(&[("relacionados", rel("07"))]))),
+        (
+            "lugar-expedicion",
+            c(
+                "emisor.lugar_expedicion",
+                i(&[]).emisor(&[("lugar_expedicion", "00001")]),
+                i(&[]).emisor(&[("lugar_expedicion", "01000")]),
+            ),
+        ),
+        (
+            "global-requiere-informacion",
+            c(
+                "informacion_global",
+                g(&[("informacion_global", Value::Null)]),
+                g(&[("informacion_global", Value::Null), ("receptor.nombre", json!("JUAN PEREZ"))]),
+            ),
+        ),
+        (
+            "global-nombre",
+            c("receptor.nombre", g(&[("receptor.nombre", json!("JUAN PEREZ"))]), g(&[])),
+        ),
+        (
+            "global-solo-publico",
+            c(
+                "informacion_global",
+                i(&[("informacion_global", json!({"periodicidad":"04","meses":"11","anio":"2026"}))]),
+                g(&[]),
+            ),
+        ),
+        (
+            "global-periodicidad",
+            c(
+                "informacion_global.periodicidad",
+                g(&[("informacion_global.periodicidad", json!("06"))]),
+                g(&[("informacion_global.periodicidad", json!("01"))]),
+            ),
+        ),
+        (
+            "global-bimestral-621",
+            c(
+                "informacion_global.periodicidad",
+                g(&[
+                    ("informacion_global.periodicidad", json!("05")),
+                    ("informacion_global.meses", json!("18")),
+                ]),
+                g(&[
+                    ("informacion_global.periodicidad", json!("05")),
+                    ("informacion_global.meses", json!("18")),
+                ])
+                .rif(),
+            ),
+        ),
+        (
+            "global-meses",
+            c(
+                "informacion_global.meses",
+                g(&[("informacion_global.meses", json!("19"))]),
+                g(&[("informacion_global.meses", json!("01"))]),
+            ),
+        ),
+        (
+            "global-meses-mes",
+            c(
+                "informacion_global.meses",
+                g(&[("informacion_global.meses", json!("13"))]),
+                g(&[("informacion_global.meses", json!("12"))]),
+            ),
+        ),
+        (
+            "global-meses-bimestre",
+            c(
+                "informacion_global.meses",
+                g(&[
+                    ("informacion_global.periodicidad", json!("05")),
+                    ("informacion_global.meses", json!("12")),
+                ])
+                .rif(),
+                g(&[
+                    ("informacion_global.periodicidad", json!("05")),
+                    ("informacion_global.meses", json!("13")),
+                ])
+                .rif(),
+            ),
+        ),
+        (
+            "global-anio",
+            c(
+                "informacion_global.anio",
+                g(&[("informacion_global.anio", json!("2024"))]),
+                g(&[
+                    ("occurred_at", json!("2026-01-10T12:00:00")),
+                    ("informacion_global.meses", json!("12")),
+                    ("informacion_global.anio", json!("2025")),
+                ]),
+            ),
+        ),
+        (
+            "relacion-4-0",
+            c(
+                "relacionados[0].tipo_relacion",
+                i(&[("relacionados", rel("08"))]),
+                i(&[("relacionados", rel("07"))]),
+            ),
+        ),
         ("egreso-relaciona", c("relacionados", e(&[("relacionados", json!([]))]), e(&[]))),
-        ("egreso-pue", c("metodo_pago", e(&[("metodo_pago", json!("PPD")), ("forma_pago", json!("99"))]), e(&[]))),
-        ("emisor-regimen", c("emisor.regimen_fiscal", i(&[]).emisor(&[("regimen_fiscal", "999")]), i(&[]).emisor(&[("regimen_fiscal", "626")]))),
-        ("emisor-regimen-persona", c("emisor.regimen_fiscal", i(&[]).emisor(&[("regimen_fiscal", "612")]), i(&[]).emisor(&[("regimen_fiscal", "626")]))),
-        ("receptor-generico-cp", c("receptor.domicilio_fiscal", g(&[("receptor.domicilio_fiscal", json!("86991"))]), g(&[]))),
-        ("residencia-catalogo", c("receptor.residencia_fiscal", x(&[("receptor.residencia_fiscal", json!("XYZ"))]), x(&[("receptor.residencia_fiscal", json!("CAN"))]))),
-        ("residencia-extranjero", c("receptor.residencia_fiscal", i(&[("receptor.residencia_fiscal", json!("USA"))]), x(&[]))),
-        ("residencia-mex", c("receptor.residencia_fiscal", x(&[("receptor.residencia_fiscal", json!("MEX"))]), x(&[]))),
-        ("num-reg-id-trib-residencia", c("receptor.num_reg_id_trib", x(&[("receptor.residencia_fiscal", Value::Null)]), x(&[]))),
-        ("num-reg-id-trib-nacional", c("receptor.num_reg_id_trib", i(&[("receptor.num_reg_id_trib", json!("123456789"))]), x(&[]))),
-        ("receptor-regimen", c("receptor.regimen_fiscal", i(&[("receptor.regimen_fiscal", json!("999"))]), i(&[("receptor.regimen_fiscal", json!("603")), ("receptor.uso_cfdi", json!("G03"))]))),
-        ("receptor-regimen-persona", c("receptor.regimen_fiscal", i(&[("receptor.regimen_fiscal", json!("605"))]), i(&[("receptor.regimen_fiscal", json!("626")), ("receptor.uso_cfdi", json!("G03"))]))),
-        ("receptor-generico-616", c("receptor.regimen_fiscal", g(&[("receptor.regimen_fiscal", json!("601"))]), g(&[]))),
-        ("uso-catalogo", c("receptor.uso_cfdi", i(&[("receptor.uso_cfdi", json!("Z99"))]), i(&[("receptor.uso_cfdi", json!("S01"))]))),
-        ("uso-generico", c("receptor.uso_cfdi", g(&[("receptor.uso_cfdi", json!("G03"))]), g(&[]))),
-        ("uso-pago", c("receptor.uso_cfdi", p(&[("receptor.uso_cfdi", json!("G03"))]), p(&[]))),
-        ("uso-persona-regimen", c("receptor.uso_cfdi", i(&[("receptor.uso_cfdi", json!("D01"))]), i(&[("receptor.uso_cfdi", json!("G03"))]))),
-        ("clave-prod-serv", c("conceptos[0].clave_prod_serv", i(&[("conceptos.0.clave_prod_serv", json!("99999999"))]), i(&[("conceptos.0.clave_prod_serv", json!("84111506"))]))),
-        ("clave-unidad", c("conceptos[0].clave_unidad", i(&[("conceptos.0.clave_unidad", json!("h87"))]), i(&[("conceptos.0.clave_unidad", json!("E48"))]))),
-        ("valor-unitario", c("conceptos[0].valor_unitario", i(&[("conceptos.0.valor_unitario", json!("0"))]), i(&[("conceptos.0.valor_unitario", json!("0.01"))]))),
-        ("descuento-concepto", c("conceptos[0].descuento", i(&[("conceptos.0.descuento", json!("100.01"))]), i(&[("conceptos.0.descuento", json!("99.99"))]))),
-        ("objeto-catalogo", c("conceptos[0].objeto_imp", i(&[("conceptos.0.objeto_imp", json!("09"))]), i(&[("conceptos.0.objeto_imp", json!("04")), sin_traslados.clone()]))),
-        ("objeto-02-impuestos", c("conceptos[0].objeto_imp", i(&[sin_traslados.clone()]), i(&[("conceptos.0.objeto_imp", json!("01")), sin_traslados.clone()]))),
-        ("objeto-sin-impuestos", c("conceptos[0].objeto_imp", i(&[("conceptos.0.objeto_imp", json!("01"))]), i(&[("conceptos.0.objeto_imp", json!("03")), sin_traslados.clone()]))),
-        ("base-cero", c("conceptos[0].descuento", i(&[("conceptos.0.descuento", json!("100.00"))]), i(&[("conceptos.0.descuento", json!("99.99"))]))),
-        ("impuesto-catalogo", c("conceptos[0].traslados[0].impuesto", i(&[("conceptos.0.traslados.0.impuesto", json!("004"))]), i(&[("conceptos.0.traslados.0.impuesto", json!("003")), ("conceptos.0.traslados.0.tasa_o_cuota", json!("0.080000"))]))),
-        ("tipo-factor", c("conceptos[0].traslados[0].tipo_factor", i(&[("conceptos.0.traslados.0.tipo_factor", json!("Porcentaje"))]), i(&[("conceptos.0.traslados.0.tipo_factor", json!("Exento")), ("conceptos.0.traslados.0.tasa_o_cuota", Value::Null)]))),
-        ("exento-sin-tasa", c("conceptos[0].traslados[0].tasa_o_cuota", i(&[("conceptos.0.traslados.0.tipo_factor", json!("Exento"))]), i(&[("conceptos.0.traslados.0.tipo_factor", json!("Exento")), ("conceptos.0.traslados.0.tasa_o_cuota", Value::Null)]))),
-        ("tasa-catalogo", c("conceptos[0].traslados[0].tasa_o_cuota", i(&[("conceptos.0.traslados.0.tasa_o_cuota", json!("0.150000"))]), i(&[("conceptos.0.traslados.0.tasa_o_cuota", json!("0.080000"))]))),
-        ("retencion-no-exenta", c("conceptos[0].retenciones[0].tipo_factor", i(&[("conceptos.0.retenciones", json!([{"impuesto":"002","tipo_factor":"Exento"}]))]), i(&[("conceptos.0.retenciones", json!([{"impuesto":"002","tipo_factor":"Tasa","tasa_o_cuota":"0.106667"}]))]))),
-        ("pedimento", c("conceptos[0].informacion_aduanera[0]", i(&[("conceptos.0.informacion_aduanera", json!(["21 47 3807 8003832"]))]), i(&[("conceptos.0.informacion_aduanera", json!(["21  47  3807  8003832"]))]))),
-        ("pago-moneda-xxx", c("moneda", p(&[("moneda", json!("MXN"))]), p(&[("moneda", json!("XXX"))]))),
-        ("pago-sin-condiciones", c("condiciones_de_pago", p(&[("condiciones_de_pago", json!("contado"))]), p(&[]))),
+        (
+            "egreso-pue",
+            c(
+                "metodo_pago",
+                e(&[("metodo_pago", json!("PPD")), ("forma_pago", json!("99"))]),
+                e(&[]),
+            ),
+        ),
+        (
+            "emisor-regimen",
+            c(
+                "emisor.regimen_fiscal",
+                i(&[]).emisor(&[("regimen_fiscal", "999")]),
+                i(&[]).emisor(&[("regimen_fiscal", "626")]),
+            ),
+        ),
+        (
+            "emisor-regimen-persona",
+            c(
+                "emisor.regimen_fiscal",
+                i(&[]).emisor(&[("regimen_fiscal", "612")]),
+                i(&[]).emisor(&[("regimen_fiscal", "626")]),
+            ),
+        ),
+        (
+            "receptor-generico-cp",
+            c(
+                "receptor.domicilio_fiscal",
+                g(&[("receptor.domicilio_fiscal", json!("86991"))]),
+                g(&[]),
+            ),
+        ),
+        (
+            "residencia-catalogo",
+            c(
+                "receptor.residencia_fiscal",
+                x(&[("receptor.residencia_fiscal", json!("XYZ"))]),
+                x(&[("receptor.residencia_fiscal", json!("CAN"))]),
+            ),
+        ),
+        (
+            "residencia-extranjero",
+            c(
+                "receptor.residencia_fiscal",
+                i(&[("receptor.residencia_fiscal", json!("USA"))]),
+                x(&[]),
+            ),
+        ),
+        (
+            "residencia-mex",
+            c(
+                "receptor.residencia_fiscal",
+                x(&[("receptor.residencia_fiscal", json!("MEX"))]),
+                x(&[]),
+            ),
+        ),
+        (
+            "num-reg-id-trib-residencia",
+            c(
+                "receptor.num_reg_id_trib",
+                x(&[("receptor.residencia_fiscal", Value::Null)]),
+                x(&[]),
+            ),
+        ),
+        (
+            "num-reg-id-trib-nacional",
+            c(
+                "receptor.num_reg_id_trib",
+                i(&[("receptor.num_reg_id_trib", json!("123456789"))]),
+                x(&[]),
+            ),
+        ),
+        (
+            "receptor-regimen",
+            c(
+                "receptor.regimen_fiscal",
+                i(&[("receptor.regimen_fiscal", json!("999"))]),
+                i(&[("receptor.regimen_fiscal", json!("603")), ("receptor.uso_cfdi", json!("G03"))]),
+            ),
+        ),
+        (
+            "receptor-regimen-persona",
+            c(
+                "receptor.regimen_fiscal",
+                i(&[("receptor.regimen_fiscal", json!("605"))]),
+                i(&[("receptor.regimen_fiscal", json!("626")), ("receptor.uso_cfdi", json!("G03"))]),
+            ),
+        ),
+        (
+            "receptor-generico-616",
+            c("receptor.regimen_fiscal", g(&[("receptor.regimen_fiscal", json!("601"))]), g(&[])),
+        ),
+        (
+            "uso-catalogo",
+            c(
+                "receptor.uso_cfdi",
+                i(&[("receptor.uso_cfdi", json!("Z99"))]),
+                i(&[("receptor.uso_cfdi", json!("S01"))]),
+            ),
+        ),
+        (
+            "uso-generico",
+            c("receptor.uso_cfdi", g(&[("receptor.uso_cfdi", json!("G03"))]), g(&[])),
+        ),
+        (
+            "uso-pago",
+            c("receptor.uso_cfdi", p(&[("receptor.uso_cfdi", json!("G03"))]), p(&[])),
+        ),
+        (
+            "uso-persona-regimen",
+            c(
+                "receptor.uso_cfdi",
+                i(&[("receptor.uso_cfdi", json!("D01"))]),
+                i(&[("receptor.uso_cfdi", json!("G03"))]),
+            ),
+        ),
+        (
+            "clave-prod-serv",
+            c(
+                "conceptos[0].clave_prod_serv",
+                i(&[("conceptos.0.clave_prod_serv", json!("99999999"))]),
+                i(&[("conceptos.0.clave_prod_serv", json!("84111506"))]),
+            ),
+        ),
+        (
+            "clave-unidad",
+            c(
+                "conceptos[0].clave_unidad",
+                i(&[("conceptos.0.clave_unidad", json!("h87"))]),
+                i(&[("conceptos.0.clave_unidad", json!("E48"))]),
+            ),
+        ),
+        (
+            "valor-unitario",
+            c(
+                "conceptos[0].valor_unitario",
+                i(&[("conceptos.0.valor_unitario", json!("0"))]),
+                i(&[("conceptos.0.valor_unitario", json!("0.01"))]),
+            ),
+        ),
+        (
+            "descuento-concepto",
+            c(
+                "conceptos[0].descuento",
+                i(&[("conceptos.0.descuento", json!("100.01"))]),
+                i(&[("conceptos.0.descuento", json!("99.99"))]),
+            ),
+        ),
+        (
+            "objeto-catalogo",
+            c(
+                "conceptos[0].objeto_imp",
+                i(&[("conceptos.0.objeto_imp", json!("09"))]),
+                i(&[("conceptos.0.objeto_imp", json!("04")), sin_traslados.clone()]),
+            ),
+        ),
+        (
+            "objeto-02-impuestos",
+            c(
+                "conceptos[0].objeto_imp",
+                i(std::slice::from_ref(&sin_traslados)),
+                i(&[("conceptos.0.objeto_imp", json!("01")), sin_traslados.clone()]),
+            ),
+        ),
+        (
+            "objeto-sin-impuestos",
+            c(
+                "conceptos[0].objeto_imp",
+                i(&[("conceptos.0.objeto_imp", json!("01"))]),
+                i(&[("conceptos.0.objeto_imp", json!("03")), sin_traslados.clone()]),
+            ),
+        ),
+        (
+            "base-cero",
+            c(
+                "conceptos[0].descuento",
+                i(&[("conceptos.0.descuento", json!("100.00"))]),
+                i(&[("conceptos.0.descuento", json!("99.99"))]),
+            ),
+        ),
+        (
+            "impuesto-catalogo",
+            c(
+                "conceptos[0].traslados[0].impuesto",
+                i(&[("conceptos.0.traslados.0.impuesto", json!("004"))]),
+                i(&[
+                    ("conceptos.0.traslados.0.impuesto", json!("003")),
+                    ("conceptos.0.traslados.0.tasa_o_cuota", json!("0.080000")),
+                ]),
+            ),
+        ),
+        (
+            "tipo-factor",
+            c(
+                "conceptos[0].traslados[0].tipo_factor",
+                i(&[("conceptos.0.traslados.0.tipo_factor", json!("Porcentaje"))]),
+                i(&[
+                    ("conceptos.0.traslados.0.tipo_factor", json!("Exento")),
+                    ("conceptos.0.traslados.0.tasa_o_cuota", Value::Null),
+                ]),
+            ),
+        ),
+        (
+            "exento-sin-tasa",
+            c(
+                "conceptos[0].traslados[0].tasa_o_cuota",
+                i(&[("conceptos.0.traslados.0.tipo_factor", json!("Exento"))]),
+                i(&[
+                    ("conceptos.0.traslados.0.tipo_factor", json!("Exento")),
+                    ("conceptos.0.traslados.0.tasa_o_cuota", Value::Null),
+                ]),
+            ),
+        ),
+        (
+            "tasa-catalogo",
+            c(
+                "conceptos[0].traslados[0].tasa_o_cuota",
+                i(&[("conceptos.0.traslados.0.tasa_o_cuota", json!("0.150000"))]),
+                i(&[("conceptos.0.traslados.0.tasa_o_cuota", json!("0.080000"))]),
+            ),
+        ),
+        (
+            "retencion-no-exenta",
+            c(
+                "conceptos[0].retenciones[0].tipo_factor",
+                i(&[("conceptos.0.retenciones", json!([{"impuesto":"002","tipo_factor":"Exento"}]))]),
+                i(&[(
+                    "conceptos.0.retenciones",
+                    json!([{"impuesto":"002","tipo_factor":"Tasa","tasa_o_cuota":"0.106667"}]),
+                )]),
+            ),
+        ),
+        (
+            "pedimento",
+            c(
+                "conceptos[0].informacion_aduanera[0]",
+                i(&[("conceptos.0.informacion_aduanera", json!(["21 47 3807 8003832"]))]),
+                i(&[("conceptos.0.informacion_aduanera", json!(["21  47  3807  8003832"]))]),
+            ),
+        ),
+        (
+            "pago-moneda-xxx",
+            c("moneda", p(&[("moneda", json!("MXN"))]), p(&[("moneda", json!("XXX"))])),
+        ),
+        (
+            "pago-sin-condiciones",
+            c("condiciones_de_pago", p(&[("condiciones_de_pago", json!("contado"))]), p(&[])),
+        ),
         ("pago-sin-tipo-cambio", c("tipo_cambio", p(&[("tipo_cambio", json!("1"))]), p(&[]))),
-        ("pago-sin-conceptos", c("conceptos", p(&[("conceptos", json!([concepto()]))]), p(&[]))),
-        ("pago-forma-real", c("pagos[0].forma_pago", p(&[("pagos.0.forma_pago", json!("99"))]), p(&[("pagos.0.forma_pago", json!("01"))]))),
-        ("pago-moneda", c("pagos[0].moneda", p(&[("pagos.0.moneda", json!("XXX"))]), pago_usd(Some("18.5"), Some("18.5")))),
-        ("pago-tipo-cambio-requerido", c("pagos[0].tipo_cambio", pago_usd(None, Some("18.5")), pago_usd(Some("18.5"), Some("18.5")))),
-        ("pago-mxn-tipo-cambio-1", c("pagos[0].tipo_cambio", p(&[("pagos.0.tipo_cambio", json!("18"))]), p(&[("pagos.0.tipo_cambio", json!("1"))]))),
-        ("pago-monto", c("pagos[0].monto", p(&[("pagos.0.monto", json!("115.99"))]), p(&[("pagos.0.monto", json!("116.00"))]))),
-        ("docto-equivalencia-requerida", c("pagos[0].documentos[0].equivalencia", pago_usd(Some("18.5"), None), pago_usd(Some("18.5"), Some("18.5")))),
-        ("docto-equivalencia-1", c("pagos[0].documentos[0].equivalencia", p(&[("pagos.0.documentos.0.equivalencia", json!("2"))]), p(&[("pagos.0.documentos.0.equivalencia", json!("1"))]))),
-        ("docto-parcialidad", c("pagos[0].documentos[0].num_parcialidad", p(&[("pagos.0.documentos.0.num_parcialidad", json!(0))]), p(&[("pagos.0.documentos.0.num_parcialidad", json!(2))]))),
-        ("docto-saldo-insoluto", c("pagos[0].documentos[0].importe_pagado", p(&[("pagos.0.documentos.0.importe_pagado", json!("116.01"))]), p(&[]))),
-        ("docto-objeto-02", c("pagos[0].documentos[0].objeto_imp", p(&[doc_sin.clone()]), p(&[("pagos.0.documentos.0.objeto_imp", json!("01")), doc_sin.clone()]))),
-        ("docto-objeto-sin-impuestos", c("pagos[0].documentos[0].objeto_imp", p(&[("pagos.0.documentos.0.objeto_imp", json!("01"))]), p(&[]))),
-        ("docto-impuestos", c("pagos[0].documentos[0].traslados[0].impuesto", p(&[("pagos.0.documentos.0.traslados.0.impuesto", json!("004"))]), p(&[("pagos.0.documentos.0.traslados.0.tasa_o_cuota", json!("0.080000"))]))),
+        (
+            "pago-sin-conceptos",
+            c("conceptos", p(&[("conceptos", json!([concepto()]))]), p(&[])),
+        ),
+        (
+            "pago-forma-real",
+            c(
+                "pagos[0].forma_pago",
+                p(&[("pagos.0.forma_pago", json!("99"))]),
+                p(&[("pagos.0.forma_pago", json!("01"))]),
+            ),
+        ),
+        (
+            "pago-moneda",
+            c(
+                "pagos[0].moneda",
+                p(&[("pagos.0.moneda", json!("XXX"))]),
+                pago_usd(Some("18.5"), Some("18.5")),
+            ),
+        ),
+        (
+            "pago-tipo-cambio-requerido",
+            c(
+                "pagos[0].tipo_cambio",
+                pago_usd(None, Some("18.5")),
+                pago_usd(Some("18.5"), Some("18.5")),
+            ),
+        ),
+        (
+            "pago-mxn-tipo-cambio-1",
+            c(
+                "pagos[0].tipo_cambio",
+                p(&[("pagos.0.tipo_cambio", json!("18"))]),
+                p(&[("pagos.0.tipo_cambio", json!("1"))]),
+            ),
+        ),
+        (
+            "pago-monto",
+            c(
+                "pagos[0].monto",
+                p(&[("pagos.0.monto", json!("115.99"))]),
+                p(&[("pagos.0.monto", json!("116.00"))]),
+            ),
+        ),
+        (
+            "docto-equivalencia-requerida",
+            c(
+                "pagos[0].documentos[0].equivalencia",
+                pago_usd(Some("18.5"), None),
+                pago_usd(Some("18.5"), Some("18.5")),
+            ),
+        ),
+        (
+            "docto-equivalencia-1",
+            c(
+                "pagos[0].documentos[0].equivalencia",
+                p(&[("pagos.0.documentos.0.equivalencia", json!("2"))]),
+                p(&[("pagos.0.documentos.0.equivalencia", json!("1"))]),
+            ),
+        ),
+        (
+            "docto-parcialidad",
+            c(
+                "pagos[0].documentos[0].num_parcialidad",
+                p(&[("pagos.0.documentos.0.num_parcialidad", json!(0))]),
+                p(&[("pagos.0.documentos.0.num_parcialidad", json!(2))]),
+            ),
+        ),
+        (
+            "docto-saldo-insoluto",
+            c(
+                "pagos[0].documentos[0].importe_pagado",
+                p(&[("pagos.0.documentos.0.importe_pagado", json!("116.01"))]),
+                p(&[]),
+            ),
+        ),
+        (
+            "docto-objeto-02",
+            c(
+                "pagos[0].documentos[0].objeto_imp",
+                p(std::slice::from_ref(&doc_sin)),
+                p(&[("pagos.0.documentos.0.objeto_imp", json!("01")), doc_sin.clone()]),
+            ),
+        ),
+        (
+            "docto-objeto-sin-impuestos",
+            c(
+                "pagos[0].documentos[0].objeto_imp",
+                p(&[("pagos.0.documentos.0.objeto_imp", json!("01"))]),
+                p(&[]),
+            ),
+        ),
+        (
+            "docto-impuestos",
+            c(
+                "pagos[0].documentos[0].traslados[0].impuesto",
+                p(&[("pagos.0.documentos.0.traslados.0.impuesto", json!("004"))]),
+                p(&[("pagos.0.documentos.0.traslados.0.tasa_o_cuota", json!("0.080000"))]),
+            ),
+        ),
     ])
 }
 
@@ -357,7 +828,11 @@ fn root() -> PathBuf {
 }
 
 fn xmllint_validates(xml: &Path) -> Result<(), String> {
-    let found = Command::new("sh").arg("-c").arg("command -v xmllint").output().map(|o| o.status.success());
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg("command -v xmllint")
+        .output()
+        .map(|o| o.status.success());
     assert!(
         found.unwrap_or(false),
         "falta la herramienta xmllint: `make test` la instala (apt-get install libxml2-utils)"
@@ -398,8 +873,8 @@ fn edge_cases_are_accepted_and_validate_against_the_xsd() {
         let emisor = borde.emisor_profile();
         let csd = csds.entry(emisor.rfc.clone()).or_insert_with(|| csd(&emisor.rfc));
         let sale = Sale::from_json(borde.sale_json().to_string().as_bytes()).unwrap();
-        let built = cfdi::build_with(&sale, &emisor, sale.occurred_at.0, Some(csd), &borde.opciones)
-            .unwrap_or_else(|e| panic!("{id}: {e}"));
+        let built =
+            cfdi::build_with(&sale, &emisor, sale.occurred_at.0, Some(csd), &borde.opciones).unwrap_or_else(|e| panic!("{id}: {e}"));
         let path = dir.path().join(format!("{id}.xml"));
         std::fs::write(&path, built.to_xml()).unwrap();
         xmllint_validates(&path).unwrap_or_else(|e| panic!("{id}: xmllint: {e}\n{}", built.to_xml()));
