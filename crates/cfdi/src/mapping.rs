@@ -247,7 +247,8 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
         venta: s,
         emisor: e,
         fecha,
-        opciones: &v.options,
+        referencias: &v.options.tipo_cambio,
+        confirmacion: v.options.confirmacion.as_deref(),
     });
     v.errors.extend(matrix);
     let sale_id = s.sale_id.as_str();

@@ -24,8 +24,8 @@ use chrono::{Datelike, NaiveDateTime};
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use crate::catalog::{self, Persona, RFC_EXTRANJERO, RFC_PUBLICO_EN_GENERAL};
-use crate::mapping::MappingOptions;
 use crate::sale::{EmisorProfile, Sale, SaleConcepto, SaleKind};
+use crate::tipo_cambio::ReferenciaTipoCambio;
 use crate::validation::FieldError;
 
 /// The document a rule applies to.
@@ -78,7 +78,10 @@ pub struct Contexto<'a> {
     pub emisor: &'a EmisorProfile,
     /// The comprobante's Fecha (local time at LugarExpedicion).
     pub fecha: NaiveDateTime,
-    pub opciones: &'a MappingOptions,
+    /// SAT's reference exchange rates with their band (none: no band is checked).
+    pub referencias: &'a [ReferenciaTipoCambio],
+    /// The PAC's Confirmacion code, when the sale carries one.
+    pub confirmacion: Option<&'a str>,
 }
 
 /// One breach of a rule: the field and what was found there (empty when the message says it all).
@@ -477,10 +480,10 @@ fn xxx_sin_tipo_cambio(c: &Contexto, out: &mut Vec<Hallazgo>) {
 fn tipo_cambio_banda(c: &Contexto, out: &mut Vec<Hallazgo>) {
     let m = moneda(c);
     let Some(tc) = c.venta.tipo_cambio.map(|t| t.0) else { return };
-    if m == "MXN" || m == "XXX" || tc <= Decimal::ZERO || c.opciones.confirmacion.is_some() {
+    if m == "MXN" || m == "XXX" || tc <= Decimal::ZERO || c.confirmacion.is_some() {
         return;
     }
-    if let Some(r) = c.opciones.tipo_cambio.iter().find(|r| r.moneda == m).filter(|r| !r.en_banda(tc)) {
+    if let Some(r) = c.referencias.iter().find(|r| r.moneda == m).filter(|r| !r.en_banda(tc)) {
         let (min, max) = r.banda();
         hallazgo(
             out,
@@ -981,12 +984,12 @@ pub fn verificar_emisor(emisor: &EmisorProfile) -> Vec<FieldError> {
                     pagos: vec![],
                     ticket: false,
                 };
-                let opciones = MappingOptions::default();
                 let ctx = Contexto {
                     venta: &venta,
                     emisor,
                     fecha: NaiveDateTime::default(),
-                    opciones: &opciones,
+                    referencias: &[],
+                    confirmacion: None,
                 };
                 let mut hs = Vec::new();
                 check(&ctx, &mut hs);
