@@ -70,6 +70,24 @@ pub fn map_sale_with(
     Err(ValidationErrors(v.errors))
 }
 
+/// The live preview of a sale: every problem found and, when the only problems are rules of
+/// SAT's matrix ([`crate::matrix`]; combinations, not unreadable amounts), the comprobante as
+/// it would be once they are fixed, so the console keeps its totals beside the refusals.
+pub fn preview_sale_with(
+    sale: &Sale,
+    emisor: &EmisorProfile,
+    fecha: NaiveDateTime,
+    options: &MappingOptions,
+) -> (Option<Comprobante>, Vec<FieldError>) {
+    let mut v = Check {
+        errors: Vec::new(),
+        options: options.clone(),
+    };
+    let c = build(&mut v, sale, emisor, fecha);
+    let readable = v.errors.iter().all(|e| crate::matrix::regla_de(e).is_some());
+    (c.filter(|_| readable), v.errors)
+}
+
 /// Validates an emisor profile on its own.
 pub fn validate_emisor(emisor: &EmisorProfile) -> Result<(), ValidationErrors> {
     let mut v = Check::default();
