@@ -51,6 +51,9 @@ pub enum CfdiCommand {
         #[arg(long)]
         fecha: Option<String>,
     },
+    /// Lista las reglas de la matriz de errores del SAT que Timbra conoce: código, campos, cómo
+    /// se revisan (local, al leer, calculado, o no local y por qué) y la regla en palabras.
+    Reglas,
     /// Sella un comprobante: pone NoCertificado, Certificado y Sello, e imprime el XML.
     Seal {
         #[command(flatten)]
@@ -143,6 +146,27 @@ pub fn run(cmd: CfdiCommand) -> Result<u8, Failure> {
             // The same mapping intake runs: SAT's matrix (`cfdi::matrix`) and the shapes.
             let c = cfdi::mapping::map_sale(&parsed, &profile, fecha).map_err(|e| validation_failure(&sale, &e))?;
             print_out(format!("válida: total {} {}\n", c.total, c.moneda).as_bytes())?;
+            Ok(exit::OK)
+        }
+        CfdiCommand::Reglas => {
+            let mut out = String::new();
+            for r in cfdi::matrix::REGLAS {
+                let como = match r.verificacion {
+                    cfdi::matrix::Verificacion::Local(_) => "revisada por Timbra".to_string(),
+                    cfdi::matrix::Verificacion::AlLeer => "revisada por Timbra al leer el campo".to_string(),
+                    cfdi::matrix::Verificacion::Calculado => "calculada por Timbra".to_string(),
+                    cfdi::matrix::Verificacion::NoLocal(why) => format!("no revisada aquí: {why}"),
+                };
+                out.push_str(&format!(
+                    "{}\t{}\t{}\t{}\t{}\n",
+                    r.codigo,
+                    r.id,
+                    r.campos.join(", "),
+                    como,
+                    r.mensaje
+                ));
+            }
+            print_out(out.as_bytes())?;
             Ok(exit::OK)
         }
         CfdiCommand::Seal { csd, file } => {

@@ -335,3 +335,24 @@ fn validate_applies_sats_matrix_and_names_the_rule_and_the_fix() {
         &["forma_pago: [CFDI40105] Con método de pago PPD la forma de pago es 99 Por definir"],
     );
 }
+
+#[test]
+fn reglas_lists_sats_matrix_with_how_each_rule_is_checked() {
+    let out = timbra(&["cfdi", "reglas"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ppd = text
+        .lines()
+        .find(|l| l.starts_with("CFDI40105\tppd-forma-99\t"))
+        .expect("CFDI40105 listed");
+    assert!(
+        ppd.contains("revisada por Timbra") && ppd.contains("Con método de pago PPD"),
+        "{ppd}"
+    );
+    let lista = text
+        .lines()
+        .find(|l| l.contains("\treceptor-lista\t"))
+        .expect("the receptor's registration listed");
+    assert!(lista.contains("no revisada aquí: SAT coteja"), "{lista}");
+    assert_eq!(text.lines().count(), cfdi::matrix::REGLAS.len());
+}

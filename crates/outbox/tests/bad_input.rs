@@ -219,7 +219,11 @@ async fn sats_matrix_rules_are_refused_at_intake_in_words(backend: Backend) {
             sale().replace("\"metodo_pago\":\"PUE\"", "\"metodo_pago\":\"PPD\""),
             "forma_pago",
         ),
-        ("exportacion-02", sale().replace("\"moneda\":\"MXN\"", "\"moneda\":\"MXN\",\"exportacion\":\"02\""), "exportacion"),
+        (
+            "exportacion-02",
+            sale().replace("\"moneda\":\"MXN\"", "\"moneda\":\"MXN\",\"exportacion\":\"02\""),
+            "exportacion",
+        ),
         (
             "tipo-cambio-requerido",
             sale().replace("\"moneda\":\"MXN\"", "\"moneda\":\"USD\""),
