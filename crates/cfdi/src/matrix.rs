@@ -306,7 +306,7 @@ pub static REGLAS: &[Regla] = &[
     Regla { id: "uso-pago", codigo: "CFDI40161", campos: &["receptor.uso_cfdi"], aplica: P, error: "combinacion",
         mensaje: "Un comprobante de pago usa el uso del CFDI CP01 Pagos",
         verificacion: Verificacion::Local(uso_pago) },
-    Regla { id: "uso-persona-regimen", codigo: "CFDI40161", campos: &["receptor.uso_cfdi"], aplica: IE, error: "combinacion",
+    Regla { id: "uso-persona-regimen", codigo: "CFDI40161", campos: &["receptor.uso_cfdi"], aplica: TODOS, error: "combinacion",
         mensaje: "El uso del CFDI corresponde al tipo de persona y al régimen del receptor: elija un uso permitido (G03 gastos en general aplica a casi todos) o corrija el régimen",
         verificacion: Verificacion::Local(uso_persona_regimen) },
     // ── Conceptos ──────────────────────────────────────────────────────────────────────────
