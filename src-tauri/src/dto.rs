@@ -448,8 +448,23 @@ pub struct TotalsDto {
 /// The live check of the Emitir form.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct SalePreviewDto {
+    /// The totals, also beside refusals of SAT's matrix (none while an amount cannot be read).
     pub totals: Option<TotalsDto>,
     pub errors: Vec<FieldErrorDto>,
+    /// The errors that are rules of SAT's matrix (`cfdi::matrix`), with SAT's code: the form
+    /// shows their words (the rule and what to do) beside the field.
+    pub rules: Vec<MatrixRuleDto>,
+}
+
+/// A refusal by a rule of SAT's *Matriz de errores*.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct MatrixRuleDto {
+    /// The field path, as in [`FieldErrorDto::field`].
+    pub field: String,
+    /// SAT's code (`CFDI40105`, `CRP20212`) or `GUIA` (a rule of the Guía de llenado).
+    pub rule: String,
+    /// The rule in words and what to do, then what was found (Spanish, from Rust).
+    pub message: String,
 }
 
 /// A fault the sandbox PAC simulator plays, to see what Timbra does about it (sandbox only).

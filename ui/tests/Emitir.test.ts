@@ -186,3 +186,44 @@ describe('Emitir', () => {
     expect(draft.occurred_at).toBe('2026-11-29T12:05:00');
   });
 });
+
+describe('Emitir and SAT matrix', () => {
+  test('a matrix rule shows its words and SAT code beside the field, and the totals stay', async () => {
+    const rule = {
+      field: 'forma_pago',
+      code: 'combinacion',
+      message: 'Con método de pago PPD la forma de pago es 99 Por definir: cambie la forma de pago a 99, o el método a PUE si el cliente ya pagó (la forma de pago es 01)',
+    };
+    const totals = { subtotal: '100.00', descuento: null, traslados: '16.00', retenciones: null, total: '116.00', moneda: 'MXN' };
+    mockIPC(
+      (cmd, args) => {
+        const a = (args ?? {}) as { draft?: { metodo_pago: string; forma_pago: string } };
+        if (cmd === 'local_now') return '2026-11-29T12:00:00';
+        if (cmd === 'preview_sale') {
+          const broken = a.draft?.metodo_pago === 'PPD' && a.draft.forma_pago !== '99';
+          return broken
+            ? { totals, errors: [rule], rules: [{ field: rule.field, rule: 'CFDI40105', message: rule.message }] }
+            : { totals, errors: [], rules: [] };
+        }
+        throw new Error(`unexpected ${cmd}`);
+      },
+      { shouldMockEvents: true },
+    );
+    render(Emitir, { identity: new ClickIdentity(() => 'x') });
+    await fill('URE180429TM6');
+    await waitFor(() => expect(document.querySelector('[data-total=total]')?.textContent).toBe('$116.00'));
+    const metodo = document.querySelector<HTMLSelectElement>("[name='metodo_pago']")!;
+    await fireEvent.change(metodo, { target: { value: 'PPD' } });
+    await waitFor(() => expect(document.querySelector("[data-error-for='forma_pago']")).not.toBeNull());
+    const shown = document.querySelector("[data-error-for='forma_pago']")!;
+    expect(shown.getAttribute('data-rule')).toBe('CFDI40105');
+    expect(shown.textContent).toContain('Con método de pago PPD la forma de pago es 99 Por definir: cambie la forma de pago a 99');
+    expect(shown.textContent).toContain('CFDI40105');
+    // The totals stay beside the refusal.
+    expect(document.querySelector('[data-total=total]')?.textContent).toBe('$116.00');
+    // Fixed: the refusal goes.
+    const forma = document.querySelector<HTMLSelectElement>("[name='forma_pago']")!;
+    await fireEvent.change(forma, { target: { value: '99' } });
+    await waitFor(() => expect(document.querySelector("[data-error-for='forma_pago']")).toBeNull());
+  });
+});

@@ -20,6 +20,7 @@ pub mod escape;
 pub mod fiscal;
 pub mod global;
 pub mod mapping;
+pub mod matrix;
 pub mod model;
 pub mod payment;
 pub mod read;

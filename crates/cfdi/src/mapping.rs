@@ -6,12 +6,10 @@
 //! code, UUID), catalogs, decimal places, and the combinations SAT rejects. It collects every
 //! problem it finds, each naming its field, and builds nothing unless there are none.
 //!
-//! Rules of SAT's *Matriz de errores* checked here include CFDI40174 (a taxed concepto whose
-//! Importe − Descuento is 0 would write a tax Base of 0, which the XSD refuses), CFDI40130,
-//! 40132, 40134 and 40136 (InformacionGlobal), CFDI40122 (Exportacion 02 needs Comercio
-//! Exterior, not written by Timbra) and CFDI40118 (TipoCambio outside SAT's band needs a
-//! Confirmacion; the band is data passed in through [`MappingOptions`], see
-//! [`crate::tipo_cambio`]).
+//! SAT's *Matriz de errores* (the combinations SAT rejects, each with its code and its words)
+//! is one table, [`crate::matrix`], applied here before anything is built; this module keeps
+//! the shapes, the catalogs and the amounts it computes. The TipoCambio band comes in through
+//! [`MappingOptions`] (see [`crate::tipo_cambio`]).
 //!
 //! IVA's Base includes the IEPS trasladado on the same concepto (LIVA art. 12).
 //!
@@ -21,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{Datelike, NaiveDateTime};
+use chrono::NaiveDateTime;
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use crate::catalog::{self, Persona, RFC_EXTRANJERO, RFC_PUBLICO_EN_GENERAL};
@@ -72,10 +70,29 @@ pub fn map_sale_with(
     Err(ValidationErrors(v.errors))
 }
 
+/// The live preview of a sale: every problem found and, when the only problems are rules of
+/// SAT's matrix ([`crate::matrix`]; combinations, not unreadable amounts), the comprobante as
+/// it would be once they are fixed, so the console keeps its totals beside the refusals.
+pub fn preview_sale_with(
+    sale: &Sale,
+    emisor: &EmisorProfile,
+    fecha: NaiveDateTime,
+    options: &MappingOptions,
+) -> (Option<Comprobante>, Vec<FieldError>) {
+    let mut v = Check {
+        errors: Vec::new(),
+        options: options.clone(),
+    };
+    let c = build(&mut v, sale, emisor, fecha);
+    let readable = v.errors.iter().all(|e| crate::matrix::regla_de(e).is_some());
+    (c.filter(|_| readable), v.errors)
+}
+
 /// Validates an emisor profile on its own.
 pub fn validate_emisor(emisor: &EmisorProfile) -> Result<(), ValidationErrors> {
     let mut v = Check::default();
     check_emisor(&mut v, emisor);
+    v.errors.extend(crate::matrix::verificar_emisor(emisor));
     if v.errors.is_empty() {
         Ok(())
     } else {
@@ -217,32 +234,19 @@ impl Check {
         }
     }
 
-    fn regimen(&mut self, field: &str, code: &str, persona: Option<Persona>) {
-        if let Some(r) = self.code(field, code, "c_RegimenFiscal", catalog::regimen_fiscal) {
-            match persona {
-                Some(Persona::Fisica) if !r.fisica => self.err(
-                    field,
-                    "combinacion",
-                    format!("el régimen {code} no aplica a personas físicas (RFC de 13 caracteres)"),
-                ),
-                Some(Persona::Moral) if !r.moral => self.err(
-                    field,
-                    "combinacion",
-                    format!("el régimen {code} no aplica a personas morales (RFC de 12 caracteres)"),
-                ),
-                _ => {}
-            }
-        }
+    /// The régimen's catalog; its persona is a matrix rule (CFDI40141, CFDI40158).
+    fn regimen(&mut self, field: &str, code: &str) {
+        self.code(field, code, "c_RegimenFiscal", catalog::regimen_fiscal);
     }
 }
 
 fn check_emisor(v: &mut Check, e: &EmisorProfile) -> Emisor {
-    let persona = v.rfc("emisor.rfc", &e.rfc);
+    v.rfc("emisor.rfc", &e.rfc);
     if e.rfc == RFC_PUBLICO_EN_GENERAL || e.rfc == RFC_EXTRANJERO {
         v.err("emisor.rfc", "rfc_invalido", "el emisor no puede usar un RFC genérico");
     }
     let nombre = v.text("emisor.nombre", &e.nombre, 300);
-    v.regimen("emisor.regimen_fiscal", &e.regimen_fiscal, persona);
+    v.regimen("emisor.regimen_fiscal", &e.regimen_fiscal);
     v.postal_code("emisor.lugar_expedicion", &e.lugar_expedicion);
     Emisor {
         rfc: e.rfc.clone(),
@@ -256,6 +260,15 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
         return ticket(v, s, e, fecha);
     }
     let emisor = check_emisor(v, e);
+    // SAT's matrix, written once in `crate::matrix`: every rule that fits this sale.
+    let matrix = crate::matrix::verificar(&crate::matrix::Contexto {
+        venta: s,
+        emisor: e,
+        fecha,
+        referencias: &v.options.tipo_cambio,
+        confirmacion: v.options.confirmacion.as_deref(),
+    });
+    v.errors.extend(matrix);
     let sale_id = s.sale_id.as_str();
     if sale_id.trim().is_empty() || sale_id.chars().count() > 200 || sale_id.chars().any(char::is_control) {
         v.err(
@@ -269,14 +282,6 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
     let condiciones = v.opt_text("condiciones_de_pago", &s.condiciones_de_pago, 1000);
     let exportacion = s.exportacion.clone().unwrap_or_else(|| "01".to_string());
     v.code("exportacion", &exportacion, "c_Exportacion", catalog::exportacion);
-    if exportacion == "02" {
-        // CFDI40122: Exportacion 02 requires the Comercio Exterior complement.
-        v.err(
-            "exportacion",
-            "no_soportado",
-            "la exportación 02 (definitiva con clave A1) requiere el complemento Comercio Exterior, que Timbra todavía no genera; use 01 (no aplica), 03 o 04 según corresponda, o emita esa factura desde otro sistema",
-        );
-    }
     let confirmacion = v.options.confirmacion.clone();
     if let Some(c) = &confirmacion {
         if c.len() != 5 || !c.bytes().all(|b| b.is_ascii_alphanumeric()) {
@@ -288,9 +293,9 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
         }
     }
 
-    let receptor = receptor(v, s, e);
+    let receptor = receptor(v, s);
     let relacionados = relacionados(v, s);
-    let informacion_global = informacion_global(v, s, e, fecha);
+    let informacion_global = informacion_global(v, s);
 
     match s.kind {
         SaleKind::Ingreso | SaleKind::Egreso => {
@@ -302,22 +307,12 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
             if !s.pagos.is_empty() {
                 v.err("pagos", "combinacion", "solo una venta de tipo pago lleva pagos");
             }
-            if tipo == TipoDeComprobante::Egreso && relacionados.is_empty() {
-                v.err(
-                    "relacionados",
-                    "requerido",
-                    "una nota de crédito (egreso) debe relacionar el CFDI que corrige",
-                );
-            }
-            let (forma_pago, metodo_pago) = payment_method(v, s, tipo);
+            let (forma_pago, metodo_pago) = payment_method(v, s);
             let moneda = s.moneda.clone().unwrap_or_else(|| "MXN".to_string());
             let decimals = v
                 .code("moneda", &moneda, "c_Moneda", catalog::moneda)
                 .map(|m| m.decimales)
                 .unwrap_or(2);
-            if moneda == "XXX" {
-                v.err("moneda", "combinacion", "XXX solo se usa en comprobantes de pago");
-            }
             let tipo_cambio = tipo_cambio(v, "tipo_cambio", &moneda, s.tipo_cambio);
             if s.conceptos.is_empty() {
                 v.err("conceptos", "requerido", "se requiere al menos un concepto");
@@ -358,33 +353,6 @@ fn build(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Op
             })
         }
         SaleKind::Pago => {
-            for (field, present) in [
-                ("forma_pago", s.forma_pago.is_some()),
-                ("metodo_pago", s.metodo_pago.is_some()),
-                ("tipo_cambio", s.tipo_cambio.is_some()),
-                ("condiciones_de_pago", s.condiciones_de_pago.is_some()),
-            ] {
-                if present {
-                    v.err(field, "combinacion", "un comprobante de pago no lleva este campo; va en cada pago");
-                }
-            }
-            if s.moneda.as_deref().is_some_and(|m| m != "XXX") {
-                v.err(
-                    "moneda",
-                    "combinacion",
-                    "un comprobante de pago usa la moneda XXX; la moneda de cada pago va en pagos[].moneda",
-                );
-            }
-            if !s.conceptos.is_empty() {
-                v.err(
-                    "conceptos",
-                    "combinacion",
-                    "un comprobante de pago no lleva conceptos (se usa el concepto fijo de SAT)",
-                );
-            }
-            if s.receptor.uso_cfdi != "CP01" {
-                v.err("receptor.uso_cfdi", "combinacion", "un comprobante de pago usa el UsoCFDI CP01");
-            }
             let pagos = pagos(v, s);
             Some(Comprobante {
                 serie,
@@ -479,7 +447,7 @@ fn ticket(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> O
     build(v, &global, e, fecha)
 }
 
-fn receptor(v: &mut Check, s: &Sale, e: &EmisorProfile) -> Receptor {
+fn receptor(v: &mut Check, s: &Sale) -> Receptor {
     let r = &s.receptor;
     if r.is_absent() {
         v.err("receptor", "requerido", "falta el receptor (solo un ticket va sin receptor)");
@@ -493,99 +461,17 @@ fn receptor(v: &mut Check, s: &Sale, e: &EmisorProfile) -> Receptor {
             uso_cfdi: String::new(),
         };
     }
-    let persona = v.rfc("receptor.rfc", &r.rfc);
+    v.rfc("receptor.rfc", &r.rfc);
     let nombre = v.text("receptor.nombre", &r.nombre, 300);
     v.postal_code("receptor.domicilio_fiscal", &r.domicilio_fiscal);
-    let generic = r.rfc == RFC_PUBLICO_EN_GENERAL || r.rfc == RFC_EXTRANJERO;
-    if generic {
-        if r.domicilio_fiscal != e.lugar_expedicion {
-            v.err(
-                "receptor.domicilio_fiscal",
-                "combinacion",
-                format!(
-                    "con el RFC genérico {} el domicilio fiscal debe ser el LugarExpedicion ({})",
-                    r.rfc, e.lugar_expedicion
-                ),
-            );
-        }
-        if r.regimen_fiscal != "616" {
-            v.err(
-                "receptor.regimen_fiscal",
-                "combinacion",
-                format!("con el RFC genérico {} el régimen debe ser 616 (Sin obligaciones fiscales)", r.rfc),
-            );
-        }
-        let allowed = if s.kind == SaleKind::Pago { "CP01" } else { "S01" };
-        if r.uso_cfdi != allowed {
-            v.err(
-                "receptor.uso_cfdi",
-                "combinacion",
-                format!("con el RFC genérico {} el uso debe ser {allowed}", r.rfc),
-            );
-        }
-    } else {
-        v.regimen("receptor.regimen_fiscal", &r.regimen_fiscal, persona);
+    // The generic RFCs' postal code, régimen and uso, the persona of the régimen and of the uso,
+    // the residencia fiscal: SAT's matrix (`crate::matrix`).
+    if r.rfc != RFC_PUBLICO_EN_GENERAL && r.rfc != RFC_EXTRANJERO {
+        v.regimen("receptor.regimen_fiscal", &r.regimen_fiscal);
     }
-    if r.rfc == RFC_PUBLICO_EN_GENERAL
-        && r.nombre.trim() == "PUBLICO EN GENERAL"
-        && s.informacion_global.is_none()
-        && s.kind == SaleKind::Ingreso
-    {
-        v.err(
-            "informacion_global",
-            "requerido",
-            "una factura global a PUBLICO EN GENERAL requiere informacion_global (periodicidad, meses, año)",
-        );
-    }
-    if let Some(uso) = v.code("receptor.uso_cfdi", &r.uso_cfdi, "c_UsoCFDI", catalog::uso_cfdi) {
-        match persona {
-            Some(Persona::Fisica) if !uso.fisica => v.err(
-                "receptor.uso_cfdi",
-                "combinacion",
-                format!("el uso {} no aplica a personas físicas", uso.code),
-            ),
-            Some(Persona::Moral) if !uso.moral => v.err(
-                "receptor.uso_cfdi",
-                "combinacion",
-                format!("el uso {} no aplica a personas morales", uso.code),
-            ),
-            _ => {}
-        }
-        if catalog::regimen_fiscal(&r.regimen_fiscal).is_some() && !uso.regimenes_receptor.contains(&r.regimen_fiscal.as_str()) {
-            v.err(
-                "receptor.uso_cfdi",
-                "combinacion",
-                format!("el uso {} no se permite con el régimen del receptor {}", uso.code, r.regimen_fiscal),
-            );
-        }
-    }
+    v.code("receptor.uso_cfdi", &r.uso_cfdi, "c_UsoCFDI", catalog::uso_cfdi);
     let residencia_fiscal = r.residencia_fiscal.clone();
-    if let Some(res) = &residencia_fiscal {
-        if r.rfc != RFC_EXTRANJERO {
-            v.err(
-                "receptor.residencia_fiscal",
-                "combinacion",
-                "solo se indica con el RFC genérico extranjero XEXX010101000",
-            );
-        }
-        if res == "MEX" {
-            v.err(
-                "receptor.residencia_fiscal",
-                "catalogo",
-                "la residencia fiscal de un receptor extranjero no puede ser MEX",
-            );
-        } else if catalog::pais(res).is_none() {
-            v.err(
-                "receptor.residencia_fiscal",
-                "catalogo",
-                format!("{res:?} no existe en el catálogo c_Pais del SAT"),
-            );
-        }
-    }
     let num_reg_id_trib = v.opt_text("receptor.num_reg_id_trib", &r.num_reg_id_trib, 40);
-    if num_reg_id_trib.is_some() && residencia_fiscal.is_none() {
-        v.err("receptor.num_reg_id_trib", "combinacion", "requiere residencia_fiscal");
-    }
     Receptor {
         rfc: r.rfc.clone(),
         nombre,
@@ -603,21 +489,13 @@ fn relacionados(v: &mut Check, s: &Sale) -> Vec<CfdiRelacionados> {
         .enumerate()
         .map(|(i, r)| {
             let f = format!("relacionados[{i}]");
-            if v.code(
+            // 08 and 09 are in the catalog but not valid in 4.0: CFDI40137 (`crate::matrix`).
+            v.code(
                 &format!("{f}.tipo_relacion"),
                 &r.tipo_relacion,
                 "c_TipoRelacion",
                 catalog::tipo_relacion,
-            )
-            .is_some()
-                && matches!(r.tipo_relacion.as_str(), "08" | "09")
-            {
-                v.err(
-                    format!("{f}.tipo_relacion"),
-                    "catalogo",
-                    format!("{} ya no es válido en CFDI 4.0 (use 01 a 07)", r.tipo_relacion),
-                );
-            }
+            );
             if r.uuids.is_empty() {
                 v.err(format!("{f}.uuids"), "requerido", "se requiere al menos un UUID");
             }
@@ -632,88 +510,16 @@ fn relacionados(v: &mut Check, s: &Sale) -> Vec<CfdiRelacionados> {
         .collect()
 }
 
-fn informacion_global(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDateTime) -> Option<InformacionGlobal> {
+/// InformacionGlobal's catalogs; its rules (CFDI40130 to 40136) are in `crate::matrix`.
+fn informacion_global(v: &mut Check, s: &Sale) -> Option<InformacionGlobal> {
     let ig = s.informacion_global.as_ref()?;
-    if s.receptor.rfc != RFC_PUBLICO_EN_GENERAL {
-        v.err(
-            "informacion_global",
-            "combinacion",
-            "solo aplica con el RFC genérico XAXX010101000 (público en general)",
-        );
-    } else if s.receptor.nombre.trim() != "PUBLICO EN GENERAL" {
-        // CFDI40130: a factura global's receptor is named exactly PUBLICO EN GENERAL.
-        v.err(
-            "receptor.nombre",
-            "combinacion",
-            format!(
-                "en una factura global (con informacion_global) el nombre del receptor XAXX010101000 debe ser PUBLICO EN GENERAL, no {:?}",
-                s.receptor.nombre
-            ),
-        );
-    }
-    let periodicidad = v
-        .code(
-            "informacion_global.periodicidad",
-            &ig.periodicidad,
-            "c_Periodicidad",
-            catalog::periodicidad,
-        )
-        .is_some();
-    // CFDI40132: bimestral (05) only for an emisor in régimen 621 (Incorporación Fiscal).
-    if periodicidad && ig.periodicidad == "05" && e.regimen_fiscal != "621" {
-        v.err(
-            "informacion_global.periodicidad",
-            "combinacion",
-            format!(
-                "la periodicidad 05 (bimestral) solo aplica a emisores del régimen 621 (Incorporación Fiscal); el emisor está en {}: use 01 diaria, 02 semanal, 03 quincenal o 04 mensual",
-                e.regimen_fiscal
-            ),
-        );
-    }
-    // CFDI40134: Meses 13–18 (bimestres) with periodicidad 05, 01–12 (a month) with the others.
-    if periodicidad && v.code("informacion_global.meses", &ig.meses, "c_Meses", catalog::meses).is_some() {
-        let bimestre = ig.meses.as_str() >= "13";
-        if ig.periodicidad == "05" && !bimestre {
-            v.err(
-                "informacion_global.meses",
-                "combinacion",
-                format!(
-                    "con periodicidad 05 (bimestral) los meses son un bimestre, 13 (enero-febrero) a 18 (noviembre-diciembre), no {}",
-                    ig.meses
-                ),
-            );
-        } else if ig.periodicidad != "05" && bimestre {
-            v.err(
-                "informacion_global.meses",
-                "combinacion",
-                format!(
-                    "los meses {} son un bimestre, solo con periodicidad 05 (bimestral); con periodicidad {} indique el mes, 01 a 12",
-                    ig.meses, ig.periodicidad
-                ),
-            );
-        }
-    }
-    if ig.anio.len() != 4 || !ig.anio.bytes().all(|b| b.is_ascii_digit()) {
-        v.err(
-            "informacion_global.anio",
-            "formato",
-            format!("{:?} no es un año de 4 dígitos", ig.anio),
-        );
-    } else {
-        // CFDI40136: the year of the Fecha or the one before.
-        let year = fecha.year();
-        let anio: i32 = ig.anio.parse().unwrap_or(0);
-        if anio != year && anio != year - 1 {
-            v.err(
-                "informacion_global.anio",
-                "rango",
-                format!(
-                    "el año {anio} no es el de la fecha del comprobante ({year}) ni el anterior ({}); una factura global se emite a más tardar el año siguiente al periodo",
-                    year - 1
-                ),
-            );
-        }
-    }
+    v.code(
+        "informacion_global.periodicidad",
+        &ig.periodicidad,
+        "c_Periodicidad",
+        catalog::periodicidad,
+    );
+    v.code("informacion_global.meses", &ig.meses, "c_Meses", catalog::meses);
     Some(InformacionGlobal {
         periodicidad: ig.periodicidad.clone(),
         meses: ig.meses.clone(),
@@ -721,7 +527,7 @@ fn informacion_global(v: &mut Check, s: &Sale, e: &EmisorProfile, fecha: NaiveDa
     })
 }
 
-fn payment_method(v: &mut Check, s: &Sale, tipo: TipoDeComprobante) -> (Option<String>, Option<String>) {
+fn payment_method(v: &mut Check, s: &Sale) -> (Option<String>, Option<String>) {
     let forma = match &s.forma_pago {
         Some(f) => {
             v.code("forma_pago", f, "c_FormaPago", catalog::forma_pago);
@@ -742,70 +548,17 @@ fn payment_method(v: &mut Check, s: &Sale, tipo: TipoDeComprobante) -> (Option<S
             None
         }
     };
-    match (forma.as_deref(), metodo.as_deref()) {
-        (Some(f), Some("PPD")) if f != "99" => v.err(
-            "forma_pago",
-            "combinacion",
-            "con método de pago PPD la forma de pago debe ser 99 (Por definir)",
-        ),
-        (Some("99"), Some("PUE")) => v.err(
-            "forma_pago",
-            "combinacion",
-            "con método de pago PUE la forma de pago no puede ser 99 (Por definir)",
-        ),
-        _ => {}
-    }
-    if tipo == TipoDeComprobante::Egreso && metodo.as_deref() == Some("PPD") {
-        v.err(
-            "metodo_pago",
-            "combinacion",
-            "una nota de crédito (egreso) usa el método de pago PUE",
-        );
-    }
+    // PPD with 99, PUE without it, an egreso's PUE: `crate::matrix`.
     (forma, metodo)
 }
 
+/// The TipoCambio written: none for MXN (or 1 when given as 1) and XXX, the rate for another
+/// currency. Its rules (CFDI40114 to 40118) are in `crate::matrix`.
 fn tipo_cambio(v: &mut Check, field: &str, moneda: &str, tc: Option<Amount>) -> Option<Decimal> {
     match (moneda, tc) {
-        ("MXN", None) | ("XXX", None) => None,
         ("MXN", Some(t)) if t.0 == Decimal::ONE => Some(t.0),
-        ("MXN", Some(_)) => {
-            v.err(field, "combinacion", "con moneda MXN el tipo de cambio se omite o es 1");
-            None
-        }
-        ("XXX", Some(_)) => {
-            v.err(field, "combinacion", "con moneda XXX no se indica tipo de cambio");
-            None
-        }
-        (_, None) => {
-            v.err(field, "requerido", format!("con moneda {moneda} se requiere el tipo de cambio"));
-            None
-        }
-        (_, Some(t)) => {
-            let tc = v.amount(field, t, 6, Sign::Positive);
-            // CFDI40118: outside SAT's band the PAC's Confirmacion code is required.
-            let outside = v
-                .options
-                .tipo_cambio
-                .iter()
-                .find(|r| r.moneda == moneda)
-                .filter(|r| !r.en_banda(tc))
-                .cloned();
-            if let Some(r) = outside {
-                if v.options.confirmacion.is_none() {
-                    let (min, max) = r.banda();
-                    v.err(
-                        field,
-                        "fuera_de_banda",
-                        format!(
-                            "el tipo de cambio {tc} de {moneda} está fuera de la banda del SAT ({min} a {max}: referencia {} ± {} %); corrija el tipo de cambio o indique el código de confirmación que da el PAC",
-                            r.tipo_cambio, r.variacion_pct
-                        ),
-                    );
-                }
-            }
-            Some(tc)
-        }
+        ("MXN", _) | ("XXX", _) | (_, None) => None,
+        (_, Some(t)) => Some(v.amount(field, t, 6, Sign::Positive)),
     }
 }
 
@@ -866,35 +619,12 @@ fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32, fecha: Naiv
         .descuento
         .map(|d| v.amount(&format!("{f}.descuento"), d, decimals, Sign::NonNegative))
         .filter(|d| !d.is_zero());
-    if let Some(d) = descuento {
-        if d > importe {
-            v.err(
-                format!("{f}.descuento"),
-                "rango",
-                format!("el descuento {d} excede el importe del concepto {importe}"),
-            );
-        }
-    }
+    // A descuento above the Importe: CFDI40169 (`crate::matrix`).
     let descuento = descuento.map(|d| money(d, decimals));
     let base = importe - descuento.unwrap_or(Decimal::ZERO);
 
-    let objeto = v
-        .code(&format!("{f}.objeto_imp"), &k.objeto_imp, "c_ObjetoImp", catalog::objeto_imp)
-        .map(|o| o.code);
-    let has_taxes = !k.traslados.is_empty() || !k.retenciones.is_empty();
-    match objeto {
-        Some("02") if !has_taxes => v.err(
-            format!("{f}.objeto_imp"),
-            "combinacion",
-            "con ObjetoImp 02 (sí objeto de impuesto) se requiere al menos un traslado o retención",
-        ),
-        Some(o @ ("01" | "03" | "04")) if has_taxes => v.err(
-            format!("{f}.objeto_imp"),
-            "combinacion",
-            format!("con ObjetoImp {o} el concepto no lleva impuestos"),
-        ),
-        _ => {}
-    }
+    // ObjetoImp with or without taxes: CFDI40171, CFDI40172 (`crate::matrix`).
+    v.code(&format!("{f}.objeto_imp"), &k.objeto_imp, "c_ObjetoImp", catalog::objeto_imp);
 
     for (kind, list) in [("traslados", &k.traslados), ("retenciones", &k.retenciones)] {
         for (i, t) in list.iter().enumerate() {
@@ -1005,28 +735,7 @@ fn concepto(v: &mut Check, f: &str, k: &SaleConcepto, decimals: u32, fecha: Naiv
         })
         .collect();
 
-    // CFDI40174 / XSD: a tax line's Base is at least 0.000001. A taxed concepto whose Importe
-    // minus Descuento is zero (discounted 100 %, or an Importe that rounds to 0) cannot carry it.
-    let zero_base = traslados
-        .iter()
-        .map(|t| t.base)
-        .chain(retenciones.iter().map(|r| r.base))
-        .any(|b| b <= Decimal::ZERO);
-    if zero_base && objeto == Some("02") {
-        let (field, why) = match descuento {
-            Some(d) => (
-                format!("{f}.descuento"),
-                format!("el descuento {d} deja el concepto en 0 (importe {importe})"),
-            ),
-            None => (format!("{f}.valor_unitario"), format!("el importe del concepto resulta {importe}")),
-        };
-        v.err(
-            field,
-            "base_cero",
-            format!("{why} y SAT no acepta impuestos con base 0: use ObjetoImp 01 (no objeto de impuesto) sin impuestos, o no descuente el 100 %"),
-        );
-    }
-
+    // A tax Base of 0 (CFDI40174; the XSD wants at least 0.000001): `crate::matrix`.
     let mut pedimentos = Vec::new();
     for (i, p) in k.informacion_aduanera.iter().enumerate() {
         if !is_pedimento(p) {
@@ -1213,39 +922,17 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
     let mut out = Vec::new();
     for (i, p) in s.pagos.iter().enumerate() {
         let f = format!("pagos[{i}]");
-        if let Some(fp) = v.code(&format!("{f}.forma_pago"), &p.forma_pago, "c_FormaPago", catalog::forma_pago) {
-            if fp.code == "99" {
-                v.err(
-                    format!("{f}.forma_pago"),
-                    "combinacion",
-                    "un pago recibido no puede tener forma de pago 99 (Por definir)",
-                );
-            }
-        }
+        // 99 (CRP20212), XXX (CRP20213), the TipoCambioP (CRP20214, 20215), the equivalencia
+        // (CRP20237, 20238), ImpSaldoInsoluto (CRP20244), ObjetoImpDR (CRP20246, 20247):
+        // `crate::matrix`.
+        v.code(&format!("{f}.forma_pago"), &p.forma_pago, "c_FormaPago", catalog::forma_pago);
         let dp = v
             .code(&format!("{f}.moneda"), &p.moneda, "c_Moneda", catalog::moneda)
             .map(|m| m.decimales)
             .unwrap_or(2);
-        if p.moneda == "XXX" {
-            v.err(format!("{f}.moneda"), "combinacion", "un pago no puede ser en moneda XXX");
-        }
-        let tipo_cambio = if p.moneda == "MXN" {
-            if p.tipo_cambio.is_some_and(|t| t.0 != Decimal::ONE) {
-                v.err(format!("{f}.tipo_cambio"), "combinacion", "con moneda MXN el tipo de cambio es 1");
-            }
-            Decimal::ONE
-        } else {
-            match p.tipo_cambio {
-                Some(t) => v.amount(&format!("{f}.tipo_cambio"), t, 6, Sign::Positive),
-                None => {
-                    v.err(
-                        format!("{f}.tipo_cambio"),
-                        "requerido",
-                        format!("con moneda {} se requiere el tipo de cambio", p.moneda),
-                    );
-                    Decimal::ONE
-                }
-            }
+        let tipo_cambio = match p.tipo_cambio {
+            Some(t) if p.moneda != "MXN" => v.amount(&format!("{f}.tipo_cambio"), t, 6, Sign::Positive),
+            _ => Decimal::ONE,
         };
         let num_operacion = v.opt_text(&format!("{f}.num_operacion"), &p.num_operacion, 100);
         if p.documentos.is_empty() {
@@ -1268,57 +955,16 @@ fn pagos(v: &mut Check, s: &Sale) -> Option<Pagos> {
                 .code(&format!("{df}.moneda"), &doc.moneda, "c_Moneda", catalog::moneda)
                 .map(|m| m.decimales)
                 .unwrap_or(2);
-            let equivalencia = if doc.moneda == p.moneda {
-                if doc.equivalencia.is_some_and(|e| e.0 != Decimal::ONE) {
-                    v.err(
-                        format!("{df}.equivalencia"),
-                        "combinacion",
-                        "si el documento está en la moneda del pago la equivalencia es 1",
-                    );
-                }
-                Decimal::ONE
-            } else {
-                match doc.equivalencia {
-                    Some(e) => v.amount(&format!("{df}.equivalencia"), e, 10, Sign::Positive),
-                    None => {
-                        v.err(
-                            format!("{df}.equivalencia"),
-                            "requerido",
-                            "si el documento está en otra moneda se requiere la equivalencia",
-                        );
-                        Decimal::ONE
-                    }
-                }
+            let equivalencia = match doc.equivalencia {
+                Some(e) if doc.moneda != p.moneda => v.amount(&format!("{df}.equivalencia"), e, 10, Sign::Positive),
+                _ => Decimal::ONE,
             };
             if doc.num_parcialidad == 0 {
                 v.err(format!("{df}.num_parcialidad"), "rango", "la parcialidad empieza en 1");
             }
             let saldo = v.amount(&format!("{df}.saldo_anterior"), doc.saldo_anterior, dd, Sign::Positive);
             let pagado = v.amount(&format!("{df}.importe_pagado"), doc.importe_pagado, dd, Sign::Positive);
-            if pagado > saldo {
-                v.err(
-                    format!("{df}.importe_pagado"),
-                    "rango",
-                    format!("el importe pagado {pagado} excede el saldo anterior {saldo}"),
-                );
-            }
-            let objeto = v
-                .code(&format!("{df}.objeto_imp"), &doc.objeto_imp, "c_ObjetoImp", catalog::objeto_imp)
-                .map(|o| o.code);
-            let has_taxes = !doc.traslados.is_empty() || !doc.retenciones.is_empty();
-            match objeto {
-                Some("02") if !has_taxes => v.err(
-                    format!("{df}.objeto_imp"),
-                    "combinacion",
-                    "con ObjetoImpDR 02 se requieren los impuestos del documento",
-                ),
-                Some(o @ ("01" | "03" | "04")) if has_taxes => v.err(
-                    format!("{df}.objeto_imp"),
-                    "combinacion",
-                    format!("con ObjetoImpDR {o} el documento no lleva impuestos"),
-                ),
-                _ => {}
-            }
+            v.code(&format!("{df}.objeto_imp"), &doc.objeto_imp, "c_ObjetoImp", catalog::objeto_imp);
             // The payment covers base and taxes: base = paid / (1 + Σ traslado tasas − Σ retención tasas).
             let mut factor = Decimal::ONE;
             let mut tax_lines = Vec::new();

@@ -472,7 +472,7 @@ fn codes_must_exist_in_sat_catalogs() {
         &[],
         "emisor.regimen_fiscal",
         "combinacion",
-        "el régimen 612 no aplica a personas morales",
+        "el régimen 612 es de personas físicas",
     );
     check(
         &[("regimen_fiscal", "602")],
@@ -486,7 +486,7 @@ fn codes_must_exist_in_sat_catalogs() {
         &[("receptor.regimen_fiscal", json!("605"))],
         "receptor.regimen_fiscal",
         "combinacion",
-        "no aplica a personas morales",
+        "es de personas físicas",
     );
     let fisica = [
         ("receptor.rfc", json!("CACX7605101P8")),
@@ -499,7 +499,7 @@ fn codes_must_exist_in_sat_catalogs() {
         &with(&[("receptor.regimen_fiscal", json!("601"))]),
         "receptor.regimen_fiscal",
         "combinacion",
-        "el régimen 601 no aplica a personas físicas",
+        "el régimen 601 es de personas morales",
     );
     // UsoCFDI allowed for the receptor's persona and régimen.
     check(
@@ -567,7 +567,7 @@ fn codes_must_exist_in_sat_catalogs() {
         &generic("XEXX010101000", &[("receptor.residencia_fiscal", json!("XYZ"))]),
         "receptor.residencia_fiscal",
         "catalogo",
-        "\"XYZ\" no existe en el catálogo c_Pais del SAT",
+        "\"XYZ\" no está en c_Pais",
     );
     check(
         &[],
@@ -679,14 +679,14 @@ fn sat_matrix_rules_refuse_with_field_and_fix() {
         &global("04", "12", "2024"),
         "informacion_global.anio",
         "rango",
-        "ni el anterior (2025)",
+        "use 2026 o 2025",
     );
     check(&[], &global("04", "01", "2027"), "informacion_global.anio", "rango", "2027");
     accepted(&[], &global("04", "12", "2025"));
     // CFDI40130: the receptor of a factura global is PUBLICO EN GENERAL.
     let mut named = global("04", "11", "2026");
     named[1].1 = json!("JUAN PEREZ");
-    check(&[], &named, "receptor.nombre", "combinacion", "debe ser PUBLICO EN GENERAL");
+    check(&[], &named, "receptor.nombre", "combinacion", "es exactamente PUBLICO EN GENERAL");
 
     // CFDI40122: Exportacion 02 needs Comercio Exterior, which Timbra does not write.
     check(

@@ -39,6 +39,21 @@ pub enum CfdiCommand {
         #[arg(long)]
         fecha: Option<String>,
     },
+    /// Revisa una venta (JSON) con la matriz de errores del SAT, como al registrarla: imprime
+    /// «válida» y el total, o cada campo con la regla (CFDI40xxx, CRP20xxx) y qué hacer.
+    Validate {
+        /// La venta en JSON.
+        sale: PathBuf,
+        /// El perfil del emisor (TOML con rfc, nombre, regimen_fiscal, lugar_expedicion).
+        #[arg(long)]
+        emisor: PathBuf,
+        /// Fecha del comprobante (AAAA-MM-DDThh:mm:ss); por omisión, occurred_at de la venta.
+        #[arg(long)]
+        fecha: Option<String>,
+    },
+    /// Lista las reglas de la matriz de errores del SAT que Timbra conoce: código, campos, cómo
+    /// se revisan (local, al leer, calculado, o no local y por qué) y la regla en palabras.
+    Reglas,
     /// Sella un comprobante: pone NoCertificado, Certificado y Sello, e imprime el XML.
     Seal {
         #[command(flatten)]
@@ -119,6 +134,41 @@ pub fn run(cmd: CfdiCommand) -> Result<u8, Failure> {
             print_xml(&built.to_xml())?;
             Ok(exit::OK)
         }
+        CfdiCommand::Validate { sale, emisor, fecha } => {
+            let sale_bytes = read_file(&sale, "la venta")?;
+            let parsed = Sale::from_json(&sale_bytes).map_err(|e| validation_failure(&sale, &e))?;
+            let profile = load_emisor(&emisor)?;
+            let fecha = match fecha {
+                Some(f) => chrono::NaiveDateTime::parse_from_str(&f, "%Y-%m-%dT%H:%M:%S")
+                    .map_err(|_| Failure::invalid(format!("--fecha {f:?} no es una fecha y hora local AAAA-MM-DDThh:mm:ss")))?,
+                None => parsed.occurred_at.0,
+            };
+            // The same mapping intake runs: SAT's matrix (`cfdi::matrix`) and the shapes.
+            let c = cfdi::mapping::map_sale(&parsed, &profile, fecha).map_err(|e| validation_failure(&sale, &e))?;
+            print_out(format!("válida: total {} {}\n", c.total, c.moneda).as_bytes())?;
+            Ok(exit::OK)
+        }
+        CfdiCommand::Reglas => {
+            let mut out = String::new();
+            for r in cfdi::matrix::REGLAS {
+                let como = match r.verificacion {
+                    cfdi::matrix::Verificacion::Local(_) => "revisada por Timbra".to_string(),
+                    cfdi::matrix::Verificacion::AlLeer => "revisada por Timbra al leer el campo".to_string(),
+                    cfdi::matrix::Verificacion::Calculado => "calculada por Timbra".to_string(),
+                    cfdi::matrix::Verificacion::NoLocal(why) => format!("no revisada aquí: {why}"),
+                };
+                out.push_str(&format!(
+                    "{}\t{}\t{}\t{}\t{}\n",
+                    r.codigo,
+                    r.id,
+                    r.campos.join(", "),
+                    como,
+                    r.mensaje
+                ));
+            }
+            print_out(out.as_bytes())?;
+            Ok(exit::OK)
+        }
         CfdiCommand::Seal { csd, file } => {
             let csd = load_csd(&csd.cer, &csd.key, &csd.password_env)?;
             let mut doc = parse_xml(&file)?;
@@ -188,7 +238,10 @@ fn load_csd(cer: &Path, key: &Path, password_var: &str) -> Result<Csd, Failure> 
 fn validation_failure(path: &Path, e: &cfdi::validation::ValidationErrors) -> Failure {
     let lines: Vec<String> =
         e.0.iter()
-            .map(|f| format!("{}: {}: {}", path.display(), f.field, f.message))
+            .map(|f| match cfdi::matrix::regla_de(f) {
+                Some(r) => format!("{}: {}: [{}] {}", path.display(), f.field, r.codigo, f.message),
+                None => format!("{}: {}: {}", path.display(), f.field, f.message),
+            })
             .collect();
     Failure::invalid(lines.join("\n"))
 }

@@ -315,3 +315,44 @@ fn help_documents_exit_codes() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("Códigos de salida") && help.contains("2  entrada inválida"), "{help}");
 }
+
+#[test]
+fn validate_applies_sats_matrix_and_names_the_rule_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let emisor = fx("sales/emisor-eku.toml");
+    let sale = fx("sales/ingreso-pedido-4471.json");
+    let out = timbra(&["cfdi", "validate", &sale, "--emisor", &emisor]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("válida: total "));
+    // PPD with a forma de pago other than 99: CFDI40105, with what to do.
+    let good = std::fs::read_to_string(&sale).unwrap();
+    let ppd = good.replace("\"metodo_pago\":\"PUE\"", "\"metodo_pago\":\"PPD\"");
+    assert_ne!(ppd, good, "the fixture is PUE");
+    let path = dir.path().join("ppd.json");
+    std::fs::write(&path, ppd).unwrap();
+    check_invalid(
+        &["cfdi", "validate", path.to_str().unwrap(), "--emisor", &emisor],
+        &["forma_pago: [CFDI40105] Con método de pago PPD la forma de pago es 99 Por definir"],
+    );
+}
+
+#[test]
+fn reglas_lists_sats_matrix_with_how_each_rule_is_checked() {
+    let out = timbra(&["cfdi", "reglas"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ppd = text
+        .lines()
+        .find(|l| l.starts_with("CFDI40105\tppd-forma-99\t"))
+        .expect("CFDI40105 listed");
+    assert!(
+        ppd.contains("revisada por Timbra") && ppd.contains("Con método de pago PPD"),
+        "{ppd}"
+    );
+    let lista = text
+        .lines()
+        .find(|l| l.contains("\treceptor-lista\t"))
+        .expect("the receptor's registration listed");
+    assert!(lista.contains("no revisada aquí: SAT coteja"), "{lista}");
+    assert_eq!(text.lines().count(), cfdi::matrix::REGLAS.len());
+}

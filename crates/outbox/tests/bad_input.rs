@@ -192,7 +192,7 @@ async fn codes_outside_sats_catalogs_write_nothing(backend: Backend) {
             "régimen of a persona física for a persona moral",
             sale().replace("\"regimen_fiscal\":\"601\"", "\"regimen_fiscal\":\"605\""),
             "receptor.regimen_fiscal",
-            "no aplica a personas morales",
+            "el régimen 605 es de personas físicas",
         ),
         (
             "uso not allowed with the receptor's régimen",
@@ -209,7 +209,49 @@ async fn codes_outside_sats_catalogs_write_nothing(backend: Backend) {
     }
 }
 
+/// Rules of SAT's matrix (`cfdi::matrix`) at intake: refused on the field, in the rule's words
+/// (the rule and what to do), nothing written.
+async fn sats_matrix_rules_are_refused_at_intake_in_words(backend: Backend) {
+    let e = env(backend).await;
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "ppd-forma-99",
+            sale().replace("\"metodo_pago\":\"PUE\"", "\"metodo_pago\":\"PPD\""),
+            "forma_pago",
+        ),
+        (
+            "exportacion-02",
+            sale().replace("\"moneda\":\"MXN\"", "\"moneda\":\"MXN\",\"exportacion\":\"02\""),
+            "exportacion",
+        ),
+        (
+            "tipo-cambio-requerido",
+            sale().replace("\"moneda\":\"MXN\"", "\"moneda\":\"USD\""),
+            "tipo_cambio",
+        ),
+        (
+            "base-cero",
+            sale().replace("\"descuento\":\"0\"", "\"descuento\":\"100.00\""),
+            "conceptos[0].descuento",
+        ),
+        (
+            "global-solo-publico",
+            sale().replace(
+                "\"relacionados\":[]",
+                "\"relacionados\":[],\"informacion_global\":{\"periodicidad\":\"04\",\"meses\":\"11\",\"anio\":\"2026\"}",
+            ),
+            "informacion_global",
+        ),
+    ];
+    for (id, json, field) in cases {
+        assert_ne!(json, sale(), "{id}: the fixture changed");
+        let rule = cfdi::matrix::regla(id).expect("a row of the matrix");
+        check(&e, id, json.as_bytes(), None, field, rule.mensaje).await;
+    }
+}
+
 crate::conformance!(
+    sats_matrix_rules_are_refused_at_intake_in_words,
     bad_sales_name_the_field_and_write_nothing,
     a_bad_idempotency_key_is_refused,
     a_missing_or_wrong_csd_writes_nothing,

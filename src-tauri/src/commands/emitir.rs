@@ -36,30 +36,38 @@ pub async fn preview_sale(state: State<'_, AppState>, draft: SaleDraft) -> Res<S
             return Ok(SalePreviewDto {
                 totals: None,
                 errors: v.0.iter().map(Into::into).collect(),
+                rules: vec![],
             })
         }
     };
     let fecha = outbox::intake::choose_fecha(sale.occurred_at.0, &emisor.profile.lugar_expedicion, ready.outbox.now());
-    match cfdi::mapping::map_sale(&sale, &emisor.profile, fecha.fecha) {
-        Ok(c) => {
-            let imp = c.impuestos.as_ref();
-            Ok(SalePreviewDto {
-                totals: Some(TotalsDto {
-                    subtotal: c.sub_total.to_string(),
-                    descuento: c.descuento.map(|d| d.to_string()),
-                    traslados: imp.and_then(|i| i.total_impuestos_trasladados).map(|d| d.to_string()),
-                    retenciones: imp.and_then(|i| i.total_impuestos_retenidos).map(|d| d.to_string()),
-                    total: c.total.to_string(),
-                    moneda: c.moneda.clone(),
-                }),
-                errors: vec![],
-            })
+    let (c, errors) = cfdi::mapping::preview_sale_with(&sale, &emisor.profile, fecha.fecha, &cfdi::mapping::MappingOptions::default());
+    let totals = c.map(|c| {
+        let imp = c.impuestos.as_ref();
+        TotalsDto {
+            subtotal: c.sub_total.to_string(),
+            descuento: c.descuento.map(|d| d.to_string()),
+            traslados: imp.and_then(|i| i.total_impuestos_trasladados).map(|d| d.to_string()),
+            retenciones: imp.and_then(|i| i.total_impuestos_retenidos).map(|d| d.to_string()),
+            total: c.total.to_string(),
+            moneda: c.moneda.clone(),
         }
-        Err(v) => Ok(SalePreviewDto {
-            totals: None,
-            errors: v.0.iter().map(Into::into).collect(),
-        }),
-    }
+    });
+    let rules = errors
+        .iter()
+        .filter_map(|e| {
+            cfdi::matrix::regla_de(e).map(|r| MatrixRuleDto {
+                field: e.field.clone(),
+                rule: r.codigo.to_string(),
+                message: e.message.clone(),
+            })
+        })
+        .collect();
+    Ok(SalePreviewDto {
+        totals,
+        errors: errors.iter().map(Into::into).collect(),
+        rules,
+    })
 }
 
 /// Records the form's sale. `sale_id` is the click's id: the UI keeps it across retries of that

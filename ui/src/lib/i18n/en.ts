@@ -325,6 +325,7 @@ export const en: Record<keyof typeof es, string> = {
   'emitir.retenciones': 'Taxes withheld',
   'emitir.total': 'Total',
   'emitir.totals_pending': 'Totals appear once the lines are complete.',
+  'emitir.totals_stale': 'Totals of the last valid version: fix the marked fields.',
   'emitir.conceptos': 'Lines (conceptos)',
   'emitir.concepto': 'Line {n}',
   'emitir.descripcion': 'Description',

@@ -322,6 +322,7 @@ export const es = {
   'emitir.retenciones': 'Impuestos retenidos',
   'emitir.total': 'Total',
   'emitir.totals_pending': 'Los totales aparecen cuando los conceptos están completos.',
+  'emitir.totals_stale': 'Totales de la última versión válida: corrija los campos marcados.',
   'emitir.conceptos': 'Conceptos',
   'emitir.concepto': 'Concepto {n}',
   'emitir.descripcion': 'Descripción',
