@@ -9,6 +9,7 @@ use cfdi::catalog::Catalogo;
 use cfdi::report::MonthReport;
 use cfdi::sale_draft::SaleDraft;
 use outbox::backup_schedule::BackupPolicy;
+use outbox::csd_validity::CsdStanding;
 use outbox::customers::{Customer, CustomerInput};
 use outbox::dashboard::Dashboard;
 use outbox::drain::DrainProgress;

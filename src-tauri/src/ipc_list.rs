@@ -22,6 +22,7 @@ macro_rules! ipc_surface {
                 list_invoices(query: ListQueryDto) -> InvoicePage;
                 invoice_counts() -> Counts;
                 dashboard() -> Dashboard;
+                csd_standing() -> Option<CsdStanding>;
                 invoice_detail(invoice_id: i64) -> InvoiceDetailDto;
                 preview_sale(draft: SaleDraft) -> SalePreviewDto;
                 record_sale(sale_id: String, draft: SaleDraft) -> Recorded;

@@ -53,7 +53,7 @@ pub use master_data::{customers, master_csv, products};
 pub use ops::{backup, backup_schedule, changes, location, role_credentials, settings, workers};
 
 // The pure rules live in `crates/rules`; their modules keep their paths here.
-pub use rules::{actor, cancellation, code_enum, evidence, intake, model, strategy, timeline_words};
+pub use rules::{actor, cancellation, code_enum, csd_validity, evidence, intake, model, strategy, timeline_words};
 
 pub use actor::{Actor, Role};
 pub use clock::{Clock, SystemClock, TestClock};

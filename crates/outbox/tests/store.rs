@@ -954,6 +954,40 @@ async fn a_console_sees_what_another_process_changed(backend: Backend) {
     );
 }
 
+/// The Tablero's CSD standing follows the test clock, never the system's: 20 days before SAT's
+/// test CSD ends it warns at 30 days and names the sale sealed with it still waiting; after the
+/// end it says *vencido*.
+async fn the_csd_warning_follows_the_clock_and_names_the_waiting_sales(backend: Backend) {
+    use outbox::csd_validity::CsdWarning;
+    use outbox::Clock;
+    let e = env(backend).await;
+    let end: DateTime<Utc> = "2027-05-18T11:43:51Z".parse().unwrap();
+    e.clock.set(end - Duration::days(20));
+    let before = e.outbox.csd_standing(e.clock.now()).await.unwrap().expect("an emisor");
+    assert_eq!(
+        (before.warning, before.days_left, before.waiting_attempts),
+        (CsdWarning::Dias30, 20, 0)
+    );
+    assert_eq!(before.valid_to, end);
+    e.outbox
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .unwrap();
+    let waiting = e.outbox.csd_standing(e.clock.now()).await.unwrap().expect("an emisor");
+    assert_eq!(waiting.waiting_attempts, 1, "the recorded sale waits for its CFDI");
+    assert_eq!(waiting.no_certificado, "30001000000500003416");
+    e.clock.set(end - Duration::days(7));
+    assert_eq!(
+        e.outbox.csd_standing(e.clock.now()).await.unwrap().unwrap().warning,
+        CsdWarning::Dias7
+    );
+    e.clock.set(end + Duration::seconds(1));
+    assert_eq!(
+        e.outbox.csd_standing(e.clock.now()).await.unwrap().unwrap().warning,
+        CsdWarning::Vencido
+    );
+}
+
 crate::conformance!(
     a_console_sees_what_another_process_changed,
     recording_a_sale_writes_sale_invoice_attempt_and_event_together,
@@ -971,4 +1005,5 @@ crate::conformance!(
     recording_needs_an_emisor_and_the_csd_password,
     new_attempts_are_frozen_for_the_primary_pac,
     only_soporte_and_the_contador_change_settings,
+    the_csd_warning_follows_the_clock_and_names_the_waiting_sales,
 );

@@ -10,6 +10,7 @@
 //!   [`evidence::evidence_kind`] codes); [`facts`]: the reading of rows into the strategy's facts;
 //! - [`cancellation`]: SAT's cancellation rules (must the receptor accept, what an answer
 //!   means, the next operation of a request), `docs/cancellation.md`;
+//! - [`csd_validity`]: how close the emisor's CSD is to its end (the 30/15/7-day warnings);
 //! - [`intake`]: the intake rules (the frozen Fecha, the PAC idempotency key, key checks,
 //!   the reservation lease), `docs/intake.md`;
 //! - [`model`]: invoice states, badges and the read models the shells show as they are;
@@ -25,6 +26,7 @@ pub mod code_enum;
 
 pub mod actor;
 pub mod cancellation;
+pub mod csd_validity;
 pub mod evidence;
 pub mod facts;
 pub mod intake;

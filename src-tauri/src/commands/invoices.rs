@@ -22,6 +22,13 @@ pub async fn dashboard(state: State<'_, AppState>) -> Res<Dashboard> {
     Ok(ready.outbox.dashboard(ready.outbox.now()).await?)
 }
 
+/// The emisor's CSD and how soon it ends (Emitir warns 30, 15 and 7 days before).
+#[tauri::command]
+pub async fn csd_standing(state: State<'_, AppState>) -> Res<Option<CsdStanding>> {
+    let ready = state.ready()?;
+    Ok(ready.outbox.csd_standing(ready.outbox.now()).await?)
+}
+
 pub(super) async fn detail_of(ready: &Ready, invoice_id: i64) -> Res<InvoiceDetailDto> {
     let detail = ready.outbox.invoice(&InvoiceRef::Id(invoice_id)).await?;
     // The verdict needs no running drain: the page shows it (and its buttons work) even when

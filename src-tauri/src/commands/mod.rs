@@ -6,6 +6,7 @@
 //! the strategy and re-checks every action.
 
 use cfdi::sale_draft::SaleDraft;
+use outbox::csd_validity::CsdStanding;
 use outbox::dashboard::Dashboard;
 use outbox::duplicates::{CancellationPreview, DuplicateGroup};
 use outbox::follow_up::{FollowUpDraft, FollowUpKind};

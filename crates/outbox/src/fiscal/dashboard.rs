@@ -363,6 +363,22 @@ impl Outbox {
             live_workers: self.live_workers_at(now).await?,
         })
     }
+
+    /// The emisor's CSD as the Tablero and Emitir show it: when it ends, the warning 30, 15 and
+    /// 7 days before, and the sales sealed with it still waiting for their CFDI.
+    pub async fn csd_standing(&self, now: DateTime<Utc>) -> Result<Option<crate::csd_validity::CsdStanding>> {
+        let Some(settings) = self.emisor_settings().await? else {
+            return Ok(None);
+        };
+        let valid_to = settings.certificate_valid_to;
+        Ok(Some(crate::csd_validity::CsdStanding {
+            waiting_attempts: self.store().waiting_attempts_with_certificate(&settings.no_certificado).await?,
+            no_certificado: settings.no_certificado,
+            valid_to,
+            days_left: crate::csd_validity::days_left(valid_to, now),
+            warning: crate::csd_validity::csd_warning(valid_to, now),
+        }))
+    }
 }
 
 #[cfg(test)]

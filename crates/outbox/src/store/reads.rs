@@ -324,4 +324,15 @@ impl AnyStore {
                 .collect()
         })
     }
+
+    /// How many sales sealed with the certificate `no_certificado` still wait for their CFDI.
+    pub async fn waiting_attempts_with_certificate(&self, no_certificado: &str) -> Result<i64> {
+        on_dialect!(self, |db| {
+            sqlx::query_scalar(sql!("waiting_attempts_with_certificate"))
+                .bind(no_certificado)
+                .fetch_one(&db.pool)
+                .await
+                .map_err(|e| db.err(e))
+        })
+    }
 }
