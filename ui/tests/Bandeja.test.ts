@@ -50,6 +50,14 @@ describe('Bandeja', () => {
     expect(document.querySelectorAll('.chip-button')).toHaveLength(0);
   });
 
+  test('an empty outbox offers the first steps: the first invoice and connecting the PAC', async () => {
+    backend(0);
+    render(Bandeja);
+    await waitFor(() => expect(screen.getByTestId('first-steps')).toBeTruthy());
+    expect(screen.getByTestId('first-invoice').getAttribute('href')).toBe('#/emitir');
+    expect(screen.getByTestId('first-pac').textContent).toBe('Conectar mi PAC');
+  });
+
   test('badge filter and search go to Rust as a query', async () => {
     const queries = backend(30);
     render(Bandeja);

@@ -153,7 +153,7 @@ const attempt: AttemptInfo = {
   body_sha256: 'ab'.repeat(32),
   fecha: '2026-11-29T12:00:00',
   fecha_utc: '2026-11-29T18:00:00Z',
-  fecha_source: 'sale',
+  fecha_source: 'occurred_at',
   pac_idempotency_key: 'timbra:pedido-4471:1',
   mapping_version: 1,
   no_certificado: null,
