@@ -139,6 +139,21 @@ const SITUATIONS: [string, StrategyDto, Badge][] = [
     },
     'atencion',
   ],
+  [
+    'rejection after an unknown outcome',
+    {
+      badge: 'atencion',
+      reasons: [{ code: 'rechazo_tras_resultado_desconocido', evidence_id: 9, params: { attempt_no: 1, pac: 'sw', code: '401' } }],
+      actions: [
+        action({ action: 'retry', allowed: true, retry_mode: 'resume', alternative_refusal: { code: 'rechazo_tras_resultado_desconocido', evidence_id: 9, evidence: 'pac_response: rejected 401' } }),
+        action({ action: 'reprocess_accepting_risk', allowed: true, roles: ['contador'] }),
+        action({ action: 'force_failover', refusal: { code: 'respaldo_inutil_fecha_vencida', evidence_id: 9, evidence: 'pac_response: rejected 401' }, roles: ['contador'] }),
+      ],
+      fecha_at_risk: true,
+      open_questions: [1],
+    },
+    'atencion',
+  ],
   ['stamped', timbrada, 'timbrada'],
 ];
 

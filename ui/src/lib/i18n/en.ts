@@ -146,7 +146,7 @@ export const en: Record<keyof typeof es, string> = {
   'reason.posible_duplicado': 'The PAC change was forced: abandoned attempt {attempt_no} at {pac} may have stamped.',
   'reason.fecha_por_vencer': 'The Fecha of attempt {attempt_no} leaves the 72-hour window in less than 12 hours.',
   'reason.sin_respuesta_fecha_vencida': 'A send to {pac} ended without a clear answer and the Fecha has left the 72-hour window: a person decides (a re-send only finds out).',
-  'reason.rechazo_tras_resultado_desconocido': '{pac} rejected a re-send ({code}) after an unknown outcome: the rejection does not prove the first CFDI does not exist.',
+  'reason.rechazo_tras_resultado_desconocido': '{pac} rejected a re-send after an unknown outcome: the rejection does not prove the first CFDI does not exist.',
   'reason.cfdi_no_corresponde': '{pac} answered with a CFDI that is not this attempt’s document (another seal); it was not attached.',
   'reason.pac_cambio': 'The PAC {pac} is no longer the one attempt {attempt_no} was made for (its URL, flavor or account changed); nothing was sent.',
   'refusal.cfdi_existe': 'A CFDI already exists for this sale.',

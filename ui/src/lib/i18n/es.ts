@@ -143,7 +143,7 @@ export const es = {
   'reason.posible_duplicado': 'Se forzó el cambio de PAC: el intento {attempt_no} abandonado en {pac} puede haber timbrado.',
   'reason.fecha_por_vencer': 'La Fecha del intento {attempt_no} sale de la ventana de 72 horas en menos de 12 horas.',
   'reason.sin_respuesta_fecha_vencida': 'Un envío a {pac} terminó sin respuesta clara y la Fecha ya salió de la ventana de 72 horas: una persona decide (un reenvío solo sirve para averiguar).',
-  'reason.rechazo_tras_resultado_desconocido': '{pac} rechazó un reenvío ({code}) después de un resultado desconocido: el rechazo no prueba que no exista el primer CFDI.',
+  'reason.rechazo_tras_resultado_desconocido': '{pac} rechazó un reenvío después de un resultado desconocido: el rechazo no prueba que no exista el primer CFDI.',
   'reason.cfdi_no_corresponde': '{pac} devolvió un CFDI que no es el documento de este intento (su sello es otro); no se adjuntó.',
   'reason.pac_cambio': 'El PAC {pac} ya no es el mismo que el del intento {attempt_no} (cambió su URL, tipo o cuenta); no se envió nada.',
   'refusal.cfdi_existe': 'Ya existe un CFDI para esta venta.',
