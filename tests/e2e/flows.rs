@@ -342,11 +342,14 @@ async fn situation_words(app: &App, name: &str, factura: &str) -> Res {
         None => String::new(),
     };
     app.go("#/bandeja").await?;
-    let row = format!("a.tr[href='{factura}']");
+    // `factura` may be the link's whole URL (tauri://localhost#/factura/1); rows link the hash.
+    let hash = factura.rfind('#').map_or(factura, |i| &factura[i..]);
+    let row = format!("a.tr[href='{hash}']");
     let row_state = app
         .wait_text(&format!("{row} [data-badge]"), "el estado de la fila", |t| !t.trim().is_empty())
         .await?;
-    let row_next = text(app.find(&format!("{row} [data-testid=row-next]")).await?).await?;
+    // The cell may be clamped to two lines; its title holds the whole sentence.
+    let row_next = app.attr(&format!("{row} [data-testid=row-next]"), "title").await?.unwrap_or_default();
     app.screenshot(&format!("bandeja-{name}")).await?;
     println!("situación {name}: Factura «{state}» · «{next}»; Bandeja «{row_state}» · «{row_next}»");
     app.go(factura).await?;
@@ -1448,10 +1451,9 @@ if (!main) return [];
 const copy = main.cloneNode(true);
 copy.querySelectorAll('details:not([open]) > :not(summary), details.tech > :not(summary), [data-testid$=technical] > :not(summary)').forEach((e) => e.remove());
 copy.querySelectorAll('input, textarea, pre, .json').forEach((e) => e.remove());
-const text = [copy.textContent, ...[...copy.querySelectorAll('[title]')].map((e) => e.getAttribute('title'))].join('
-');
+const text = [copy.textContent, ...[...copy.querySelectorAll('[title]')].map((e) => e.getAttribute('title'))].join('\n');
 const hits = [];
-for (const [name, re] of [['snake_case', /[a-z]+(?:_[a-z0-9]+)+/g], ['HTTP con dos puntos', /[1-5]\d\d:/g], ['evidencia #', /evidencia #/gi], ['bytes', /bytes/gi]]) {
+for (const [name, re] of [['snake_case', /\b[a-z]+(?:_[a-z0-9]+)+\b/g], ['HTTP con dos puntos', /\b[1-5]\d\d:/g], ['evidencia #', /evidencia #/gi], ['bytes', /\bbytes\b/gi]]) {
   for (const m of text.matchAll(re)) hits.push(`${name}: «${text.slice(Math.max(0, m.index - 25), m.index + m[0].length + 25).replace(/\s+/g, ' ')}»`);
 }
 return hits.slice(0, 8);

@@ -997,7 +997,7 @@ export const en: Record<keyof typeof es, string> = {
   'refusal.risk.rechazo_tras_resultado_desconocido': 'Doing it could produce a second invoice.',
   'refusal.risk.fecha_vencida': 'SAT would no longer accept it with that Fecha.',
   'refusal.risk.cfdi_existe': 'No second invoice comes out.',
-  'seat.first_run_who': 'Who sits here?',
+  'seat.first_run_who': 'Who works here:',
   'seat.first_run_personal': 'Cashier (personal)',
   'seat.first_run_soporte': 'Support',
   'first.title': 'To start',
@@ -1009,4 +1009,5 @@ export const en: Record<keyof typeof es, string> = {
   'tablero.col.p50_hint': 'Half of the sends took less than this (median, p50).',
   'tablero.col.p95_hint': '19 in 20 sends took less than this (p95).',
   'workers.tech': 'pid {pid} · {worker}',
+  'tablero.cause_http_status': 'the PAC answered with an error on its side',
 };

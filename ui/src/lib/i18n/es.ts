@@ -994,7 +994,7 @@ export const es = {
   'refusal.risk.rechazo_tras_resultado_desconocido': 'Hacerlo podría sacar una segunda factura.',
   'refusal.risk.fecha_vencida': 'El SAT ya no la aceptaría con esa Fecha.',
   'refusal.risk.cfdi_existe': 'No sale otra factura.',
-  'seat.first_run_who': '¿Quién se sienta aquí?',
+  'seat.first_run_who': 'Aquí trabaja:',
   'seat.first_run_personal': 'Cajero/a (personal)',
   'seat.first_run_soporte': 'Soporte',
   'first.title': 'Para empezar',
@@ -1006,4 +1006,5 @@ export const es = {
   'tablero.col.p50_hint': 'La mitad de los envíos tardó menos que esto (mediana, p50).',
   'tablero.col.p95_hint': '19 de cada 20 envíos tardaron menos que esto (p95).',
   'workers.tech': 'pid {pid} · {worker}',
+  'tablero.cause_http_status': 'el PAC respondió con un error de su lado',
 };
