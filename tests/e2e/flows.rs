@@ -349,7 +349,10 @@ async fn situation_words(app: &App, name: &str, factura: &str) -> Res {
         .wait_text(&format!("{row} [data-badge]"), "el estado de la fila", |t| !t.trim().is_empty())
         .await?;
     // The cell may be clamped to two lines; its title holds the whole sentence.
-    let row_next = app.attr(&format!("{row} [data-testid=row-next]"), "title").await?.unwrap_or_default();
+    let row_next = app
+        .attr(&format!("{row} [data-testid=row-next]"), "title")
+        .await?
+        .unwrap_or_default();
     app.screenshot(&format!("bandeja-{name}")).await?;
     println!("situación {name}: Factura «{state}» · «{next}»; Bandeja «{row_state}» · «{row_next}»");
     app.go(factura).await?;
@@ -1482,7 +1485,11 @@ return out.slice(0, 8);
 async fn scan(app: &App, js: &str, page: &str, w: u32, h: u32) -> Res<Vec<String>> {
     let v = app.client.execute(js, vec![]).await.map_err(|e| format!("{page}: {e}"))?;
     Ok(v.as_array()
-        .map(|a| a.iter().map(|x| format!("{page} a {w}×{h}: {}", x.as_str().unwrap_or_default())).collect())
+        .map(|a| {
+            a.iter()
+                .map(|x| format!("{page} a {w}×{h}: {}", x.as_str().unwrap_or_default()))
+                .collect()
+        })
         .unwrap_or_default())
 }
 
@@ -1597,7 +1604,11 @@ pub async fn ventana_y_archivos(app: &App) -> Res {
             // The pages that say an invoice's state: no raw code visible, and (from 1280 px) no
             // table cell breaking inside a word. The others are reported, not yet held.
             let words = scan(app, RAW_CODES_JS, name, w, h).await?;
-            let wraps = if w >= 1280 { scan(app, WORD_WRAP_JS, name, w, h).await? } else { Vec::new() };
+            let wraps = if w >= 1280 {
+                scan(app, WORD_WRAP_JS, name, w, h).await?
+            } else {
+                Vec::new()
+            };
             if ["bandeja", "factura", "tablero"].contains(name) {
                 problems.extend(words);
                 problems.extend(wraps);
