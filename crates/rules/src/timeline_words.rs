@@ -71,6 +71,9 @@ pub const ANSWER_WORDS: &[&str] = &[
     "cancel_late",
     "cancel_refused",
     "cancel_not_cancelable",
+    "sat_vigente",
+    "sat_cancelado",
+    "sat_no_encontrado",
 ];
 
 /// A PAC's or SAT's answer code in words: the key of its sentence (`answer_<key>`), so no
@@ -91,6 +94,15 @@ pub fn answer_words(code: &str, outcome: Option<EvidenceOutcome>) -> Option<&'st
             "subscription_required" => "subscription_required",
             "718" | "719" | "720" | "740" | "703" => "account",
             _ if c.starts_with("AU") || matches!(c, "300" | "401" | "403" | "701" | "702") => "credentials",
+            _ => return None,
+        });
+    }
+    // SAT's status query answers its `Estado` (what the evidence records as the code).
+    if matches!(outcome, Some(O::Known)) {
+        return Some(match c {
+            "Vigente" => "sat_vigente",
+            "Cancelado" => "sat_cancelado",
+            "No Encontrado" => "sat_no_encontrado",
             _ => return None,
         });
     }
@@ -441,7 +453,12 @@ mod tests {
         assert_eq!(answer_words("401", Some(EvidenceOutcome::Rejected)), Some("fecha_window"));
         assert_eq!(answer_words("401", Some(EvidenceOutcome::Unavailable)), Some("credentials"));
         assert_eq!(answer_words("205", Some(EvidenceOutcome::Refused)), Some("cancel_uuid_unknown"));
+        assert_eq!(answer_words("Cancelado", Some(EvidenceOutcome::Known)), Some("sat_cancelado"));
         assert_eq!(answer_words("whatever", None), None);
+        // Every key answer_words can name is listed (and so in both catalogues).
+        for (code, o) in [("Vigente", EvidenceOutcome::Known), ("No Encontrado", EvidenceOutcome::Known)] {
+            assert!(answer_words(code, Some(o)).is_some_and(|w| ANSWER_WORDS.contains(&w)), "{code}");
+        }
     }
 
     #[test]

@@ -1010,4 +1010,7 @@ export const en: Record<keyof typeof es, string> = {
   'tablero.col.p95_hint': '19 in 20 sends took less than this (p95).',
   'workers.tech': 'pid {pid} · {worker}',
   'tablero.cause_http_status': 'the PAC answered with an error on its side',
+  'timeline.say.answer_sat_vigente': 'SAT says the invoice is vigente.',
+  'timeline.say.answer_sat_cancelado': 'SAT says the invoice is cancelled.',
+  'timeline.say.answer_sat_no_encontrado': 'SAT does not find the invoice yet.',
 };

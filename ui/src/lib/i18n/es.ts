@@ -1007,4 +1007,7 @@ export const es = {
   'tablero.col.p95_hint': '19 de cada 20 envíos tardaron menos que esto (p95).',
   'workers.tech': 'pid {pid} · {worker}',
   'tablero.cause_http_status': 'el PAC respondió con un error de su lado',
+  'timeline.say.answer_sat_vigente': 'El SAT dice que la factura está vigente.',
+  'timeline.say.answer_sat_cancelado': 'El SAT dice que la factura está cancelada.',
+  'timeline.say.answer_sat_no_encontrado': 'El SAT todavía no encuentra la factura.',
 };
