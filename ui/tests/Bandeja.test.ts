@@ -39,10 +39,23 @@ describe('Bandeja', () => {
     expect(document.querySelectorAll('a.tr[data-invoice-id]').length).toBeLessThan(60);
     const first = document.querySelector('a.tr[data-invoice-id]')!;
     expect(first.getAttribute('href')).toBe('#/factura/100000');
-    expect(first.querySelector('[data-badge]')?.textContent).toBe('Reanudar');
+    // The state in words, then the next step as one sentence.
+    expect(first.querySelector('[data-badge]')?.textContent).toBe('En proceso');
+    expect(first.querySelector('[data-testid=row-next]')?.textContent).toBe('Timbra está confirmando con el PAC; no se duplicará.');
     expect(first.textContent).toContain('$116.00');
     expect(first.textContent).toContain('✎ 2');
-    expect(document.querySelector('[data-count-badge=reanudar]')?.textContent).toBe('1');
+    // One compact filter: counts by state in words, the strategy's badges inside the select.
+    expect(document.querySelector('[data-count-situation=en_proceso] .n')?.textContent).toBe('100000');
+    expect(document.querySelector('[data-count-badge=reanudar]')?.textContent).toBe('En proceso · confirmando con el PAC (1)');
+    expect(document.querySelectorAll('.chip-button')).toHaveLength(0);
+  });
+
+  test('an empty outbox offers the first steps: the first invoice and connecting the PAC', async () => {
+    backend(0);
+    render(Bandeja);
+    await waitFor(() => expect(screen.getByTestId('first-steps')).toBeTruthy());
+    expect(screen.getByTestId('first-invoice').getAttribute('href')).toBe('#/emitir');
+    expect(screen.getByTestId('first-pac').textContent).toBe('Conectar mi PAC');
   });
 
   test('badge filter and search go to Rust as a query', async () => {
@@ -51,7 +64,7 @@ describe('Bandeja', () => {
     await waitFor(() => expect(queries).toHaveLength(1));
     expect(queries[0]).toEqual({ state: null, badge: null, flag: null, ppd_con_saldo: false, search: null, after: null, limit: 200 });
 
-    await fireEvent.click(document.querySelector('[data-filter-badge=reanudar]')!);
+    await fireEvent.change(screen.getByTestId('badge-filter'), { target: { value: 'reanudar' } });
     await waitFor(() => expect(queries.at(-1)?.badge).toBe('reanudar'));
 
     await fireEvent.input(screen.getByTestId('search'), { target: { value: '  URE18 ' } });

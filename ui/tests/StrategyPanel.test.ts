@@ -14,11 +14,14 @@ describe('StrategyPanel', () => {
   test('shows the badge, the reasons and buttons enabled only where allowed', () => {
     render(StrategyPanel, { strategy: reanudar, role: 'soporte', onaction: vi.fn() });
     expect(document.querySelector('[data-badge]')?.getAttribute('data-badge')).toBe('reanudar');
+    // The state in words and the next step, apart.
+    expect(document.querySelector('[data-badge]')?.textContent).toBe('En proceso');
+    expect(screen.getByTestId('next-step').textContent).toBe('Timbra está confirmando con el PAC; no se duplicará.');
     expect(screen.getByTestId('reasons').textContent).toContain('sin respuesta clara');
     expect(button('retry').disabled).toBe(false);
     expect(button('retry').textContent).toBe('Reintentar · Reanudar');
     expect(button('failover').disabled).toBe(true);
-    expect(button('failover').parentElement?.getAttribute('title')).toContain('evidencia #7');
+    expect(button('failover').parentElement?.getAttribute('title')).not.toContain('#7');
     expect(document.querySelector('[data-why=failover]')?.textContent).toContain('un envío terminó sin respuesta clara y nada lo ha aclarado');
     expect(document.querySelector('button[data-action=force_failover]')).toBeNull();
     expect(document.querySelector('button[data-action=verify_absent]')).toBeNull();
@@ -125,6 +128,18 @@ describe('StrategyPanel', () => {
     });
     expect(button('send_to_contador').disabled).toBe(true);
     expect(document.querySelector('[data-why=send_to_contador]')?.textContent).toContain('Ya está timbrada');
-    expect(document.querySelector('[data-why=send_to_contador]')?.textContent).toContain('evidencia #3');
+    expect(document.querySelector('[data-why=send_to_contador]')?.textContent).not.toContain('#3');
+  });
+
+  test('the evidence behind reasons and refusals waits behind Detalle técnico', async () => {
+    render(StrategyPanel, { strategy: reanudar, role: 'soporte', onaction: vi.fn() });
+    const tech = screen.getByTestId('strategy-technical') as HTMLDetailsElement;
+    expect(tech.querySelector('summary')?.textContent).toBe('Detalle técnico');
+    // Closed, it holds nothing but its summary.
+    expect(tech.textContent?.trim()).toBe('Detalle técnico');
+    tech.open = true;
+    await fireEvent(tech, new Event('toggle'));
+    expect(tech.textContent).toContain('#7');
+    expect(tech.textContent).toContain('resultado_desconocido');
   });
 });

@@ -66,9 +66,12 @@ describe('Tablero', () => {
       { shouldMockEvents: true },
     );
     render(Tablero);
-    await waitFor(() => expect(screen.getByTestId('p50').textContent).toContain('412'));
+    // Answer times in seconds a shopkeeper reads; the milliseconds are in the tooltip.
+    await waitFor(() => expect(screen.getByTestId('p50').textContent).toBe('0.4 s'));
     const row = screen.getByTestId('pac-health').querySelector('tr[data-pac=sandbox]')!;
-    expect(row.querySelector('[data-testid=p95]')?.textContent).toContain('3,050');
+    expect(row.querySelector('[data-testid=p95]')?.textContent).toBe('3.1 s');
+    expect(row.querySelector('[data-testid=p95]')?.getAttribute('title')).toBe('3050 ms');
+    expect(screen.getByTestId('pac-health').textContent).not.toMatch(/p50|p95|Latencia/);
     expect(row.querySelector('[data-testid=error-rate]')?.textContent).toContain('33.33 %');
     expect(row.querySelector('[data-testid=outage]')?.textContent).toContain('el PAC no contestó a tiempo');
     expect(row.querySelector('[data-testid=outage]')?.textContent).toContain('sigue sin responder');
@@ -79,8 +82,11 @@ describe('Tablero', () => {
     // The drain processes live on this database, as Rust counted them.
     const live = screen.getByTestId('live-workers');
     expect(live.getAttribute('data-count')).toBe('2');
-    expect(screen.getByTestId('live-workers-count').textContent).toBe('2 proceso(s) de drenado activo(s).');
-    expect(live.querySelector('li[data-worker=srv]')?.textContent).toContain('timbra drain en servidor (pid 812)');
+    expect(screen.getByTestId('live-workers-count').textContent).toBe('2 proceso(s) timbrando ahora.');
+    // The process id is technical detail (a tooltip), never the words; no "drenado".
+    expect(live.querySelector('li[data-worker=srv]')?.textContent).toContain('timbra drain en servidor');
+    expect(live.textContent).not.toMatch(/pid|drenado/);
+    expect(live.querySelector('li[data-worker=srv]')?.getAttribute('title')).toContain('pid 812');
   });
 
   test('no live drain process is said plainly', async () => {
@@ -93,6 +99,6 @@ describe('Tablero', () => {
     );
     render(Tablero);
     await waitFor(() => expect(screen.getByTestId('live-workers').getAttribute('data-count')).toBe('0'));
-    expect(screen.getByTestId('live-workers-count').textContent).toContain('Ningún proceso de drenado activo');
+    expect(screen.getByTestId('live-workers-count').textContent).toContain('Nada está timbrando');
   });
 });

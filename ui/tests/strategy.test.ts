@@ -1,7 +1,7 @@
 import type { ReasonCode } from '../src/lib/ipc/bindings/ReasonCode';
 import type { RefusalCode } from '../src/lib/ipc/bindings/RefusalCode';
 import { describe, expect, test } from 'vitest';
-import { badgeTone, buttonStates, reasonText, refusalText } from '../src/lib/strategy';
+import { badgeTone, buttonStates, nextStep, reasonText, refusalEvidence, refusalText, situationOf } from '../src/lib/strategy';
 import { setLocale } from '../src/lib/i18n/index.svelte';
 import type { ButtonState } from '../src/lib/strategy';
 import { reanudar, reprocesar, timbrada } from './fixtures';
@@ -14,15 +14,20 @@ describe('action buttons follow the strategy exactly', () => {
   test('Reanudar: Reintentar resumes; failover is refused naming the unknown outcome', () => {
     const s = byAction(buttonStates(reanudar, 'soporte'));
     expect(s.retry).toMatchObject({ visible: true, enabled: true, label: 'Reintentar · Reanudar' });
-    expect(s.retry.tooltip).toContain('mismos bytes');
-    // Reprocesar is unavailable, and the tooltip says why, naming the evidence.
+    // The hint says what happens for the business, not the mechanics.
+    expect(s.retry.tooltip).toContain('no sale otra factura');
+    expect(s.retry.tooltip).not.toContain('bytes');
+    // Reprocesar is unavailable, and the tooltip says why and what it would risk; the evidence
+    // that decides it goes to the technical detail.
     expect(s.retry.tooltip).toContain('No reprocesa: El PAC pudo haber timbrado');
-    expect(s.retry.tooltip).toContain('evidencia #7: Respuesta del PAC: sin respuesta clara timeout');
+    expect(s.retry.tooltip).toContain('podría sacar una segunda factura');
+    expect(s.retry.tooltip).not.toContain('#7');
+    expect(s.retry.evidence).toEqual(['#7 · Respuesta del PAC: sin respuesta clara timeout']);
     expect(s.failover).toMatchObject({ visible: true, enabled: false });
     expect(s.failover.tooltip).toContain('un envío terminó sin respuesta clara y nada lo ha aclarado');
-    expect(s.failover.tooltip).toContain('evidencia #7');
+    expect(s.failover.evidence.join(' ')).toContain('#7');
     expect(s.finalize.enabled).toBe(false);
-    expect(s.finalize.tooltip).toBe('Todavía no hay CFDI. (evidencia #7: Respuesta del PAC: sin respuesta clara timeout)');
+    expect(s.finalize.tooltip).toBe('Todavía no hay CFDI.');
     // Not offered by the strategy at all: not shown.
     expect(s.send_to_contador.visible).toBe(false);
     // The forced failover is the contador's alone: soporte does not even see it.
@@ -55,8 +60,8 @@ describe('action buttons follow the strategy exactly', () => {
     const s = byAction(buttonStates(timbrada, 'soporte'));
     expect(s.download_xml.enabled).toBe(true);
     expect(s.retry).toMatchObject({ visible: true, enabled: false, label: 'Reintentar' });
-    expect(s.retry.tooltip).toContain('Ya existe un CFDI para esta venta.');
-    expect(s.retry.tooltip).toContain('#3');
+    expect(s.retry.tooltip).toContain('Ya existe un CFDI para esta venta. No sale otra factura.');
+    expect(s.retry.evidence.join(' ')).toContain('#3');
   });
 
   test('labels and reasons switch to English', () => {
@@ -83,7 +88,8 @@ describe('badge and reasons', () => {
     expect(reasonText(reanudar.reasons[0])).toBe(
       'Un envío a sandbox terminó sin respuesta clara; puede o no existir un CFDI.',
     );
-    expect(reasonText(reprocesar.reasons[0])).toBe('sw rechazó el documento: CFDI40101 Fecha fuera de rango.');
+    // The PAC's code waits in the technical detail; its message is the reason.
+    expect(reasonText(reprocesar.reasons[0])).toBe('sw rechazó el documento: Fecha fuera de rango.');
     expect(reasonText(timbrada.reasons[0])).toBe('Timbrada por sw con UUID 5FB2822E-396D-4725-8521-CDC4BDD20CCF.');
     // The proven-absent attempt is the one the evidence names (the live one, not an abandoned one).
     expect(reasonText({ code: 'comprobado_sin_cfdi', evidence_id: 12, params: { attempt_no: 2, pac: 'finkok' } })).toBe(
@@ -91,14 +97,40 @@ describe('badge and reasons', () => {
     );
     // Missing facts leave no empty parentheses.
     expect(reasonText({ code: 'pac_no_disponible', evidence_id: null, params: { pac: 'sw', outcome: null, code: null } })).toBe(
-      'sw no estuvo disponible; no recibió nada.',
+      'sw no estuvo disponible y no recibió nada: se puede volver a enviar sin riesgo.',
     );
   });
 
-  test('an unknown code is shown as the code, never as nothing', () => {
+  test('an unknown code is never shown as nothing', () => {
     // A code from a newer Rust than this UI (the types forbid it at build time).
     expect(reasonText({ code: 'algo_nuevo' as ReasonCode, evidence_id: null, params: {} })).toBe('algo_nuevo');
-    expect(refusalText({ code: 'otra_cosa' as RefusalCode, evidence_id: 4, evidence: 'x' })).toBe('otra_cosa (evidencia #4: x)');
+    // A refusal says it in general words; its code and evidence are technical detail.
+    expect(refusalText({ code: 'otra_cosa' as RefusalCode, evidence_id: 4, evidence: 'x' })).toBe('La evidencia no permite esta acción.');
+    expect(refusalEvidence({ code: 'otra_cosa' as RefusalCode, evidence_id: 4, evidence: 'x' })).toBe('#4 · x');
     expect(refusalText(null)).toBe('La evidencia no permite esta acción.');
+  });
+});
+
+describe('state in words and the next step', () => {
+  test('every badge has a state in words; the strategy stays underneath', () => {
+    expect(situationOf('timbrada')).toBe('timbrada');
+    expect(situationOf('reanudar')).toBe('en_proceso');
+    expect(situationOf('finalizar')).toBe('en_proceso');
+    expect(situationOf('respaldo')).toBe('en_proceso');
+    expect(situationOf('reprocesar')).toBe('rechazada');
+    expect(situationOf('atencion')).toBe('decision');
+    expect(situationOf('duplicado')).toBe('decision');
+    expect(situationOf('cancelada')).toBe('cancelada');
+    expect(situationOf('pendiente', 'held')).toBe('en_espera');
+  });
+
+  test('a next step only where a person can act, as one sentence', () => {
+    expect(nextStep('timbrada', 'timbrada')).toBeNull();
+    expect(nextStep('pendiente', 'pendiente')).toBeNull();
+    expect(nextStep('cancelada', 'todos_cancelados')).toBeNull();
+    expect(nextStep('reanudar', 'resultado_desconocido')).toBe('Timbra está confirmando con el PAC; no se duplicará.');
+    expect(nextStep('atencion', 'rechazo_tras_resultado_desconocido')).toContain('Decide el contador: puede haber una segunda factura');
+    expect(nextStep('atencion', 'max_intentos')).toContain('no sale otra factura');
+    expect(nextStep('timbrada', 'timbrada', true)).toContain('Decide el contador');
   });
 });

@@ -12,9 +12,9 @@ use serde_json::Value;
 use crate::evidence::{evidence_kind, EvidenceKind, EvidenceOutcome};
 use crate::model::{AttemptInfo, Phrase, TimelineEntry, TimelineSource};
 
-/// Whether an outcome class has words of its own (`outcome_<class>`): the answers to stamps
-/// and lookups. A cancellation's answers read as `outcome_other` here (the cancellation has
-/// its own lines in the detail).
+/// Whether an outcome class has words of its own (`outcome_<class>`): every class of the
+/// vocabulary does, the answers to stamps and lookups and those to cancellations and SAT's
+/// status queries alike.
 fn has_words(o: EvidenceOutcome) -> bool {
     match o {
         EvidenceOutcome::Stamped
@@ -26,9 +26,141 @@ fn has_words(o: EvidenceOutcome) -> bool {
         | EvidenceOutcome::Found
         | EvidenceOutcome::NotFound
         | EvidenceOutcome::Pending
-        | EvidenceOutcome::NotSupported => true,
-        EvidenceOutcome::Accepted | EvidenceOutcome::Refused | EvidenceOutcome::Known => false,
+        | EvidenceOutcome::NotSupported
+        | EvidenceOutcome::Accepted
+        | EvidenceOutcome::Refused
+        | EvidenceOutcome::Known => true,
     }
+}
+
+/// Every sentence [`answer_words`] can name (`timeline.say.answer_<key>` in the console's
+/// catalogues; a test checks both languages have each).
+pub const ANSWER_WORDS: &[&str] = &[
+    "xml_malformed",
+    "bad_seal",
+    "csd_not_issuer",
+    "csd_revoked",
+    "outside_csd_validity",
+    "not_a_csd",
+    "csd_not_sat",
+    "fecha_window",
+    "rfc_not_registered",
+    "fecha_too_old",
+    "sat_rule",
+    "complement",
+    "document",
+    "already_stamped",
+    "credentials",
+    "account",
+    "too_many_requests",
+    "pac_down",
+    "pac_internal_error",
+    "organization_incomplete",
+    "live_key_required",
+    "subscription_required",
+    "in_progress",
+    "not_found",
+    "pending",
+    "facturapi_failed",
+    "cancelled",
+    "cancel_received",
+    "cancel_in_progress",
+    "cancel_not_issuer",
+    "cancel_uuid_unknown",
+    "cancel_bad_reason",
+    "cancel_late",
+    "cancel_refused",
+    "cancel_not_cancelable",
+    "sat_vigente",
+    "sat_cancelado",
+    "sat_no_encontrado",
+];
+
+/// A PAC's or SAT's answer code in words: the key of its sentence (`answer_<key>`), so no
+/// person reads "401" or "CFDI40101". The same number can mean two things ("401" is SAT's
+/// Fecha window when the document is rejected, a refused credential when the PAC is
+/// unavailable), so the outcome class decides too. `None`: a code Timbra has no sentence for;
+/// the PAC's own message is said instead and the code stays in the technical detail.
+pub fn answer_words(code: &str, outcome: Option<EvidenceOutcome>) -> Option<&'static str> {
+    use EvidenceOutcome as O;
+    let c = code.trim();
+    let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if matches!(outcome, Some(O::Unavailable | O::NotSent)) {
+        return Some(match c {
+            "429" | "rate_limit_exceeded" => "too_many_requests",
+            "708" | "798" | "799" | "invoice_stamping_service_unavailable" => "pac_down",
+            "organization_incomplete" => "organization_incomplete",
+            "live_api_key_required" => "live_key_required",
+            "subscription_required" => "subscription_required",
+            "718" | "719" | "720" | "740" | "703" => "account",
+            _ if c.starts_with("AU") || matches!(c, "300" | "401" | "403" | "701" | "702") => "credentials",
+            _ => return None,
+        });
+    }
+    // SAT's status query answers its `Estado` (what the evidence records as the code).
+    if matches!(outcome, Some(O::Known)) {
+        return Some(match c {
+            "Vigente" => "sat_vigente",
+            "Cancelado" => "sat_cancelado",
+            "No Encontrado" => "sat_no_encontrado",
+            _ => return None,
+        });
+    }
+    if matches!(outcome, Some(O::Accepted | O::Refused)) || c.starts_with("invoice_cancellation") {
+        return Some(match c {
+            "201" | "202" => "cancel_received",
+            "invoice_cancellation_in_progress" => "cancel_in_progress",
+            "203" => "cancel_not_issuer",
+            "205" => "cancel_uuid_unknown",
+            "207" => "cancel_bad_reason",
+            "208" | "210" => "cancel_late",
+            "no_cancelable" => "cancel_not_cancelable",
+            "canceled" => "cancelled",
+            "711" => "cancel_refused",
+            _ if c.starts_with("AU") || matches!(c, "300" | "401" | "403") => "credentials",
+            _ if matches!(c, "429" | "rate_limit_exceeded") => "too_many_requests",
+            _ if matches!(c, "708" | "798" | "799") => "pac_down",
+            _ => return None,
+        });
+    }
+    Some(match c {
+        "301" | "705" => "xml_malformed",
+        "302" => "bad_seal",
+        "303" => "csd_not_issuer",
+        "304" => "csd_revoked",
+        "305" => "outside_csd_validity",
+        "306" => "not_a_csd",
+        "308" => "csd_not_sat",
+        "401" => "fecha_window",
+        "402" => "rfc_not_registered",
+        "403" => "fecha_too_old",
+        "307" | "CFDI3307" | "707" | "invoice_already_stamped" => "already_stamped",
+        "712" | "738" | "invoice_stamping_validation_error" | "invalid_request" | "invalid_json" | "400" | "422" => "document",
+        "300" | "701" | "702" => "credentials",
+        "703" | "718" | "719" | "720" | "740" => "account",
+        "429" | "rate_limit_exceeded" => "too_many_requests",
+        "708" | "798" | "799" | "invoice_stamping_service_unavailable" => "pac_down",
+        "CO1000" | "CO1001" | "invoice_stamping_failed" => "pac_internal_error",
+        "organization_incomplete" => "organization_incomplete",
+        "live_api_key_required" => "live_key_required",
+        "subscription_required" => "subscription_required",
+        "idempotency_key_in_use" | "stamping_in_progress" => "in_progress",
+        "603" | "not_found" => "not_found",
+        "pending" | "verifying" | "invoice_pending" => "pending",
+        "rejected" | "invoice_failed" => "facturapi_failed",
+        "canceled" => "cancelled",
+        "201" | "202" => "cancel_received",
+        "203" => "cancel_not_issuer",
+        "205" => "cancel_uuid_unknown",
+        "207" => "cancel_bad_reason",
+        "208" | "210" => "cancel_late",
+        "711" => "cancel_refused",
+        "no_cancelable" => "cancel_not_cancelable",
+        _ if c.starts_with("AU") && all_digits(&c[2..]) => "credentials",
+        _ if (c.starts_with("CFDI4") || c.starts_with("CFDI33")) && all_digits(&c[4..]) => "sat_rule",
+        _ if c.starts_with("CC") && all_digits(&c[2..]) => "complement",
+        _ => return None,
+    })
 }
 
 /// Whether an outcome's message is a transport failure's text rather than a PAC's answer.
@@ -103,11 +235,14 @@ fn evidence_phrases(entry: &TimelineEntry, attempts: &[AttemptInfo]) -> Vec<Phra
     }
     match (&code, class) {
         (Some(c), _) if OWN_CODES.contains(&c.as_str()) => out.push(Phrase::new(format!("code_{c}")).with("pac", &pac)),
-        (Some(c), _) => out.push(
-            Phrase::new("pac_code")
-                .with("code", c)
-                .with("message", message.as_deref().unwrap_or("").trim()),
-        ),
+        (Some(c), _) => match answer_words(c, class) {
+            Some(w) => out.push(Phrase::new(format!("answer_{w}")).with("pac", &pac).with("code", c)),
+            None => out.push(
+                Phrase::new("pac_code")
+                    .with("code", c)
+                    .with("message", message.as_deref().unwrap_or("").trim()),
+            ),
+        },
         (None, Some(o)) if is_transport(o) => {
             if let Some(m) = &message {
                 let status = last_status(d.get("detail"));
@@ -196,8 +331,14 @@ mod tests {
             json!({"outcome": "rejected", "code": "CFDI40101", "message": "Fecha fuera de rango"}),
         );
         let p = phrases(&r, &[]);
-        assert_eq!(codes(&p), ["outcome_rejected", "pac_code"]);
+        assert_eq!(codes(&p), ["outcome_rejected", "answer_sat_rule"]);
         assert_eq!(p[1].params["code"], "CFDI40101");
+        let odd = entry(
+            TimelineSource::Evidence,
+            "pac_response",
+            json!({"outcome": "rejected", "code": "X-1", "message": "Algo raro"}),
+        );
+        assert_eq!(codes(&phrases(&odd, &[])), ["outcome_rejected", "pac_code"]);
     }
 
     #[test]
@@ -227,5 +368,142 @@ mod tests {
             json!({"body_format": "json", "pac": "facturapi"}),
         );
         assert_eq!(phrases(&j, &[])[0].code, "json_no_local_seal");
+    }
+
+    /// The codes the PAC adapters can record on evidence: every quoted code in their sources
+    /// (numbers such as "307", "CFDI3307", "AU2000", and the snake_case codes a `match` arm or
+    /// a `code:` names), so a code added to an adapter without a sentence fails here.
+    fn adapter_codes() -> Vec<String> {
+        let sources = [
+            include_str!("../../pac-clients/src/sw.rs"),
+            include_str!("../../pac-clients/src/finkok.rs"),
+            include_str!("../../pac-clients/src/facturapi.rs"),
+            include_str!("../../pac-clients/src/sat.rs"),
+        ];
+        let numeric = |s: &str| {
+            let letters = s.bytes().take_while(u8::is_ascii_uppercase).count();
+            let digits = &s[letters..];
+            letters <= 5 && (3..=5).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
+        };
+        let snake = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+        let mut out = Vec::new();
+        for src in sources {
+            // The adapters' own tests quote fixtures, not answers.
+            let src = src.split("#[cfg(test)]").next().unwrap_or(src);
+            for line in src.lines() {
+                let trimmed = line.trim_start();
+                let arm = trimmed.starts_with("| \"")
+                    || ((trimmed.starts_with('"') || trimmed.starts_with("(_, \"")) && (line.contains("=>") || trimmed.ends_with('|')));
+                let parts: Vec<&str> = line.split('"').collect();
+                for (i, lit) in parts.iter().enumerate().skip(1).step_by(2) {
+                    let before = parts[i - 1];
+                    let named_code = before.trim_end().ends_with("code:") || before.contains("matches!(code") || before.contains("code ==");
+                    let is_code = numeric(lit) || (snake(lit) && (arm || named_code));
+                    // HTTP statuses the adapters write as codes come from `status.to_string()`.
+                    if is_code && !out.iter().any(|c: &String| c == lit) {
+                        out.push((*lit).to_string());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_code_an_adapter_can_record_has_a_sentence() {
+        let codes = adapter_codes();
+        assert!(codes.len() > 30, "the scan found too few codes: {codes:?}");
+        for needle in [
+            "307",
+            "CFDI3307",
+            "707",
+            "205",
+            "invoice_already_stamped",
+            "rate_limit_exceeded",
+            "organization_incomplete",
+            "live_api_key_required",
+        ] {
+            assert!(codes.iter().any(|c| c == needle), "the scan misses {needle}: {codes:?}");
+        }
+        let unclassified: Vec<&String> = codes
+            .iter()
+            .filter(|c| {
+                [
+                    None,
+                    Some(EvidenceOutcome::Rejected),
+                    Some(EvidenceOutcome::Unavailable),
+                    Some(EvidenceOutcome::Refused),
+                ]
+                .iter()
+                .all(|o| answer_words(c, *o).is_none())
+            })
+            .collect();
+        assert!(unclassified.is_empty(), "codes without a sentence: {unclassified:?}");
+        // The families the adapters recognise by prefix, and the statuses they record as codes.
+        for code in ["CFDI40101", "CFDI33101", "CC101", "AU2001", "400", "422"] {
+            assert!(answer_words(code, Some(EvidenceOutcome::Rejected)).is_some(), "{code}");
+        }
+        for code in ["401", "403", "429", "300"] {
+            assert!(answer_words(code, Some(EvidenceOutcome::Unavailable)).is_some(), "{code}");
+        }
+    }
+
+    #[test]
+    fn the_same_number_says_what_its_class_means() {
+        assert_eq!(answer_words("401", Some(EvidenceOutcome::Rejected)), Some("fecha_window"));
+        assert_eq!(answer_words("401", Some(EvidenceOutcome::Unavailable)), Some("credentials"));
+        assert_eq!(answer_words("205", Some(EvidenceOutcome::Refused)), Some("cancel_uuid_unknown"));
+        assert_eq!(answer_words("Cancelado", Some(EvidenceOutcome::Known)), Some("sat_cancelado"));
+        assert_eq!(answer_words("whatever", None), None);
+        // Every key answer_words can name is listed (and so in both catalogues).
+        for (code, o) in [("Vigente", EvidenceOutcome::Known), ("No Encontrado", EvidenceOutcome::Known)] {
+            assert!(answer_words(code, Some(o)).is_some_and(|w| ANSWER_WORDS.contains(&w)), "{code}");
+        }
+    }
+
+    #[test]
+    fn every_sentence_is_in_both_catalogues() {
+        let es = include_str!("../../../ui/src/lib/i18n/es.ts");
+        let en = include_str!("../../../ui/src/lib/i18n/en.ts");
+        let mut keys: Vec<String> = ANSWER_WORDS.iter().map(|w| format!("answer_{w}")).collect();
+        for o in [
+            "stamped",
+            "already_stamped",
+            "rejected",
+            "not_sent",
+            "unavailable",
+            "unknown",
+            "found",
+            "not_found",
+            "pending",
+            "not_supported",
+            "accepted",
+            "refused",
+            "known",
+        ] {
+            assert!(EvidenceOutcome::parse(o).is_some_and(has_words), "{o}");
+            keys.push(format!("outcome_{o}"));
+        }
+        for key in keys {
+            for (name, cat) in [("es", es), ("en", en)] {
+                assert!(
+                    cat.contains(&format!("\"timeline.say.{key}\"")) || cat.contains(&format!("'timeline.say.{key}'")),
+                    "{name}.ts has no timeline.say.{key}"
+                );
+            }
+        }
+        // Every key answer_words returns is listed.
+        for code in adapter_codes() {
+            for o in [
+                None,
+                Some(EvidenceOutcome::Rejected),
+                Some(EvidenceOutcome::Unavailable),
+                Some(EvidenceOutcome::Refused),
+            ] {
+                if let Some(w) = answer_words(&code, o) {
+                    assert!(ANSWER_WORDS.contains(&w), "{w} is not in ANSWER_WORDS");
+                }
+            }
+        }
     }
 }

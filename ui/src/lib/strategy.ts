@@ -1,8 +1,11 @@
-// What the Factura page shows of the strategy : badge tone, reasons in words, and
-// each action button's state. The verdict itself comes from Rust (the evidence-derived
-// strategy); this only presents it: a button is enabled exactly when Rust says the action is
-// allowed, hidden when the operator's role may never take it, and a disabled button's tooltip
-// names the evidence that refuses it. Rust re-checks every action anyway.
+// What the Bandeja and the Factura page show of the strategy: the invoice's state in words
+// (Timbrada, En proceso, Necesita una decisión, Rechazada, Cancelada), the next step as one
+// sentence when a person can act, reasons in words, and each action button's state with what
+// it will do for the business. The verdict itself comes from Rust (the evidence-derived
+// strategy: its badge, resume / reprocess, evidence-gated); this only presents it: a button is
+// enabled exactly when Rust says the action is allowed, hidden when the operator's role may
+// never take it, and a disabled button says why in words; the evidence that decides it (its id,
+// kind and outcome) goes to the technical detail. Rust re-checks every action anyway.
 import type { ActionDto } from './ipc/bindings/ActionDto';
 import type { ActionKindDto } from './ipc/bindings/ActionKindDto';
 import type { Badge } from './ipc/bindings/Badge';
@@ -64,6 +67,82 @@ export function badgeLabel(b: Badge): string {
   return tDynamic(`badge.${b}`) ?? b;
 }
 
+/** The invoice's state in words, what a shopkeeper reads first. */
+export type Situation = 'en_proceso' | 'en_espera' | 'decision' | 'rechazada' | 'timbrada' | 'cancelada';
+
+/** The situations the Bandeja counts and filters by (a waiting ticket counts as En proceso). */
+export type ListedSituation = Exclude<Situation, 'en_espera'>;
+
+export const SITUATIONS: readonly ListedSituation[] = ['en_proceso', 'decision', 'rechazada', 'timbrada', 'cancelada'];
+
+/** The badges behind each situation, in the order the Bandeja's filter lists them. */
+export const SITUATION_BADGES: Record<ListedSituation, readonly Badge[]> = {
+  en_proceso: ['pendiente', 'reanudar', 'finalizar', 'respaldo'],
+  decision: ['atencion', 'duplicado'],
+  rechazada: ['reprocesar'],
+  timbrada: ['timbrada'],
+  cancelada: ['cancelada'],
+};
+
+/** The situation of a verdict; a held Pendiente (a ticket kept for the factura global) waits. */
+export function situationOf(b: Badge, state?: string | null): Situation {
+  switch (b) {
+    case 'pendiente':
+      return state === 'held' ? 'en_espera' : 'en_proceso';
+    case 'reanudar':
+    case 'finalizar':
+    case 'respaldo':
+      return 'en_proceso';
+    case 'reprocesar':
+      return 'rechazada';
+    case 'duplicado':
+    case 'atencion':
+      return 'decision';
+    case 'timbrada':
+      return 'timbrada';
+    case 'cancelada':
+      return 'cancelada';
+  }
+}
+
+export function situationTone(s: Situation): Tone {
+  switch (s) {
+    case 'timbrada':
+      return 'ok';
+    case 'en_proceso':
+    case 'en_espera':
+    case 'cancelada':
+      return 'info';
+    case 'rechazada':
+      return 'warn';
+    case 'decision':
+      return 'bad';
+  }
+}
+
+export function situationLabel(s: Situation): string {
+  return tDynamic(`situation.${s}`) ?? s;
+}
+
+/** A badge in the Bandeja's filter: its situation and, when the situation has several, which. */
+export function badgeFilterLabel(b: Badge): string {
+  const detail = tDynamic(`badge.detail.${b}`);
+  const s = situationLabel(situationOf(b));
+  return detail ? `${s} · ${detail}` : s;
+}
+
+/**
+ * The next step as one sentence, only when there is one: what Timbra is doing about it or who
+ * decides, and what that means for the business. `reason` is the verdict's first reason code
+ * (the row's `state_reason` in the Bandeja).
+ */
+export function nextStep(b: Badge, reason: string | null | undefined, possibleDuplicate = false): string | null {
+  const specific = reason ? tDynamic(`next.${b}.${reason}`) : null;
+  if (specific) return specific;
+  if (b === 'timbrada' && possibleDuplicate) return t('next.timbrada.posible_duplicado');
+  return tDynamic(`next.${b}`);
+}
+
 function flatParams(params: unknown): Record<string, string | number> {
   const out: Record<string, string | number> = {};
   if (params && typeof params === 'object') {
@@ -98,12 +177,19 @@ export function evidenceWords(text: string): string {
   return `${kind}: ${[outcome ?? first, ...rest].join(' ')}`;
 }
 
-/** Why an action is refused, naming the evidence that decides it. */
+/** Why an action is refused, in words (the evidence that decides it: [`refusalEvidence`]). */
 export function refusalText(r: RefusalDto | null): string {
   if (!r) return t('refusal.generic');
-  const base = tDynamic(`refusal.${r.code}`) ?? r.code;
-  if (r.evidence_id === null) return base;
-  return `${base} ${t('refusal.evidence', { id: r.evidence_id, evidence: evidenceWords(r.evidence ?? '') })}`.trim();
+  const base = tDynamic(`refusal.${r.code}`) ?? t('refusal.generic');
+  // What it would mean for the business, where that is not plain from the reason.
+  const risk = tDynamic(`refusal.risk.${r.code}`);
+  return risk ? `${base} ${risk}` : base;
+}
+
+/** The evidence that decides a refusal, for the technical detail (`#7 · Respuesta del PAC: …`). */
+export function refusalEvidence(r: RefusalDto | null): string | null {
+  if (!r || r.evidence_id === null) return null;
+  return t('refusal.evidence', { id: r.evidence_id, evidence: evidenceWords(r.evidence ?? '') });
 }
 
 export type ButtonState = {
@@ -115,6 +201,8 @@ export type ButtonState = {
   tooltip: string;
   /** The action needs a written note (the contador's forced failover). */
   needsNote: boolean;
+  /** The evidence behind a refusal, for the technical detail only. */
+  evidence: string[];
 };
 
 export function actionLabel(a: ActionDto | { action: ActionKindDto; retry_mode: ActionDto['retry_mode'] }): string {
@@ -143,6 +231,9 @@ export function buttonStates(strategy: StrategyDto, role: Role): ButtonState[] {
       const other = dto.retry_mode === 'resume' ? 'reprocess' : 'resume';
       tooltip = `${tooltip}. ${t(`retry.not.${other}`)} ${refusalText(dto.alternative_refusal)}`;
     }
-    return { action, visible, enabled, label, tooltip, needsNote: NOTE_REQUIRED.includes(action) };
+    const evidence = [dto && !dto.allowed ? refusalEvidence(dto.refusal) : null, dto?.alternative_refusal ? refusalEvidence(dto.alternative_refusal) : null].filter(
+      (e): e is string => !!e,
+    );
+    return { action, visible, enabled, label, tooltip, needsNote: NOTE_REQUIRED.includes(action), evidence };
   });
 }
