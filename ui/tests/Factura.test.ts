@@ -60,7 +60,7 @@ describe('Factura', () => {
     await waitFor(() => expect(document.querySelector('button[data-action=retry]')).not.toBeNull());
     await fireEvent.click(document.querySelector('button[data-action=retry]')!);
     await waitFor(() =>
-      expect(screen.getByTestId('factura-error').textContent).toBe('La evidencia no lo permite: Ya existe un CFDI para esta venta. (evidencia #12)'),
+      expect(screen.getByTestId('factura-error').textContent).toBe('No se puede ahora: Ya existe un CFDI para esta venta.'),
     );
   });
 

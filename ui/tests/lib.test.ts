@@ -69,7 +69,7 @@ describe('coded errors', () => {
     expect(errorMessage(SAMPLES.db_full)).toContain('El disco donde está la base de datos /datos/timbra.db está lleno');
     expect(errorMessage(SAMPLES.startup)).toContain('está ocupada');
     expect(errorMessage(SAMPLES.action_refused)).toBe(
-      'La evidencia no lo permite: El PAC pudo haber timbrado: un envío terminó sin respuesta clara y nada lo ha aclarado. (evidencia #7, #8)',
+      'No se puede ahora: El PAC pudo haber timbrado: un envío terminó sin respuesta clara y nada lo ha aclarado.',
     );
   });
 

@@ -54,10 +54,9 @@ export function errorMessage(e: UiError): string {
     case 'file':
       return t('error.file', { path: e.details.path, message: e.details.message });
     case 'action_refused':
-      return t('error.action_refused', {
-        reason: tDynamic(`refusal.${e.details.reason}`) ?? e.details.reason,
-        evidence: e.details.evidence.length ? e.details.evidence.map((id) => `#${id}`).join(', ') : '—',
-      });
+      // The evidence rows it rests on stay in the details (the timeline's Detalle técnico shows
+      // them); the words say what blocks the action.
+      return t('error.action_refused', { reason: tDynamic(`refusal.${e.details.reason}`) ?? e.details.reason });
     case 'pac_has_open_attempts':
       return t('error.pac_has_open_attempts', { pac: e.details.pac, attempts: e.details.attempts, changed: e.details.changed });
     case 'ipc':

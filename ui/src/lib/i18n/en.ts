@@ -465,7 +465,7 @@ export const en: Record<keyof typeof es, string> = {
   'rolelock.wrong_pin': 'The PIN is not correct.',
   'error.unsupported': 'This action is not available in this build yet.',
   'error.file': 'Could not save {path}: {message}',
-  'error.action_refused': 'The evidence does not allow it: {reason} (evidence {evidence})',
+  'error.action_refused': 'Not possible now: {reason}',
   'error.sandbox_only': 'Only available in sandbox mode.',
   'error.pac_has_open_attempts': 'The PAC {pac} has {attempts} unresolved attempt(s) and the new settings change {changed}. Tick “replace anyway” to accept they resume there.',
   'error.ipc': 'The application did not answer:',

@@ -462,7 +462,7 @@ export const es = {
   'rolelock.wrong_pin': 'El PIN no es correcto.',
   'error.unsupported': 'Esta acción todavía no está disponible en esta versión.',
   'error.file': 'No se pudo guardar {path}: {message}',
-  'error.action_refused': 'La evidencia no lo permite: {reason} (evidencia {evidence})',
+  'error.action_refused': 'No se puede ahora: {reason}',
   'error.sandbox_only': 'Solo disponible en modo sandbox.',
   'error.pac_has_open_attempts': 'El PAC {pac} tiene {attempts} intento(s) sin resolver y la nueva configuración cambia {changed}. Marque «reemplazar de todos modos» para aceptar que se reanuden ahí.',
   'error.ipc': 'La aplicación no respondió:',
