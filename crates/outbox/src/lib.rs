@@ -56,7 +56,7 @@ pub use ops::{backup, backup_schedule, changes, location, role_credentials, sett
 pub use rules::{actor, cancellation, code_enum, csd_validity, evidence, intake, model, strategy, timeline_words};
 
 pub use actor::{Actor, Role};
-pub use clock::{Clock, SystemClock, TestClock};
+pub use clock::{Clock, RunningClock, SystemClock, TestClock};
 pub use error::{CsdProblem, ErrorCode, FieldErrorDetails, OutboxError};
 pub use location::DatabaseLocation;
 pub use outbox::Outbox;

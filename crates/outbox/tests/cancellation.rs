@@ -19,7 +19,7 @@ use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::reconciliation::{ImportedFile, SaleIdField};
 use outbox::strategy::ActionKind;
 use outbox::webhooks::{EventType, WebhookEndpoint};
-use outbox::{Actor, Outbox, OutboxError, Role, SystemClock};
+use outbox::{Actor, Clock, Outbox, OutboxError, Role};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 
@@ -37,6 +37,7 @@ impl SecretSource for SimSecrets {
 
 struct World {
     _db: common::TestDb,
+    clock: Arc<outbox::RunningClock>,
     outbox: Arc<Outbox>,
     sims: Vec<(String, SimHandle)>,
     drain: Arc<Drain>,
@@ -66,8 +67,9 @@ async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)]) -> World {
 
 /// A world whose drain claims for `lease` (a claim whose step failed comes back after it).
 async fn world_with_lease(backend: Backend, pacs: &[(&str, Flavor, &str)], lease: chrono::Duration) -> World {
+    let clock = common::running_clock();
     let db = common::TestDb::new(backend).await;
-    let outbox = Arc::new(db.open(Arc::new(SystemClock)).await.unwrap());
+    let outbox = Arc::new(db.open(clock.clone()).await.unwrap());
     outbox.configure_emisor(&setup(), &password(), &sistema()).await.unwrap();
     outbox.provide_csd_password(password());
     let mut sims = Vec::new();
@@ -75,7 +77,7 @@ async fn world_with_lease(backend: Backend, pacs: &[(&str, Flavor, &str)], lease
         let mut cfg = SimConfig::new(*flavor);
         cfg.faults = Faults::parse(&format!("stamped_lag_ms=100,no_xml_307=0,{faults}")).unwrap();
         cfg.hold = StdDuration::from_secs(3);
-        let sim = pac_sim::start(cfg).await.unwrap();
+        let sim = pac_sim::start_with_clock(cfg, common::sim_clock(&clock)).await.unwrap();
         let kind = if *flavor == Flavor::Sw { PacKind::Sw } else { PacKind::Finkok };
         let config = PacConfig {
             name: name.to_string(),
@@ -99,7 +101,7 @@ async fn world_with_lease(backend: Backend, pacs: &[(&str, Flavor, &str)], lease
     let set = build_pac_set(
         &outbox.pacs().await.unwrap(),
         &SimSecrets,
-        Arc::new(pac::SystemClock),
+        clock.clone(),
         &pac_clients::HttpConnector,
     )
     .unwrap();
@@ -124,6 +126,7 @@ async fn world_with_lease(backend: Backend, pacs: &[(&str, Flavor, &str)], lease
     let drain = Arc::new(Drain::new(outbox.clone(), set, config, Arc::new(NoSink)));
     World {
         _db: db,
+        clock,
         outbox,
         sims,
         drain,
@@ -716,8 +719,8 @@ async fn two_contadores_deciding_one_duplicate_at_once_cancel_one_cfdi(backend: 
     .await;
     let (id, u_fk, u_sw) = duplicate_of_a_forced_failover(&w, &sale("pedido-r1", false)).await;
     // Two seats: each its own outbox on the database, each its contador unlocked.
-    let seat_a = Arc::new(w._db.open(Arc::new(SystemClock)).await.unwrap());
-    let seat_b = Arc::new(w._db.open(Arc::new(SystemClock)).await.unwrap());
+    let seat_a = Arc::new(w._db.open(w.clock.clone()).await.unwrap());
+    let seat_b = Arc::new(w._db.open(w.clock.clone()).await.unwrap());
     for s in [&seat_a, &seat_b] {
         s.provide_csd_password(password());
     }
@@ -794,7 +797,7 @@ fn ppd(sale_id: &str) -> String {
         .replace("\"forma_pago\":\"01\"", "\"forma_pago\":\"99\"")
 }
 
-fn full_payment(invoice: i64, amount: &str) -> outbox::payments::PaymentRequest {
+fn full_payment(w: &World, invoice: i64, amount: &str) -> outbox::payments::PaymentRequest {
     outbox::payments::PaymentRequest {
         sale_id: None,
         invoices: vec![outbox::payments::PaymentTarget {
@@ -804,7 +807,7 @@ fn full_payment(invoice: i64, amount: &str) -> outbox::payments::PaymentRequest 
         }],
         amount: amount.parse().unwrap(),
         forma_pago: "03".into(),
-        fecha_pago: (chrono::Utc::now() - chrono::Duration::hours(6) - chrono::Duration::minutes(10)).naive_utc(),
+        fecha_pago: (w.clock.now() - chrono::Duration::hours(6) - chrono::Duration::minutes(10)).naive_utc(),
         moneda: None,
         tipo_cambio: None,
         num_operacion: Some("SPEI-9".into()),
@@ -819,7 +822,11 @@ async fn a_rep_with_a_cancelled_duplicate_still_counts_its_payment(backend: Back
     w.until_badge(inv, Badge::Timbrada).await;
     // The REP: Finkok certifies and the answer is lost; failover forced to SW; both stamp.
     w.faults("fk", "timeout_after_certify=1");
-    let p = w.outbox.record_payment(&full_payment(inv, "116.00"), &personal()).await.unwrap();
+    let p = w
+        .outbox
+        .record_payment(&full_payment(&w, inv, "116.00"), &personal())
+        .await
+        .unwrap();
     let rep = p.recorded.invoice_id;
     w.until_badge(rep, Badge::Reanudar).await;
     w.faults("fk", "down=1");
@@ -846,7 +853,7 @@ async fn a_rep_with_a_cancelled_duplicate_still_counts_its_payment(backend: Back
     let b = w.outbox.invoice_balance(&InvoiceRef::Id(inv)).await.unwrap();
     assert_eq!(b.balance, rust_decimal::Decimal::ZERO, "{b:?}");
     assert_eq!(b.payments[0].status, outbox::payments::PaymentStatus::Timbrado);
-    let again = w.outbox.record_payment(&full_payment(inv, "116.00"), &personal()).await;
+    let again = w.outbox.record_payment(&full_payment(&w, inv, "116.00"), &personal()).await;
     match again {
         Err(OutboxError::Invalid(v)) => assert!(["excede_saldo", "sin_saldo", "pagada"].contains(&v.0[0].code), "{v:?}"),
         other => panic!("a second REP for money already receipted: {other:?}"),
@@ -860,7 +867,11 @@ async fn a_rep_is_never_stamped_against_a_cancelled_invoice(backend: Backend) {
     let u_inv = d.invoice.uuid.clone().unwrap();
     // The REP waits: SW is down.
     w.faults("sw", "down=1");
-    let p = w.outbox.record_payment(&full_payment(inv, "116.00"), &personal()).await.unwrap();
+    let p = w
+        .outbox
+        .record_payment(&full_payment(&w, inv, "116.00"), &personal())
+        .await
+        .unwrap();
     let rep = p.recorded.invoice_id;
     // Cancelling the invoice waits for its pending payment.
     match w
@@ -874,7 +885,7 @@ async fn a_rep_is_never_stamped_against_a_cancelled_invoice(backend: Backend) {
     // Another seat cancels it anyway (a decision written straight to the database, as a
     // racing seat's would be), and SAT cancels it.
     let cfdi_id = d.cfdis[0].id;
-    let now = chrono::Utc::now().timestamp_millis();
+    let now = w.clock.now().timestamp_millis();
     w.outbox
         .store()
         .record_decision(
@@ -906,7 +917,7 @@ async fn a_rep_is_never_stamped_against_a_cancelled_invoice(backend: Backend) {
         .await
         .unwrap();
     // A new payment of it is refused while the cancellation is on its way.
-    match w.outbox.record_payment(&full_payment(inv, "10.00"), &personal()).await {
+    match w.outbox.record_payment(&full_payment(&w, inv, "10.00"), &personal()).await {
         Err(OutboxError::Invalid(v)) => assert_eq!(v.0[0].code, "cancelacion_en_curso", "{v:?}"),
         other => panic!("{other:?}"),
     }

@@ -15,7 +15,7 @@ use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::model::{Badge, InvoiceRef};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::strategy::Policy;
-use outbox::{Actor, Outbox, Role, SystemClock};
+use outbox::{Actor, Clock, Outbox, Role};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 use rust_decimal::Decimal;
@@ -30,6 +30,7 @@ impl SecretSource for SimSecrets {
 
 struct World {
     _db: common::TestDb,
+    clock: Arc<outbox::RunningClock>,
     outbox: Arc<Outbox>,
     sim: SimHandle,
     drain: Arc<Drain>,
@@ -42,13 +43,14 @@ fn sistema() -> Actor {
 /// An outbox with SAT's test CSD, one SW-flavoured simulator named `sw` with `faults`, and a
 /// drain with quick backoff.
 async fn world(backend: Backend, faults: &str) -> World {
+    let clock = common::running_clock();
     let db = common::TestDb::new(backend).await;
-    let outbox = Arc::new(db.open(Arc::new(SystemClock)).await.unwrap());
+    let outbox = Arc::new(db.open(clock.clone()).await.unwrap());
     outbox.configure_emisor(&setup(), &password(), &sistema()).await.unwrap();
     outbox.provide_csd_password(password());
     let mut cfg = SimConfig::new(Flavor::Sw);
     cfg.faults = Faults::parse(faults).unwrap();
-    let sim = pac_sim::start(cfg).await.unwrap();
+    let sim = pac_sim::start_with_clock(cfg, common::sim_clock(&clock)).await.unwrap();
     let config = PacConfig {
         name: "sw".into(),
         preset: None,
@@ -68,7 +70,7 @@ async fn world(backend: Backend, faults: &str) -> World {
     let set = build_pac_set(
         &outbox.pacs().await.unwrap(),
         &SimSecrets,
-        Arc::new(pac::SystemClock),
+        clock.clone(),
         &pac_clients::HttpConnector,
     )
     .unwrap();
@@ -96,6 +98,7 @@ async fn world(backend: Backend, faults: &str) -> World {
     ));
     World {
         _db: db,
+        clock,
         outbox,
         sim,
         drain,
@@ -141,7 +144,7 @@ async fn stamped_sales_give_latency_totals_and_hours_from_the_database(backend: 
     for id in ids {
         assert_eq!(w.badge(id).await, Badge::Timbrada);
     }
-    let d = w.outbox.dashboard(chrono::Utc::now()).await.unwrap();
+    let d = w.outbox.dashboard(w.clock.now()).await.unwrap();
 
     // PAC health: one stamp try per sale, all answered, none failed.
     assert_eq!(d.pacs.len(), 1);
@@ -184,7 +187,7 @@ async fn an_outage_is_counted_from_the_tries_and_ends_with_the_next_success(back
     let id = w.record("601").await;
     w.until_idle().await;
     assert_ne!(w.badge(id).await, Badge::Timbrada);
-    let during = w.outbox.dashboard(chrono::Utc::now()).await.unwrap();
+    let during = w.outbox.dashboard(w.clock.now()).await.unwrap();
     let detail = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
     let not_sent = detail
         .evidence
@@ -212,7 +215,7 @@ async fn an_outage_is_counted_from_the_tries_and_ends_with_the_next_success(back
         .unwrap();
     w.until_idle().await;
     assert_eq!(w.badge(id).await, Badge::Timbrada);
-    let after = w.outbox.dashboard(chrono::Utc::now()).await.unwrap();
+    let after = w.outbox.dashboard(w.clock.now()).await.unwrap();
     let h = &after.pacs[0];
     assert_eq!((h.tries_24h, h.failed_24h), (not_sent + 1, not_sent));
     let o = h.last_outage.as_ref().expect("the outage stays the last one");
@@ -250,7 +253,7 @@ async fn withholdings_are_summed_from_the_stamped_xml(backend: Backend) {
     for id in [plain, withheld] {
         assert_eq!(w.badge(id).await, Badge::Timbrada);
     }
-    let d = w.outbox.dashboard(chrono::Utc::now()).await.unwrap();
+    let d = w.outbox.dashboard(w.clock.now()).await.unwrap();
     for t in [&d.today, &d.month] {
         assert_eq!((t.documents, t.invoices, t.unreadable), (2, 2, 0));
         assert_eq!(t.amount, dec("211.33"), "116.00 + 95.33");

@@ -17,7 +17,7 @@ use outbox::model::{AttemptReason, Badge, InvoiceRef, InvoiceState, ListFilter};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::store::InvoiceUpdate;
 use outbox::strategy::{ActionKind, Policy, ReasonCode, RefusalCode};
-use outbox::{Actor, Outbox, OutboxError, Role, SystemClock};
+use outbox::{Actor, Clock, Outbox, OutboxError, Role};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 
@@ -35,6 +35,7 @@ impl SecretSource for SimSecrets {
 
 struct World {
     _db: common::TestDb,
+    clock: Arc<outbox::RunningClock>,
     outbox: Arc<Outbox>,
     sims: Vec<(String, SimHandle)>,
     drain: Arc<Drain>,
@@ -62,8 +63,9 @@ async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)]) -> World {
 
 /// As [`world`], with the PAC clients' request timeout.
 async fn world_with(backend: Backend, pacs: &[(&str, Flavor, &str)], timeout_ms: u64) -> World {
+    let clock = common::running_clock();
     let db = common::TestDb::new(backend).await;
-    let outbox = Arc::new(db.open(Arc::new(SystemClock)).await.unwrap());
+    let outbox = Arc::new(db.open(clock.clone()).await.unwrap());
     outbox.configure_emisor(&setup(), &password(), &sistema()).await.unwrap();
     outbox.provide_csd_password(password());
     let mut sims = Vec::new();
@@ -71,7 +73,7 @@ async fn world_with(backend: Backend, pacs: &[(&str, Flavor, &str)], timeout_ms:
         let mut cfg = SimConfig::new(*flavor);
         cfg.faults = Faults::parse(&format!("stamped_lag_ms=100,no_xml_307=0,{faults}")).unwrap();
         cfg.hold = StdDuration::from_secs(3);
-        let sim = pac_sim::start(cfg).await.unwrap();
+        let sim = pac_sim::start_with_clock(cfg, common::sim_clock(&clock)).await.unwrap();
         let kind = if *flavor == Flavor::Sw { PacKind::Sw } else { PacKind::Finkok };
         let config = PacConfig {
             name: name.to_string(),
@@ -91,9 +93,10 @@ async fn world_with(backend: Backend, pacs: &[(&str, Flavor, &str)], timeout_ms:
         outbox.add_pac(config, false, &sistema()).await.unwrap();
         sims.push((name.to_string(), sim));
     }
-    let drain = Arc::new(drain_for(&outbox, "w1", chrono::Duration::seconds(30)).await);
+    let drain = Arc::new(drain_for(&outbox, &clock, "w1", chrono::Duration::seconds(30)).await);
     World {
         _db: db,
+        clock,
         outbox,
         sims,
         drain,
@@ -101,11 +104,11 @@ async fn world_with(backend: Backend, pacs: &[(&str, Flavor, &str)], timeout_ms:
 }
 
 /// A drain worker over the outbox's configured PACs, with quick backoff.
-async fn drain_for(outbox: &Arc<Outbox>, worker: &str, lease: chrono::Duration) -> Drain {
+async fn drain_for(outbox: &Arc<Outbox>, clock: &Arc<outbox::RunningClock>, worker: &str, lease: chrono::Duration) -> Drain {
     let set = build_pac_set(
         &outbox.pacs().await.unwrap(),
         &SimSecrets,
-        Arc::new(pac::SystemClock),
+        clock.clone(),
         &pac_clients::HttpConnector,
     )
     .unwrap();
@@ -397,7 +400,7 @@ async fn a_zombie_cannot_move_a_row_it_no_longer_owns(backend: Backend) {
     let w = world(backend, &[("sw", Flavor::Sw, "")]).await;
     let id = w.record("pedido-z").await;
     let store = w.outbox.store();
-    let now = chrono::Utc::now().timestamp_millis();
+    let now = w.clock.now().timestamp_millis();
     let first = store.claim_due("w-zombie", now + 1000, now + 1000, 10).await.unwrap();
     assert_eq!(first.len(), 1);
     // Its lease expires; another worker claims and finishes the job.
@@ -458,7 +461,7 @@ async fn a_document_identical_to_another_sales_is_reprocessed_not_looped(backend
     // Two sales whose comprobantes are byte-identical (same folio, Fecha, receptor, conceptos):
     // both occurred ten minutes ago at LugarExpedicion 42501 (UTC-6), inside SAT's window, so
     // their Fecha is that instant whatever second each is recorded in.
-    let occurred = (chrono::Utc::now() - chrono::Duration::hours(6) - chrono::Duration::minutes(10))
+    let occurred = (w.clock.now() - chrono::Duration::hours(6) - chrono::Duration::minutes(10))
         .format("%Y-%m-%dT%H:%M:%S")
         .to_string();
     let same = |sale_id: &str| ingreso(sale_id).replace("2026-11-29T12:00:00", &occurred);
@@ -558,7 +561,7 @@ async fn a_late_cfdi_from_a_fenced_out_worker_shows_in_lists_and_counts(backend:
     )
     .await;
     let id = w.record("pedido-late").await;
-    let now = chrono::Utc::now().timestamp_millis();
+    let now = w.clock.now().timestamp_millis();
     let claim = w
         .outbox
         .store()
@@ -566,7 +569,7 @@ async fn a_late_cfdi_from_a_fenced_out_worker_shows_in_lists_and_counts(backend:
         .await
         .unwrap()
         .remove(0);
-    let zombie = drain_for(&w.outbox, "w-zombie", chrono::Duration::seconds(60)).await;
+    let zombie = drain_for(&w.outbox, &w.clock, "w-zombie", chrono::Duration::seconds(60)).await;
     let late = tokio::spawn(async move { zombie.step(claim).await });
     // While A1 is in flight its outcome is unknown; the contador forces the backup.
     tokio::time::sleep(StdDuration::from_millis(400)).await;
@@ -605,7 +608,7 @@ async fn a_try_starts_only_under_the_current_token_and_for_the_live_attempt(back
     let w = world(backend, &[("sw", Flavor::Sw, "down=1"), ("fk", Flavor::Finkok, "down=1")]).await;
     let id = w.record("pedido-fence").await;
     let store = w.outbox.store();
-    let now = chrono::Utc::now().timestamp_millis();
+    let now = w.clock.now().timestamp_millis();
     let stale = store.claim_due("w-stalled", now + 1000, now + 60_000, 10).await.unwrap().remove(0);
     let a1 = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap().attempts[0].id;
     let current = store.take_over(id, now).await.unwrap();
@@ -700,8 +703,8 @@ async fn a_step_longer_than_the_lease_is_not_sent_twice(backend: Backend) {
     for i in 0..2 {
         ids.push(w.record(&format!("pedido-lease-{i}")).await);
     }
-    let one = Arc::new(drain_for(&w.outbox, "w-uno", chrono::Duration::seconds(1)).await);
-    let two = Arc::new(drain_for(&w.outbox, "w-dos", chrono::Duration::seconds(1)).await);
+    let one = Arc::new(drain_for(&w.outbox, &w.clock, "w-uno", chrono::Duration::seconds(1)).await);
+    let two = Arc::new(drain_for(&w.outbox, &w.clock, "w-dos", chrono::Duration::seconds(1)).await);
     let idle = RunMode::UntilIdle {
         horizon: StdDuration::from_secs(2),
     };
@@ -834,7 +837,7 @@ async fn another_documents_cfdi_in_a_307_is_never_attached(backend: Backend) {
         .unwrap(),
         &common::emisor(),
         chrono::NaiveDateTime::parse_from_str(
-            &cfdi::tz::local_at(chrono::Utc::now(), "42501")
+            &cfdi::tz::local_at(w.clock.now(), "42501")
                 .format(cfdi::write::FECHA_FORMAT)
                 .to_string(),
             cfdi::write::FECHA_FORMAT,
@@ -867,7 +870,9 @@ async fn a_resume_never_goes_to_another_pac_behind_the_same_name(backend: Backen
     w.until_badge(id, Badge::Reanudar).await;
     // Someone points "sw" at another service while A1's outcome is unknown.
     let mut changed = w.outbox.pacs().await.unwrap()[0].clone();
-    let other = pac_sim::start(SimConfig::new(Flavor::Sw)).await.unwrap();
+    let other = pac_sim::start_with_clock(SimConfig::new(Flavor::Sw), common::sim_clock(&w.clock))
+        .await
+        .unwrap();
     changed.url = other.base_url.clone();
     match w.outbox.add_pac(changed.clone(), false, &contador(&w.outbox).await).await {
         Err(e @ OutboxError::PacHasOpenAttempts { .. }) => {
@@ -879,7 +884,7 @@ async fn a_resume_never_goes_to_another_pac_behind_the_same_name(backend: Backen
     // A drain that was built with the other URL anyway (e.g. another process) refuses to send.
     let mut moved = changed.clone();
     moved.name = "sw".into();
-    let set = build_pac_set(&[moved], &SimSecrets, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).unwrap();
+    let set = build_pac_set(&[moved], &SimSecrets, w.clock.clone(), &pac_clients::HttpConnector).unwrap();
     let stray = Arc::new(Drain::new(
         w.outbox.clone(),
         set,
@@ -891,7 +896,7 @@ async fn a_resume_never_goes_to_another_pac_behind_the_same_name(backend: Backen
         Arc::new(NoSink),
     ));
     w.faults("sw", "");
-    let now = chrono::Utc::now().timestamp_millis();
+    let now = w.clock.now().timestamp_millis();
     let claim = w
         .outbox
         .store()
@@ -953,7 +958,9 @@ async fn replacing_a_pac_under_an_unknown_outcome_is_a_forced_failover(backend: 
     let first = w.sim("sw").engine().ledger();
     assert_eq!(first.len(), 1, "the first CFDI exists at the old service");
     let old = w.outbox.pacs().await.unwrap()[0].clone();
-    let other = pac_sim::start(SimConfig::new(Flavor::Sw)).await.unwrap();
+    let other = pac_sim::start_with_clock(SimConfig::new(Flavor::Sw), common::sim_clock(&w.clock))
+        .await
+        .unwrap();
     let mut changed = old.clone();
     changed.url = other.base_url.clone();
 
@@ -1005,7 +1012,7 @@ async fn replacing_a_pac_under_an_unknown_outcome_is_a_forced_failover(backend: 
 
     // A drain with the new settings stamps the same bytes at the new service: a second CFDI,
     // and the invoice says so (posible duplicado), never a plain Timbrada.
-    let drain = Arc::new(drain_for(&w.outbox, "w2", chrono::Duration::seconds(30)).await);
+    let drain = Arc::new(drain_for(&w.outbox, &w.clock, "w2", chrono::Duration::seconds(30)).await);
     for _ in 0..100 {
         if w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap().cfdis.iter().any(|c| c.has_xml) {
             break;
@@ -1067,7 +1074,7 @@ fn lookups_of_an_attempt_back_off_with_every_lookup() {
         base: chrono::Duration::seconds(2),
         cap: chrono::Duration::minutes(10),
     };
-    let now = chrono::Utc::now();
+    let now = outbox::TestClock::at(common::NOW).now();
     let wait = |lookups: u32| {
         let (state, at) = schedule(&verdict, now, Pace { sends: 0, lookups }, None, false, &backoff);
         assert_eq!(state, InvoiceState::Pending, "a lookup keeps the row claimable");

@@ -22,7 +22,7 @@ use outbox::facts::evidence_kind;
 use outbox::model::{AttemptReason, Badge, BodyFormat, InvoiceDetail, InvoiceRef, InvoiceState};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::strategy::{ActionKind, Policy, RefusalCode};
-use outbox::{Actor, Outbox, OutboxError, Role, SystemClock};
+use outbox::{Actor, Outbox, OutboxError, Role};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, Organization, SimConfig, SimHandle};
 
@@ -40,6 +40,7 @@ impl SecretSource for SimSecrets {
 
 struct World {
     _db: common::TestDb,
+    clock: Arc<outbox::RunningClock>,
     outbox: Arc<Outbox>,
     sims: Vec<(String, SimHandle)>,
     drain: Arc<Drain>,
@@ -77,8 +78,9 @@ fn facturapi_config(name: &str, url: &str, role: PacRole) -> PacConfig {
 /// primary. The Facturapi simulators issue for SAT's test organization (EKU9003173C9, the
 /// emisor configured here) unless `foreign_org`.
 async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)], foreign_org: bool) -> World {
+    let clock = common::running_clock();
     let db = common::TestDb::new(backend).await;
-    let outbox = Arc::new(db.open(Arc::new(SystemClock)).await.unwrap());
+    let outbox = Arc::new(db.open(clock.clone()).await.unwrap());
     outbox.configure_emisor(&setup(), &password(), &sistema()).await.unwrap();
     outbox.provide_csd_password(password());
     let mut sims = Vec::new();
@@ -89,7 +91,7 @@ async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)], foreign_org: boo
         if *flavor == Flavor::Facturapi && !foreign_org {
             cfg.organization = Some(Organization::sat_test().unwrap());
         }
-        let sim = pac_sim::start(cfg).await.unwrap();
+        let sim = pac_sim::start_with_clock(cfg, common::sim_clock(&clock)).await.unwrap();
         let role = if i == 0 { PacRole::Primary } else { PacRole::Backup };
         let config = match flavor {
             // Cancellation status comes from SAT's ConsultaCFDIService (the simulator's).
@@ -119,7 +121,7 @@ async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)], foreign_org: boo
     let set = build_pac_set(
         &outbox.pacs().await.unwrap(),
         &SimSecrets,
-        Arc::new(pac::SystemClock),
+        clock.clone(),
         &pac_clients::HttpConnector,
     )
     .unwrap();
@@ -144,6 +146,7 @@ async fn world(backend: Backend, pacs: &[(&str, Flavor, &str)], foreign_org: boo
     let drain = Arc::new(Drain::new(outbox.clone(), set, config, Arc::new(NoSink)));
     World {
         _db: db,
+        clock,
         outbox,
         sims,
         drain,
@@ -506,7 +509,7 @@ async fn slow_drain(w: &World) -> Arc<Drain> {
     let set = build_pac_set(
         &w.outbox.pacs().await.unwrap(),
         &SimSecrets,
-        Arc::new(pac::SystemClock),
+        w.clock.clone(),
         &pac_clients::HttpConnector,
     )
     .unwrap();

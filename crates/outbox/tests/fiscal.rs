@@ -19,7 +19,7 @@ use outbox::model::{InvoiceRef, InvoiceState, ListFilter};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::payments::{PaymentRequest, PaymentStatus, PaymentTarget};
 use outbox::strategy::Policy;
-use outbox::{Actor, Outbox, OutboxError, Role, SystemClock};
+use outbox::{Actor, Clock, Outbox, OutboxError, Role};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 use rust_decimal::Decimal;
@@ -34,6 +34,7 @@ impl SecretSource for SimSecrets {
 
 struct World {
     _db: common::TestDb,
+    clock: Arc<outbox::RunningClock>,
     outbox: Arc<Outbox>,
     _sim: SimHandle,
     drain: Arc<Drain>,
@@ -54,8 +55,9 @@ fn dec(s: &str) -> Decimal {
 }
 
 async fn world(backend: Backend) -> World {
+    let clock = CLOCK.clone();
     let db = common::TestDb::new(backend).await;
-    let outbox = Arc::new(db.open(Arc::new(SystemClock)).await.unwrap());
+    let outbox = Arc::new(db.open(clock.clone()).await.unwrap());
     outbox
         .configure_emisor(&setup(), &password(), &Actor::system("test"))
         .await
@@ -63,7 +65,7 @@ async fn world(backend: Backend) -> World {
     outbox.provide_csd_password(password());
     let mut cfg = SimConfig::new(Flavor::Sw);
     cfg.faults = Faults::parse("stamped_lag_ms=0,no_xml_307=0").unwrap();
-    let sim = pac_sim::start(cfg).await.unwrap();
+    let sim = pac_sim::start_with_clock(cfg, common::sim_clock(&clock)).await.unwrap();
     let config = PacConfig {
         name: "sw".into(),
         preset: None,
@@ -83,7 +85,7 @@ async fn world(backend: Backend) -> World {
     let set = build_pac_set(
         &outbox.pacs().await.unwrap(),
         &SimSecrets,
-        Arc::new(pac::SystemClock),
+        clock.clone(),
         &pac_clients::HttpConnector,
     )
     .unwrap();
@@ -108,6 +110,7 @@ async fn world(backend: Backend) -> World {
     ));
     World {
         _db: db,
+        clock,
         outbox,
         _sim: sim,
         drain,
@@ -188,9 +191,13 @@ impl World {
     }
 }
 
+/// The clock of every world here: it runs from a date inside the test CSD's validity, never
+/// today's (so the sales' dates below stay inside it whatever the system date).
+static CLOCK: std::sync::LazyLock<Arc<outbox::RunningClock>> = std::sync::LazyLock::new(common::running_clock);
+
 /// Now at LugarExpedicion 42501 (UTC-6), as the sales' occurred_at.
 fn local_now() -> String {
-    (chrono::Utc::now() - chrono::Duration::hours(6) - chrono::Duration::minutes(5))
+    (CLOCK.now() - chrono::Duration::hours(6) - chrono::Duration::minutes(5))
         .format("%Y-%m-%dT%H:%M:%S")
         .to_string()
 }
@@ -862,9 +869,9 @@ async fn a_restore_holds_payments_until_the_contador_settles_what_was_stamped_af
         panic!("SQLite")
     };
     w.outbox.store().close().await;
-    let report = outbox::backup::restore(&backup, &path, chrono::Utc::now()).await.unwrap();
-    assert!(report.backup_at <= chrono::Utc::now());
-    let restored = Outbox::open_sqlite(&outbox::SqliteOptions::new(&path), Arc::new(SystemClock))
+    let report = outbox::backup::restore(&backup, &path, w.clock.now()).await.unwrap();
+    assert!(report.backup_at <= w.clock.now());
+    let restored = Outbox::open_sqlite(&outbox::SqliteOptions::new(&path), w.clock.clone())
         .await
         .unwrap();
     restored.provide_csd_password(password());

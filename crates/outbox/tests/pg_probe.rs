@@ -5,10 +5,8 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use outbox::store::postgres::{probe, PgOptions};
-use outbox::{Outbox, OutboxError, SystemClock};
+use outbox::{Outbox, OutboxError};
 use sqlx::Connection;
 
 /// A database name of this test's own on the test server, dropped at the end.
@@ -81,7 +79,7 @@ async fn the_connection_check_reads_the_database_and_changes_nothing() {
     assert_eq!(tables, 0, "nothing migrated by the check");
 
     // Opened by Timbra (without `create`: it exists): the check sees the schema up to date.
-    let outbox = Outbox::open_postgres(&opts, Arc::new(SystemClock)).await.unwrap();
+    let outbox = Outbox::open_postgres(&opts, common::running_clock()).await.unwrap();
     outbox.store().close().await;
     let ours = probe(&opts).await.unwrap();
     assert_eq!(ours.schema_version, Some(ours.latest_version));
@@ -116,7 +114,7 @@ async fn the_connection_check_reads_the_database_and_changes_nothing() {
 async fn opening_a_server_nobody_listens_on_is_unavailable_not_locked() {
     let started = std::time::Instant::now();
     let opts = PgOptions::new("postgres://timbra@127.0.0.1:1/timbra").acquire_timeout(std::time::Duration::from_secs(5));
-    let e = Outbox::open_postgres(&opts, Arc::new(SystemClock)).await.err().expect("refused");
+    let e = Outbox::open_postgres(&opts, common::running_clock()).await.err().expect("refused");
     assert_eq!(e.code(), "db_unavailable", "{e:?}");
     assert!(started.elapsed() < std::time::Duration::from_secs(4), "{:?}", started.elapsed());
 }

@@ -52,7 +52,7 @@ use outbox::payments::{PaymentRequest, PaymentTarget};
 use outbox::products::ProductInput;
 use outbox::reconciliation::SaleIdField;
 use outbox::webhooks::{WebhookEndpoint, WebhookSource};
-use outbox::{Actor, DatabaseLocation, Outbox, Role, TestClock};
+use outbox::{Actor, Clock, DatabaseLocation, Outbox, Role, TestClock};
 use pac::PacKind;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 use serde::Serialize;
@@ -628,8 +628,9 @@ const BASE_FAULTS: &str = "stamped_lag_ms=100,no_xml_307=0";
 /// The cancellation suite's world: Finkok-flavoured `fk` (primary) and SW-flavoured `sw`
 /// (backup), SAT's status service on the simulators, a real drain.
 async fn world(backend: Backend) -> World {
+    let clock = CLOCK.clone();
     let db = common::TestDb::new(backend).await;
-    let outbox = Arc::new(db.open(Arc::new(outbox::SystemClock)).await.unwrap());
+    let outbox = Arc::new(db.open(clock.clone()).await.unwrap());
     outbox.configure_emisor(&setup(), &password(), &sistema()).await.unwrap();
     outbox.provide_csd_password(password());
     let mut sims = Vec::new();
@@ -637,7 +638,7 @@ async fn world(backend: Backend) -> World {
         let mut cfg = SimConfig::new(flavor);
         cfg.faults = Faults::parse(BASE_FAULTS).unwrap();
         cfg.hold = StdDuration::from_secs(3);
-        let sim = pac_sim::start(cfg).await.unwrap();
+        let sim = pac_sim::start_with_clock(cfg, common::sim_clock(&clock)).await.unwrap();
         let kind = if flavor == Flavor::Sw { PacKind::Sw } else { PacKind::Finkok };
         let config = PacConfig {
             name: name.to_string(),
@@ -660,7 +661,7 @@ async fn world(backend: Backend) -> World {
     let set = build_pac_set(
         &outbox.pacs().await.unwrap(),
         &SimSecrets,
-        Arc::new(pac::SystemClock),
+        clock.clone(),
         &pac_clients::HttpConnector,
     )
     .unwrap();
@@ -748,9 +749,13 @@ impl World {
     }
 }
 
+/// The clock of every world here: it runs from a date inside the test CSD's validity, never
+/// today's (so the sales' dates below stay inside it whatever the system date).
+static CLOCK: std::sync::LazyLock<Arc<outbox::RunningClock>> = std::sync::LazyLock::new(common::running_clock);
+
 /// Now at LugarExpedicion 42501 (UTC-6), as the sales' occurred_at.
 fn local_now() -> String {
-    (Utc::now() - chrono::Duration::hours(6) - chrono::Duration::minutes(5))
+    (CLOCK.now() - chrono::Duration::hours(6) - chrono::Duration::minutes(5))
         .format("%Y-%m-%dT%H:%M:%S")
         .to_string()
 }
@@ -1094,7 +1099,7 @@ async fn generate(backend: Backend) {
     // The snapshot, from the fixture as written.
     let old = OldDb::load(backend, &target).await;
     let tables: BTreeMap<String, usize> = old.rows(None).await.into_iter().map(|(t, r)| (t.table, r.len())).collect();
-    let now = Utc::now().with_nanosecond(0).unwrap() + chrono::Duration::minutes(1);
+    let now = CLOCK.now().with_nanosecond(0).unwrap() + chrono::Duration::minutes(1);
     let outbox = old.open(now).await;
     let reads = reads(&outbox, now).await;
     outbox.store().close().await;

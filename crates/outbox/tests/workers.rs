@@ -12,7 +12,7 @@ use std::time::Duration as StdDuration;
 use common::*;
 use outbox::drain::{Drain, DrainConfig, NoSink, RunMode};
 use outbox::workers::{WorkerIdentity, FORGET_AFTER, LIVE_WITHIN};
-use outbox::{Clock, SystemClock};
+use outbox::Clock;
 
 fn who(worker: &str, program: &str) -> WorkerIdentity {
     WorkerIdentity {
@@ -94,9 +94,10 @@ async fn two_processes_registering_at_once_get_two_rows(backend: Backend) {
 /// A real drain run registers this process, keeps its heartbeat moving beside the loop and
 /// deletes its row when it stops.
 async fn a_running_drain_registers_itself_and_leaves_when_it_stops(backend: Backend) {
+    let clock = running_clock();
     let db = TestDb::new(backend).await;
-    let outbox = Arc::new(db.open(Arc::new(SystemClock)).await.unwrap());
-    let pacs = outbox::pacs::build_pac_set(&[], &NoSecrets, Arc::new(pac::SystemClock), &pac_clients::HttpConnector).unwrap();
+    let outbox = Arc::new(db.open(clock.clone()).await.unwrap());
+    let pacs = outbox::pacs::build_pac_set(&[], &NoSecrets, clock, &pac_clients::HttpConnector).unwrap();
     let drain = Arc::new(Drain::new(
         outbox.clone(),
         pacs,

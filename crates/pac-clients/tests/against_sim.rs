@@ -66,7 +66,18 @@ async fn sim(flavor: Flavor, faults: &str) -> SimHandle {
         hold: Duration::from_secs(30),
         ..SimConfig::new(flavor)
     };
-    pac_sim::start(config).await.unwrap()
+    pac_sim::start_with_clock(config, sim_clock()).await.unwrap()
+}
+
+/// The simulator's clock: it runs from a date inside the validity of SAT's test CSD (which
+/// ends 2027-05-18), never from today's, so these tests pass whatever the system date.
+fn sim_clock() -> pac_sim::SimClock {
+    pac_sim::SimClock::with_base(std::sync::Arc::new(pac::RunningClock::at("2026-12-01T18:00:00Z")))
+}
+
+/// The clients' clock: the simulator's own (an SW token's expiry, for one, is judged by it).
+fn clock_of(sim: &SimHandle) -> std::sync::Arc<dyn pac::Clock> {
+    std::sync::Arc::new(sim.clock().clone())
 }
 
 /// Waits until the PAC listener refuses connections (an outage took effect).
@@ -110,7 +121,7 @@ fn sw(sim: &SimHandle, auth: SwAuth, timeouts: Timeouts) -> SwClient {
         auth,
     );
     c.timeouts = timeouts;
-    SwClient::new(c).unwrap()
+    SwClient::with_clock(c, clock_of(sim)).unwrap()
 }
 
 fn sw_token() -> SwAuth {
@@ -126,16 +137,19 @@ fn finkok(sim: &SimHandle, timeouts: Timeouts) -> FinkokClient {
     };
     c.cancel_cer_pem_b64 = Some(Secret::new("Y2Vy"));
     c.cancel_key_pem_b64 = Some(Secret::new("a2V5LXNlY3JldA=="));
-    FinkokClient::new(c).unwrap()
+    FinkokClient::with_clock(c, clock_of(sim)).unwrap()
 }
 
 fn facturapi(sim: &SimHandle, timeouts: Timeouts) -> FacturapiClient {
-    FacturapiClient::new(FacturapiConfig {
-        url: sim.base_url.clone(),
-        key: Secret::new("sk_test_simulador"),
-        sat_url: format!("{}/ConsultaCFDIService.svc", sim.base_url),
-        timeouts,
-    })
+    FacturapiClient::with_clock(
+        FacturapiConfig {
+            url: sim.base_url.clone(),
+            key: Secret::new("sk_test_simulador"),
+            sat_url: format!("{}/ConsultaCFDIService.svc", sim.base_url),
+            timeouts,
+        },
+        clock_of(sim),
+    )
     .unwrap()
 }
 
@@ -209,7 +223,7 @@ fn sw_with_separate_api_host(sim: &SimHandle) -> SwClient {
         sw_token(),
     );
     c.timeouts = quick();
-    SwClient::new(c).unwrap()
+    SwClient::with_clock(c, clock_of(sim)).unwrap()
 }
 
 #[tokio::test]
@@ -292,7 +306,7 @@ async fn sw_cfdi3307_keeps_the_tfd_as_the_fact_when_storage_cannot_give_the_xml(
     // Storage on a host where nothing listens.
     let mut c = SwConfig::new(&sim.base_url, closed_port_url(), closed_port_url(), sw_token());
     c.timeouts = quick();
-    let client = SwClient::new(c).unwrap();
+    let client = SwClient::with_clock(c, clock_of(&sim)).unwrap();
     let now = sim.clock().now();
     let StampOutcome::Stamped { uuid, .. } = client.stamp(&attempt(sealed(now, hour(), |_| {}), "k")).await.outcome else {
         panic!()
@@ -432,7 +446,10 @@ async fn sw_connection_refused_and_outage_are_not_sent_while_5xx_and_reset_are_u
     // Nothing listens there.
     let mut c = SwConfig::new(closed_port_url(), closed_port_url(), closed_port_url(), sw_token());
     c.timeouts = quick();
-    let r = SwClient::new(c).unwrap().stamp(&attempt(body.clone(), "k")).await;
+    let r = SwClient::with_clock(c, clock_of(&sim))
+        .unwrap()
+        .stamp(&attempt(body.clone(), "k"))
+        .await;
     assert!(matches!(r.outcome, StampOutcome::NotSent { .. }), "{:?}", r.outcome);
     assert!(r.outcome.proves_not_created());
 
@@ -581,7 +598,7 @@ async fn finkok_lookup_never_creates_and_polling_is_bounded() {
         attempts: 3,
         interval: Duration::from_millis(10),
     };
-    let client = FinkokClient::new(c).unwrap();
+    let client = FinkokClient::with_clock(c, clock_of(&sim)).unwrap();
     let a = attempt(sealed(sim.clock().now(), hour(), |_| {}), "unused");
     let r = client.lookup(&a).await;
     assert!(matches!(r.outcome, LookupOutcome::NotFound { .. }), "{:?}", r.outcome);
@@ -623,7 +640,7 @@ async fn finkok_rejections_bad_credentials_and_timeouts_are_classified() {
     }
     let mut c = FinkokConfig::new(&sim.base_url, "sim@timbra.test", Secret::new("otra"), "EKU9003173C9");
     c.timeouts = quick();
-    match FinkokClient::new(c)
+    match FinkokClient::with_clock(c, clock_of(&sim))
         .unwrap()
         .stamp(&attempt(sealed(now, hour(), |_| {}), "k"))
         .await
@@ -787,12 +804,15 @@ async fn facturapi_validation_errors_are_rejected_and_timeouts_are_unknown_but_f
     let client = facturapi(&sim, quick());
     let r = client.stamp(&attempt(facturapi_body("k-bad", "pedido-bad", "XYZ"), "k-bad")).await;
     assert!(matches!(r.outcome, StampOutcome::Rejected { .. }), "{:?}", r.outcome);
-    let wrong_key = FacturapiClient::new(FacturapiConfig {
-        url: sim.base_url.clone(),
-        key: Secret::new("sk_test_otra"),
-        sat_url: closed_port_url(),
-        timeouts: quick(),
-    })
+    let wrong_key = FacturapiClient::with_clock(
+        FacturapiConfig {
+            url: sim.base_url.clone(),
+            key: Secret::new("sk_test_otra"),
+            sat_url: closed_port_url(),
+            timeouts: quick(),
+        },
+        clock_of(&sim),
+    )
     .unwrap();
     let r = wrong_key
         .stamp(&attempt(facturapi_body("k1", "pedido-1", "URE180429TM6"), "k1"))

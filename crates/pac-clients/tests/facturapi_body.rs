@@ -197,7 +197,9 @@ fn a_sale_that_is_not_a_valid_cfdi_or_has_a_non_numeric_folio_has_no_body() {
 
 #[tokio::test]
 async fn the_simulator_stamps_every_body_with_the_amounts_of_the_cfdi_mapping_and_lists_it_by_external_id() {
-    let sim = pac_sim::start(SimConfig::new(Flavor::Facturapi)).await.unwrap();
+    let sim = pac_sim::start_with_clock(SimConfig::new(Flavor::Facturapi), sim_clock())
+        .await
+        .unwrap();
     let client = FacturapiClient::new(FacturapiConfig {
         url: sim.base_url.clone(),
         key: Secret::new("sk_test_simulador"),
@@ -258,7 +260,9 @@ async fn the_simulator_stamps_every_body_with_the_amounts_of_the_cfdi_mapping_an
 
 #[tokio::test]
 async fn the_simulator_answers_a_malformed_body_with_facturapis_invalid_request_shape() {
-    let sim = pac_sim::start(SimConfig::new(Flavor::Facturapi)).await.unwrap();
+    let sim = pac_sim::start_with_clock(SimConfig::new(Flavor::Facturapi), sim_clock())
+        .await
+        .unwrap();
     let mut body = body_of("ingreso", &sale_value("ingreso-pedido-4471.json"), "k-bad");
     body["customer"]["address"].as_object_mut().unwrap().remove("zip");
     let resp = reqwest::Client::new()
@@ -281,4 +285,10 @@ async fn the_simulator_answers_a_malformed_body_with_facturapis_invalid_request_
     }
     assert!(sim.engine().ledger().is_empty());
     sim.shutdown().await;
+}
+
+/// The simulator's clock: it runs from a date inside the validity of SAT's test CSD (which
+/// ends 2027-05-18), never from today's, so these tests pass whatever the system date.
+fn sim_clock() -> pac_sim::SimClock {
+    pac_sim::SimClock::with_base(std::sync::Arc::new(pac::RunningClock::at("2026-12-01T18:00:00Z")))
 }

@@ -125,7 +125,7 @@ fn presets_fill_the_client_specs() {
         };
         let spec = spec_from_preset(p, credential, Some("EKU9003173C9".into()));
         let client = pac_clients::HttpConnector
-            .connect(&spec, std::sync::Arc::new(pac::SystemClock))
+            .connect(&spec, std::sync::Arc::new(pac::RunningClock::at("2026-12-01T18:00:00Z")))
             .unwrap();
         assert_eq!(client.kind(), p.flavor, "{}", p.name);
     }

@@ -62,6 +62,40 @@ impl Clock for SystemClock {
     }
 }
 
+/// A clock that runs at real speed from a pinned instant: `now` is the instant it was started
+/// at plus the real (monotonic) time elapsed since. For tests whose drains, leases and backoff
+/// need time to pass, but whose dates must not depend on today's date (a certificate's validity,
+/// the 72-hour Fecha window): they run the same under any system date.
+#[derive(Debug, Clone, Copy)]
+pub struct RunningClock {
+    from: DateTime<Utc>,
+    started: std::time::Instant,
+}
+
+impl RunningClock {
+    /// A clock that reads `from` now and runs on from there.
+    pub fn running_from(from: DateTime<Utc>) -> RunningClock {
+        RunningClock {
+            from,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// As [`RunningClock::running_from`] with an RFC 3339 instant; panics on a malformed
+    /// literal (tests only).
+    pub fn at(rfc3339: &str) -> RunningClock {
+        let from = DateTime::parse_from_rfc3339(rfc3339).map(|d| d.with_timezone(&Utc));
+        RunningClock::running_from(from.unwrap_or_else(|e| panic!("RunningClock::at({rfc3339:?}): {e}")))
+    }
+}
+
+impl Clock for RunningClock {
+    fn now(&self) -> DateTime<Utc> {
+        let elapsed = chrono::Duration::from_std(self.started.elapsed()).unwrap_or(chrono::Duration::zero());
+        self.from + elapsed
+    }
+}
+
 /// Which PAC an adapter talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]

@@ -69,9 +69,8 @@ pub fn contador() -> Actor {
 impl World {
     pub async fn new(backend: Backend) -> World {
         let db = TestDb::new(backend).await;
-        let now = chrono::Utc::now();
-        let now = chrono::DateTime::from_timestamp(now.timestamp(), 0).unwrap();
-        let clock = Arc::new(TestClock::new(now));
+        // Inside the validity of SAT's test CSD (it ends 2027-05-18), never today's date.
+        let clock = Arc::new(TestClock::at("2026-12-01T18:00:00Z"));
         let outbox = Arc::new(db.open(clock.clone()).await.unwrap());
         let certs = fixture("cfdi/certs");
         let setup = EmisorSetup {
@@ -130,14 +129,20 @@ impl World {
 
     /// Stamps everything pending with an in-process SW simulator named like the default PAC.
     pub async fn stamp_pending(&self) {
-        let sim = pac_sim::start(pac_sim::SimConfig::new(pac_sim::Flavor::Sw)).await.unwrap();
+        // The simulator judges the Fecha window by its clock: the world's.
+        let sim = pac_sim::start_with_clock(
+            pac_sim::SimConfig::new(pac_sim::Flavor::Sw),
+            pac_sim::SimClock::with_base(self.clock.clone()),
+        )
+        .await
+        .unwrap();
         let cfg = pac_clients::sw::SwConfig::new(
             &sim.base_url,
             &sim.base_url,
             format!("{}/ConsultaCFDIService.svc", sim.base_url),
             pac_clients::sw::SwAuth::Token(Secret::new(pac_sim::Credentials::default().sw_token)),
         );
-        let client = pac_clients::sw::SwClient::new(cfg).unwrap();
+        let client = pac_clients::sw::SwClient::with_clock(cfg, self.clock.clone()).unwrap();
         let pacs = PacSet::new(vec![PacEntry {
             name: outbox::settings::DEFAULT_PAC.into(),
             kind: pac::PacKind::Sw,

@@ -10,13 +10,28 @@ use std::sync::Arc;
 
 use cfdi::sale::EmisorProfile;
 use cfdi::secret::Secret;
-use outbox::{Actor, EmisorSetup, Outbox, Role, TestClock};
+use outbox::{Actor, EmisorSetup, Outbox, Role, RunningClock, TestClock};
 
 mod db;
 pub use db::*;
 
 /// A day after the fixture sales (2026-11-29T12:00 at 42501, UTC-6): inside the window.
 pub const NOW: &str = "2026-11-29T18:30:00Z";
+
+/// Where the running clocks of drain, lease and backoff tests start: inside the validity of
+/// SAT's test CSD (it ends 2027-05-18T11:43:51Z), whatever today's date is.
+pub const RUNNING_FROM: &str = "2026-12-01T18:00:00Z";
+
+/// A clock at [`RUNNING_FROM`] that runs at real speed; give the same one to the outbox, the
+/// PAC clients and the simulators (`sim_clock`) so they agree on "now".
+pub fn running_clock() -> Arc<RunningClock> {
+    Arc::new(RunningClock::at(RUNNING_FROM))
+}
+
+/// The simulator's clock on top of `clock` (the simulator judges the Fecha window by it).
+pub fn sim_clock(clock: &Arc<RunningClock>) -> pac_sim::SimClock {
+    pac_sim::SimClock::with_base(clock.clone())
+}
 
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
