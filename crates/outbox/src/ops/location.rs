@@ -109,10 +109,17 @@ pub(crate) fn describe_postgres(o: &sqlx::postgres::PgConnectOptions) -> String 
     )
 }
 
-/// `timbra.db` in the OS app-data folder (e.g. `~/.local/share/timbra/` on Linux).
-pub fn default_sqlite_path() -> Result<PathBuf> {
-    directories::ProjectDirs::from("mx", "Timbra", "Timbra")
-        .map(|d| d.data_dir().join(DEFAULT_FILE_NAME))
+/// The app's identifier (`identifier` in tauri.conf.json, checked by a test of the app): the
+/// name of its folder in the OS app-data and config folders, as the installers lay them out.
+pub const APP_IDENTIFIER: &str = "mx.timbra.app";
+
+/// Timbra's data folder: the OS *local* (never roaming) app-data folder named by
+/// [`APP_IDENTIFIER`], the folder Tauri calls `app_local_data_dir`: `~/.local/share/mx.timbra.app`
+/// on Linux (`$XDG_DATA_HOME`), `%LOCALAPPDATA%\mx.timbra.app` on Windows,
+/// `~/Library/Application Support/mx.timbra.app` on macOS.
+pub fn app_data_dir() -> Result<PathBuf> {
+    directories::BaseDirs::new()
+        .map(|d| d.data_local_dir().join(APP_IDENTIFIER))
         .ok_or_else(|| {
             OutboxError::invalid(
                 "database_url",
@@ -120,6 +127,11 @@ pub fn default_sqlite_path() -> Result<PathBuf> {
                 "no se encontró la carpeta de datos del usuario; indique --db RUTA",
             )
         })
+}
+
+/// `timbra.db` in [`app_data_dir`].
+pub fn default_sqlite_path() -> Result<PathBuf> {
+    Ok(app_data_dir()?.join(DEFAULT_FILE_NAME))
 }
 
 #[cfg(test)]
