@@ -420,10 +420,7 @@ mod tests {
             dir.path().join("config").join(LOCAL_KEY_FILE),
         );
         for (slot, secret) in slots() {
-            assert_eq!(
-                slot.store_in(&Secret::new(secret), &local, &Refusing).unwrap(),
-                Kept::LocalStore
-            );
+            assert_eq!(slot.store_in(&Secret::new(secret), &local, &Refusing).unwrap(), Kept::LocalStore);
         }
         for (slot, secret) in slots() {
             assert_eq!(
