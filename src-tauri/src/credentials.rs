@@ -131,6 +131,11 @@ impl CredentialSlot {
     }
 }
 
+/// Whether the OS credential store answers a read (a missing entry is an answer).
+pub fn os_store_answers() -> bool {
+    OsStore.get(LOCAL_KEY_USER).is_ok()
+}
+
 /// The OS credential store (a trait so the tests can make it refuse).
 trait Os {
     fn set(&self, user: &str, value: &str) -> Result<(), keyring::Error>;

@@ -706,6 +706,13 @@ pub struct CatalogVersionDto {
     pub fecha: String,
 }
 
+/// Where Ajustes' passwords are kept on this computer (the OS credential store, or Timbra's
+/// local encrypted store when the OS has none: `crate::credentials`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct CredentialStoreDto {
+    pub os_store: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

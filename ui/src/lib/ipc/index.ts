@@ -13,6 +13,7 @@ import type { Catalogo } from './bindings/Catalogo';
 import type { ChannelsDto } from './bindings/ChannelsDto';
 import type { Counts } from './bindings/Counts';
 import type { CreatedTokenDto } from './bindings/CreatedTokenDto';
+import type { CredentialStoreDto } from './bindings/CredentialStoreDto';
 import type { CsvImport } from './bindings/CsvImport';
 import type { Customer } from './bindings/Customer';
 import type { CustomerInput } from './bindings/CustomerInput';
@@ -136,6 +137,7 @@ export const api = {
   exportProducts: () => call<SavedFileDto>('export_products'),
   catalogSearch: (catalogo: Catalogo, text: string, limit: number) => call<Array<CatalogEntryDto>>('catalog_search', { catalogo, text, limit }),
   catalogVersion: () => call<CatalogVersionDto>('catalog_version'),
+  credentialStore: () => call<CredentialStoreDto>('credential_store'),
 };
 
 export type Api = typeof api;
