@@ -227,6 +227,8 @@ pub struct PacConfigDto {
     pub url: String,
     /// The PAC account's user (SW user, Finkok user); empty for token-only PACs.
     pub user: String,
+    /// A password or token for it is saved (the OS store, the local encrypted store) or in the
+    /// environment; false for the sandbox's simulators, which need none.
     pub has_credentials: bool,
 }
 

@@ -55,3 +55,86 @@ pub async fn instalada_emitir(app: &App) -> Res {
 fn outbox_identifier() -> &'static str {
     outbox::location::APP_IDENTIFIER
 }
+
+const PAC_TOKEN: &str = "tok-E2E-Secreto-51c7a0d2e9";
+
+/// No Secret Service at all (the session bus points nowhere): the OS credential store refuses.
+pub fn no_secret_service(_: &std::path::Path) -> Res<Env> {
+    Ok(vec![("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/timbra-e2e-bus")])
+}
+
+/// On a computer without an OS password store, Ajustes says so in Spanish, saving the PAC's
+/// token succeeds (kept in Timbra's local encrypted store), the field then says *guardada*,
+/// and no file Timbra wrote holds the token, in plain text or Base64.
+pub async fn sin_almacen_de_contrasenas(app: &App) -> Res {
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    app.type_into("[data-testid=seat-first-run-name]", "Caja 1").await?;
+    app.click("[data-testid=seat-first-run-save]").await?;
+    app.go("#/ajustes").await?;
+    app.wait_contains("[data-testid=credential-store-local]", "cifradas en este equipo")
+        .await?;
+    // Nothing saved yet: the field does not say guardada.
+    let placeholder = app
+        .client
+        .find(fantoccini::Locator::Css("input[name='primary.secret']"))
+        .await
+        .map_err(|e| e.to_string())?
+        .attr("placeholder")
+        .await
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    if placeholder.contains("guardada") {
+        return Err(format!("sin nada guardado, el campo dice {placeholder:?}"));
+    }
+    app.type_into("input[name='primary.secret']", PAC_TOKEN).await?;
+    app.click("[data-testid=pac-form] button[type=submit]").await?;
+    app.wait_contains(".notice[role=status]", "PAC guardados").await?;
+    app.go("#/").await?;
+    app.go("#/ajustes").await?;
+    let mut kept = String::new();
+    for _ in 0..50 {
+        kept = app
+            .client
+            .find(fantoccini::Locator::Css("input[name='primary.secret']"))
+            .await
+            .map_err(|e| e.to_string())?
+            .attr("placeholder")
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        if kept.contains("guardada") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    if !kept.contains("guardada") {
+        return Err(format!("tras guardar, el campo debía decir guardada; dice {kept:?}"));
+    }
+    let store = app.dir().join("data").join(outbox_identifier()).join("credenciales.cifradas");
+    if !store.is_file() {
+        return Err(format!("el almacén local debía estar en {}", store.display()));
+    }
+    // The leak scenario on the fallback: every file Timbra wrote, byte for byte.
+    use base64::Engine as _;
+    let needles = [PAC_TOKEN.to_string(), base64::engine::general_purpose::STANDARD.encode(PAC_TOKEN)];
+    let mut leaks = Vec::new();
+    let mut stack = vec![app.dir().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).map_err(|e| e.to_string())?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                for n in &needles {
+                    if bytes.windows(n.len()).any(|w| w == n.as_bytes()) {
+                        leaks.push(p.display().to_string());
+                    }
+                }
+            }
+        }
+    }
+    if !leaks.is_empty() {
+        return Err(format!("el token aparece en {leaks:?}"));
+    }
+    Ok(())
+}

@@ -56,6 +56,9 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("emitir_con_catalogos", nothing, |app| Box::pin(flows::emitir_con_catalogos(app))),
     ("ventana_y_archivos", nothing, |app| Box::pin(flows::ventana_y_archivos(app))),
     ("equipo_postgres", flows::team_database, |app| Box::pin(flows::equipo_postgres(app))),
+    ("sin_almacen_de_contrasenas", installed::no_secret_service, |app| {
+        Box::pin(installed::sin_almacen_de_contrasenas(app))
+    }),
     // Only against an installed Timbra (TIMBRA_E2E_APP; `make test` sets it): see installed.rs.
     ("instalada_emitir", installed::default_folders, |app| {
         Box::pin(installed::instalada_emitir(app))
