@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test bench deps-test deps-run deps-bench check-fixtures lint test-rust ui-build ui-test api-fuzz fuzz-short
+.PHONY: run test bench package deps-test deps-run deps-bench check-fixtures lint lint-workflows test-rust test-installed ui-build ui-test api-fuzz fuzz-short
 
 ## make run: builds the UI and the desktop app and starts it. With nothing configured it opens in
 ## Modo sandbox (database in the app-data folder, PAC simulator, SAT's test CSD). Without a
@@ -15,7 +15,31 @@ run: deps-run ui-build
 	else echo "Sin pantalla (DISPLAY): Timbra se inicia bajo xvfb-run." >&2; xvfb-run -a ./target/debug/timbra-app; fi
 
 ## make test: every test suite of the project.
-test: deps-test check-fixtures lint ui-test test-rust
+test: deps-test check-fixtures lint lint-workflows ui-test test-rust test-installed
+
+## make package: the release installers this machine can build (Linux: .deb and .rpm) with the
+## Tauri CLI (scripts/tauri; the Windows and macOS installers come from the release workflow,
+## .github/workflows/release.yml). Nothing is downloaded at build time.
+package: deps-run ui-build
+	./scripts/tauri build --ci --bundles deb,rpm
+	@dir="$${CARGO_TARGET_DIR:-target}/release/bundle"; echo "Instaladores:"; ls -1 "$$dir"/deb/*.deb "$$dir"/rpm/*.rpm
+
+## The installed app: a debug .deb of the debug build (no release build here), unpacked into a
+## scratch root (dpkg -x), and the E2E flow `instalada_emitir` run against usr/bin/timbra-app in
+## it (tests/e2e/installed.rs): sandbox, emit, Timbrada, data in the identifier's folders.
+test-installed: ui-build
+	$(CARGO) build -p timbra-app --locked
+	./scripts/tauri bundle --ci --debug --bundles deb
+	@root=$$(mktemp -d) && trap 'rm -rf "$$root"' EXIT && \
+	deb=$$(ls -t "$${CARGO_TARGET_DIR:-target}"/debug/bundle/deb/*.deb | head -1) && \
+	dpkg-deb -x "$$deb" "$$root" && echo "Instalado $$deb en $$root" && \
+	TIMBRA_E2E_APP="$$root/usr/bin/timbra-app" $(CARGO) test -p timbra-app --locked --test e2e -- instalada
+
+## The release workflow (.github/workflows/) checked by zizmor (from PyPI, in a virtualenv under
+## the target folder: scripts/install-deps test installs it), offline: syntax, expressions and
+## its security audits.
+lint-workflows:
+	"$${CARGO_TARGET_DIR:-target}/tools/venv/bin/zizmor" --offline .github/workflows/
 
 ## Formatting and lints are part of the suite (ui-build first: the app's build embeds ui/dist).
 lint: ui-build

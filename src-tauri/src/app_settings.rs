@@ -19,7 +19,9 @@ pub fn sandbox_pacs() -> PacsDto {
         environment: Some(PacEnvironmentDto::Sandbox),
         url: String::new(),
         user: String::new(),
-        has_credentials: true,
+        // The simulators need none and none is saved: the PAC form's password field must not
+        // say *guardada* (issue 25).
+        has_credentials: false,
     };
     PacsDto {
         primary: sim(outbox::settings::DEFAULT_PAC),

@@ -72,7 +72,7 @@ pub async fn tick(ready: &Ready) -> Result<(), AppError> {
 
 fn shared_database() -> outbox::OutboxError {
     outbox::OutboxError::Unsupported(
-        "la base de datos es PostgreSQL compartida: se respalda en el servidor con pg_dump (README, sección «Teams»)".into(),
+        "la base de datos es PostgreSQL compartida: se respalda en el servidor con pg_dump (docs/reference.md, sección «Teams»)".into(),
     )
 }
 

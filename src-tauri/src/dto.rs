@@ -227,6 +227,8 @@ pub struct PacConfigDto {
     pub url: String,
     /// The PAC account's user (SW user, Finkok user); empty for token-only PACs.
     pub user: String,
+    /// A password or token for it is saved (the OS store, the local encrypted store) or in the
+    /// environment; false for the sandbox's simulators, which need none.
     pub has_credentials: bool,
 }
 
@@ -719,6 +721,13 @@ pub struct CatalogEntryDto {
 pub struct CatalogVersionDto {
     pub fuente: String,
     pub fecha: String,
+}
+
+/// Where Ajustes' passwords are kept on this computer (the OS credential store, or Timbra's
+/// local encrypted store when the OS has none: `crate::credentials`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct CredentialStoreDto {
+    pub os_store: bool,
 }
 
 #[cfg(test)]

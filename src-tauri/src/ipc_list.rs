@@ -87,6 +87,7 @@ macro_rules! ipc_surface {
                 export_products() -> SavedFileDto;
                 catalog_search(catalogo: Catalogo, text: String, limit: u32) -> Vec<CatalogEntryDto>;
                 catalog_version() -> CatalogVersionDto;
+                credential_store() -> CredentialStoreDto;
             }
             events {
                 /// An invoice's state, notes or evidence changed.

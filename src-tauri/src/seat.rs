@@ -5,7 +5,8 @@
 //! team's PostgreSQL server: its URL only; the password lives in the OS credential store,
 //! [`crate::credentials`]).
 //!
-//! One JSON file, `puesto.json`, in the OS config folder (`~/.config/timbra/` on Linux),
+//! One JSON file, `puesto.json`, in the OS local config folder named by the app's identifier
+//! (`~/.config/mx.timbra.app/` on Linux, `%LOCALAPPDATA%\mx.timbra.app` on Windows),
 //! written whole: a temporary file beside it (0600), fsync, rename — a crash leaves the old
 //! file or the new one. Two windows saving at once: the last rename wins, never a mix.
 //! `TIMBRA_DATABASE_URL` still wins over the database saved here ([`DatabaseChoice::of`]).
@@ -192,11 +193,11 @@ pub struct SeatFile {
 }
 
 impl SeatFile {
-    /// `puesto.json` in the OS config folder.
+    /// `puesto.json` in the OS local config folder, in the folder named by the app's identifier.
     pub fn in_config_folder() -> Result<SeatFile, AppError> {
-        directories::ProjectDirs::from("mx", "Timbra", "Timbra")
+        directories::BaseDirs::new()
             .map(|d| SeatFile {
-                path: d.config_dir().join(SEAT_FILE),
+                path: d.config_local_dir().join(outbox::location::APP_IDENTIFIER).join(SEAT_FILE),
             })
             .ok_or_else(|| AppError::File {
                 path: SEAT_FILE.into(),

@@ -1970,7 +1970,7 @@ fn team_url() -> Res<String> {
 pub fn team_database(dir: &std::path::Path) -> Res<Env> {
     psql(&format!("DROP DATABASE IF EXISTS {TEAM_DB} WITH (FORCE)"))?;
     psql(&format!("CREATE DATABASE {TEAM_DB} ENCODING 'UTF8' TEMPLATE template0"))?;
-    let seat = dir.join("config/timbra/puesto.json");
+    let seat = dir.join("config/mx.timbra.app/puesto.json");
     std::fs::create_dir_all(seat.parent().ok_or("sin carpeta")?).map_err(|e| e.to_string())?;
     let json = serde_json::json!({ "operator": "Caja 2", "role": "soporte", "postgres_url": team_url()? });
     std::fs::write(&seat, json.to_string()).map_err(|e| e.to_string())?;

@@ -13,12 +13,25 @@ use fantoccini::{Client, ClientBuilder, Locator};
 
 pub type Res<T = ()> = Result<T, String>;
 
-/// Extra environment variables a flow starts the app with (e.g. `TIMBRA_SANDBOX_PRIMARY`).
+/// Extra environment variables a flow starts the app with (e.g. `TIMBRA_SANDBOX_PRIMARY`); an
+/// empty value removes the variable (`TIMBRA_DATABASE_URL` empty: the app's default database).
 pub type Env = Vec<(&'static str, &'static str)>;
 
 /// tauri-driver's WebDriver port, and the port it gives WebKitWebDriver (both fixed by it).
 const DRIVER_PORT: u16 = 4444;
 const NATIVE_PORT: u16 = 4445;
+
+/// The binary the flows drive: the one cargo built for this test, or the one
+/// `TIMBRA_E2E_APP` names (an installed Timbra: `make test` unpacks its .deb and runs the
+/// `instalada` flow against `usr/bin/timbra-app` inside it).
+pub const APP_ENV: &str = "TIMBRA_E2E_APP";
+
+pub fn app_binary() -> PathBuf {
+    std::env::var_os(APP_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_timbra-app")))
+}
 
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -111,7 +124,7 @@ pub struct App {
     /// `TIMBRA_E2E_FILE_CHOOSER`, test-only; see src-tauri/src/file_chooser.rs).
     chooser: PathBuf,
     /// The app's temporary folders (database, exports, XDG); removed when the flow ends.
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl App {
@@ -142,7 +155,8 @@ impl App {
             p
         };
         let chooser = dir.path().join("selector-de-archivos.txt");
-        let mut driver = Command::new(driver_bin)
+        let mut command = Command::new(driver_bin);
+        command
             .arg("--native-driver")
             .arg(&native)
             .env("DISPLAY", &display.name)
@@ -156,11 +170,13 @@ impl App {
             .env("TIMBRA_LOG", "warn")
             // WebDriver cannot drive a native dialog: the app's chooser answers from this file.
             .env("TIMBRA_E2E_FILE_CHOOSER", &chooser)
-            .envs(extra_env)
+            .envs(extra_env.iter().filter(|(_, v)| !v.is_empty()).copied())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("tauri-driver: {e}"))?;
+            .stderr(Stdio::inherit());
+        for (k, _) in extra_env.iter().filter(|(_, v)| v.is_empty()) {
+            command.env_remove(k);
+        }
+        let mut driver = command.spawn().map_err(|e| format!("tauri-driver: {e}"))?;
         let start = Instant::now();
         while !port_open(DRIVER_PORT) {
             if start.elapsed() > Duration::from_secs(20) {
@@ -174,10 +190,7 @@ impl App {
         }
         let mut caps = serde_json::Map::new();
         caps.insert("browserName".into(), "wry".into());
-        caps.insert(
-            "tauri:options".into(),
-            serde_json::json!({ "application": env!("CARGO_BIN_EXE_timbra-app") }),
-        );
+        caps.insert("tauri:options".into(), serde_json::json!({ "application": app_binary() }));
         // tauri-driver may open its port a moment before it answers: a few tries.
         let mut client = Err(String::new());
         for _ in 0..4 {
@@ -203,7 +216,7 @@ impl App {
             driver,
             client,
             chooser,
-            _dir: dir,
+            dir,
         })
     }
 
@@ -215,6 +228,11 @@ impl App {
         while port_open(NATIVE_PORT) && start.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// The app's temporary folder: `data/`, `config/` and `cache/` are its XDG folders.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     // Helpers ----------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 
 mod flows;
 mod harness;
+mod installed;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -55,6 +56,13 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("emitir_con_catalogos", nothing, |app| Box::pin(flows::emitir_con_catalogos(app))),
     ("ventana_y_archivos", nothing, |app| Box::pin(flows::ventana_y_archivos(app))),
     ("equipo_postgres", flows::team_database, |app| Box::pin(flows::equipo_postgres(app))),
+    ("sin_almacen_de_contrasenas", installed::no_secret_service, |app| {
+        Box::pin(installed::sin_almacen_de_contrasenas(app))
+    }),
+    // Only against an installed Timbra (TIMBRA_E2E_APP; `make test` sets it): see installed.rs.
+    ("instalada_emitir", installed::default_folders, |app| {
+        Box::pin(installed::instalada_emitir(app))
+    }),
 ];
 
 fn main() -> ExitCode {
@@ -81,11 +89,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if std::env::var_os(harness::APP_ENV).is_some() {
+        println!("e2e: la app instalada {}", harness::app_binary().display());
+    }
     let run_started = Instant::now();
     let mut failed = 0;
     let mut ran = 0;
     for (name, prepare, flow) in FLOWS {
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        if name.starts_with("instalada") && std::env::var_os(harness::APP_ENV).is_none() {
             continue;
         }
         ran += 1;

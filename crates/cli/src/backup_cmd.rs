@@ -200,7 +200,7 @@ async fn spend(o: outbox::Outbox, actor: &Actor, what: &'static str) -> Result<(
 /// Backups of a shared PostgreSQL database are the server's (README, "Teams").
 fn pg_dump_instead(location: &std::path::Path) -> outbox::OutboxError {
     outbox::OutboxError::Unsupported(format!(
-        "{} es PostgreSQL: respalde con `pg_dump --format=custom` y restaure con `pg_restore` (vea la sección «Teams» del README)",
+        "{} es PostgreSQL: respalde con `pg_dump --format=custom` y restaure con `pg_restore` (vea la sección «Teams» de docs/reference.md)",
         location.display()
     ))
 }

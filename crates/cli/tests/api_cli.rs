@@ -1,5 +1,5 @@
 //! The intake channels from the command line, as a user runs them: `timbra token`, `timbra
-//! serve` (loopback only; the README's `curl` lines run as written against it), and the
+//! serve` (loopback only; docs/reference.md's `curl` lines run as written against it), and the
 //! documents of a sale stamped with `timbra drain --sandbox --until-idle`: `invoice xml|pdf`
 //! and `export --dir|--zip`.
 
@@ -125,10 +125,10 @@ fn tokens_are_shown_once_listed_without_the_token_and_revoked() {
     assert_eq!(again.status.code(), Some(2));
 }
 
-/// The `curl` lines of README's "Local API" section (and its `timbra drain`), in order.
+/// The `curl` lines of docs/reference.md's "Local API" section (and its `timbra drain`), in order.
 fn readme_commands() -> Vec<String> {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let start = readme.find("## Local API").expect("README has a Local API section");
+    let readme = std::fs::read_to_string(root().join("docs/reference.md")).unwrap();
+    let start = readme.find("## Local API").expect("docs/reference.md has a Local API section");
     let section = &readme[start..];
     let end = section[3..].find("\n## ").map_or(section.len(), |i| i + 3);
     section[..end]

@@ -63,3 +63,13 @@ pub async fn save_drain(
     restart_drain(&app, ready).await;
     Ok(saved)
 }
+
+/// Whether this computer's OS credential store answers (else Ajustes says that passwords are
+/// kept encrypted by Timbra on this computer).
+#[tauri::command]
+pub async fn credential_store() -> Res<CredentialStoreDto> {
+    let os_store = tauri::async_runtime::spawn_blocking(crate::credentials::os_store_answers)
+        .await
+        .unwrap_or(false);
+    Ok(CredentialStoreDto { os_store })
+}

@@ -109,22 +109,87 @@ pub(crate) fn describe_postgres(o: &sqlx::postgres::PgConnectOptions) -> String 
     )
 }
 
-/// `timbra.db` in the OS app-data folder (e.g. `~/.local/share/timbra/` on Linux).
-pub fn default_sqlite_path() -> Result<PathBuf> {
-    directories::ProjectDirs::from("mx", "Timbra", "Timbra")
-        .map(|d| d.data_dir().join(DEFAULT_FILE_NAME))
+/// The app's identifier (`identifier` in tauri.conf.json, checked by a test of the app): the
+/// name of its folder in the OS app-data and config folders, as the installers lay them out.
+pub const APP_IDENTIFIER: &str = "mx.timbra.app";
+
+/// Timbra's data folder: the OS *local* (never roaming) app-data folder named by
+/// [`APP_IDENTIFIER`], the folder Tauri calls `app_local_data_dir`: `~/.local/share/mx.timbra.app`
+/// on Linux (`$XDG_DATA_HOME`), `%LOCALAPPDATA%\mx.timbra.app` on Windows,
+/// `~/Library/Application Support/mx.timbra.app` on macOS.
+///
+/// A database made before the folder was named by the identifier (the `directories` project
+/// folder `mx/Timbra/Timbra`: `~/.local/share/timbra` on Linux) is adopted the first time:
+/// its folder moves to the new place whole, nothing lost ([`adopt_legacy_folder`]).
+pub fn app_data_dir() -> Result<PathBuf> {
+    let dir = directories::BaseDirs::new()
+        .map(|d| d.data_local_dir().join(APP_IDENTIFIER))
         .ok_or_else(|| {
             OutboxError::invalid(
                 "database_url",
                 "sin_carpeta",
                 "no se encontró la carpeta de datos del usuario; indique --db RUTA",
             )
-        })
+        })?;
+    match directories::ProjectDirs::from("mx", "Timbra", "Timbra") {
+        Some(legacy) => Ok(adopt_legacy_folder(legacy.data_dir(), &dir)),
+        None => Ok(dir),
+    }
+}
+
+/// The data folder to use: `new`, after moving `legacy` there when only `legacy` holds a
+/// database; `legacy` itself when the move fails (another disk, no permission), so a user's
+/// database is never left behind for an empty new one.
+pub fn adopt_legacy_folder(legacy: &std::path::Path, new: &std::path::Path) -> PathBuf {
+    if new.exists() || !legacy.join(DEFAULT_FILE_NAME).is_file() {
+        return new.to_path_buf();
+    }
+    let moved = new
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|_| std::fs::rename(legacy, new));
+    match moved {
+        Ok(()) => {
+            tracing::info!(from = %legacy.display(), to = %new.display(), "la carpeta de datos de Timbra se movió a su nuevo lugar");
+            new.to_path_buf()
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, folder = %legacy.display(), "no se pudo mover la carpeta de datos anterior; se sigue usando");
+            legacy.to_path_buf()
+        }
+    }
+}
+
+/// `timbra.db` in [`app_data_dir`].
+pub fn default_sqlite_path() -> Result<PathBuf> {
+    Ok(app_data_dir()?.join(DEFAULT_FILE_NAME))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A database in the folder of earlier versions moves whole to the new folder the first
+    /// time; once the new folder exists, the old one is left alone; no database, no move.
+    #[test]
+    fn a_database_in_the_earlier_folder_is_adopted_whole() {
+        let home = tempfile::tempdir().unwrap();
+        let legacy = home.path().join("timbra");
+        let new = home.path().join("local").join(APP_IDENTIFIER);
+        assert_eq!(adopt_legacy_folder(&legacy, &new), new, "nothing to adopt");
+        assert!(!new.exists());
+        std::fs::create_dir_all(&legacy).unwrap();
+        std::fs::write(legacy.join(DEFAULT_FILE_NAME), b"db").unwrap();
+        std::fs::write(legacy.join("timbra.db-wal"), b"wal").unwrap();
+        assert_eq!(adopt_legacy_folder(&legacy, &new), new);
+        assert_eq!(std::fs::read(new.join(DEFAULT_FILE_NAME)).unwrap(), b"db");
+        assert_eq!(std::fs::read(new.join("timbra.db-wal")).unwrap(), b"wal", "its WAL moves with it");
+        assert!(!legacy.exists());
+        std::fs::create_dir_all(&legacy).unwrap();
+        std::fs::write(legacy.join(DEFAULT_FILE_NAME), b"other").unwrap();
+        assert_eq!(adopt_legacy_folder(&legacy, &new), new, "the new folder wins once it exists");
+        assert_eq!(std::fs::read(new.join(DEFAULT_FILE_NAME)).unwrap(), b"db");
+    }
 
     fn sqlite(p: &str) -> DatabaseLocation {
         DatabaseLocation::Sqlite(PathBuf::from(p))

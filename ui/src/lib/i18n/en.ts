@@ -377,6 +377,7 @@ export const en: Record<keyof typeof es, string> = {
   'ajustes.pac_user': 'User',
   'ajustes.pac_secret': 'Password or API key',
   'ajustes.secret_kept': 'stored; leave empty to keep it',
+  'ajustes.local_secret_store': 'This computer has no system password store: Timbra keeps the passwords entered here encrypted on this computer.',
   'ajustes.save_pacs': 'Save PACs',
   'ajustes.saved_pacs': 'PACs saved.',
   'ajustes.drain': 'Stamping',

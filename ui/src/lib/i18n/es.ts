@@ -374,6 +374,7 @@ export const es = {
   'ajustes.pac_user': 'Usuario',
   'ajustes.pac_secret': 'Contraseña o clave de API',
   'ajustes.secret_kept': 'guardada; déjela vacía para conservarla',
+  'ajustes.local_secret_store': 'Este equipo no tiene almacén de contraseñas del sistema: Timbra guarda las contraseñas que capture aquí cifradas en este equipo.',
   'ajustes.save_pacs': 'Guardar PAC',
   'ajustes.saved_pacs': 'PAC guardados.',
   'ajustes.drain': 'Timbrado',

@@ -13,7 +13,7 @@ import type { Catalogo } from './bindings/Catalogo';
 import type { ChannelsDto } from './bindings/ChannelsDto';
 import type { Counts } from './bindings/Counts';
 import type { CreatedTokenDto } from './bindings/CreatedTokenDto';
-import type { CsdStanding } from './bindings/CsdStanding';
+import type { CredentialStoreDto } from './bindings/CredentialStoreDto';
 import type { CsvImport } from './bindings/CsvImport';
 import type { Customer } from './bindings/Customer';
 import type { CustomerInput } from './bindings/CustomerInput';
@@ -73,7 +73,6 @@ export const api = {
   listInvoices: (query: ListQueryDto) => call<InvoicePage>('list_invoices', { query }),
   invoiceCounts: () => call<Counts>('invoice_counts'),
   dashboard: () => call<Dashboard>('dashboard'),
-  csdStanding: () => call<CsdStanding | null>('csd_standing'),
   invoiceDetail: (invoiceId: number) => call<InvoiceDetailDto>('invoice_detail', { invoiceId }),
   previewSale: (draft: SaleDraft) => call<SalePreviewDto>('preview_sale', { draft }),
   recordSale: (saleId: string, draft: SaleDraft) => call<Recorded>('record_sale', { saleId, draft }),
@@ -138,6 +137,7 @@ export const api = {
   exportProducts: () => call<SavedFileDto>('export_products'),
   catalogSearch: (catalogo: Catalogo, text: string, limit: number) => call<Array<CatalogEntryDto>>('catalog_search', { catalogo, text, limit }),
   catalogVersion: () => call<CatalogVersionDto>('catalog_version'),
+  credentialStore: () => call<CredentialStoreDto>('credential_store'),
 };
 
 export type Api = typeof api;

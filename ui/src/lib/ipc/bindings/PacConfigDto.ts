@@ -22,4 +22,9 @@ url: string,
 /**
  * The PAC account's user (SW user, Finkok user); empty for token-only PACs.
  */
-user: string, has_credentials: boolean, };
+user: string, 
+/**
+ * A password or token for it is saved (the OS store, the local encrypted store) or in the
+ * environment; false for the sandbox's simulators, which need none.
+ */
+has_credentials: boolean, };

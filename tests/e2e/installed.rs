@@ -1,0 +1,140 @@
+//! The flow run against an *installed* Timbra (`make test` builds the .deb, unpacks it into a
+//! scratch root and points `TIMBRA_E2E_APP` at `usr/bin/timbra-app` in it): with no
+//! `TIMBRA_DATABASE_URL`, the installed app opens in Modo sandbox on its default database, in
+//! the folders the installed layout names (the app-data and config folders named by the
+//! identifier, `mx.timbra.app`), and a sale goes from the Emitir form to Timbrada.
+
+use crate::harness::{App, Env, Res};
+
+/// No `TIMBRA_DATABASE_URL`: the app chooses its own database folder.
+pub fn default_folders(_: &std::path::Path) -> Res<Env> {
+    Ok(vec![("TIMBRA_DATABASE_URL", "")])
+}
+
+pub async fn instalada_emitir(app: &App) -> Res {
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    app.type_into("[data-testid=seat-first-run-name]", "Caja 1").await?;
+    app.click("[data-testid=seat-first-run-save]").await?;
+    app.wait_contains("[data-testid=operator]", "Caja 1").await?;
+
+    app.go("#/emitir").await?;
+    app.type_into("input[name='receptor.rfc']", "URE180429TM6").await?;
+    app.type_into("input[name='receptor.nombre']", "UNIVERSIDAD ROBOTICA ESPAÑOLA")
+        .await?;
+    app.type_into("input[name='receptor.domicilio_fiscal']", "86991").await?;
+    app.select("select[name='receptor.regimen_fiscal']", "601").await?;
+    app.select("select[name='receptor.uso_cfdi']", "G01").await?;
+    app.type_into("input[name='folio']", "1").await?;
+    app.type_into("input[name='conceptos[0].descripcion']", "Café de olla").await?;
+    app.type_into("input[name='conceptos[0].cantidad']", "2").await?;
+    app.type_into("input[name='conceptos[0].valor_unitario']", "50.00").await?;
+    app.wait_contains("[data-total=total]", "$116.00").await?;
+    app.click("[data-testid=emitir-submit]").await?;
+    app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
+    app.click("[data-testid=recorded-link]").await?;
+    app.wait_badge("timbrada").await?;
+
+    // Where the installed layout says: the database in the local app-data folder named by the
+    // identifier, the seat in the config folder named by it.
+    let data = app.dir().join("data").join(outbox_identifier());
+    let database = data.join("timbra.db");
+    if !database.is_file() {
+        return Err(format!("la base de datos debía estar en {}", database.display()));
+    }
+    let seat = app.dir().join("config").join(outbox_identifier()).join("puesto.json");
+    if !seat.is_file() {
+        return Err(format!("el puesto debía estar en {}", seat.display()));
+    }
+    if app.dir().join("timbra.db").exists() {
+        return Err("la base de datos no debía quedar fuera de la carpeta de datos de la app".into());
+    }
+    Ok(())
+}
+
+/// The identifier of tauri.conf.json (the name of the app's folders).
+fn outbox_identifier() -> &'static str {
+    outbox::location::APP_IDENTIFIER
+}
+
+const PAC_TOKEN: &str = "tok-E2E-Secreto-51c7a0d2e9";
+
+/// No Secret Service at all (the session bus points nowhere): the OS credential store refuses.
+pub fn no_secret_service(_: &std::path::Path) -> Res<Env> {
+    Ok(vec![("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/timbra-e2e-bus")])
+}
+
+/// On a computer without an OS password store, Ajustes says so in Spanish, saving the PAC's
+/// token succeeds (kept in Timbra's local encrypted store), the field then says *guardada*,
+/// and no file Timbra wrote holds the token, in plain text or Base64.
+pub async fn sin_almacen_de_contrasenas(app: &App) -> Res {
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    app.type_into("[data-testid=seat-first-run-name]", "Caja 1").await?;
+    app.click("[data-testid=seat-first-run-save]").await?;
+    app.go("#/ajustes").await?;
+    app.wait_contains("[data-testid=credential-store-local]", "cifradas en este equipo")
+        .await?;
+    // Nothing saved yet: the field does not say guardada.
+    let placeholder = app
+        .client
+        .find(fantoccini::Locator::Css("input[name='primary.secret']"))
+        .await
+        .map_err(|e| e.to_string())?
+        .attr("placeholder")
+        .await
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    if placeholder.contains("guardada") {
+        return Err(format!("sin nada guardado, el campo dice {placeholder:?}"));
+    }
+    app.type_into("input[name='primary.secret']", PAC_TOKEN).await?;
+    app.click("[data-testid=pac-form] button[type=submit]").await?;
+    app.wait_contains(".notice[role=status]", "PAC guardados").await?;
+    app.go("#/").await?;
+    app.go("#/ajustes").await?;
+    let mut kept = String::new();
+    for _ in 0..50 {
+        kept = app
+            .client
+            .find(fantoccini::Locator::Css("input[name='primary.secret']"))
+            .await
+            .map_err(|e| e.to_string())?
+            .attr("placeholder")
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        if kept.contains("guardada") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    if !kept.contains("guardada") {
+        return Err(format!("tras guardar, el campo debía decir guardada; dice {kept:?}"));
+    }
+    let store = app.dir().join("data").join(outbox_identifier()).join("credenciales.cifradas");
+    if !store.is_file() {
+        return Err(format!("el almacén local debía estar en {}", store.display()));
+    }
+    // The leak scenario on the fallback: every file Timbra wrote, byte for byte.
+    use base64::Engine as _;
+    let needles = [PAC_TOKEN.to_string(), base64::engine::general_purpose::STANDARD.encode(PAC_TOKEN)];
+    let mut leaks = Vec::new();
+    let mut stack = vec![app.dir().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).map_err(|e| e.to_string())?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                for n in &needles {
+                    if bytes.windows(n.len()).any(|w| w == n.as_bytes()) {
+                        leaks.push(p.display().to_string());
+                    }
+                }
+            }
+        }
+    }
+    if !leaks.is_empty() {
+        return Err(format!("el token aparece en {leaks:?}"));
+    }
+    Ok(())
+}
