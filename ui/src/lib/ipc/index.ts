@@ -14,6 +14,7 @@ import type { ChannelsDto } from './bindings/ChannelsDto';
 import type { Counts } from './bindings/Counts';
 import type { CreatedTokenDto } from './bindings/CreatedTokenDto';
 import type { CredentialStoreDto } from './bindings/CredentialStoreDto';
+import type { CsdStanding } from './bindings/CsdStanding';
 import type { CsvImport } from './bindings/CsvImport';
 import type { Customer } from './bindings/Customer';
 import type { CustomerInput } from './bindings/CustomerInput';
@@ -73,6 +74,7 @@ export const api = {
   listInvoices: (query: ListQueryDto) => call<InvoicePage>('list_invoices', { query }),
   invoiceCounts: () => call<Counts>('invoice_counts'),
   dashboard: () => call<Dashboard>('dashboard'),
+  csdStanding: () => call<CsdStanding | null>('csd_standing'),
   invoiceDetail: (invoiceId: number) => call<InvoiceDetailDto>('invoice_detail', { invoiceId }),
   previewSale: (draft: SaleDraft) => call<SalePreviewDto>('preview_sale', { draft }),
   recordSale: (saleId: string, draft: SaleDraft) => call<Recorded>('record_sale', { saleId, draft }),
