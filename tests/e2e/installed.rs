@@ -69,6 +69,8 @@ pub fn no_secret_service(_: &std::path::Path) -> Res<Env> {
 pub async fn sin_almacen_de_contrasenas(app: &App) -> Res {
     app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
     app.type_into("[data-testid=seat-first-run-name]", "Caja 1").await?;
+    // Ajustes' PAC form is soporte's (the first run's default seat is the cashier's).
+    app.click("[data-testid=seat-first-run-role] input[value=soporte]").await?;
     app.click("[data-testid=seat-first-run-save]").await?;
     app.go("#/ajustes").await?;
     app.wait_contains("[data-testid=credential-store-local]", "cifradas en este equipo")
