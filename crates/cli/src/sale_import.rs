@@ -162,6 +162,7 @@ fn is_fatal(e: &OutboxError) -> bool {
             | OutboxError::DatabaseCorrupt { .. }
             | OutboxError::DatabaseTooNew { .. }
             | OutboxError::DatabaseUnavailable { .. }
+            | OutboxError::DatabaseFull { .. }
             | OutboxError::DatabaseAuth { .. }
     ) || matches!(e, OutboxError::Csd(c) if !matches!(c, cfdi::csd::CsdError::OutsideValidity { .. }))
 }
