@@ -14,7 +14,7 @@ import type { ReceptorLine } from '../src/lib/ipc/bindings/ReceptorLine';
 const UUID = '5FB2822E-396D-4725-8521-CDC4BDD20CCF';
 
 function balance(paid: string, saldo: string, payments: InvoiceBalance['payments'] = []): InvoiceBalance {
-  return { invoice_id: 7, sale_id: 'v-7', uuid: UUID, receptor_rfc: 'URE180429TM6', moneda: 'MXN', total: '1160.00', paid, balance: saldo, next_parcialidad: payments.length + 1, payments };
+  return { invoice_id: 7, sale_id: 'v-7', uuid: UUID, receptor_rfc: 'URE180429TM6', moneda: 'MXN', total: '1160.00', credited: '0.00', paid, balance: saldo, next_parcialidad: payments.length + 1, payments, credit_notes: [] };
 }
 
 const firstPayment = {
@@ -167,7 +167,7 @@ describe('Reportes', () => {
       pagos: { documentos: 1, monto: '500.00', base_iva16: '431.03', iva16: '68.97', base_iva8: '0', iva8: '0', base_iva0: '0', iva0: '0', base_iva_exento: '0', iva_retenido: '0', isr_retenido: '0' },
       por_receptor: [line('URE180429TM6', '1160.00', '500.00')],
       cancelados: [],
-      ppd_con_saldo: [{ uuid: UUID, fecha: '2026-12-01T10:00:00', serie: null, folio: null, receptor_rfc: 'URE180429TM6', moneda: 'MXN', total: '1160.00', pagado: '500.00', saldo: '660.00' }],
+      ppd_con_saldo: [{ uuid: UUID, fecha: '2026-12-01T10:00:00', serie: null, folio: null, receptor_rfc: 'URE180429TM6', moneda: 'MXN', total: '1160.00', notas_credito: '0.00', pagado: '500.00', saldo: '660.00' }],
       documentos: [],
     };
     const calls: [string, unknown][] = [];

@@ -4,9 +4,15 @@
 //!
 //! **Balance.** Total is the invoice's `Total`. Every `pago20:DoctoRelacionado` whose
 //! `IdDocumento` is the invoice's UUID, in a payment CFDI that is not cancelled, counts with its
-//! `ImpPagado`; paid = their sum, balance = Total − paid. The next `NumParcialidad` is one more
-//! than the highest parcialidad among those (a cancelled payment's number is used again by the
-//! payment that replaces it).
+//! `ImpPagado`; paid = their sum. Every credit note (an egreso CFDI, not cancelled, whose
+//! `CfdiRelacionados` with TipoRelacion 01 names this invoice and no other, in the invoice's
+//! currency) counts with its `Total`; credited = their sum. Balance = Total − credited − paid,
+//! never below zero: the saldo a customer still owes, which the next payment writes as
+//! ImpSaldoAnt (a credit note applied before a payment lowers that payment's ImpSaldoAnt; one
+//! applied after it lowers the next one's). A credit note naming several invoices says nothing
+//! about how much belongs to each, so it is listed ([`Balance::credit_notes`], `applied: false`)
+//! and not subtracted. The next `NumParcialidad` is one more than the highest parcialidad among
+//! the payments (a cancelled payment's number is used again by the payment that replaces it).
 //!
 //! **Taxes prorated per paid document** (the rule Timbra applies; see ARCHITECTURE.md):
 //! the invoice's concepto taxes are grouped by (Impuesto, TipoFactor, TasaOCuota) with their
@@ -49,15 +55,26 @@ pub enum PaymentError {
     Cuota { impuesto: String },
     #[error("el importe pagado {0} debe ser mayor que cero")]
     NotPositive(Decimal),
-    #[error("el pago de {pagado} excede el saldo de {saldo} (total {total}, pagado antes {paid})")]
+    #[error("el pago de {pagado} excede el saldo de {saldo} ({})", saldo_parts(*total, *credited, *paid))]
     ExceedsBalance {
         pagado: Decimal,
         saldo: Decimal,
         total: Decimal,
+        credited: Decimal,
         paid: Decimal,
     },
     #[error("el pago es tan pequeño que la base del impuesto {impuesto} redondea a cero")]
     BaseRoundsToZero { impuesto: String },
+}
+
+/// How a saldo was reached, in words: "total 1160.00, pagado 500.00", with the credit notes
+/// between them when there are any.
+pub fn saldo_parts(total: Decimal, credited: Decimal, paid: Decimal) -> String {
+    if credited.is_zero() {
+        format!("total {total}, pagado {paid}")
+    } else {
+        format!("total {total}, notas de crédito {credited}, pagado {paid}")
+    }
 }
 
 /// One payment CFDI's entry for the invoice.
@@ -73,18 +90,35 @@ pub struct PaymentEntry {
     pub cancelled: bool,
 }
 
+/// One credit note (egreso, TipoRelacion 01) that names the invoice.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CreditEntry {
+    /// The credit note's UUID.
+    pub uuid: String,
+    pub fecha: NaiveDateTime,
+    pub total: Decimal,
+    pub moneda: String,
+    /// Whether its total is subtracted from the balance: it names this invoice alone, in the
+    /// invoice's currency.
+    pub applied: bool,
+}
+
 /// The balance of a PPD invoice.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Balance {
     pub uuid: String,
     pub moneda: String,
     pub total: Decimal,
+    /// Sum of the totals of the credit notes applied (see the module docs).
+    pub credited: Decimal,
     /// Sum of ImpPagado of the payments that are not cancelled.
     pub paid: Decimal,
     pub balance: Decimal,
     pub next_parcialidad: u32,
     /// Every payment entry found, cancelled ones included, by parcialidad.
     pub payments: Vec<PaymentEntry>,
+    /// Every live credit note naming the invoice, by date.
+    pub credit_notes: Vec<CreditEntry>,
 }
 
 /// Decimals of a currency (c_Moneda), 2 when unknown.
@@ -115,10 +149,44 @@ pub fn check_payable(invoice: &FiscalDocument) -> Result<&str, PaymentError> {
     Ok(uuid)
 }
 
-/// The balance of `invoice` given its payment CFDIs (`(document, cancelled)`); payment CFDIs
-/// that do not name the invoice are ignored.
-pub fn balance(invoice: &FiscalDocument, payments: &[(FiscalDocument, bool)]) -> Result<Balance, PaymentError> {
+/// The credit note entry of `note` for the invoice `uuid`, when `note` is an egreso whose
+/// TipoRelacion 01 names it; `applied` when it names that invoice alone in `moneda`.
+pub fn credit_entry(note: &FiscalDocument, uuid: &str, moneda: &str) -> Option<CreditEntry> {
+    let note_uuid = note.uuid.as_ref()?;
+    if note.tipo_de_comprobante != "E" {
+        return None;
+    }
+    let named: Vec<&String> = note
+        .relacionados
+        .iter()
+        .filter(|(tipo, _)| tipo == "01")
+        .flat_map(|(_, uuids)| uuids)
+        .collect();
+    if !named.iter().any(|u| u.eq_ignore_ascii_case(uuid)) {
+        return None;
+    }
+    Some(CreditEntry {
+        uuid: note_uuid.clone(),
+        fecha: note.fecha,
+        total: note.total,
+        moneda: note.moneda.clone(),
+        applied: named.len() == 1 && note.moneda == moneda,
+    })
+}
+
+/// The balance of `invoice` given its payment CFDIs (`(document, cancelled)`) and its live
+/// (not cancelled) credit notes; payment CFDIs and credit notes that do not name the invoice are
+/// ignored.
+pub fn balance(
+    invoice: &FiscalDocument,
+    payments: &[(FiscalDocument, bool)],
+    credit_notes: &[FiscalDocument],
+) -> Result<Balance, PaymentError> {
     let uuid = check_payable(invoice)?;
+    let mut credits: Vec<CreditEntry> = credit_notes.iter().filter_map(|n| credit_entry(n, uuid, &invoice.moneda)).collect();
+    credits.sort_by(|a, b| (a.fecha, &a.uuid).cmp(&(b.fecha, &b.uuid)));
+    credits.dedup_by(|a, b| a.uuid.eq_ignore_ascii_case(&b.uuid));
+    let credited: Decimal = credits.iter().filter(|c| c.applied).map(|c| c.total).sum();
     let mut entries = Vec::new();
     for (p, cancelled) in payments {
         let (Some(pagos), Some(puuid)) = (&p.pagos, &p.uuid) else {
@@ -147,10 +215,12 @@ pub fn balance(invoice: &FiscalDocument, payments: &[(FiscalDocument, bool)]) ->
         uuid: uuid.to_string(),
         moneda: invoice.moneda.clone(),
         total: invoice.total,
+        credited: round_money(credited, d),
         paid: round_money(paid, d),
-        balance: round_money(invoice.total - paid, d),
+        balance: round_money((invoice.total - credited - paid).max(Decimal::ZERO), d),
         next_parcialidad: next,
         payments: entries,
+        credit_notes: credits,
     })
 }
 
@@ -191,6 +261,7 @@ pub fn paid_document(
             pagado: imp_pagado,
             saldo: balance.balance,
             total: balance.total,
+            credited: balance.credited,
             paid: balance.paid,
         });
     }
@@ -337,7 +408,7 @@ mod tests {
     #[test]
     fn prorated_bases_add_up_to_the_invoice_and_rates_relate_importe() {
         let inv = invoice("1160.00", vec![line("1000.00", Some("0.160000"), Some("160.00"), "002")], vec![]);
-        let b0 = balance(&inv, &[]).unwrap();
+        let b0 = balance(&inv, &[], &[]).unwrap();
         assert_eq!((b0.balance, b0.next_parcialidad), (dec("1160.00"), 1));
         let d1 = paid_document(&inv, &b0, dec("500"), None).unwrap();
         assert_eq!(base_of(&d1), vec![dec("431.03")]);
@@ -368,7 +439,7 @@ mod tests {
             ],
             vec![line("600.00", Some("0.100000"), Some("60.00"), "001")],
         );
-        let b = balance(&inv, &[]).unwrap();
+        let b = balance(&inv, &[], &[]).unwrap();
         let d = paid_document(&inv, &b, dec("250"), None).unwrap();
         // 600 × 250/1000, 400 × 250/1000 (Exento first by key order), ISR 600 × 1/4.
         assert_eq!(d.traslados.len(), 2);
@@ -378,14 +449,52 @@ mod tests {
         assert_eq!(d.retenciones[0].base.unwrap().0, dec("150.00"));
     }
 
+    fn credit_note(uuid: &str, total: &str, moneda: &str, names: &[&str]) -> FiscalDocument {
+        let mut n = invoice(total, vec![], vec![]);
+        n.uuid = Some(uuid.into());
+        n.tipo_de_comprobante = "E".into();
+        n.metodo_pago = Some("PUE".into());
+        n.moneda = moneda.into();
+        n.relacionados = vec![("01".into(), names.iter().map(|u| u.to_string()).collect())];
+        n
+    }
+
+    #[test]
+    fn a_credit_note_lowers_the_saldo_the_next_payment_writes() {
+        let inv = invoice("1160.00", vec![line("1000.00", Some("0.160000"), Some("160.00"), "002")], vec![]);
+        let uuid = inv.uuid.clone().unwrap();
+        let lower = uuid.to_lowercase();
+        let notes = [
+            credit_note("NC-1", "116.00", "MXN", &[&lower]),
+            // Names two invoices: how much is this one's is not written anywhere.
+            credit_note("NC-2", "50.00", "MXN", &[&uuid, "OTRA"]),
+            // Another currency: not subtracted from an MXN saldo.
+            credit_note("NC-3", "10.00", "USD", &[&uuid]),
+            // Names another invoice only.
+            credit_note("NC-4", "99.00", "MXN", &["OTRA"]),
+        ];
+        let b = balance(&inv, &[], &notes).unwrap();
+        assert_eq!((b.credited, b.balance), (dec("116.00"), dec("1044.00")));
+        let applied: Vec<(&str, bool)> = b.credit_notes.iter().map(|c| (c.uuid.as_str(), c.applied)).collect();
+        assert_eq!(applied, vec![("NC-1", true), ("NC-2", false), ("NC-3", false)]);
+        let d = paid_document(&inv, &b, dec("1044"), None).unwrap();
+        assert_eq!(d.saldo_anterior.0, dec("1044.00"));
+        let e = paid_document(&inv, &b, dec("1044.01"), None).unwrap_err();
+        assert!(e.to_string().contains("notas de crédito 116.00"), "{e}");
+        // Credit beyond the total (a refund after the invoice was paid) leaves no saldo, never a
+        // negative one.
+        let all = [credit_note("NC-5", "2000.00", "MXN", &[&uuid])];
+        assert_eq!(balance(&inv, &[], &all).unwrap().balance, dec("0.00"));
+    }
+
     #[test]
     fn only_stamped_ppd_ingresos_are_payable() {
         let mut inv = invoice("1160.00", vec![], vec![]);
         inv.metodo_pago = Some("PUE".into());
-        assert!(matches!(balance(&inv, &[]), Err(PaymentError::NotPpd(_))));
+        assert!(matches!(balance(&inv, &[], &[]), Err(PaymentError::NotPpd(_))));
         inv.metodo_pago = Some("PPD".into());
         inv.uuid = None;
-        assert!(matches!(balance(&inv, &[]), Err(PaymentError::NotStamped)));
+        assert!(matches!(balance(&inv, &[], &[]), Err(PaymentError::NotStamped)));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! - pagos (P): from `pago20:Totales` (already MXN by SAT's rule): MontoTotalPagos, the bases
 //!   and IVA by rate, Exento base, IVA and ISR retenidos;
 //! - PPD invoices with an open balance at the end of the month: each PPD ingreso issued up to
-//!   the month's end, with the payment CFDIs dated up to then ([`crate::payment::balance`]).
+//!   the month's end, with the payment CFDIs and credit notes dated up to then ([`crate::payment::balance`]).
 
 use std::collections::BTreeMap;
 
@@ -138,6 +138,9 @@ pub struct OpenPpd {
     pub moneda: String,
     #[ts(as = "String")]
     pub total: Decimal,
+    /// Credit notes (egreso, TipoRelacion 01) applied to the saldo.
+    #[ts(as = "String")]
+    pub notas_credito: Decimal,
     #[ts(as = "String")]
     pub pagado: Decimal,
     #[ts(as = "String")]
@@ -315,10 +318,15 @@ pub fn month_report(year: i32, month: u32, docs: &[ReportDocument<'_>]) -> Resul
         .filter(|r| r.doc.tipo_de_comprobante == "P" && until(r.doc))
         .map(|r| (r.doc.clone(), r.cancelled))
         .collect();
+    let credit_notes: Vec<FiscalDocument> = docs
+        .iter()
+        .filter(|r| r.doc.tipo_de_comprobante == "E" && !r.cancelled && until(r.doc))
+        .map(|r| r.doc.clone())
+        .collect();
     let mut open: Vec<OpenPpd> = docs
         .iter()
         .filter(|r| !r.cancelled && until(r.doc) && r.doc.tipo_de_comprobante == "I" && r.doc.metodo_pago.as_deref() == Some("PPD"))
-        .filter_map(|r| crate::payment::balance(r.doc, &payments).ok().map(|b| (r.doc, b)))
+        .filter_map(|r| crate::payment::balance(r.doc, &payments, &credit_notes).ok().map(|b| (r.doc, b)))
         .filter(|(_, b)| b.balance > Decimal::ZERO)
         .map(|(d, b)| OpenPpd {
             uuid: b.uuid,
@@ -328,6 +336,7 @@ pub fn month_report(year: i32, month: u32, docs: &[ReportDocument<'_>]) -> Resul
             receptor_rfc: d.receptor_rfc.clone(),
             moneda: d.moneda.clone(),
             total: b.total,
+            notas_credito: b.credited,
             pagado: b.paid,
             saldo: b.balance,
         })
@@ -435,15 +444,16 @@ pub fn to_csv(r: &MonthReport) -> String {
             d.cancelado
         ));
     }
-    s.push_str("\nseccion,uuid,fecha,rfc,moneda,total,pagado,saldo\n");
+    s.push_str("\nseccion,uuid,fecha,rfc,moneda,total,notas_credito,pagado,saldo\n");
     for o in &r.ppd_con_saldo {
         s.push_str(&format!(
-            "ppd_con_saldo,{},{},{},{},{},{},{}\n",
+            "ppd_con_saldo,{},{},{},{},{},{},{},{}\n",
             o.uuid,
             o.fecha,
             csv_field(&o.receptor_rfc),
             o.moneda,
             o.total,
+            o.notas_credito,
             o.pagado,
             o.saldo
         ));
@@ -485,6 +495,7 @@ mod tests {
             receptor_rfc: "URE180429TM6".into(),
             moneda: "MXN".into(),
             total: amount("1160.00"),
+            notas_credito: amount("0.00"),
             pagado: amount("500.00"),
             saldo: amount("660.00"),
         });
@@ -498,7 +509,7 @@ mod tests {
             "{csv}"
         );
         assert!(
-            sections[3].ends_with("\nppd_con_saldo,U-1,2026-12-01T10:00:00,URE180429TM6,MXN,1160.00,500.00,660.00"),
+            sections[3].ends_with("\nppd_con_saldo,U-1,2026-12-01T10:00:00,URE180429TM6,MXN,1160.00,0.00,500.00,660.00"),
             "{csv}"
         );
     }

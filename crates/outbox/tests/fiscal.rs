@@ -662,6 +662,8 @@ async fn month_report_totals_equal_the_stamped_xmls(backend: Backend) {
         tax(Some("0.160000"))
     );
     w.record(&egreso).await;
+    // The credit note changes the saldo: it is stamped before the payment is recorded.
+    w.drain().await;
     w.outbox.record_payment(&payment(&[i16], "580"), &ana()).await.unwrap();
     w.drain().await;
     w.cancel(cancelled).await;
@@ -756,11 +758,15 @@ async fn month_report_totals_equal_the_stamped_xmls(backend: Backend) {
     assert_eq!(n_cancelled, 1);
     // Known figures too: 16 % bases are 1000 + 1000, 8 % is 500, exento 200.
     assert_eq!((b16, b8, bex), (dec("2000.00"), dec("500.00"), dec("200.00")));
-    // The PPD invoice is half paid.
+    // The PPD invoice: 1160, credited 116 by the note, 580 paid.
     assert_eq!(r.ppd_con_saldo.len(), 1);
     assert_eq!(
-        (r.ppd_con_saldo[0].pagado, r.ppd_con_saldo[0].saldo),
-        (dec("580.00"), dec("580.00"))
+        (
+            r.ppd_con_saldo[0].notas_credito,
+            r.ppd_con_saldo[0].pagado,
+            r.ppd_con_saldo[0].saldo
+        ),
+        (dec("116.00"), dec("580.00"), dec("464.00"))
     );
     let kij = r.por_receptor.iter().find(|l| l.rfc == "KIJ0906199R1").unwrap();
     assert_eq!((kij.ingresos.documentos, kij.cancelados.documentos), (2, 1));
@@ -837,8 +843,108 @@ No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación págin
     assert_eq!((s.entry.map(|e| e.situacion), s.warns), (Some("desvirtuado".to_string()), false));
 }
 
+/// A credit note (egreso, TipoRelacion 01) of a PPD invoice lowers the saldo a payment writes as
+/// ImpSaldoAnt, as SAT's guide for the payment complement and the PACs' guides read it: a
+/// payment of the whole total is refused once the note is stamped, the REP of what is left
+/// passes SAT's oracle, and cancelling the note gives its amount back to the saldo.
+/// A `credit_note_documents` row: note, invoice, invoice UUID, note total and invoice total in
+/// minor units.
+type CreditLink = (i64, i64, String, Option<i64>, Option<i64>);
+/// The same with its created_at_ms.
+type CreditLinkAt = (i64, i64, String, Option<i64>, Option<i64>, i64);
+
+async fn a_credit_note_lowers_the_saldo_a_payment_writes(backend: Backend) {
+    let w = world(backend).await;
+    let inv = w
+        .record(&ingreso("pedido-300", URE, "1000.00", &tax(Some("0.160000")), "PPD", "MXN"))
+        .await;
+    w.drain().await;
+    let invoice_uuid = w.uuid(inv).await;
+    let note = w
+        .record(&format!(
+            r#"{{"sale_id":"nc-300","kind":"egreso","occurred_at":"{}","forma_pago":"15","metodo_pago":"PUE","moneda":"MXN",
+ "receptor":{URE},
+ "relacionados":[{{"tipo_relacion":"01","uuids":["{}"]}}],
+ "conceptos":[{{"clave_prod_serv":"84111506","cantidad":"1","clave_unidad":"ACT","descripcion":"Descuento","valor_unitario":"100.00",{}}}]}}"#,
+            local_now(),
+            invoice_uuid.to_lowercase(),
+            tax(Some("0.160000"))
+        ))
+        .await;
+    // The note is recorded, not stamped: the saldo will change, so a payment waits.
+    let e = w.outbox.record_payment(&payment(&[inv], "1044"), &ana()).await.unwrap_err();
+    assert!(matches!(&e, OutboxError::Invalid(v) if v.0[0].code == "nota_pendiente"), "{e}");
+    let b = w.outbox.invoice_balance(&InvoiceRef::Id(inv)).await.unwrap();
+    assert_eq!((b.credited, b.balance), (dec("0.00"), dec("1160.00")));
+    assert_eq!(b.credit_notes.len(), 1);
+    assert_eq!(b.credit_notes[0].status, PaymentStatus::Pendiente);
+    w.drain().await;
+
+    let b = w.outbox.invoice_balance(&InvoiceRef::Id(inv)).await.unwrap();
+    assert_eq!(
+        (b.total, b.credited, b.paid, b.balance),
+        (dec("1160.00"), dec("116.00"), dec("0.00"), dec("1044.00"))
+    );
+    assert!(b.credit_notes[0].applied && b.credit_notes[0].credit_invoice_id == note);
+    assert_eq!(w.ppd_open().await, vec!["pedido-300"]);
+    let before = w.count("sales").await;
+    let e = w.outbox.record_payment(&payment(&[inv], "1160"), &ana()).await.unwrap_err();
+    let OutboxError::Invalid(v) = &e else { panic!("{e}") };
+    assert_eq!(v.0[0].code, "excede_saldo", "{e}");
+    assert!(v.0[0].message.contains("notas de crédito 116.00"), "{e}");
+    assert_eq!(w.count("sales").await, before, "nothing written");
+
+    let p = w.outbox.record_payment(&payment(&[inv], "1044"), &ana()).await.unwrap();
+    w.drain().await;
+    let xml = w.xml(p.recorded.invoice_id).await;
+    oracle(&xml, "pago tras nota de crédito");
+    let doc = Document::parse(&xml).unwrap();
+    let dr = all(&doc.root, "DoctoRelacionado");
+    assert_eq!(
+        (
+            attr(dr[0], "ImpSaldoAnt"),
+            attr(dr[0], "ImpPagado"),
+            attr(dr[0], "ImpSaldoInsoluto")
+        ),
+        (dec("1044.00"), dec("1044.00"), dec("0.00"))
+    );
+    let t = all(dr[0], "TrasladoDR");
+    assert_eq!((attr(t[0], "BaseDR"), attr(t[0], "ImporteDR")), (dec("900.00"), dec("144.00")));
+    assert!(w.ppd_open().await.is_empty(), "paid and credited in full");
+
+    // A database from before migration 0010 gets the same link from the note's recorded sale:
+    // the migration's backfill query, run now, finds exactly what intake wrote.
+    let dialect = match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    };
+    let migration =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../migrations/{dialect}/0010_credit_notes.sql")))
+            .unwrap();
+    let backfill = &migration[migration.rfind("SELECT n.id").unwrap()..];
+    let backfill = backfill.trim().trim_end_matches(';').trim_end_matches("ON CONFLICT DO NOTHING");
+    let from_backfill: Vec<CreditLinkAt> = sqlx::query_as(backfill).fetch_all(&w._db.raw).await.unwrap();
+    let from_intake: Vec<CreditLink> = sqlx::query_as(
+        "SELECT credit_invoice_id, invoice_id, invoice_uuid, credit_total_minor, invoice_total_minor FROM credit_note_documents",
+    )
+    .fetch_all(&w._db.raw)
+    .await
+    .unwrap();
+    let from_backfill: Vec<_> = from_backfill.into_iter().map(|r| (r.0, r.1, r.2, r.3, r.4)).collect();
+    assert_eq!(from_intake, vec![(note, inv, invoice_uuid.clone(), Some(11600), Some(116000))]);
+    assert_eq!(from_backfill, from_intake);
+
+    // SAT cancels the note: its 116 is owed again.
+    w.cancel(note).await;
+    let b = w.outbox.invoice_balance(&InvoiceRef::Id(inv)).await.unwrap();
+    assert_eq!((b.credited, b.paid, b.balance), (dec("0.00"), dec("1044.00"), dec("116.00")));
+    assert_eq!(b.credit_notes[0].status, PaymentStatus::Cancelado);
+    assert_eq!(w.ppd_open().await, vec!["pedido-300"]);
+}
+
 crate::conformance!(
     ppd_invoice_paid_in_two_parts_then_a_payment_cancelled,
+    a_credit_note_lowers_the_saldo_a_payment_writes,
     one_payment_for_two_invoices_and_a_usd_invoice_paid_in_mxn,
     thirty_tickets_of_a_day_make_one_global_invoice_once,
     month_report_totals_equal_the_stamped_xmls,

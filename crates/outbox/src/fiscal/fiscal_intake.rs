@@ -6,6 +6,9 @@
 //!   from the stamped CFDIs (NumParcialidad, ImpSaldoAnt, ImpPagado within the balance, no
 //!   earlier payment still unstamped) and linked to it, with the balance's basis so a payment
 //!   recorded meanwhile makes the transaction write nothing;
+//! - a credit note (egreso, TipoRelacion 01) naming a CFDI this outbox holds is linked to its
+//!   invoice, so the invoice's saldo subtracts it once it is stamped (and a payment waits while
+//!   it is not);
 //! - a receptor on SAT's 69-B list as definitivo or presunto gets a warning, returned with
 //!   [`crate::model::Recorded`] and written on the invoice's timeline; it never blocks.
 
@@ -19,7 +22,7 @@ use crate::error::{OutboxError, Result};
 use crate::model::IntakeWarning;
 use crate::outbox::Outbox;
 use crate::payments::{minor_units, BalanceFailure, PaymentStatus};
-use crate::store::{IntakeLinks, NewEvent, NewPaymentDocument, NewTicket};
+use crate::store::{IntakeLinks, NewCreditNoteDocument, NewEvent, NewPaymentDocument, NewTicket};
 
 /// How far back intake looks for the same sale recorded under another sale_id.
 pub const SAME_SALE_WINDOW: chrono::Duration = chrono::Duration::hours(72);
@@ -41,6 +44,9 @@ impl Outbox {
         }
         if sale.kind == SaleKind::Pago {
             self.payment_links(sale, links, &mut errors).await?;
+        }
+        if sale.kind == SaleKind::Egreso {
+            self.credit_note_links(sale, emisor, links).await?;
         }
         if !errors.is_empty() {
             return Err(OutboxError::Invalid(ValidationErrors(errors)));
@@ -109,6 +115,54 @@ impl Outbox {
         }))
     }
 
+    /// A credit note (egreso, TipoRelacion 01) naming invoices this outbox holds is linked to
+    /// each, with its total in minor units where it applies to that invoice's saldo (see
+    /// [`cfdi::payment`]): the balance then finds it, and the "PPD con saldo" filter counts it.
+    async fn credit_note_links(&self, sale: &Sale, emisor: &EmisorProfile, links: &mut IntakeLinks) -> Result<()> {
+        let named: Vec<String> = sale
+            .relacionados
+            .iter()
+            .filter(|r| r.tipo_relacion == "01")
+            .flat_map(|r| r.uuids.iter().map(|u| u.to_uppercase()))
+            .collect();
+        if named.is_empty() {
+            return Ok(());
+        }
+        let c = cfdi::mapping::map_sale(sale, emisor, sale.occurred_at.0)?;
+        let mut seen: Vec<i64> = Vec::new();
+        for uuid in &named {
+            let Some(invoice_id) = self.store().cfdi_owner(uuid).await? else {
+                continue;
+            };
+            if seen.contains(&invoice_id) {
+                continue;
+            }
+            seen.push(invoice_id);
+            let detail = self.invoice(&crate::model::InvoiceRef::Id(invoice_id)).await?;
+            let i = &detail.invoice;
+            let dd = pay::currency_decimals(&i.moneda);
+            let invoice_total_minor = i
+                .total
+                .parse::<rust_decimal::Decimal>()
+                .ok()
+                .and_then(|t| minor_units(t, dd))
+                .filter(|m| *m > 0);
+            let applies = named.len() == 1 && i.moneda == c.moneda;
+            let credit_total_minor = if applies {
+                minor_units(c.total, dd).filter(|m| *m > 0)
+            } else {
+                None
+            };
+            links.credit_notes.push(NewCreditNoteDocument {
+                invoice_id,
+                invoice_uuid: uuid.clone(),
+                credit_total_minor,
+                invoice_total_minor,
+            });
+        }
+        Ok(())
+    }
+
     async fn payment_links(&self, sale: &Sale, links: &mut IntakeLinks, errors: &mut Vec<FieldError>) -> Result<()> {
         let mut seen: Vec<i64> = Vec::new();
         for (i, p) in sale.pagos.iter().enumerate() {
@@ -146,6 +200,17 @@ impl Outbox {
                     ));
                     continue;
                 }
+                if let Some(pending) = b.credit_notes.iter().find(|x| x.status == PaymentStatus::Pendiente) {
+                    errors.push(FieldError::new(
+                        format!("{field}.id_documento"),
+                        "nota_pendiente",
+                        format!(
+                            "la nota de crédito {} a la factura {} aún no está timbrada (insignia {}); el saldo cambiará cuando se timbre: registre el pago después",
+                            pending.sale_id, b.sale_id, pending.badge
+                        ),
+                    ));
+                    continue;
+                }
                 if d.num_parcialidad != b.next_parcialidad {
                     errors.push(FieldError::new(
                         format!("{field}.num_parcialidad"),
@@ -162,8 +227,11 @@ impl Outbox {
                         format!("{field}.saldo_anterior"),
                         "saldo",
                         format!(
-                            "según los CFDI timbrados el saldo de la factura {} es {} (total {}, pagado {}), no {}",
-                            b.sale_id, b.balance, b.total, b.paid, d.saldo_anterior.0
+                            "según los CFDI timbrados el saldo de la factura {} es {} ({}), no {}",
+                            b.sale_id,
+                            b.balance,
+                            pay::saldo_parts(b.total, b.credited, b.paid),
+                            d.saldo_anterior.0
                         ),
                     ));
                 }
@@ -172,8 +240,11 @@ impl Outbox {
                         format!("{field}.importe_pagado"),
                         "excede_saldo",
                         format!(
-                            "el pago de {} excede el saldo de {} de la factura {} (total {}, pagado {})",
-                            d.importe_pagado.0, b.balance, b.sale_id, b.total, b.paid
+                            "el pago de {} excede el saldo de {} de la factura {} ({})",
+                            d.importe_pagado.0,
+                            b.balance,
+                            b.sale_id,
+                            pay::saldo_parts(b.total, b.credited, b.paid)
                         ),
                     ));
                 }

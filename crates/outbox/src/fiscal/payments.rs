@@ -65,7 +65,23 @@ pub struct BalancePayment {
     pub badge: Badge,
 }
 
-/// The balance of a PPD invoice, from its stamped XML and its payments' stamped XMLs.
+/// One credit note (egreso, TipoRelacion 01) naming an invoice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct BalanceCreditNote {
+    pub credit_invoice_id: i64,
+    pub sale_id: String,
+    pub uuid: Option<String>,
+    /// Its total (empty while it is not stamped).
+    pub total: String,
+    /// Subtracted from the saldo: stamped, not cancelled, naming this invoice alone in its
+    /// currency.
+    pub applied: bool,
+    pub status: PaymentStatus,
+    pub badge: Badge,
+}
+
+/// The balance of a PPD invoice, from its stamped XML and its payments' and credit notes'
+/// stamped XMLs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct InvoiceBalance {
     pub invoice_id: i64,
@@ -75,6 +91,9 @@ pub struct InvoiceBalance {
     pub moneda: String,
     #[ts(as = "String")]
     pub total: Decimal,
+    /// Credited by stamped, not cancelled credit notes naming this invoice alone.
+    #[ts(as = "String")]
+    pub credited: Decimal,
     /// Paid by stamped, not cancelled payment CFDIs.
     #[ts(as = "String")]
     pub paid: Decimal,
@@ -82,6 +101,7 @@ pub struct InvoiceBalance {
     pub balance: Decimal,
     pub next_parcialidad: u32,
     pub payments: Vec<BalancePayment>,
+    pub credit_notes: Vec<BalanceCreditNote>,
 }
 
 /// One invoice a payment pays.
@@ -229,7 +249,47 @@ impl Outbox {
                 badge: l.badge,
             });
         }
-        let b: Balance = pay::balance(&invoice_doc, &docs).map_err(|e| BalanceFailure::Field(payment_error(field, e)))?;
+        let mut notes = Vec::new();
+        let mut note_rows = Vec::new();
+        for l in self.store().credit_notes_of_invoice(id).await? {
+            let status = if l.cancelled {
+                PaymentStatus::Cancelado
+            } else if l.state == InvoiceState::Stamped {
+                PaymentStatus::Timbrado
+            } else {
+                PaymentStatus::Pendiente
+            };
+            if status == PaymentStatus::Timbrado {
+                if let Some(u) = &l.uuid {
+                    if let Some(x) = self.cfdi_xml(u).await? {
+                        let doc = FiscalDocument::from_xml(&x).map_err(|e| {
+                            OutboxError::Database(format!("el CFDI de la nota de crédito {u} guardado no se pudo leer: {e}"))
+                        })?;
+                        notes.push(doc);
+                    }
+                }
+            }
+            note_rows.push((l, status));
+        }
+        let b: Balance = pay::balance(&invoice_doc, &docs, &notes).map_err(|e| BalanceFailure::Field(payment_error(field, e)))?;
+        let credit_notes = note_rows
+            .into_iter()
+            .map(|(l, status)| {
+                let entry = l
+                    .uuid
+                    .as_ref()
+                    .and_then(|u| b.credit_notes.iter().find(|c| c.uuid.eq_ignore_ascii_case(u)));
+                BalanceCreditNote {
+                    credit_invoice_id: l.credit_invoice_id,
+                    sale_id: l.sale_id,
+                    uuid: l.uuid.clone(),
+                    total: entry.map(|c| c.total.to_string()).unwrap_or_default(),
+                    applied: entry.is_some_and(|c| c.applied) && status == PaymentStatus::Timbrado,
+                    status,
+                    badge: l.badge,
+                }
+            })
+            .collect();
         Ok(InvoiceBalance {
             invoice_id: id,
             sale_id: i.sale_id.clone(),
@@ -237,10 +297,12 @@ impl Outbox {
             receptor_rfc: invoice_doc.receptor_rfc.clone(),
             moneda: b.moneda,
             total: b.total,
+            credited: b.credited,
             paid: b.paid,
             balance: b.balance,
             next_parcialidad: b.next_parcialidad,
             payments,
+            credit_notes,
         })
     }
 
@@ -386,8 +448,11 @@ impl Outbox {
                     },
                     "excede_saldo",
                     format!(
-                        "el pago de {pagado} {} a la factura {} excede su saldo de {} (total {}, pagado {})",
-                        b.moneda, b.sale_id, b.balance, b.total, b.paid
+                        "el pago de {pagado} {} a la factura {} excede su saldo de {} ({})",
+                        b.moneda,
+                        b.sale_id,
+                        b.balance,
+                        pay::saldo_parts(b.total, b.credited, b.paid)
                     ),
                 ));
             }
@@ -431,10 +496,12 @@ impl Outbox {
                 uuid: b.uuid.clone(),
                 moneda: b.moneda.clone(),
                 total: b.total,
+                credited: b.credited,
                 paid: b.paid,
                 balance: b.balance,
                 next_parcialidad: b.next_parcialidad,
                 payments: vec![],
+                credit_notes: vec![],
             };
             match pay::paid_document(doc, &balance, *pagado, *eq) {
                 Ok(d) => documentos.push(d),

@@ -39,6 +39,31 @@ impl AnyStore {
         })
     }
 
+    /// Every credit note linked to `invoice_id`, oldest first.
+    pub async fn credit_notes_of_invoice(&self, invoice_id: i64) -> Result<Vec<CreditNoteLinkRow>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("credit_notes_of_invoice"))
+                .bind(invoice_id)
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter()
+                .map(|r| {
+                    let state: String = get(r, "state")?;
+                    let badge: String = get(r, "badge")?;
+                    Ok(CreditNoteLinkRow {
+                        credit_invoice_id: get(r, "credit_invoice_id")?,
+                        sale_id: get(r, "sale_id")?,
+                        state: parse_text("invoices.state", &state, InvoiceState::parse)?,
+                        badge: parse_text("invoices.badge", &badge, Badge::parse)?,
+                        uuid: get(r, "uuid")?,
+                        cancelled: get::<i64>(r, "cancelled")? != 0,
+                    })
+                })
+                .collect()
+        })
+    }
+
     /// The documents payment `payment_invoice_id` pays, with the cancellation status of the
     /// CFDI each names (what the drain checks before it sends a REP).
     pub async fn paid_documents(&self, payment_invoice_id: i64) -> Result<Vec<PaidDocumentRow>> {

@@ -237,6 +237,18 @@ impl AnyStore {
                     .await
                     .map_err(|e| db.err(e))?;
             }
+            for d in &r.links.credit_notes {
+                sqlx::query(sql!("insert_credit_note_document"))
+                    .bind(invoice_id)
+                    .bind(d.invoice_id)
+                    .bind(&d.invoice_uuid)
+                    .bind(d.credit_total_minor)
+                    .bind(d.invoice_total_minor)
+                    .bind(r.at_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+            }
             if let Some(t) = &r.links.ticket {
                 sqlx::query(sql!("insert_ticket"))
                     .bind(invoice_id)

@@ -24,7 +24,8 @@ macro_rules! dialect_migrations {
             6 "0006" "customers_products",
             7 "0007" "workers",
             8 "0008" "one_live_document",
-            9 "0009" "vocabulary_checks"
+            9 "0009" "vocabulary_checks",
+            10 "0010" "credit_notes"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

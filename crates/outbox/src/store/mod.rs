@@ -518,6 +518,18 @@ pub struct NewPaymentDocument {
     pub invoice_total_minor: i64,
 }
 
+/// A credit note (egreso, TipoRelacion 01) linked to an invoice it names (migration 0010).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewCreditNoteDocument {
+    pub invoice_id: i64,
+    pub invoice_uuid: String,
+    /// The note's total in the invoice currency's minor units when it is applied to that
+    /// invoice's saldo (it names it alone, in its currency); None otherwise.
+    pub credit_total_minor: Option<i64>,
+    /// The credited invoice's total in minor units.
+    pub invoice_total_minor: Option<i64>,
+}
+
 /// A ticket row (written with its sale and held invoice row, which has no attempt).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewTicket {
@@ -534,6 +546,8 @@ pub struct IntakeLinks {
     pub events: Vec<(Option<i64>, NewEvent)>,
     /// Paid documents of a payment sale.
     pub payment_documents: Vec<NewPaymentDocument>,
+    /// Invoices a credit note credits.
+    pub credit_notes: Vec<NewCreditNoteDocument>,
     /// For each PPD invoice paid: the payment invoices (not cancelled) its balance was computed
     /// from. The transaction fails with [`IntakeOutcome::Stale`] when that set changed.
     pub payment_basis: Vec<(i64, Vec<i64>)>,
@@ -552,6 +566,7 @@ impl IntakeLinks {
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
             && self.payment_documents.is_empty()
+            && self.credit_notes.is_empty()
             && self.payment_basis.is_empty()
             && self.ticket.is_none()
             && self.global_tickets.is_empty()
@@ -641,6 +656,18 @@ pub struct PaymentLinkRow {
     pub state: InvoiceState,
     pub badge: Badge,
     pub uuid: Option<String>,
+    pub cancelled: bool,
+}
+
+/// A credit note linked to an invoice, with its outbox row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreditNoteLinkRow {
+    pub credit_invoice_id: i64,
+    pub sale_id: String,
+    pub state: InvoiceState,
+    pub badge: Badge,
+    pub uuid: Option<String>,
+    /// SAT cancelled every CFDI of the note.
     pub cancelled: bool,
 }
 

@@ -114,6 +114,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "fe656fb26aac272d2ccc370bbc4400f8b34a6366447fdc180d0964e2eee724bbbd539d6badd1704f063cb455707e0db6",
         statements: "23cdf5389eb3bfdd3818c1c7b3946c2bc2a3ba054384fb567aa35e483ef85bf6",
     },
+    Released {
+        version: 10,
+        checksum: "c61197bb0a77bf912bf30f51b0eda78c245774cbc5b351c6417e53439f2cf5d467485e3e22afe307d2199c7b773c7ee8",
+        statements: "2fd93cb74b760c79b044d197129a5a823b753b1781cd031942ec7792ba42cd1d",
+    },
 ];
 
 #[derive(Debug)]

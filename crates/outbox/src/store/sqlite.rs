@@ -96,6 +96,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "38b62732477c5f0a40e81ca37abfd61e0e1f254cc456296c45cb9e807b6ba99869d2ce61320a3820384dd935568a8cbf",
         statements: "8bcbd3cf9fa0d9e5cfac75cd56f8ab553235bb2867ada1e9c16bea8191415983",
     },
+    Released {
+        version: 10,
+        checksum: "f73319256a49649a37b0c4485912e78d2158e8b8591e12bc0ae4fa1d554b97ebc9ddb5a75913d8fc388d2a4657f6fc6f",
+        statements: "e97c189d4bfeba64f8fff32b505b36710f6a90b5f7700beba4d9f77dccf750ad",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

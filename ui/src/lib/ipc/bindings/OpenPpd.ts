@@ -3,4 +3,8 @@
 /**
  * A PPD invoice with an open balance at the end of the month.
  */
-export type OpenPpd = { uuid: string, fecha: string, serie: string | null, folio: string | null, receptor_rfc: string, moneda: string, total: string, pagado: string, saldo: string, };
+export type OpenPpd = { uuid: string, fecha: string, serie: string | null, folio: string | null, receptor_rfc: string, moneda: string, total: string, 
+/**
+ * Credit notes (egreso, TipoRelacion 01) applied to the saldo.
+ */
+notas_credito: string, pagado: string, saldo: string, };
