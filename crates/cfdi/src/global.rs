@@ -275,6 +275,7 @@ pub fn global_sale(
         moneda: Some("MXN".into()),
         tipo_cambio: None,
         exportacion: None,
+        confirmacion: None,
         receptor: publico_en_general(emisor),
         conceptos,
         relacionados: vec![],

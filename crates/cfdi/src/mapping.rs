@@ -44,6 +44,16 @@ pub struct MappingOptions {
     pub confirmacion: Option<String>,
 }
 
+/// The options with the sale's own Confirmacion code when the options name none: a code the
+/// PAC issued for this sale travels with it (intake, every attempt, the bulk import).
+fn options_for(sale: &Sale, options: &MappingOptions) -> MappingOptions {
+    let mut o = options.clone();
+    if o.confirmacion.is_none() {
+        o.confirmacion = sale.confirmacion.clone();
+    }
+    o
+}
+
 /// Maps a sale to an unsealed comprobante dated `fecha` (local time at LugarExpedicion).
 pub fn map_sale(sale: &Sale, emisor: &EmisorProfile, fecha: NaiveDateTime) -> Result<Comprobante, ValidationErrors> {
     map_sale_with(sale, emisor, fecha, &MappingOptions::default())
@@ -58,7 +68,7 @@ pub fn map_sale_with(
 ) -> Result<Comprobante, ValidationErrors> {
     let mut v = Check {
         errors: Vec::new(),
-        options: options.clone(),
+        options: options_for(sale, options),
     };
     let c = build(&mut v, sale, emisor, fecha);
     if v.errors.is_empty() {
@@ -81,7 +91,7 @@ pub fn preview_sale_with(
 ) -> (Option<Comprobante>, Vec<FieldError>) {
     let mut v = Check {
         errors: Vec::new(),
-        options: options.clone(),
+        options: options_for(sale, options),
     };
     let c = build(&mut v, sale, emisor, fecha);
     let readable = v.errors.iter().all(|e| crate::matrix::regla_de(e).is_some());

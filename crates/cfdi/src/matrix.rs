@@ -977,6 +977,7 @@ pub fn verificar_emisor(emisor: &EmisorProfile) -> Vec<FieldError> {
                     moneda: None,
                     tipo_cambio: None,
                     exportacion: None,
+                    confirmacion: None,
                     receptor: Default::default(),
                     conceptos: vec![],
                     relacionados: vec![],

@@ -104,6 +104,10 @@ pub struct Sale {
     /// c_Exportacion; `01` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exportacion: Option<String>,
+    /// The Confirmacion code (5 letters or digits) the PAC issued for a TipoCambio outside
+    /// SAT's band (CFDI40118) or a Total over SAT's limit; written on the Comprobante.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmacion: Option<String>,
     /// The buyer. Absent only on a ticket (see [`Sale::ticket`]).
     #[serde(default, skip_serializing_if = "SaleReceptor::is_absent")]
     pub receptor: SaleReceptor,

@@ -38,6 +38,9 @@ pub struct SaleDraft {
     pub exportacion: Option<String>,
     #[serde(default)]
     pub condiciones_de_pago: Option<String>,
+    /// The PAC's Confirmacion code for a TipoCambio outside SAT's band.
+    #[serde(default)]
+    pub confirmacion: Option<String>,
     pub receptor: ReceptorDraft,
     pub conceptos: Vec<ConceptoDraft>,
     #[serde(default)]
@@ -136,6 +139,8 @@ struct Wire<'a> {
     exportacion: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     condiciones_de_pago: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirmacion: Option<String>,
     receptor: ReceptorDraft,
     conceptos: Vec<WireConcepto>,
     relacionados: Vec<RelacionadosDraft>,
@@ -192,6 +197,7 @@ impl SaleDraft {
             tipo_cambio: given(&self.tipo_cambio),
             exportacion: given(&self.exportacion),
             condiciones_de_pago: given(&self.condiciones_de_pago),
+            confirmacion: given(&self.confirmacion).map(|c| c.to_uppercase()),
             receptor: ReceptorDraft {
                 rfc: self.receptor.rfc.trim().to_uppercase(),
                 nombre: self.receptor.nombre.trim().to_string(),
@@ -262,6 +268,7 @@ impl SaleDraft {
             tipo_cambio: sale.tipo_cambio.as_ref().map(text),
             exportacion: sale.exportacion.clone(),
             condiciones_de_pago: sale.condiciones_de_pago.clone(),
+            confirmacion: sale.confirmacion.clone(),
             receptor: ReceptorDraft {
                 rfc: sale.receptor.rfc.clone(),
                 nombre: sale.receptor.nombre.clone(),

@@ -14,6 +14,7 @@ mod cfdi_cmd;
 mod document_cmd;
 mod drain_cmd;
 mod duplicates_cmd;
+mod exchange_cmd;
 mod global_cmd;
 mod input;
 mod master_data_cmd;
@@ -124,6 +125,9 @@ enum Command {
     /// Lista 69-B del SAT: importar, consultar un RFC.
     #[command(subcommand, after_help = EXIT_CODES)]
     Screening(screening_cmd::ScreeningCommand),
+    /// Tipos de cambio de referencia para la banda del SAT (CFDI40118): registrar, lista.
+    #[command(name = "tipo-cambio", subcommand, after_help = EXIT_CODES)]
+    TipoCambio(exchange_cmd::ExchangeCommand),
     /// API local (HTTP): registra ventas y responde lecturas; no timbra (eso es `timbra drain`).
     /// Solo escucha en 127.0.0.1/::1 salvo con --allow-remote.
     #[command(after_help = EXIT_CODES)]
@@ -207,6 +211,7 @@ fn main() -> ExitCode {
         Command::Global(cmd) => global_cmd::run(cli.db.as_deref(), cmd),
         Command::Report(cmd) => report_cmd::run(cli.db.as_deref(), cmd),
         Command::Screening(cmd) => screening_cmd::run(cli.db.as_deref(), cmd),
+        Command::TipoCambio(cmd) => exchange_cmd::run(cli.db.as_deref(), cmd),
         Command::Serve(args) => serve_cmd::serve(cli.db.as_deref(), args),
         Command::Token(cmd) => serve_cmd::token(cli.db.as_deref(), cmd),
         Command::Webhook(cmd) => webhook_cmd::webhook(cli.db.as_deref(), cmd),

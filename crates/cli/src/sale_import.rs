@@ -24,7 +24,7 @@ con el mismo sale_id forman una venta y sus columnas de venta deben coincidir (o
     lugar de expedición), receptor_rfc, receptor_nombre, receptor_domicilio_fiscal,
     receptor_regimen_fiscal, receptor_uso_cfdi, clave_prod_serv, cantidad, clave_unidad,
     descripcion, valor_unitario, objeto_imp
-  Opcionales: serie, folio, forma_pago, metodo_pago, moneda, tipo_cambio, exportacion,
+  Opcionales: serie, folio, forma_pago, metodo_pago, moneda, tipo_cambio, confirmacion, exportacion,
     condiciones_de_pago, no_identificacion, unidad, descuento, iva_tasa (p. ej. 0.160000, o exento),
     iva_retenido_tasa, isr_retenido_tasa, tipo_relacion, uuids_relacionados (separados por ;)
   Importes con punto decimal, sin separador de miles ni signo de pesos (p. ej. 1234.50).
@@ -48,6 +48,7 @@ const SALE_COLUMNS: &[&str] = &[
     "metodo_pago",
     "moneda",
     "tipo_cambio",
+    "confirmacion",
     "exportacion",
     "condiciones_de_pago",
     "receptor_rfc",
@@ -504,6 +505,7 @@ fn sale_from_rows(headers: &[String], rows: &[Row]) -> Item {
         tipo_cambio: col(first, "tipo_cambio"),
         exportacion: col(first, "exportacion"),
         condiciones_de_pago: col(first, "condiciones_de_pago"),
+        confirmacion: col(first, "confirmacion"),
         receptor: ReceptorDraft {
             rfc: col(first, "receptor_rfc").unwrap_or_default(),
             nombre: col(first, "receptor_nombre").unwrap_or_default(),

@@ -48,7 +48,9 @@ pub mod store;
 
 pub use channels::{api_tokens, email, file_input, webhooks};
 pub use engine::{actions, attempts, cancel_step, drain, facts, facturapi_lane, pacs};
-pub use fiscal::{dashboard, duplicates, follow_up, global_invoice, history_gap, payments, reconciliation, reports, screening};
+pub use fiscal::{
+    dashboard, duplicates, exchange_rates, follow_up, global_invoice, history_gap, payments, reconciliation, reports, screening,
+};
 pub use master_data::{customers, master_csv, products};
 pub use ops::{backup, backup_schedule, changes, location, role_credentials, settings, workers};
 

@@ -449,7 +449,8 @@ impl Outbox {
         // 2. Validate, map and check the CSD: nothing written yet.
         let emisor = self.store.current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
         let fecha = choose_fecha(sale.occurred_at.0, &emisor.profile.lugar_expedicion, now);
-        cfdi::mapping::map_sale(sale, &emisor.profile, fecha.fecha)?;
+        let options = self.intake_mapping_options(sale, fecha.fecha).await?;
+        cfdi::mapping::map_sale_with(sale, &emisor.profile, fecha.fecha, &options)?;
         let pac = self.primary_pac().await?;
         let pac_identity = self.pac_identity_of(&pac).await?;
         // A Facturapi primary seals with the organization's CSD on its side: no local CSD.

@@ -250,8 +250,66 @@ async fn sats_matrix_rules_are_refused_at_intake_in_words(backend: Backend) {
     }
 }
 
+/// SAT's band for TipoCambio (CFDI40118) at intake: with a reference rate recorded, USD at 1.00
+/// is refused with the band in the message and nothing written; with the PAC's Confirmacion
+/// code it is accepted and the code is sealed on the Comprobante. A cashier cannot record
+/// references; a currency with no recent reference is not band-checked.
+async fn a_rate_outside_sats_band_needs_the_pacs_confirmacion(backend: Backend) {
+    let e = env(backend).await;
+    let usd = |tc: &str, extra: &str| sale().replace("\"moneda\":\"MXN\"", &format!("\"moneda\":\"USD\",\"tipo_cambio\":\"{tc}\"{extra}"));
+    let reference = outbox::exchange_rates::ExchangeReference {
+        moneda: "USD".into(),
+        fecha: "2026-11-28".parse().unwrap(),
+        tipo_cambio: "17.25".parse().unwrap(),
+        variacion_pct: "35".parse().unwrap(),
+    };
+    let err = e.outbox.set_exchange_reference(&reference, &staff()).await.unwrap_err();
+    assert_eq!(err.code(), "forbidden", "{err}");
+    let bad = outbox::exchange_rates::ExchangeReference {
+        moneda: "MXN".into(),
+        ..reference.clone()
+    };
+    let err = e.outbox.set_exchange_reference(&bad, &admin()).await.unwrap_err();
+    assert!(matches!(&err, OutboxError::Invalid(v) if v.0[0].field == "moneda"), "{err}");
+    assert!(e.outbox.exchange_references().await.unwrap().is_empty(), "nothing written");
+    e.outbox.set_exchange_reference(&reference, &admin()).await.unwrap();
+
+    // 17.25 ± 35 %: 11.2125 to 23.2875.
+    check(&e, "usd at 1.00", usd("1.00", "").as_bytes(), None, "tipo_cambio", "11.2125").await;
+    check(&e, "usd at 1.00", usd("1.00", "").as_bytes(), None, "tipo_cambio", "23.2875").await;
+    check(
+        &e,
+        "a code that is not one",
+        usd("1.00", ",\"confirmacion\":\"A-1\"").as_bytes(),
+        None,
+        "confirmacion",
+        "código de confirmación",
+    )
+    .await;
+
+    // The band's edge is inside it; the PAC's code lets a rate outside it through, sealed.
+    let edge = usd("23.2875", "").replace("pedido-4471", "pedido-4471-borde");
+    e.outbox.record_sale_json(edge.as_bytes(), None, &staff()).await.unwrap();
+    let confirmed = usd("1.00", ",\"confirmacion\":\"ab12z\"").replace("pedido-4471", "pedido-4471-confirmado");
+    let r = e.outbox.record_sale_json(confirmed.as_bytes(), None, &staff()).await.unwrap();
+    let d = e.outbox.invoice(&outbox::model::InvoiceRef::Id(r.invoice_id)).await.unwrap();
+    let (_, body) = e.outbox.attempt_body(d.attempts[0].id).await.unwrap();
+    let xml = String::from_utf8(body).unwrap();
+    assert!(
+        xml.contains("Confirmacion=\"AB12Z\"") || xml.contains("Confirmacion=\"ab12z\""),
+        "{xml}"
+    );
+
+    // EUR has no reference: not band-checked here (the PAC still checks it).
+    let eur = usd("1.00", "")
+        .replace("\"USD\"", "\"EUR\"")
+        .replace("pedido-4471", "pedido-4471-eur");
+    e.outbox.record_sale_json(eur.as_bytes(), None, &staff()).await.unwrap();
+}
+
 crate::conformance!(
     sats_matrix_rules_are_refused_at_intake_in_words,
+    a_rate_outside_sats_band_needs_the_pacs_confirmacion,
     bad_sales_name_the_field_and_write_nothing,
     a_bad_idempotency_key_is_refused,
     a_missing_or_wrong_csd_writes_nothing,

@@ -41,7 +41,9 @@ pub async fn preview_sale(state: State<'_, AppState>, draft: SaleDraft) -> Res<S
         }
     };
     let fecha = outbox::intake::choose_fecha(sale.occurred_at.0, &emisor.profile.lugar_expedicion, ready.outbox.now());
-    let (c, errors) = cfdi::mapping::preview_sale_with(&sale, &emisor.profile, fecha.fecha, &cfdi::mapping::MappingOptions::default());
+    // SAT's TipoCambio band with the references intake uses.
+    let options = ready.outbox.intake_mapping_options(&sale, fecha.fecha).await?;
+    let (c, errors) = cfdi::mapping::preview_sale_with(&sale, &emisor.profile, fecha.fecha, &options);
     let totals = c.map(|c| {
         let imp = c.impuestos.as_ref();
         TotalsDto {

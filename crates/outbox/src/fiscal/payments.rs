@@ -546,6 +546,7 @@ impl Outbox {
             moneda: None,
             tipo_cambio: None,
             exportacion: None,
+            confirmacion: None,
             receptor: SaleReceptor {
                 rfc: receptor.receptor_rfc.clone(),
                 nombre: receptor.receptor_nombre.clone(),

@@ -44,6 +44,8 @@ struct Context {
     csd: Option<Arc<Csd>>,
     pac: String,
     pac_identity: Option<PacIdentity>,
+    /// SAT's reference exchange rates recorded (read once per batch).
+    references: Vec<crate::exchange_rates::ExchangeReference>,
 }
 
 /// A sale checked and ready, waiting for its seal and its transaction (which reserves its key).
@@ -207,16 +209,25 @@ impl Outbox {
                 } else {
                     Some(self.csd_for(&emisor)?)
                 };
+                let references = self.exchange_references().await?;
                 context.insert(Context {
                     emisor,
                     csd,
                     pac,
                     pac_identity,
+                    references,
                 })
             }
         };
         let fecha = choose_fecha(sale.occurred_at.0, &ctx.emisor.profile.lugar_expedicion, now);
-        cfdi::mapping::map_sale(&sale, &ctx.emisor.profile, fecha.fecha)?;
+        let options = match sale.moneda.as_deref() {
+            None | Some("MXN") | Some("XXX") => cfdi::mapping::MappingOptions::default(),
+            Some(_) => cfdi::mapping::MappingOptions {
+                tipo_cambio: crate::exchange_rates::applicable(&ctx.references, fecha.fecha),
+                confirmacion: None,
+            },
+        };
+        cfdi::mapping::map_sale_with(&sale, &ctx.emisor.profile, fecha.fecha, &options)?;
         match &ctx.csd {
             Some(csd) => csd.check_for(&ctx.emisor.profile.rfc, fecha.utc)?,
             // What Facturapi cannot take is refused before anything is written.

@@ -19,4 +19,8 @@ kind: string,
 /**
  * Local time at LugarExpedicion, `AAAA-MM-DDThh:mm:ss`.
  */
-occurred_at: string, serie?: string | null, folio?: string | null, forma_pago?: string | null, metodo_pago?: string | null, moneda?: string | null, tipo_cambio?: string | null, exportacion?: string | null, condiciones_de_pago?: string | null, receptor: ReceptorDraft, conceptos: Array<ConceptoDraft>, relacionados: Array<RelacionadosDraft>, };
+occurred_at: string, serie?: string | null, folio?: string | null, forma_pago?: string | null, metodo_pago?: string | null, moneda?: string | null, tipo_cambio?: string | null, exportacion?: string | null, condiciones_de_pago?: string | null, 
+/**
+ * The PAC's Confirmacion code for a TipoCambio outside SAT's band.
+ */
+confirmacion?: string | null, receptor: ReceptorDraft, conceptos: Array<ConceptoDraft>, relacionados: Array<RelacionadosDraft>, };
