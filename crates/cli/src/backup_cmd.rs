@@ -120,7 +120,7 @@ pub fn restore(db: Option<&str>, a: RestoreArgs) -> Result<u8, Failure> {
     let actor = a.who.actor_or("cli", "contador")?;
     runtime()?.block_on(async {
         contador_may_restore(db, &target, &a.src, &actor).await?;
-        let report = outbox::backup::restore(&a.src, &target, chrono::Utc::now())
+        let report = outbox::backup::restore(&a.src, &target, crate::shell::process_clock().now())
             .await
             .map_err(|e| failure(e, ""))?;
         if a.json {

@@ -227,7 +227,7 @@ async fn pac_set(outbox: &Outbox, sandbox: Option<&pac_sim::SimHandle>) -> Resul
     let set = build_pac_set(
         &configs,
         crate::input::secrets()?,
-        Arc::new(pac::SystemClock),
+        crate::shell::process_clock(),
         &pac_clients::HttpConnector,
     )
     .map_err(|e| failure(e, "pac: "))?;
@@ -237,7 +237,7 @@ async fn pac_set(outbox: &Outbox, sandbox: Option<&pac_sim::SimHandle>) -> Resul
     let client = pac::connect::PacConnector::connect(
         &pac_clients::HttpConnector,
         &sim.spec(pac::connect::Timeouts::default(), None),
-        Arc::new(pac::SystemClock),
+        crate::shell::process_clock(),
     )
     .map_err(|e| Failure::invalid(format!("sandbox: {e}")))?;
     let mut entries = vec![PacEntry {
@@ -320,9 +320,12 @@ pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
         let outbox = Arc::new(open(db, false).await?);
         let sim = if a.sandbox {
             Some(
-                pac_sim::start(pac_sim::SimConfig::new(pac_sim::Flavor::Sw))
-                    .await
-                    .map_err(|e| Failure::invalid(format!("sandbox: {e}")))?,
+                pac_sim::start_with_clock(
+                    pac_sim::SimConfig::new(pac_sim::Flavor::Sw),
+                    pac_sim::SimClock::with_base(crate::shell::process_clock()),
+                )
+                .await
+                .map_err(|e| Failure::invalid(format!("sandbox: {e}")))?,
             )
         } else {
             None

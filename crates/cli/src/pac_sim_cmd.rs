@@ -73,7 +73,9 @@ pub fn run(args: PacSimArgs) -> Result<u8, Failure> {
         .build()
         .map_err(|e| Failure::invalid(format!("no se pudo iniciar el runtime: {e}")))?;
     runtime.block_on(async move {
-        let handle = pac_sim::start(config).await.map_err(|e| Failure::invalid(e.to_string()))?;
+        let handle = pac_sim::start_with_clock(config, pac_sim::SimClock::with_base(crate::shell::process_clock()))
+            .await
+            .map_err(|e| Failure::invalid(e.to_string()))?;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "listening on {}", handle.base_url);
         let _ = writeln!(out, "control on {}", handle.control_url);

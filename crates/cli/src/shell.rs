@@ -77,6 +77,23 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 /// Opens the outbox; `create` only for `timbra init`. Hands over the CSD password when the
 /// variable the settings name is set.
+/// The variable a debug build's clock reads its offset from (milliseconds added to the system
+/// clock): the CLI's tests pin their dates with it so they pass under any system date (a
+/// fixture certificate's validity, SAT's 72-hour window).
+pub const TEST_CLOCK_OFFSET_ENV: &str = "TIMBRA_TEST_CLOCK_OFFSET_MS";
+
+/// This process's clock: the system clock; in a debug build with
+/// [`TEST_CLOCK_OFFSET_ENV`] set, the system clock moved by that offset. A release build (what
+/// users install) never reads the variable.
+pub fn process_clock() -> Arc<dyn pac::Clock> {
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var(TEST_CLOCK_OFFSET_ENV).ok().and_then(|v| v.trim().parse::<i64>().ok()) {
+        tracing::warn!(offset_ms = ms, "reloj de prueba: {TEST_CLOCK_OFFSET_ENV}");
+        return Arc::new(pac::OffsetClock::new(chrono::Duration::milliseconds(ms)));
+    }
+    Arc::new(SystemClock)
+}
+
 pub async fn open(db: Option<&str>, create: bool) -> Result<Outbox, Failure> {
     let env_url = std::env::var(outbox::location::DATABASE_URL_ENV).ok();
     let location = DatabaseLocation::resolve(db, env_url.as_deref()).map_err(|e| failure(e, ""))?;
@@ -88,7 +105,7 @@ pub async fn open(db: Option<&str>, create: bool) -> Result<Outbox, Failure> {
         ),
         Err(_) => Duration::from_secs(5),
     };
-    let outbox = Outbox::open_location(&location, create, busy, Arc::new(SystemClock))
+    let outbox = Outbox::open_location(&location, create, busy, process_clock())
         .await
         .map_err(|e| failure(e, ""))?;
     unlock_roles(&outbox).await?;

@@ -3,6 +3,9 @@
 //! documents of a sale stamped with `timbra drain --sandbox --until-idle`: `invoice xml|pdf`
 //! and `export --dir|--zip`.
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -44,7 +47,7 @@ impl Db {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_timbra"));
+        let mut c = clock::command(env!("CARGO_BIN_EXE_timbra"));
         c.arg("--db")
             .arg(self.path())
             .args(args)
@@ -163,6 +166,7 @@ fn the_readme_curl_examples_work_as_written() {
             .env("URL", &url)
             .env("TIMBRA_DATABASE_URL", db.path())
             .env("TEST_CSD_PASSWORD", "12345678a")
+            .env(clock::VAR, clock::offset_ms())
             .output()
             .unwrap();
         assert!(
@@ -220,7 +224,7 @@ fn stamped_documents_come_out_of_the_cli_and_export_writes_nothing_half_way() {
 
     // The CFDIs' Fecha is the fixture's occurred_at while it is recent enough, else the time
     // of recording: a range from long before either to tomorrow holds them whatever today is.
-    let today = chrono::Utc::now().date_naive();
+    let today = clock::now().date_naive();
     let (desde, hasta) = (
         "2020-01-01".to_string(),
         (today + chrono::Duration::days(1)).format("%Y-%m-%d").to_string(),

@@ -1,9 +1,12 @@
 //! `timbra catalog …` as a user runs it: plain lines, JSON, exit codes.
 
-use std::process::{Command, Output};
+#[path = "common/clock.rs"]
+mod clock;
+
+use std::process::Output;
 
 fn timbra(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_timbra")).args(args).output().unwrap()
+    clock::command(env!("CARGO_BIN_EXE_timbra")).args(args).output().unwrap()
 }
 
 fn stdout(out: &Output) -> String {

@@ -1,5 +1,8 @@
 //! `timbra cfdi …` as a user runs it: outputs, exit codes and one-line Spanish errors.
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -12,7 +15,7 @@ fn fx(rel: &str) -> String {
 }
 
 fn timbra(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_timbra"))
+    clock::command(env!("CARGO_BIN_EXE_timbra"))
         .args(args)
         .env("TEST_CSD_PASSWORD", "12345678a")
         .env("BAD_PASSWORD", "nope")

@@ -2,8 +2,11 @@
 //! and writes nothing), list as JSON, import with bad lines reported as `línea N: campo: motivo`
 //! (good lines kept, exit 2), export → import into a fresh database gives the same list.
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn fx(rel: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -14,7 +17,7 @@ fn fx(rel: &str) -> String {
 }
 
 fn run(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_timbra"))
+    clock::command(env!("CARGO_BIN_EXE_timbra"))
         .arg("--db")
         .arg(db)
         .args(args)

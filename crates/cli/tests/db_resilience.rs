@@ -6,6 +6,9 @@
 //! `integrity_check` ok, pauses the drain instead of stopping or spinning, and recovers when
 //! space returns; read-only storage is a clear error.
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -39,7 +42,7 @@ struct Sim {
 
 impl Sim {
     fn start(faults: &str) -> Sim {
-        let mut child = Command::new(BIN)
+        let mut child = clock::command(BIN)
             .args(["pac-sim", "--listen", "127.0.0.1:0", "--flavor", "sw", "--faults", faults])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -101,7 +104,7 @@ impl Drop for Sim {
 }
 
 fn timbra(db: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
+    let mut c = clock::command(BIN);
     c.arg("--db").arg(db).args(args);
     c.env("TIMBRA_CSD_PASSWORD", "12345678a")
         .env("SIM_TOKEN", "sim-token-infinito")

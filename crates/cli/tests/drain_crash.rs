@@ -20,6 +20,9 @@
 //!   with a slow PAC send each attempt once on both backends.
 #![cfg(feature = "failpoints")]
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -40,7 +43,7 @@ struct Sim {
 
 impl Sim {
     fn start(flavor: &str, faults: &str) -> Sim {
-        let mut command = Command::new(BIN);
+        let mut command = clock::command(BIN);
         command.args(["pac-sim", "--listen", "127.0.0.1:0", "--flavor", flavor, "--faults", faults]);
         if flavor == "facturapi" {
             // Facturapi issues for the organization Timbra is configured as (SAT's test CSD).
@@ -177,7 +180,7 @@ struct Db {
 
 impl Db {
     fn timbra(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
+        let mut c = clock::command(BIN);
         c.arg("--db").arg(&self.location).args(args);
         c.env_remove("TIMBRA_DATABASE_URL");
         c.env("TIMBRA_CSD_PASSWORD", "12345678a")
@@ -562,7 +565,7 @@ fn chaos_with_payments_globals_and_cancellations_loses_nothing_and_duplicates_no
     let f = fixtures();
     let sale: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(f.join("sales/ingreso-pedido-4471.json")).unwrap()).unwrap();
-    let local = chrono::Utc::now() - chrono::Duration::hours(6);
+    let local = clock::now() - chrono::Duration::hours(6);
     let today = local.format("%Y-%m-%d").to_string();
     let mut lines = String::new();
     for i in 0..n_ppd {

@@ -4,6 +4,9 @@
 //! and to a contador without a PIN, and carried out for the contador (PIN set with the CSD
 //! password, given in `TIMBRA_CONTADOR_PIN`) to SAT's last word.
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -22,7 +25,7 @@ struct Sim {
 
 impl Sim {
     fn start() -> Sim {
-        let mut child = Command::new(BIN)
+        let mut child = clock::command(BIN)
             .args(["pac-sim", "--listen", "127.0.0.1:0", "--flavor", "sw"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -65,7 +68,7 @@ impl Db {
     }
 
     fn timbra(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
+        clock::command(BIN)
             .arg("--db")
             .arg(self.path())
             .args(args)

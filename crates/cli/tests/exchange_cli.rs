@@ -1,8 +1,11 @@
 //! `timbra tipo-cambio registrar|lista`: a cashier cannot record a reference, a bad one names
 //! its field and writes nothing (exit 2), a good one is listed.
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn fx(rel: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -13,7 +16,7 @@ fn fx(rel: &str) -> String {
 }
 
 fn run(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_timbra"))
+    clock::command(env!("CARGO_BIN_EXE_timbra"))
         .arg("--db")
         .arg(db)
         .args(args)

@@ -4,9 +4,12 @@
 //! one clear error (exit 2) naming the reason, within bounded memory and time, and writes
 //! nothing.
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use sqlx::Connection;
 
@@ -56,7 +59,7 @@ impl Db {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_timbra"))
+        clock::command(env!("CARGO_BIN_EXE_timbra"))
             .arg("--db")
             .arg(self.path())
             .args(args)

@@ -1,6 +1,9 @@
 //! `timbra init / sale / invoice / status` as a user runs them: JSON outputs, exit codes,
 //! Spanish one-line errors, and what lands in the database.
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -61,7 +64,7 @@ impl Db {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_timbra"));
+        let mut c = clock::command(env!("CARGO_BIN_EXE_timbra"));
         c.arg("--db")
             .arg(self.path())
             .args(args)
@@ -160,10 +163,8 @@ fn sale_add_records_replays_and_refuses_with_documented_exit_codes() {
 #[test]
 fn a_key_being_recorded_elsewhere_exits_4_with_retry_after() {
     let db = Db::new();
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    // The lease is another process's, by the clock the `timbra` processes read.
+    let now_ms = clock::now().timestamp_millis();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.path().display()))
@@ -354,7 +355,7 @@ fn list_show_note_and_status() {
 fn database_problems_exit_5_with_a_clear_message() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-existe.db");
-    let out = Command::new(env!("CARGO_BIN_EXE_timbra"))
+    let out = clock::command(env!("CARGO_BIN_EXE_timbra"))
         .arg("--db")
         .arg(&missing)
         .args(["status"])
@@ -371,7 +372,7 @@ fn database_problems_exit_5_with_a_clear_message() {
     // TIMBRA_DATABASE_URL is honoured when --db is absent.
     let garbage = dir.path().join("basura.db");
     std::fs::write(&garbage, "no soy SQLite".repeat(500)).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_timbra"))
+    let out = clock::command(env!("CARGO_BIN_EXE_timbra"))
         .args(["status"])
         .env("TIMBRA_DATABASE_URL", format!("sqlite://{}", garbage.display()))
         .output()

@@ -4,6 +4,9 @@
 //! recorded key — or nothing at all — and once the abandoned reservations have expired, a
 //! final import records every sale exactly once.
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -24,7 +27,7 @@ fn fx(rel: &str) -> String {
 }
 
 fn timbra(db: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_timbra"));
+    let mut c = clock::command(env!("CARGO_BIN_EXE_timbra"));
     c.arg("--db")
         .arg(db)
         .env("TEST_CSD_PASSWORD", "12345678a")

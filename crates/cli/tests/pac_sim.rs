@@ -2,6 +2,9 @@
 //! stamps through SW's documented endpoint, SIGTERM stops it cleanly, and a restart with the
 //! same `--state-dir` remembers the ledger.
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -20,7 +23,7 @@ fn read(rel: &str) -> Vec<u8> {
 
 /// Starts the binary and returns it with its base URL (read from the first stdout line).
 fn spawn(state_dir: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_timbra"))
+    let mut child = clock::command(env!("CARGO_BIN_EXE_timbra"))
         .args([
             "pac-sim",
             "--listen",
@@ -141,7 +144,7 @@ async fn pac_sim_serves_a_third_party_sw_client_and_stops_on_sigterm() {
 
 #[test]
 fn pac_sim_refuses_bad_faults_text_naming_the_key() {
-    let out = Command::new(env!("CARGO_BIN_EXE_timbra"))
+    let out = clock::command(env!("CARGO_BIN_EXE_timbra"))
         .args(["pac-sim", "--flavor", "sw", "--faults", "reset=7"])
         .output()
         .unwrap();

@@ -5,9 +5,12 @@
 //! `TIMBRA_CONTADOR_PIN` — never an argument — and a wrong one stops the command; soporte is
 //! unaffected; the database holds only the Argon2id hash.
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn fx(rel: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -18,7 +21,7 @@ fn fx(rel: &str) -> String {
 }
 
 fn run(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_timbra"));
+    let mut c = clock::command(env!("CARGO_BIN_EXE_timbra"));
     c.arg("--db")
         .arg(dir.join("t.db"))
         .args(args)

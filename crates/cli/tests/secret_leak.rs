@@ -8,6 +8,9 @@
 //! the printed evidence, the exports and the backup are searched byte for byte: no secret
 //! appears, in plain text or as Base64.
 
+#[path = "common/clock.rs"]
+mod clock;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -35,7 +38,7 @@ struct Sim {
 
 impl Sim {
     fn start(flavor: &str, faults: &str) -> Sim {
-        let mut child = Command::new(BIN)
+        let mut child = clock::command(BIN)
             .args(["pac-sim", "--listen", "127.0.0.1:0", "--flavor", flavor, "--faults", faults])
             .env("TIMBRA_SIM_SW_TOKEN", SW_TOKEN)
             .env("TIMBRA_SIM_USER", FINKOK_USER)
@@ -95,7 +98,7 @@ impl Scenario {
     /// A `timbra` command: secrets only from the secrets file, logs at trace into the log file.
     fn timbra(&self, args: &[&str]) -> Command {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(self.log()).unwrap();
-        let mut c = Command::new(BIN);
+        let mut c = clock::command(BIN);
         c.arg("--db")
             .arg(self.db())
             .args(args)

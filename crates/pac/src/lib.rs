@@ -96,6 +96,26 @@ impl Clock for RunningClock {
     }
 }
 
+/// The system clock moved by a fixed offset: every process given the same offset reads the
+/// same instant at the same moment, and time runs at real speed in all of them. For tests that
+/// drive several processes (the CLI's): their dates are pinned, not today's.
+#[derive(Debug, Clone, Copy)]
+pub struct OffsetClock {
+    offset: chrono::Duration,
+}
+
+impl OffsetClock {
+    pub fn new(offset: chrono::Duration) -> OffsetClock {
+        OffsetClock { offset }
+    }
+}
+
+impl Clock for OffsetClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now() + self.offset
+    }
+}
+
 /// Which PAC an adapter talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, ts_rs::TS)]
 #[serde(rename_all = "lowercase")]
