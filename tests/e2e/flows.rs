@@ -50,11 +50,18 @@ async fn leave_contador(app: &App) -> Res {
 /// mes by its name, día (components/DateField.svelte; never the webview's own date input).
 async fn pick_date(app: &App, scope: &str, name: &str, iso: &str) -> Res {
     let mut it = iso.splitn(3, '-').map(|p| p.trim_start_matches('0').to_string());
-    let (y, m, d) = (it.next().unwrap_or_default(), it.next().unwrap_or_default(), it.next().unwrap_or_default());
+    let (y, m, d) = (
+        it.next().unwrap_or_default(),
+        it.next().unwrap_or_default(),
+        it.next().unwrap_or_default(),
+    );
     app.type_into(&format!("{scope} input[name='{name}.anio']"), &y).await?;
     app.select(&format!("{scope} select[name='{name}.mes']"), &m).await?;
     app.select(&format!("{scope} select[name='{name}.dia']"), &d).await?;
-    let shown = app.attr(&format!("{scope} input[name='{name}']"), "value").await?.unwrap_or_default();
+    let shown = app
+        .attr(&format!("{scope} input[name='{name}']"), "value")
+        .await?
+        .unwrap_or_default();
     check(shown == iso[..10], format!("la fecha {name} quedó {shown:?}; se eligió {iso}"))
 }
 
@@ -1324,7 +1331,10 @@ No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación págin
     app.wait_contains("[data-testid=global-tickets]", "No hay tickets pendientes")
         .await?;
     // Two days for a daily global invoice: hasta is the day after desde.
-    let desde = app.attr("[data-testid=global-form] input[name=desde]", "value").await?.unwrap_or_default();
+    let desde = app
+        .attr("[data-testid=global-form] input[name=desde]", "value")
+        .await?
+        .unwrap_or_default();
     let next = app
         .client
         .execute(
@@ -1470,14 +1480,15 @@ return problems;
 "#;
 
 /// Raw codes in the page's visible text (Spanish mode): snake_case words, an HTTP status with a
-/// colon ("401:"), "evidencia #" and "bytes", outside *Detalle técnico* and any closed
-/// disclosure; tooltips count as visible. Returns each hit with its surroundings.
+/// colon ("401:"), "evidencia #" and "bytes", outside *Detalle técnico*, any closed disclosure
+/// and verbatim `<code>`; tooltips count as visible. Returns each hit with its surroundings.
 pub(crate) const RAW_CODES_JS: &str = r#"
 const main = document.querySelector('main');
 if (!main) return [];
 const copy = main.cloneNode(true);
 copy.querySelectorAll('details:not([open]) > :not(summary), details.tech > :not(summary), [data-testid$=technical] > :not(summary)').forEach((e) => e.remove());
-copy.querySelectorAll('input, textarea, pre, .json').forEach((e) => e.remove());
+// What the person typed, and text shown verbatim (<code>: a CSV header, an event's name).
+copy.querySelectorAll('input, textarea, pre, code, .json').forEach((e) => e.remove());
 const text = [copy.textContent, ...[...copy.querySelectorAll('[title]')].map((e) => e.getAttribute('title'))].join('\n');
 const hits = [];
 for (const [name, re] of [['snake_case', /\b[a-z]+(?:_[a-z0-9]+)+\b/g], ['HTTP con dos puntos', /\b[1-5]\d\d:/g], ['evidencia #', /evidencia #/gi], ['bytes', /\bbytes\b/gi]]) {
