@@ -225,6 +225,65 @@ pub async fn revision_de_pantallas(app: &App) -> Res {
     pages.extend(SECTIONS.iter().map(|s| (format!("ajustes-{s}"), format!("#/ajustes/{s}"))));
     let english = serde_json::Value::from(english_phrases()?);
 
+    // The checks see what they look for: a planted cell whose text runs out of it, faint
+    // text, a raw code and an English phrase are each found, then removed.
+    app.go("#/bandeja").await?;
+    app.find("main .page").await?;
+    let phrase = english.get(0).cloned().unwrap_or_default();
+    app.client
+        .execute(
+            "const t = document.createElement('table'); t.id = 'planted'; Object.assign(t.style, { tableLayout: 'fixed', width: '3rem' }); \
+             const td = t.insertRow().insertCell(); td.textContent = 'estado_crudo'; \
+             Object.assign(td.style, { width: '3rem', maxWidth: '3rem', whiteSpace: 'nowrap', color: '#ddd' }); \
+             const p = document.createElement('p'); p.textContent = arguments[0]; td.append(p); \
+             document.querySelector('main .page').prepend(t);",
+            vec![phrase],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    for (what, js, args) in [
+        ("texto fuera de su celda", OVERFLOW_JS, vec![]),
+        ("contraste", CONTRAST_JS, vec![]),
+        ("código crudo", RAW_CODES_JS, vec![]),
+        ("inglés", ENGLISH_JS, vec![english.clone()]),
+    ] {
+        let found = findings(app, js, args, "prueba").await?;
+        check(!found.is_empty(), format!("la revisión no ve {what} en una celda plantada"))?;
+    }
+    app.client
+        .execute("document.getElementById('planted').remove();", vec![])
+        .await
+        .map_err(|e| e.to_string())?;
+
+    // Months in Spanish whatever the OS locale (DateField, not the webview's date input).
+    app.go("#/global").await?;
+    let month = app
+        .wait_text("[data-testid=global-form] select[name='desde.mes'] option:checked", "el mes", |t| {
+            !t.trim().is_empty()
+        })
+        .await?;
+    const MESES: [&str; 12] = [
+        "Enero",
+        "Febrero",
+        "Marzo",
+        "Abril",
+        "Mayo",
+        "Junio",
+        "Julio",
+        "Agosto",
+        "Septiembre",
+        "Octubre",
+        "Noviembre",
+        "Diciembre",
+    ];
+    check(MESES.contains(&month.trim()), format!("el mes se lee {month:?}"))?;
+    check(
+        app.all("input[type=date], input[type=month], input[type=datetime-local]")
+            .await?
+            .is_empty(),
+        "ninguna fecha con el selector del sistema",
+    )?;
+
     // Ajustes' sections hold still once shown (layout-hold.ts).
     let mut problems = Vec::new();
     for s in SECTIONS {
