@@ -40,8 +40,10 @@ pub struct Seat {
     pub postgres_url: Option<String>,
 }
 
+/// A new seat (and a file that names no role) is a cashier's: soporte is chosen, in the first
+/// run or in Ajustes, never assumed.
 fn default_role() -> Role {
-    Role::Soporte
+    Role::Personal
 }
 
 impl Default for Seat {
@@ -60,11 +62,12 @@ impl Seat {
         self.operator.clone().unwrap_or_else(os_user_name)
     }
 
-    /// The seat's role, never contador or sistema (a hand-edited file cannot declare them).
+    /// The seat's role, never contador or sistema (a hand-edited file declaring one is a
+    /// cashier's seat).
     pub fn role(&self) -> Role {
         match self.role {
-            Role::Personal => Role::Personal,
-            _ => Role::Soporte,
+            Role::Soporte => Role::Soporte,
+            _ => Role::Personal,
         }
     }
 }
@@ -268,7 +271,8 @@ mod tests {
         };
         let fresh = file.load().unwrap();
         assert_eq!(fresh, Seat::default());
-        assert_eq!(fresh.role(), Role::Soporte);
+        // A new seat is the cashier's until someone says soporte (issue 30).
+        assert_eq!(fresh.role(), Role::Personal);
         assert_eq!(fresh.name(), os_user_name());
         let seat = Seat {
             operator: Some("Lucía Pérez".into()),
@@ -293,6 +297,12 @@ mod tests {
     #[test]
     fn a_hand_edited_file_cannot_make_the_seat_contador() {
         let seat: Seat = serde_json::from_str(r#"{"operator":"X","role":"contador"}"#).unwrap();
+        assert_eq!(seat.role(), Role::Personal);
+        let seat: Seat = serde_json::from_str(r#"{"operator":"X","role":"sistema"}"#).unwrap();
+        assert_eq!(seat.role(), Role::Personal);
+        let seat: Seat = serde_json::from_str(r#"{"operator":"X"}"#).unwrap();
+        assert_eq!(seat.role(), Role::Personal);
+        let seat: Seat = serde_json::from_str(r#"{"operator":"X","role":"soporte"}"#).unwrap();
         assert_eq!(seat.role(), Role::Soporte);
         let seat: Seat = serde_json::from_str(r#"{"operator":"X","role":"personal"}"#).unwrap();
         assert_eq!(seat.role(), Role::Personal);

@@ -257,13 +257,22 @@ impl App {
             .collect()
     }
 
-    /// Navigates to a hash route (`#/emitir`); a full URL is cut down to its hash.
+    /// Navigates to a hash route (`#/emitir`); a full URL is cut down to its hash. An Ajustes
+    /// section is waited for until it shows.
     pub async fn go(&self, hash: &str) -> Res {
         let hash = hash.find('#').map(|i| &hash[i..]).unwrap_or(hash);
         self.client
             .execute(&format!("location.hash = {hash:?};"), vec![])
             .await
             .map_err(|e| format!("go {hash}: {e}"))?;
+        // An Ajustes section shows once its parts have loaded (ui/src/lib/layout-hold.ts):
+        // wait for it as a person waits for the page, so a click never hits a hidden field.
+        if let Some(rest) = hash.strip_prefix("#/ajustes") {
+            let section = rest.trim_start_matches('/');
+            let section = if section.is_empty() { "equipo" } else { section };
+            self.find(&format!("[data-testid=settings-section][data-section={section}][data-ready=true]"))
+                .await?;
+        }
         Ok(())
     }
 

@@ -72,7 +72,7 @@ pub async fn sin_almacen_de_contrasenas(app: &App) -> Res {
     // Ajustes' PAC form is soporte's (the first run's default seat is the cashier's).
     app.click("[data-testid=seat-first-run-role] input[value=soporte]").await?;
     app.click("[data-testid=seat-first-run-save]").await?;
-    app.go("#/ajustes").await?;
+    app.go("#/ajustes/pac").await?;
     app.wait_contains("[data-testid=credential-store-local]", "cifradas en este equipo")
         .await?;
     // Nothing saved yet: the field does not say guardada.
@@ -92,7 +92,7 @@ pub async fn sin_almacen_de_contrasenas(app: &App) -> Res {
     app.click("[data-testid=pac-form] button[type=submit]").await?;
     app.wait_contains(".notice[role=status]", "PAC guardados").await?;
     app.go("#/").await?;
-    app.go("#/ajustes").await?;
+    app.go("#/ajustes/pac").await?;
     let mut kept = String::new();
     for _ in 0..50 {
         kept = app

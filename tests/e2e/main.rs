@@ -9,6 +9,7 @@
 mod flows;
 mod harness;
 mod installed;
+mod review;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,12 +27,18 @@ fn nothing(_: &std::path::Path) -> Res<Env> {
 
 const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("emitir_y_notas", nothing, |app| Box::pin(flows::emitir_y_notas(app))),
-    ("demo_ajustes_idioma", nothing, |app| Box::pin(flows::demo_ajustes_idioma(app))),
-    ("timeout_tras_certificar", nothing, |app| {
+    ("demo_ajustes_idioma", flows::soporte_seat, |app| {
+        Box::pin(flows::demo_ajustes_idioma(app))
+    }),
+    ("timeout_tras_certificar", flows::soporte_seat, |app| {
         Box::pin(flows::timeout_tras_certificar(app))
     }),
-    ("caida_y_respaldo", nothing, |app| Box::pin(flows::caida_y_respaldo(app))),
-    ("rechazo_y_reproceso", nothing, |app| Box::pin(flows::rechazo_y_reproceso(app))),
+    ("caida_y_respaldo", flows::soporte_seat, |app| {
+        Box::pin(flows::caida_y_respaldo(app))
+    }),
+    ("rechazo_y_reproceso", flows::soporte_seat, |app| {
+        Box::pin(flows::rechazo_y_reproceso(app))
+    }),
     ("base_danada", flows::damaged_database, |app| Box::pin(flows::base_danada(app))),
     ("finkok_finalizar", flows::finkok_primary, |app| {
         Box::pin(flows::finkok_finalizar(app))
@@ -42,19 +49,32 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("facturapi_pendiente", flows::facturapi_primary, |app| {
         Box::pin(flows::facturapi_pendiente(app))
     }),
-    ("caida_hasta_atencion", nothing, |app| Box::pin(flows::caida_hasta_atencion(app))),
-    ("rechazo_tras_desconocido", nothing, |app| {
+    ("caida_hasta_atencion", flows::soporte_seat, |app| {
+        Box::pin(flows::caida_hasta_atencion(app))
+    }),
+    ("rechazo_tras_desconocido", flows::soporte_seat, |app| {
         Box::pin(flows::rechazo_tras_desconocido(app))
     }),
-    ("documentos_y_api", nothing, |app| Box::pin(flows::documentos_y_api(app))),
-    ("pago_parcial", nothing, |app| Box::pin(flows::pago_parcial(app))),
-    ("lista_69b_y_global", nothing, |app| Box::pin(flows::lista_69b_y_global(app))),
-    ("factura_global", nothing, |app| Box::pin(flows::factura_global(app))),
-    ("linea_de_tiempo_en_palabras", nothing, |app| {
+    ("documentos_y_api", flows::soporte_seat, |app| {
+        Box::pin(flows::documentos_y_api(app))
+    }),
+    ("pago_parcial", flows::soporte_seat, |app| Box::pin(flows::pago_parcial(app))),
+    ("lista_69b_y_global", flows::soporte_seat, |app| {
+        Box::pin(flows::lista_69b_y_global(app))
+    }),
+    ("factura_global", flows::soporte_seat, |app| Box::pin(flows::factura_global(app))),
+    ("linea_de_tiempo_en_palabras", flows::soporte_seat, |app| {
         Box::pin(flows::linea_de_tiempo_en_palabras(app))
     }),
-    ("emitir_con_catalogos", nothing, |app| Box::pin(flows::emitir_con_catalogos(app))),
-    ("ventana_y_archivos", nothing, |app| Box::pin(flows::ventana_y_archivos(app))),
+    ("emitir_con_catalogos", flows::soporte_seat, |app| {
+        Box::pin(flows::emitir_con_catalogos(app))
+    }),
+    ("ventana_y_archivos", flows::soporte_seat, |app| {
+        Box::pin(flows::ventana_y_archivos(app))
+    }),
+    ("revision_de_pantallas", flows::soporte_seat, |app| {
+        Box::pin(review::revision_de_pantallas(app))
+    }),
     ("equipo_postgres", flows::team_database, |app| Box::pin(flows::equipo_postgres(app))),
     ("sin_almacen_de_contrasenas", installed::no_secret_service, |app| {
         Box::pin(installed::sin_almacen_de_contrasenas(app))

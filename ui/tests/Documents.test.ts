@@ -80,7 +80,7 @@ describe('Canales in Ajustes', () => {
       },
       { shouldMockEvents: true },
     );
-    render(ChannelSettings, { canEdit: true });
+    render(ChannelSettings, { disabled: false });
     await waitFor(() => expect(screen.getByTestId('tokens').textContent).toContain('tbr_12345678…'));
     await fireEvent.input(document.querySelector('input[name=token_name]')!, { target: { value: 'pos-1' } });
     await fireEvent.submit(screen.getByTestId('token-form'));
@@ -106,10 +106,17 @@ describe('Canales in Ajustes', () => {
       },
       { shouldMockEvents: true },
     );
-    render(ChannelSettings, { canEdit: false });
+    render(ChannelSettings, { disabled: true });
     await waitFor(() => expect(calls.some(([c]) => c === 'channel_settings')).toBe(true));
-    await fireEvent.input(document.querySelector('input[name=desde]')!, { target: { value: '2026-11-01' } });
-    await fireEvent.input(document.querySelector('input[name=hasta]')!, { target: { value: '2026-11-30' } });
+    // Día, mes by name, año: the dates in Spanish whatever the OS locale.
+    const pick = async (name: string, y: string, m: string, d: string) => {
+      await fireEvent.input(document.querySelector(`input[name='${name}.anio']`)!, { target: { value: y } });
+      await fireEvent.change(document.querySelector(`select[name='${name}.mes']`)!, { target: { value: m } });
+      await fireEvent.change(document.querySelector(`select[name='${name}.dia']`)!, { target: { value: d } });
+    };
+    await pick('desde', '2026', '11', '1');
+    await pick('hasta', '2026', '11', '30');
+    expect([...document.querySelectorAll<HTMLOptionElement>("select[name='hasta.mes'] option")].map((o) => o.textContent)[10]).toBe('Noviembre');
     await fireEvent.submit(screen.getByTestId('export-form'));
     await waitFor(() => expect(calls).toContainEqual(['export_documents', { desde: '2026-11-01', hasta: '2026-11-30', zip: true }]));
     await emit('export-progress', { done: 1, total: 3, uuid: 'U-1' });

@@ -75,7 +75,7 @@ describe('RoleLock', () => {
     );
     render(RoleLock, { role: 'personal', acting: 'personal' });
     await waitFor(() => expect(screen.getByTestId('contador-no-pin').textContent).toBe('Configure el PIN del contador en Ajustes.'));
-    expect(screen.getByTestId('contador-no-pin').querySelector('a')?.getAttribute('href')).toBe('#/ajustes');
+    expect(screen.getByTestId('contador-no-pin').querySelector('a')?.getAttribute('href')).toBe('#/ajustes/equipo');
     expect(screen.queryByTestId('act-as-contador')).toBeNull();
   });
 

@@ -1,11 +1,12 @@
 // A tiny hash router: #/bandeja, #/factura/<id>, #/emitir, #/emitir/nc/<id> and
-// #/emitir/sust/<id> (a credit note or a substitute of invoice <id>), #/ajustes, #/tablero,
+// #/emitir/sust/<id> (a credit note or a substitute of invoice <id>), #/ajustes and
+// #/ajustes/<section> (one of Ajustes' pages: equipo, emisor, pac…), #/tablero,
 // #/duplicados, #/global (factura global), #/reportes, #/clientes, #/productos.
 export type Route =
   | { page: 'bandeja' }
   | { page: 'factura'; id: number }
   | { page: 'emitir'; followUp?: { kind: 'credit_note' | 'substitute'; id: number } }
-  | { page: 'ajustes' }
+  | { page: 'ajustes'; section?: string }
   | { page: 'tablero' }
   | { page: 'duplicados' }
   | { page: 'global' }
@@ -26,6 +27,7 @@ export function parseRoute(hash: string): Route {
       return kind && Number.isInteger(id) && id > 0 ? { page: 'emitir', followUp: { kind, id } } : { page: 'emitir' };
     }
     case 'ajustes':
+      return parts[1] && /^[a-z]+$/.test(parts[1]) ? { page: 'ajustes', section: parts[1] } : { page: 'ajustes' };
     case 'tablero':
     case 'duplicados':
     case 'global':
@@ -41,6 +43,7 @@ export function parseRoute(hash: string): Route {
 export function href(r: Route): string {
   if (r.page === 'factura') return `#/factura/${r.id}`;
   if (r.page === 'emitir' && r.followUp) return `#/emitir/${r.followUp.kind === 'credit_note' ? 'nc' : 'sust'}/${r.followUp.id}`;
+  if (r.page === 'ajustes' && r.section) return `#/ajustes/${r.section}`;
   return `#/${r.page}`;
 }
 
