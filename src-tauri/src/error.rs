@@ -40,6 +40,13 @@ pub enum AppError {
     /// An e-mail was asked for before the SMTP settings exist (Ajustes).
     #[error("el correo no está configurado")]
     EmailNotConfigured,
+    /// An update could not be checked, downloaded or installed; `problem` says why (a bad
+    /// signature is refused and nothing is installed), `detail` is the updater's own text.
+    #[error("actualización: {detail}")]
+    Update {
+        problem: crate::dto::UpdateProblem,
+        detail: String,
+    },
     /// Everything the outbox can refuse, with its own code and details.
     #[error(transparent)]
     #[serde(untagged)]
@@ -57,6 +64,7 @@ impl AppError {
             AppError::ApiListen { .. } => "api_listen",
             AppError::Pdf { .. } => "pdf",
             AppError::EmailNotConfigured => "email_not_configured",
+            AppError::Update { .. } => "update",
             AppError::Outbox(e) => e.code(),
         }
     }
@@ -220,6 +228,10 @@ mod tests {
                 message: "m".into(),
             },
             AppError::EmailNotConfigured,
+            AppError::Update {
+                problem: crate::dto::UpdateProblem::BadSignature,
+                detail: "m".into(),
+            },
         ];
         for e in samples {
             // The match makes a new shell variant a compile error here until it has a sample.
@@ -230,7 +242,8 @@ mod tests {
                 | AppError::SandboxOnly
                 | AppError::ApiListen { .. }
                 | AppError::Pdf { .. }
-                | AppError::EmailNotConfigured => {}
+                | AppError::EmailNotConfigured
+                | AppError::Update { .. } => {}
                 AppError::Outbox(_) => unreachable!("outbox errors are sampled by the next test"),
             }
             assert_eq!(serde_json::to_value(&e).unwrap()["code"], json!(e.code()), "{e:?}");
