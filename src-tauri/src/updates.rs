@@ -58,14 +58,14 @@ fn problem(problem: UpdateProblem, detail: impl std::fmt::Display) -> AppError {
 /// A URL Ajustes may save: `https://…`, or `http://` to this computer (127.0.0.1, ::1,
 /// localhost).
 pub fn parse_url(text: &str) -> Result<tauri::Url, AppError> {
-    let url = tauri::Url::parse(text.trim()).map_err(|e| AppError::validation("url", "update_url", format!("no es una dirección web: {e}")))?;
+    let url = tauri::Url::parse(text.trim()).map_err(|e| AppError::validation("update_url", "not_a_url", format!("no es una dirección web: {e}")))?;
     let loopback = matches!(url.host_str(), Some("127.0.0.1" | "[::1]" | "localhost"));
     match url.scheme() {
         "https" => Ok(url),
         "http" if loopback => Ok(url),
         _ => Err(AppError::validation(
-            "url",
             "update_url",
+            "https_only",
             "la dirección de actualizaciones debe empezar con https://",
         )),
     }

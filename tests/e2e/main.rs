@@ -55,6 +55,7 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     }),
     ("emitir_con_catalogos", nothing, |app| Box::pin(flows::emitir_con_catalogos(app))),
     ("ventana_y_archivos", nothing, |app| Box::pin(flows::ventana_y_archivos(app))),
+    ("acerca_y_diagnostico", nothing, |app| Box::pin(flows::acerca_y_diagnostico(app))),
     ("equipo_postgres", flows::team_database, |app| Box::pin(flows::equipo_postgres(app))),
     ("sin_almacen_de_contrasenas", installed::no_secret_service, |app| {
         Box::pin(installed::sin_almacen_de_contrasenas(app))
