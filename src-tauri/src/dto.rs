@@ -790,30 +790,6 @@ pub struct UpdateInstalledDto {
     pub version: String,
 }
 
-/// Why an update could not be checked, downloaded or installed ([`AppError::Update`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum UpdateProblem {
-    /// No update URL in Ajustes: updates are off.
-    NotConfigured,
-    /// This copy was built without the release public key (or with a bad one).
-    NoPublicKey,
-    /// The update URL cannot be used.
-    BadUrl,
-    /// The server did not answer, or the download failed.
-    Unreachable,
-    /// The server answered something that is not an update manifest for this system.
-    BadManifest,
-    /// The package's signature does not verify with the release key: refused, not installed.
-    BadSignature,
-    /// The server now offers another version than the one shown; check again.
-    VersionChanged,
-    /// This copy was not installed with an installer, or the package is not one for it.
-    NotInstallable,
-    /// The installer failed (permissions, disk).
-    InstallFailed,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

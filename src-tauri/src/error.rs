@@ -43,14 +43,36 @@ pub enum AppError {
     /// An update could not be checked, downloaded or installed; `problem` says why (a bad
     /// signature is refused and nothing is installed), `detail` is the updater's own text.
     #[error("actualización: {detail}")]
-    Update {
-        problem: crate::dto::UpdateProblem,
-        detail: String,
-    },
+    Update { problem: UpdateProblem, detail: String },
     /// Everything the outbox can refuse, with its own code and details.
     #[error(transparent)]
     #[serde(untagged)]
     Outbox(#[from] OutboxError),
+}
+
+/// Why an update could not be checked, downloaded or installed ([`AppError::Update`]); its
+/// words are in `ui/src/lib/errors.ts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum UpdateProblem {
+    /// No update URL in Ajustes: updates are off.
+    NotConfigured,
+    /// This copy was built without the release public key (or with a bad one).
+    NoPublicKey,
+    /// The update URL cannot be used.
+    BadUrl,
+    /// The server did not answer, or the download failed.
+    Unreachable,
+    /// The server answered something that is not an update manifest for this system.
+    BadManifest,
+    /// The package's signature does not verify with the release key: refused, not installed.
+    BadSignature,
+    /// The server now offers another version than the one shown; check again.
+    VersionChanged,
+    /// This copy was not installed with an installer, or the package is not one for it.
+    NotInstallable,
+    /// The installer failed (permissions, disk).
+    InstallFailed,
 }
 
 impl AppError {
@@ -229,7 +251,7 @@ mod tests {
             },
             AppError::EmailNotConfigured,
             AppError::Update {
-                problem: crate::dto::UpdateProblem::BadSignature,
+                problem: UpdateProblem::BadSignature,
                 detail: "m".into(),
             },
         ];

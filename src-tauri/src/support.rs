@@ -37,7 +37,9 @@ pub fn open_log_file() -> Option<(PathBuf, std::fs::File)> {
 
 /// *Acerca de Timbra*.
 pub async fn about(ready: &Ready) -> Result<AboutDto, AppError> {
-    Ok(diagnostics::about(&ready.outbox, env!("CARGO_PKG_VERSION"), &folders()).await?.into())
+    Ok(diagnostics::about(&ready.outbox, env!("CARGO_PKG_VERSION"), &folders())
+        .await?
+        .into())
 }
 
 /// Every secret this desk can read: the CSD key's password, each PAC's credentials, the SMTP

@@ -22,8 +22,8 @@ use tauri::plugin::TauriPlugin;
 use tauri::{AppHandle, Runtime};
 use tauri_plugin_updater::{Update, UpdaterExt};
 
-use crate::dto::{UpdateOfferDto, UpdateProblem};
-use crate::error::AppError;
+use crate::dto::UpdateOfferDto;
+use crate::error::{AppError, UpdateProblem};
 
 /// The shared setting holding [`UpdateSettings`].
 pub const SETTING_UPDATES: &str = "updates";
@@ -58,7 +58,8 @@ fn problem(problem: UpdateProblem, detail: impl std::fmt::Display) -> AppError {
 /// A URL Ajustes may save: `https://…`, or `http://` to this computer (127.0.0.1, ::1,
 /// localhost).
 pub fn parse_url(text: &str) -> Result<tauri::Url, AppError> {
-    let url = tauri::Url::parse(text.trim()).map_err(|e| AppError::validation("update_url", "not_a_url", format!("no es una dirección web: {e}")))?;
+    let url = tauri::Url::parse(text.trim())
+        .map_err(|e| AppError::validation("update_url", "not_a_url", format!("no es una dirección web: {e}")))?;
     let loopback = matches!(url.host_str(), Some("127.0.0.1" | "[::1]" | "localhost"));
     match url.scheme() {
         "https" => Ok(url),
@@ -78,7 +79,12 @@ pub fn check_pubkey(pubkey: &str) -> Result<(), AppError> {
         .decode(pubkey.trim())
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| problem(UpdateProblem::NoPublicKey, "la llave pública no es Base64 de un archivo de minisign"))?;
+        .ok_or_else(|| {
+            problem(
+                UpdateProblem::NoPublicKey,
+                "la llave pública no es Base64 de un archivo de minisign",
+            )
+        })?;
     minisign_verify::PublicKey::decode(&text).map_err(|e| problem(UpdateProblem::NoPublicKey, e))?;
     Ok(())
 }
@@ -162,7 +168,16 @@ mod tests {
     #[test]
     fn a_key_that_is_not_a_minisign_public_key_is_named() {
         for bad in ["", "no-base64!", "aG9sYQ=="] {
-            assert!(matches!(check_pubkey(bad), Err(AppError::Update { problem: UpdateProblem::NoPublicKey, .. })), "{bad:?}");
+            assert!(
+                matches!(
+                    check_pubkey(bad),
+                    Err(AppError::Update {
+                        problem: UpdateProblem::NoPublicKey,
+                        ..
+                    })
+                ),
+                "{bad:?}"
+            );
         }
     }
 }

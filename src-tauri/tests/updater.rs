@@ -13,8 +13,7 @@ use std::sync::{Arc, Mutex};
 use base64::Engine as _;
 use tauri::test::{mock_builder, mock_context, noop_assets, MockRuntime};
 use tauri::AppHandle;
-use timbra_app::dto::UpdateProblem;
-use timbra_app::error::AppError;
+use timbra_app::error::{AppError, UpdateProblem};
 use timbra_app::updates;
 
 const NOTES: &str = "Timbra 0.1.1: corrige la factura global de fin de mes.";
@@ -72,7 +71,9 @@ async fn serve(release: Arc<Mutex<Release>>) -> String {
         let r = release.clone();
         async move { r.lock().unwrap().package.clone() }
     };
-    let app = axum::Router::new().route("/latest.json", get(manifest)).route("/Timbra.AppImage", get(pkg));
+    let app = axum::Router::new()
+        .route("/latest.json", get(manifest))
+        .route("/Timbra.AppImage", get(pkg));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -172,7 +173,10 @@ async fn a_signed_update_is_offered_verified_and_installed_and_a_tampered_one_is
     tampered[2048] ^= 0x01;
     release.lock().unwrap().package = tampered.clone();
     let update = updates::check(&handle, &url, &pubkey, Some(&exe)).await.unwrap().expect("offered");
-    assert!(refused_for_signature(updates::download(&update).await), "a tampered package is refused");
+    assert!(
+        refused_for_signature(updates::download(&update).await),
+        "a tampered package is refused"
+    );
     assert!(refused_for_signature(updates::install(&update, &tampered)), "never installed");
     assert_eq!(std::fs::read(&exe).unwrap(), b"la version instalada", "nothing was installed");
 
@@ -197,7 +201,13 @@ async fn a_signed_update_is_offered_verified_and_installed_and_a_tampered_one_is
     release.lock().unwrap().manifest = "<html>no</html>".into();
     let e = updates::check(&handle, &url, &pubkey, Some(&exe)).await.err();
     assert!(
-        matches!(e, Some(AppError::Update { problem: UpdateProblem::BadManifest, .. })),
+        matches!(
+            e,
+            Some(AppError::Update {
+                problem: UpdateProblem::BadManifest,
+                ..
+            })
+        ),
         "{e:?}"
     );
 }

@@ -2049,15 +2049,18 @@ pub async fn acerca_y_diagnostico(app: &App) -> Res {
         check(names.iter().any(|n| n == want), format!("el diagnóstico trae {want}: {names:?}"))?;
     }
     let mut about = String::new();
-    std::io::Read::read_to_string(&mut zip.by_name("acerca.txt").map_err(|e| e.to_string())?, &mut about)
-        .map_err(|e| e.to_string())?;
+    std::io::Read::read_to_string(&mut zip.by_name("acerca.txt").map_err(|e| e.to_string())?, &mut about).map_err(|e| e.to_string())?;
     check(about.contains("Versión del esquema: "), format!("acerca.txt: {about}"))?;
 
     let form = "[data-testid=updates-form]";
     app.type_into("[data-testid=update-url]", "http://actualizaciones.ejemplo.mx/latest.json")
         .await?;
     app.click(&format!("{form} button[type=submit]")).await?;
-    app.wait_contains("[data-testid=update-error]", "Dirección de actualizaciones: Debe empezar con https://").await?;
+    app.wait_contains(
+        "[data-testid=update-error]",
+        "Dirección de actualizaciones: Debe empezar con https://",
+    )
+    .await?;
     app.type_into("[data-testid=update-url]", "http://127.0.0.1:9/latest.json").await?;
     app.click(&format!("{form} button[type=submit]")).await?;
     app.wait_contains(form, "Guardado").await?;

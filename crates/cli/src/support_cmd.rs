@@ -100,7 +100,9 @@ fn known_secrets() -> Result<Vec<Secret>, Failure> {
     let mut known = file.values();
     for (name, value) in std::env::vars() {
         let upper = name.to_uppercase();
-        let secretish = ["PASSWORD", "TOKEN", "SECRET", "_PIN", "_KEY", "APIKEY"].iter().any(|w| upper.contains(w));
+        let secretish = ["PASSWORD", "TOKEN", "SECRET", "_PIN", "_KEY", "APIKEY"]
+            .iter()
+            .any(|w| upper.contains(w));
         if (secretish || file.names(&name)) && !value.is_empty() {
             known.push(Secret::new(value));
         }

@@ -400,9 +400,15 @@ fn a_full_scenario_leaves_no_secret_in_the_database_wal_logs_or_exports() {
         ),
     )
     .unwrap();
-    assert!(!leaks(&[planted.join("anterior.log")], &needles(&[token.clone()])).is_empty());
+    assert!(!leaks(&[planted.join("anterior.log")], &needles(std::slice::from_ref(&token))).is_empty());
     let zip_path = s.dir.path().join("diagnostico.zip");
-    s.ok(&["diagnostico", "--out", zip_path.to_str().unwrap(), "--logs", planted.to_str().unwrap()]);
+    s.ok(&[
+        "diagnostico",
+        "--out",
+        zip_path.to_str().unwrap(),
+        "--logs",
+        planted.to_str().unwrap(),
+    ]);
     let mut zip = zip::ZipArchive::new(std::fs::File::open(&zip_path).unwrap()).unwrap();
     let unpacked = s.out().join("diagnostico");
     let mut names = Vec::new();
@@ -423,7 +429,10 @@ fn a_full_scenario_leaves_no_secret_in_the_database_wal_logs_or_exports() {
         "logs, versions, settings and the schema version"
     );
     let about = std::fs::read_to_string(unpacked.join("acerca.txt")).unwrap();
-    assert!(about.contains("Versión del esquema: ") && about.contains("Base de datos: SQLite"), "{about}");
+    assert!(
+        about.contains("Versión del esquema: ") && about.contains("Base de datos: SQLite"),
+        "{about}"
+    );
     let settings = std::fs::read_to_string(unpacked.join("ajustes.json")).unwrap();
     assert!(settings.contains("sw-1") || settings.contains("pac.primary"), "{settings}");
     let old = std::fs::read_to_string(unpacked.join("registros/anterior.log")).unwrap();

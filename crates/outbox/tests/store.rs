@@ -998,7 +998,10 @@ async fn every_setting_and_the_schema_version_are_read(backend: Backend) {
     store.put_setting("alfa", "\"a\"", &actor, 1).await.unwrap();
     let all = store.all_settings().await.unwrap();
     let keys: Vec<&str> = all.iter().map(|(k, _)| k.as_str()).collect();
-    let (a, z) = (keys.iter().position(|k| *k == "alfa").unwrap(), keys.iter().position(|k| *k == "zeta").unwrap());
+    let (a, z) = (
+        keys.iter().position(|k| *k == "alfa").unwrap(),
+        keys.iter().position(|k| *k == "zeta").unwrap(),
+    );
     assert!(a < z, "by key: {keys:?}");
     assert!(all.contains(&("zeta".to_string(), "{\"b\":2}".to_string())));
     // 0009 is the newest migration when this test was written; a later one only raises it.

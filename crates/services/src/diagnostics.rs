@@ -251,7 +251,13 @@ pub struct DiagnosticReport {
 /// Writes the diagnostic ZIP at `dest` (which must not exist): `acerca.txt`, `ajustes.json`
 /// and `registros/NAME` for each of the newest log files in `about.log_folder`, all redacted.
 /// `generated_at` is the shell's clock, in words.
-pub async fn write_zip(outbox: &Outbox, about: &About, redactor: &Redactor, generated_at: &str, dest: &Path) -> Result<DiagnosticReport, ServiceError> {
+pub async fn write_zip(
+    outbox: &Outbox,
+    about: &About,
+    redactor: &Redactor,
+    generated_at: &str,
+    dest: &Path,
+) -> Result<DiagnosticReport, ServiceError> {
     if dest.exists() {
         return Err(ServiceError::file(dest, "ya existe; elija otro nombre"));
     }
@@ -324,8 +330,13 @@ fn newest_logs(folder: &Path) -> Result<Vec<(String, String)>, ServiceError> {
     let mut logs: Vec<(std::time::SystemTime, String, PathBuf)> = Vec::new();
     for entry in listing.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let is_log = name.ends_with(".log") || name.rsplit_once(".log.").is_some_and(|(_, n)| n.chars().all(|c| c.is_ascii_digit()));
-        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else { continue };
+        let is_log = name.ends_with(".log")
+            || name
+                .rsplit_once(".log.")
+                .is_some_and(|(_, n)| n.chars().all(|c| c.is_ascii_digit()));
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
         if !is_log || !meta.is_file() {
             continue;
         }
@@ -344,7 +355,9 @@ fn tail(path: &Path) -> Result<String, ServiceError> {
     let skipped = len.saturating_sub(MAX_LOG_BYTES);
     f.seek(SeekFrom::Start(skipped)).map_err(|e| ServiceError::file(path, e))?;
     let mut bytes = Vec::new();
-    f.take(MAX_LOG_BYTES).read_to_end(&mut bytes).map_err(|e| ServiceError::file(path, e))?;
+    f.take(MAX_LOG_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ServiceError::file(path, e))?;
     let text = String::from_utf8_lossy(&bytes).into_owned();
     if skipped == 0 {
         return Ok(text);
@@ -425,7 +438,13 @@ mod tests {
         std::fs::write(dir.path().join("timbra.db"), "no es registro").unwrap();
         let mut got = newest_logs(dir.path()).unwrap();
         got.sort();
-        assert_eq!(got, vec![("timbra.log".into(), "uno\ndos\n".into()), ("timbra.log.1".into(), "viejo\n".into())]);
+        assert_eq!(
+            got,
+            vec![
+                ("timbra.log".into(), "uno\ndos\n".into()),
+                ("timbra.log.1".into(), "viejo\n".into())
+            ]
+        );
         assert!(newest_logs(&dir.path().join("no-existe")).unwrap().is_empty());
     }
 }

@@ -3,6 +3,7 @@
 //! `services::diagnostics` and `crate::updates`.
 
 use super::*;
+use crate::error::UpdateProblem;
 use crate::updates::{self, UpdateSettings, SETTING_UPDATES};
 
 /// Versions, the database (kind, place, schema version) and the data and log folders.
