@@ -730,6 +730,66 @@ pub struct CredentialStoreDto {
     pub os_store: bool,
 }
 
+// Support at a distance and updates (Ajustes › Acerca de Timbra, Actualizaciones) -----------
+
+/// *Acerca de Timbra*: what a support person asks first (`services::diagnostics::About`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct AboutDto {
+    pub version: String,
+    pub catalog_source: String,
+    pub catalog_date: String,
+    /// `SQLite` or `PostgreSQL`.
+    pub database_kind: String,
+    /// The SQLite file or `postgres://USER@HOST:PORT/DATABASE` (never a password).
+    pub database_place: String,
+    pub schema_version: i64,
+    pub data_folder: Option<String>,
+    pub log_folder: Option<String>,
+    pub system: String,
+}
+
+impl From<services::diagnostics::About> for AboutDto {
+    fn from(a: services::diagnostics::About) -> AboutDto {
+        AboutDto {
+            version: a.version,
+            catalog_source: a.catalog_source,
+            catalog_date: a.catalog_date,
+            database_kind: a.database_kind,
+            database_place: a.database_place,
+            schema_version: a.schema_version,
+            data_folder: a.data_folder,
+            log_folder: a.log_folder,
+            system: a.system,
+        }
+    }
+}
+
+/// Ajustes › Actualizaciones: the update URL (None: updates are off) and whether this copy
+/// of Timbra was built with the release public key (without it, it cannot update itself).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct UpdatesDto {
+    pub url: Option<String>,
+    pub has_public_key: bool,
+    pub current_version: String,
+}
+
+/// A newer version the update URL offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct UpdateOfferDto {
+    pub version: String,
+    pub current_version: String,
+    /// The release notes, as published.
+    pub notes: Option<String>,
+    /// `AAAA-MM-DD`.
+    pub date: Option<String>,
+}
+
+/// An update installed (its signature verified): it runs at the next start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct UpdateInstalledDto {
+    pub version: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,10 +40,39 @@ pub enum AppError {
     /// An e-mail was asked for before the SMTP settings exist (Ajustes).
     #[error("el correo no está configurado")]
     EmailNotConfigured,
+    /// An update could not be checked, downloaded or installed; `problem` says why (a bad
+    /// signature is refused and nothing is installed), `detail` is the updater's own text.
+    #[error("actualización: {detail}")]
+    Update { problem: UpdateProblem, detail: String },
     /// Everything the outbox can refuse, with its own code and details.
     #[error(transparent)]
     #[serde(untagged)]
     Outbox(#[from] OutboxError),
+}
+
+/// Why an update could not be checked, downloaded or installed ([`AppError::Update`]); its
+/// words are in `ui/src/lib/errors.ts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum UpdateProblem {
+    /// No update URL in Ajustes: updates are off.
+    NotConfigured,
+    /// This copy was built without the release public key (or with a bad one).
+    NoPublicKey,
+    /// The update URL cannot be used.
+    BadUrl,
+    /// The server did not answer, or the download failed.
+    Unreachable,
+    /// The server answered something that is not an update manifest for this system.
+    BadManifest,
+    /// The package's signature does not verify with the release key: refused, not installed.
+    BadSignature,
+    /// The server now offers another version than the one shown; check again.
+    VersionChanged,
+    /// This copy was not installed with an installer, or the package is not one for it.
+    NotInstallable,
+    /// The installer failed (permissions, disk).
+    InstallFailed,
 }
 
 impl AppError {
@@ -57,6 +86,7 @@ impl AppError {
             AppError::ApiListen { .. } => "api_listen",
             AppError::Pdf { .. } => "pdf",
             AppError::EmailNotConfigured => "email_not_configured",
+            AppError::Update { .. } => "update",
             AppError::Outbox(e) => e.code(),
         }
     }
@@ -220,6 +250,10 @@ mod tests {
                 message: "m".into(),
             },
             AppError::EmailNotConfigured,
+            AppError::Update {
+                problem: UpdateProblem::BadSignature,
+                detail: "m".into(),
+            },
         ];
         for e in samples {
             // The match makes a new shell variant a compile error here until it has a sample.
@@ -230,7 +264,8 @@ mod tests {
                 | AppError::SandboxOnly
                 | AppError::ApiListen { .. }
                 | AppError::Pdf { .. }
-                | AppError::EmailNotConfigured => {}
+                | AppError::EmailNotConfigured
+                | AppError::Update { .. } => {}
                 AppError::Outbox(_) => unreachable!("outbox errors are sampled by the next test"),
             }
             assert_eq!(serde_json::to_value(&e).unwrap()["code"], json!(e.code()), "{e:?}");

@@ -88,6 +88,12 @@ macro_rules! ipc_surface {
                 catalog_search(catalogo: Catalogo, text: String, limit: u32) -> Vec<CatalogEntryDto>;
                 catalog_version() -> CatalogVersionDto;
                 credential_store() -> CredentialStoreDto;
+                about_timbra() -> AboutDto;
+                export_diagnostic() -> SavedFileDto;
+                update_settings() -> UpdatesDto;
+                save_update_url(url: Option<String>) -> UpdatesDto;
+                check_update() -> Option<UpdateOfferDto>;
+                install_update(version: String) -> UpdateInstalledDto;
             }
             events {
                 /// An invoice's state, notes or evidence changed.

@@ -18,7 +18,10 @@
 //! - [`file_chooser`]: the native file chooser (Tauri's dialog plugin; its E2E stand-in) and
 //!   the checks a chosen path passes before Rust reads the file;
 //! - [`channels`]: the local HTTP API (`crates/api`) started from Ajustes, the notification
-//!   worker, tokens, webhook and SMTP settings, the PDF and the bulk export.
+//!   worker, tokens, webhook and SMTP settings, the PDF and the bulk export;
+//! - [`support`]: the log file, *Acerca de Timbra* and the diagnostic ZIP's secrets;
+//!   [`updates`]: Tauri's updater plugin behind Timbra's own commands (signature verified with
+//!   the release key built in; off until Ajustes has an update URL).
 //!
 //! **Architecture invariant:** only this crate knows Tauri.
 //!
@@ -48,6 +51,8 @@ pub mod pac_settings;
 pub mod sandbox;
 pub mod seat;
 pub mod state;
+pub mod support;
+pub mod updates;
 
 use tauri::Manager;
 
@@ -60,14 +65,28 @@ macro_rules! handlers {
 
 /// Starts the desktop console; returns when its window is closed.
 pub fn run() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TIMBRA_LOG").unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+    // Logs go to stderr and to the log file support asks for (`support`; no secret is ever
+    // logged, and the diagnostic ZIP redacts once more).
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let log_file = support::open_log_file();
+    let _ = tracing_subscriber::registry()
+        .with(tracing_subscriber::EnvFilter::try_from_env("TIMBRA_LOG").unwrap_or_else(|_| "info".into()))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
+        )
+        .with(log_file.map(|(_, f)| {
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::sync::Mutex::new(f))
+                .with_ansi(false)
+        }))
         .try_init();
 
     let app = tauri::Builder::default()
         .plugin(file_chooser::plugin())
+        .plugin(updates::plugin())
         .setup(|app| {
             let state = tauri::async_runtime::block_on(state::AppState::start());
             if let Ok(ready) = state.ready() {

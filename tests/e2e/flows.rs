@@ -2055,3 +2055,50 @@ pub async fn equipo_postgres(app: &App) -> Res {
     let dropped = psql(&format!("DROP DATABASE IF EXISTS {TEAM_DB} WITH (FORCE)"));
     r.and(dropped)
 }
+
+/// Support at a distance and updates (issue 25): *Acerca de Timbra* names the version, the
+/// database and the log folder; *Exportar diagnóstico* saves one ZIP in Descargas with the
+/// settings, the versions and the app's own log. The update address must be https (or this
+/// computer); with one saved, *Buscar actualizaciones* in a build without the release key says
+/// in Spanish that this copy cannot update itself (the signature checks themselves are
+/// `src-tauri/tests/updater.rs`).
+pub async fn acerca_y_diagnostico(app: &App) -> Res {
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    app.go("#/ajustes/acerca").await?;
+    app.wait_contains("[data-testid=about-version]", "Timbra ").await?;
+    app.wait_contains("[data-testid=about-database]", "SQLite").await?;
+    app.wait_contains("[data-testid=about-logs]", "registros").await?;
+    app.click("[data-testid=export-diagnostic]").await?;
+    let saved = app.wait_contains("[data-testid=diagnostic-saved]", ".zip").await?;
+    let path = saved
+        .trim()
+        .trim_start_matches("Diagnóstico guardado en")
+        .trim()
+        .trim_end_matches('.')
+        .to_string();
+    let file = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| format!("{path}: {e}"))?;
+    let names: Vec<String> = zip.file_names().filter_map(|n| n.ok().map(|n| n.to_string())).collect();
+    for want in ["acerca.txt", "ajustes.json", "registros/timbra.log"] {
+        check(names.iter().any(|n| n == want), format!("el diagnóstico trae {want}: {names:?}"))?;
+    }
+    let mut about = String::new();
+    std::io::Read::read_to_string(&mut zip.by_name("acerca.txt").map_err(|e| e.to_string())?, &mut about).map_err(|e| e.to_string())?;
+    check(about.contains("Versión del esquema: "), format!("acerca.txt: {about}"))?;
+
+    let form = "[data-testid=updates-form]";
+    app.type_into("[data-testid=update-url]", "http://actualizaciones.ejemplo.mx/latest.json")
+        .await?;
+    app.click(&format!("{form} button[type=submit]")).await?;
+    app.wait_contains(
+        "[data-testid=update-error]",
+        "Dirección de actualizaciones: Debe empezar con https://",
+    )
+    .await?;
+    app.type_into("[data-testid=update-url]", "http://127.0.0.1:9/latest.json").await?;
+    app.click(&format!("{form} button[type=submit]")).await?;
+    app.wait_contains(form, "Guardado").await?;
+    app.click("[data-testid=update-check]").await?;
+    app.wait_contains("[data-testid=update-error]", "no trae la llave").await?;
+    Ok(())
+}

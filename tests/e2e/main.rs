@@ -75,6 +75,9 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("revision_de_pantallas", flows::soporte_seat, |app| {
         Box::pin(review::revision_de_pantallas(app))
     }),
+    ("acerca_y_diagnostico", flows::soporte_seat, |app| {
+        Box::pin(flows::acerca_y_diagnostico(app))
+    }),
     ("equipo_postgres", flows::team_database, |app| Box::pin(flows::equipo_postgres(app))),
     ("sin_almacen_de_contrasenas", installed::no_secret_service, |app| {
         Box::pin(installed::sin_almacen_de_contrasenas(app))

@@ -6,6 +6,7 @@ import { toUiError, type UiError } from '../src/lib/ipc';
 import { setLocale, t } from '../src/lib/i18n/index.svelte';
 import { href, parseRoute } from '../src/lib/router.svelte';
 import type { AppError } from '../src/lib/ipc/bindings/AppError';
+import type { UpdateProblem } from '../src/lib/ipc/bindings/UpdateProblem';
 
 // Every code Rust can send; `satisfies` makes a new AppError variant a type error here until
 // it is listed (svelte-check runs over tests).
@@ -42,9 +43,35 @@ const SAMPLES = {
   api_listen: { code: 'api_listen', details: { listen: '127.0.0.1:8787', message: 'Address in use' } },
   pdf: { code: 'pdf', details: { uuid: 'U-1', message: 'm' } },
   email_not_configured: { code: 'email_not_configured' },
+  update: { code: 'update', details: { problem: 'bad_signature', detail: 'signature verification failed' } },
 } satisfies { [C in AppError['code']]: Extract<AppError, { code: C }> };
 
+// Every reason an update is refused; `satisfies` makes a new UpdateProblem a type error here.
+const UPDATE_PROBLEMS = {
+  not_configured: true,
+  no_public_key: true,
+  bad_url: true,
+  unreachable: true,
+  bad_manifest: true,
+  bad_signature: true,
+  version_changed: true,
+  not_installable: true,
+  install_failed: true,
+} satisfies Record<UpdateProblem, true>;
+
 describe('coded errors', () => {
+  test.each(['es-MX', 'en'] as const)('every update problem has its own words in %s', (locale) => {
+    setLocale(locale);
+    const seen = new Set<string>();
+    for (const problem of Object.keys(UPDATE_PROBLEMS) as UpdateProblem[]) {
+      const msg = errorMessage({ code: 'update', details: { problem, detail: 'x' } });
+      expect(msg, problem).not.toBe('x');
+      expect(seen.has(msg), problem).toBe(false);
+      seen.add(msg);
+    }
+    setLocale('es-MX');
+  });
+
   test.each(['es-MX', 'en'] as const)('every AppError code has words in %s', (locale) => {
     setLocale(locale);
     for (const [code, e] of Object.entries(SAMPLES)) {

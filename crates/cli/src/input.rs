@@ -61,6 +61,16 @@ impl CliSecrets {
     pub fn clone_source(&self) -> CliSecrets {
         CliSecrets { file: self.file.clone() }
     }
+
+    /// Every value of the secrets file (the diagnostic ZIP hides them).
+    pub fn values(&self) -> Vec<Secret> {
+        self.file.values().cloned().collect()
+    }
+
+    /// Whether the secrets file names `name`.
+    pub fn names(&self, name: &str) -> bool {
+        self.file.contains_key(name)
+    }
 }
 
 static SECRETS: std::sync::OnceLock<CliSecrets> = std::sync::OnceLock::new();

@@ -27,6 +27,7 @@ mod sale_import;
 mod screening_cmd;
 mod serve_cmd;
 mod shell;
+mod support_cmd;
 mod webhook_cmd;
 
 use std::process::ExitCode;
@@ -162,6 +163,14 @@ enum Command {
     /// Exporta el XML y el PDF de las facturas timbradas entre dos fechas (nombrados por UUID).
     #[command(after_help = EXIT_CODES)]
     Export(document_cmd::ExportArgs),
+    /// Acerca de Timbra: versiones, la base de datos (tipo, lugar, versión del esquema) y las
+    /// carpetas de datos y de registros.
+    #[command(after_help = EXIT_CODES)]
+    Acerca(support_cmd::AboutArgs),
+    /// Escribe un ZIP de diagnóstico para soporte: versiones, ajustes, versión del esquema y
+    /// los registros recientes, con todo secreto oculto.
+    #[command(after_help = EXIT_CODES)]
+    Diagnostico(support_cmd::DiagnosticArgs),
 }
 
 /// An error for the user: one line on stderr and an exit code.
@@ -221,6 +230,8 @@ fn main() -> ExitCode {
         Command::Restore(args) => backup_cmd::restore(cli.db.as_deref(), args),
         Command::Db(cmd) => backup_cmd::db(cli.db.as_deref(), cmd),
         Command::Role(cmd) => role_cmd::run(cli.db.as_deref(), cmd),
+        Command::Acerca(args) => support_cmd::about(cli.db.as_deref(), args),
+        Command::Diagnostico(args) => support_cmd::diagnostic(cli.db.as_deref(), args),
     };
     finish(result)
 }

@@ -5,8 +5,9 @@
 //! stamps too), an API token created, evidence, XML/PDF export and a backup — with every secret
 //! handed over through a 0600 secrets file and every command logging at `trace`. Then the
 //! database file, its WAL and shared-memory file (read while the drain still runs), the logs,
-//! the printed evidence, the exports and the backup are searched byte for byte: no secret
-//! appears, in plain text or as Base64.
+//! the printed evidence, the exports, the backup and the entries of the diagnostic ZIP
+//! (`timbra diagnostico`, with a planted log holding every secret) are searched byte for byte:
+//! no secret appears, in plain text or as Base64.
 
 #[path = "common/clock.rs"]
 mod clock;
@@ -382,6 +383,66 @@ fn a_full_scenario_leaves_no_secret_in_the_database_wal_logs_or_exports() {
 
     let log = std::fs::read_to_string(s.log()).unwrap();
     assert!(log.contains("pac exchange"), "the logs were on (trace) and saw the PAC exchanges");
+
+    // The diagnostic ZIP for support: its logs are this scenario's log and one planted with
+    // every secret in the forms a log could hold them (an older build's, a library's); each
+    // entry is written out decompressed, so the scan below reads what the ZIP holds.
+    let planted = s.dir.path().join("registros");
+    std::fs::create_dir_all(&planted).unwrap();
+    std::fs::copy(s.log(), planted.join("timbra.log")).unwrap();
+    let b64 = |v: &str| base64::engine::general_purpose::STANDARD.encode(v);
+    std::fs::write(
+        planted.join("anterior.log"),
+        format!(
+            "SW_TOKEN={SW_TOKEN}\nAuthorization: Basic {}\n{{\"password\":\"{FINKOK_PASSWORD}\"}}\n\
+             conectando con {SW_TOKEN} y {CONTADOR_PIN}\nclave {}\nTIMBRA_CSD_PASSWORD={CSD_PASSWORD}\n\
+             postgres://timbra:{FINKOK_PASSWORD}@db/timbra\ntoken nuevo {token}\nsmtp_password: {}\n",
+            b64(&format!("{FINKOK_USER}:{FINKOK_PASSWORD}")),
+            b64(CSD_PASSWORD),
+            b64(SW_TOKEN),
+        ),
+    )
+    .unwrap();
+    assert!(!leaks(&[planted.join("anterior.log")], &needles(std::slice::from_ref(&token))).is_empty());
+    let zip_path = s.dir.path().join("diagnostico.zip");
+    s.ok(&[
+        "diagnostico",
+        "--out",
+        zip_path.to_str().unwrap(),
+        "--logs",
+        planted.to_str().unwrap(),
+    ]);
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(&zip_path).unwrap()).unwrap();
+    let unpacked = s.out().join("diagnostico");
+    let mut names = Vec::new();
+    for i in 0..zip.len() {
+        let mut entry = zip.by_index(i).unwrap();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+        let name = entry.name().unwrap().to_string();
+        let dest = unpacked.join(&name);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::write(&dest, &bytes).unwrap();
+        names.push(name);
+    }
+    names.sort();
+    assert_eq!(
+        names,
+        ["acerca.txt", "ajustes.json", "registros/anterior.log", "registros/timbra.log"],
+        "logs, versions, settings and the schema version"
+    );
+    let about = std::fs::read_to_string(unpacked.join("acerca.txt")).unwrap();
+    assert!(
+        about.contains("Versión del esquema: ") && about.contains("Base de datos: SQLite"),
+        "{about}"
+    );
+    let settings = std::fs::read_to_string(unpacked.join("ajustes.json")).unwrap();
+    assert!(settings.contains("sw-1") || settings.contains("pac.primary"), "{settings}");
+    let old = std::fs::read_to_string(unpacked.join("registros/anterior.log")).unwrap();
+    assert_eq!(old.lines().count(), 9, "every planted line is kept, its secret hidden: {old}");
+    assert!(old.matches("[oculto]").count() >= 10, "{old}");
+    let copied = std::fs::read_to_string(unpacked.join("registros/timbra.log")).unwrap();
+    assert!(copied.contains("pac exchange"), "the scenario's log is in the ZIP");
 
     let mut files = Vec::new();
     files_under(s.db().parent().unwrap(), &mut files);

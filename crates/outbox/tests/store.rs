@@ -988,6 +988,26 @@ async fn the_csd_warning_follows_the_clock_and_names_the_waiting_sales(backend: 
     );
 }
 
+/// The diagnostic's reads: every shared setting by key, and the schema version the database
+/// applied (the newest migration this build embeds).
+async fn every_setting_and_the_schema_version_are_read(backend: Backend) {
+    let e = env(backend).await;
+    let store = e.outbox.store();
+    let actor = outbox::Actor::new("soporte", outbox::Role::Soporte, "test");
+    store.put_setting("zeta", "{\"b\":2}", &actor, 1).await.unwrap();
+    store.put_setting("alfa", "\"a\"", &actor, 1).await.unwrap();
+    let all = store.all_settings().await.unwrap();
+    let keys: Vec<&str> = all.iter().map(|(k, _)| k.as_str()).collect();
+    let (a, z) = (
+        keys.iter().position(|k| *k == "alfa").unwrap(),
+        keys.iter().position(|k| *k == "zeta").unwrap(),
+    );
+    assert!(a < z, "by key: {keys:?}");
+    assert!(all.contains(&("zeta".to_string(), "{\"b\":2}".to_string())));
+    // 0009 is the newest migration when this test was written; a later one only raises it.
+    assert!(store.schema_version().await.unwrap() >= 9);
+}
+
 crate::conformance!(
     a_console_sees_what_another_process_changed,
     recording_a_sale_writes_sale_invoice_attempt_and_event_together,
@@ -1006,4 +1026,5 @@ crate::conformance!(
     new_attempts_are_frozen_for_the_primary_pac,
     only_soporte_and_the_contador_change_settings,
     the_csd_warning_follows_the_clock_and_names_the_waiting_sales,
+    every_setting_and_the_schema_version_are_read,
 );

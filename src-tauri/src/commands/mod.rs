@@ -61,6 +61,7 @@ mod master_data;
 mod roles;
 mod settings;
 mod status;
+mod support;
 #[cfg(test)]
 mod tests;
 
@@ -75,6 +76,7 @@ pub use master_data::*;
 pub use roles::*;
 pub use settings::*;
 pub use status::*;
+pub use support::*;
 
 pub(crate) use services::files::safe_name;
 

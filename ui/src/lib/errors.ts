@@ -65,6 +65,9 @@ export function errorMessage(e: UiError): string {
       return t('error.api_listen', { listen: e.details.listen, message: e.details.message });
     case 'pdf':
       return t('error.pdf', { uuid: e.details.uuid, message: e.details.message });
+    case 'update':
+      // Why an update was not checked or installed; a bad signature says nothing was installed.
+      return tDynamic(`error.update.${e.details.problem}`, { detail: e.details.detail }) ?? e.details.detail;
     case 'not_configured':
     case 'csd_locked':
     case 'sandbox_only':

@@ -69,6 +69,27 @@ impl AnyStore {
         })
     }
 
+    /// Every JSON setting as `(key, value)`, by key (the diagnostic ZIP lists them).
+    pub async fn all_settings(&self) -> Result<Vec<(String, String)>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("list_settings"))
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter().map(|r| Ok((get(r, "key")?, get(r, "value")?))).collect()
+        })
+    }
+
+    /// The newest migration this database applied (0 when none).
+    pub async fn schema_version(&self) -> Result<i64> {
+        on_dialect!(self, |db| {
+            sqlx::query_scalar(sql!("schema_version"))
+                .fetch_one(&db.pool)
+                .await
+                .map_err(|e| db.err(e))
+        })
+    }
+
     pub async fn put_setting(&self, key: &str, value_json: &str, actor: &Actor, at_ms: i64) -> Result<()> {
         on_dialect!(self, |db| {
             sqlx::query(sql!("put_setting"))

@@ -1,6 +1,7 @@
 // Generated from src-tauri/src/ipc_list.rs by `cargo test -p timbra-app --test generated`
 // (TIMBRA_BLESS=1 rewrites it). Do not edit: change the list and regenerate.
 import { call, on } from './call';
+import type { AboutDto } from './bindings/AboutDto';
 import type { ActionKindDto } from './bindings/ActionKindDto';
 import type { AppStatusDto } from './bindings/AppStatusDto';
 import type { BackupPolicy } from './bindings/BackupPolicy';
@@ -64,6 +65,9 @@ import type { SeatDto } from './bindings/SeatDto';
 import type { SeatInputDto } from './bindings/SeatInputDto';
 import type { SecretText } from './bindings/SecretText';
 import type { SmtpInputDto } from './bindings/SmtpInputDto';
+import type { UpdateInstalledDto } from './bindings/UpdateInstalledDto';
+import type { UpdateOfferDto } from './bindings/UpdateOfferDto';
+import type { UpdatesDto } from './bindings/UpdatesDto';
 import type { WorkerInfo } from './bindings/WorkerInfo';
 import type { XmlSourceDto } from './bindings/XmlSourceDto';
 
@@ -140,6 +144,12 @@ export const api = {
   catalogSearch: (catalogo: Catalogo, text: string, limit: number) => call<Array<CatalogEntryDto>>('catalog_search', { catalogo, text, limit }),
   catalogVersion: () => call<CatalogVersionDto>('catalog_version'),
   credentialStore: () => call<CredentialStoreDto>('credential_store'),
+  aboutTimbra: () => call<AboutDto>('about_timbra'),
+  exportDiagnostic: () => call<SavedFileDto>('export_diagnostic'),
+  updateSettings: () => call<UpdatesDto>('update_settings'),
+  saveUpdateUrl: (url: string | null) => call<UpdatesDto>('save_update_url', { url }),
+  checkUpdate: () => call<UpdateOfferDto | null>('check_update'),
+  installUpdate: (version: string) => call<UpdateInstalledDto>('install_update', { version }),
 };
 
 export type Api = typeof api;

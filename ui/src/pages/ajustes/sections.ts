@@ -15,6 +15,8 @@ import BackupSettings from '../../components/BackupSettings.svelte';
 import ChannelSettings from '../../components/ChannelSettings.svelte';
 import ScreeningSettings from '../../components/ScreeningSettings.svelte';
 import AppearanceSettings from '../../components/AppearanceSettings.svelte';
+import UpdateSettings from '../../components/UpdateSettings.svelte';
+import AboutTimbra from '../../components/AboutTimbra.svelte';
 
 export type SettingsPart = Component<{ disabled?: boolean }>;
 
@@ -33,6 +35,7 @@ export const SECTIONS: SettingsSection[] = [
   { id: 'correo', title: 'ajustes.section.correo', parts: [ChannelSettings] },
   { id: 'listas', title: 'ajustes.section.listas', parts: [ScreeningSettings] },
   { id: 'apariencia', title: 'ajustes.section.apariencia', parts: [AppearanceSettings] },
+  { id: 'acerca', title: 'ajustes.section.acerca', parts: [UpdateSettings, AboutTimbra] },
 ];
 
 /** The section named in the route; the first (Este equipo) for none or an unknown one. */
