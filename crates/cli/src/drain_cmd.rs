@@ -262,7 +262,11 @@ async fn test_connection(outbox: &Outbox, name: &str) -> Result<pac::account::Co
         let known: Vec<&str> = configs.iter().map(|c| c.name.as_str()).collect();
         return Err(Failure::invalid(format!(
             "no hay un PAC llamado {name:?}; los configurados son: {}",
-            if known.is_empty() { "ninguno".to_string() } else { known.join(", ") }
+            if known.is_empty() {
+                "ninguno".to_string()
+            } else {
+                known.join(", ")
+            }
         )));
     };
     let emisor = outbox

@@ -92,10 +92,32 @@ fn pac_test_names_what_is_wrong_and_how_to_fix_it() {
         "--password-env",
         "TIMBRA_CSD_PASSWORD",
     ]);
-    db.ok(&["pac", "add", "sw", "--flavor", "sw", "--url", &sw.url, "--token-env", "SIM_TOKEN", "--role", "primary"]);
+    db.ok(&[
+        "pac",
+        "add",
+        "sw",
+        "--flavor",
+        "sw",
+        "--url",
+        &sw.url,
+        "--token-env",
+        "SIM_TOKEN",
+        "--role",
+        "primary",
+    ]);
     for (name, var) in [("facturapi", "SIM_FACTURAPI_KEY"), ("facturapi-mala", "WRONG_KEY")] {
         db.ok(&[
-            "pac", "add", name, "--flavor", "facturapi", "--url", &facturapi.url, "--token-env", var, "--role", "backup",
+            "pac",
+            "add",
+            name,
+            "--flavor",
+            "facturapi",
+            "--url",
+            &facturapi.url,
+            "--token-env",
+            var,
+            "--role",
+            "backup",
         ]);
     }
 
@@ -107,7 +129,10 @@ fn pac_test_names_what_is_wrong_and_how_to_fix_it() {
     let out = db.timbra(&["pac", "test", "facturapi"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let t = text(&out);
-    assert!(t.contains("la cuenta del PAC es de otro RFC") && t.contains("[TSP260101AA1]"), "{t}");
+    assert!(
+        t.contains("la cuenta del PAC es de otro RFC") && t.contains("[TSP260101AA1]"),
+        "{t}"
+    );
     let json: serde_json::Value = serde_json::from_slice(&db.timbra(&["pac", "test", "facturapi", "--json"]).stdout).unwrap();
     assert_eq!(json["checks"][1]["code"], "rfc_distinto", "{json}");
 

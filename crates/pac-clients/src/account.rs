@@ -122,7 +122,9 @@ impl Asker {
         let token = match &spec.credential {
             Credential::Token(t) => t.clone(),
             Credential::UserPassword { user, password } => {
-                let body = serde_json::json!({"user": user, "password": password.expose()}).to_string().into_bytes();
+                let body = serde_json::json!({"user": user, "password": password.expose()})
+                    .to_string()
+                    .into_bytes();
                 let out = Outgoing {
                     operation: "authenticate",
                     method: reqwest::Method::POST,
@@ -218,7 +220,10 @@ pub fn facturapi_report(name: &str, org: &Value, expected: &Expected) -> Connect
     } else {
         AccountCheck::found(CheckStep::Rfc, CheckCode::RfcDistinto, tax_id.trim())
     };
-    let has = org.pointer("/certificate/has_certificate").and_then(Value::as_bool).unwrap_or(false);
+    let has = org
+        .pointer("/certificate/has_certificate")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let serial = org.pointer("/certificate/serial_number").and_then(Value::as_str);
     let csd = match (has, serial) {
         (false, _) => AccountCheck::new(CheckStep::Csd, CheckCode::CsdFaltante),
@@ -309,7 +314,8 @@ pub fn finkok_report(name: &str, status: u16, body: &[u8], expected: &Expected) 
 
 fn is_auth_message(message: &str) -> bool {
     let m = message.to_lowercase();
-    (m.contains("usuario") || m.contains("contraseña") || m.contains("password")) && (m.contains("inválid") || m.contains("invalid") || m.contains("incorrect"))
+    (m.contains("usuario") || m.contains("contraseña") || m.contains("password"))
+        && (m.contains("inválid") || m.contains("invalid") || m.contains("incorrect"))
 }
 
 #[cfg(test)]
@@ -332,7 +338,10 @@ mod tests {
         assert!(!r.ready());
         let org = serde_json::json!({"legal": {"tax_id": "EKU9003173C9"}, "certificate": {"has_certificate": false}});
         let r = facturapi_report("facturapi-pruebas", &org, &expected());
-        assert_eq!(r.checks.iter().map(|c| c.code).collect::<Vec<_>>(), [CheckCode::CredencialesAceptadas, CheckCode::RfcCoincide, CheckCode::CsdFaltante]);
+        assert_eq!(
+            r.checks.iter().map(|c| c.code).collect::<Vec<_>>(),
+            [CheckCode::CredencialesAceptadas, CheckCode::RfcCoincide, CheckCode::CsdFaltante]
+        );
     }
 
     #[test]
@@ -340,12 +349,23 @@ mod tests {
         let body = |inner: &str| {
             format!("<?xml version=\"1.0\"?><s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body><getResponse xmlns=\"{NS_REGISTRATION}\"><getResult>{inner}</getResult></getResponse></s:Body></s:Envelope>")
         };
-        let ok = body("<users><ResellerUser><status>A</status><taxpayer_id>EKU9003173C9</taxpayer_id></ResellerUser></users><message></message>");
+        let ok = body(
+            "<users><ResellerUser><status>A</status><taxpayer_id>EKU9003173C9</taxpayer_id></ResellerUser></users><message></message>",
+        );
         assert!(finkok_report("f", 200, ok.as_bytes(), &expected()).ready());
         let suspended = body("<users><ResellerUser><status>S</status><taxpayer_id>EKU9003173C9</taxpayer_id></ResellerUser></users>");
-        assert_eq!(finkok_report("f", 200, suspended.as_bytes(), &expected()).checks[1].code, CheckCode::RfcSuspendido);
+        assert_eq!(
+            finkok_report("f", 200, suspended.as_bytes(), &expected()).checks[1].code,
+            CheckCode::RfcSuspendido
+        );
         let bad = body("<users/><message>Usuario o contraseña inválidos</message>");
-        assert_eq!(finkok_report("f", 200, bad.as_bytes(), &expected()).checks[0].code, CheckCode::CredencialesRechazadas);
-        assert_eq!(finkok_report("f", 500, b"<html>", &expected()).checks[0].code, CheckCode::RespuestaInesperada);
+        assert_eq!(
+            finkok_report("f", 200, bad.as_bytes(), &expected()).checks[0].code,
+            CheckCode::CredencialesRechazadas
+        );
+        assert_eq!(
+            finkok_report("f", 500, b"<html>", &expected()).checks[0].code,
+            CheckCode::RespuestaInesperada
+        );
     }
 }

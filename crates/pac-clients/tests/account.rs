@@ -69,7 +69,10 @@ async fn facturapi_organization_is_checked_for_rfc_and_csd() {
 
     let mut bad = spec.clone();
     wrong_secret(&mut bad);
-    assert_eq!(codes(&check(&bad, &emisor()).await), [CredencialesRechazadas, NoComprobado, NoComprobado]);
+    assert_eq!(
+        codes(&check(&bad, &emisor()).await),
+        [CredencialesRechazadas, NoComprobado, NoComprobado]
+    );
     s.shutdown().await;
 
     // The key of another organization (the simulator's own, TSP260101AA1).
@@ -86,14 +89,20 @@ async fn sw_token_and_certificates_are_checked() {
     use CheckCode::*;
     let s = sim(Flavor::Sw, |_| {}).await;
     let spec = s.spec(quick(), None);
-    assert_eq!(codes(&check(&spec, &emisor()).await), [CredencialesAceptadas, RfcCoincide, CsdRegistrado]);
+    assert_eq!(
+        codes(&check(&spec, &emisor()).await),
+        [CredencialesAceptadas, RfcCoincide, CsdRegistrado]
+    );
     // User and password: the token is asked for first.
     let mut with_user = spec.clone();
     with_user.credential = Credential::UserPassword {
         user: s.state.credentials.user.clone(),
         password: Secret::new(s.state.credentials.password.clone()),
     };
-    assert_eq!(codes(&check(&with_user, &emisor()).await), [CredencialesAceptadas, RfcCoincide, CsdRegistrado]);
+    assert_eq!(
+        codes(&check(&with_user, &emisor()).await),
+        [CredencialesAceptadas, RfcCoincide, CsdRegistrado]
+    );
     let mut bad = with_user.clone();
     wrong_secret(&mut bad);
     assert_eq!(codes(&check(&bad, &emisor()).await)[0], CredencialesRechazadas);
@@ -122,10 +131,16 @@ async fn finkok_registration_is_checked() {
     use CheckCode::*;
     let s = sim(Flavor::Finkok, |_| {}).await;
     let spec = s.spec(quick(), Some("EKU9003173C9".into()));
-    assert_eq!(codes(&check(&spec, &emisor()).await), [CredencialesAceptadas, RfcCoincide, CsdNoRequerido]);
+    assert_eq!(
+        codes(&check(&spec, &emisor()).await),
+        [CredencialesAceptadas, RfcCoincide, CsdNoRequerido]
+    );
     let mut bad = spec.clone();
     wrong_secret(&mut bad);
-    assert_eq!(codes(&check(&bad, &emisor()).await), [CredencialesRechazadas, NoComprobado, NoComprobado]);
+    assert_eq!(
+        codes(&check(&bad, &emisor()).await),
+        [CredencialesRechazadas, NoComprobado, NoComprobado]
+    );
     // The account of another RFC.
     let other = Expected {
         rfc: "AAA010101AAA".into(),
