@@ -26,9 +26,15 @@ fn is_unix_only(line: &str) -> bool {
 
 fn is_windows_counterpart(line: &str) -> bool {
     let code = line.split("//").next().unwrap_or_default();
-    ["cfg(not(unix))", "cfg(windows)", "cfg!(windows)", "cfg!(not(unix))", "cfg(target_os = \"windows\")"]
-        .iter()
-        .any(|c| code.contains(c))
+    [
+        "cfg(not(unix))",
+        "cfg(windows)",
+        "cfg!(windows)",
+        "cfg!(not(unix))",
+        "cfg(target_os = \"windows\")",
+    ]
+    .iter()
+    .any(|c| code.contains(c))
 }
 
 fn mentions_windows_in_comment(line: &str) -> bool {
@@ -87,7 +93,11 @@ fn every_unix_only_cfg_says_what_windows_does() {
         "cfg(unix) without a Windows counterpart or a comment saying why none is needed:\n  {}",
         bare.join("\n  ")
     );
-    assert!(all.len() >= 10, "the scan found only {} sites: is it reading the sources?", all.len());
+    assert!(
+        all.len() >= 10,
+        "the scan found only {} sites: is it reading the sources?",
+        all.len()
+    );
 }
 
 #[test]
