@@ -165,28 +165,28 @@ pub fn adopt_legacy_folder(legacy: &std::path::Path, new: &std::path::Path) -> P
 }
 
 /// Whether `path` names a file on a network share by its spelling: a UNC path
-/// (`\\servidor\carpeta\…`, `//servidor/carpeta/…`, `\\?\UNC\…`). Pure, the same on every
-/// system (a Windows path typed on Linux is still recognised), so it is tested everywhere.
+/// (`\\servidor\carpeta\…`, `\\?\UNC\servidor\…`). Pure, the same on every system (a Windows
+/// path typed on Linux is still recognised), so it is tested everywhere. `//servidor/carpeta`
+/// is a UNC path only on Windows (on Unix it is a local path with a doubled slash): Windows
+/// recognises it in [`is_network_drive`].
 pub fn is_unc_path(path: &str) -> bool {
     let p = path.trim();
-    let upper = p.to_ascii_uppercase();
-    if upper.starts_with("\\\\?\\UNC\\") || upper.starts_with("//?/UNC/") {
+    if p.to_ascii_uppercase().starts_with("\\\\?\\UNC\\") {
         return true;
     }
     // `\\?\C:\…` and `\\.\…` are local device paths, not shares.
-    if p.starts_with("\\\\?\\") || p.starts_with("\\\\.\\") || p.starts_with("//?/") || p.starts_with("//./") {
+    if p.starts_with("\\\\?\\") || p.starts_with("\\\\.\\") {
         return false;
     }
-    let rest = p.strip_prefix("\\\\").or_else(|| p.strip_prefix("//"));
     // A server name follows, then a share: `\\servidor\carpeta`.
-    rest.is_some_and(|r| {
+    p.strip_prefix("\\\\").is_some_and(|r| {
         let mut parts = r.split(['\\', '/']).filter(|s| !s.is_empty());
         parts.next().is_some() && parts.next().is_some()
     })
 }
 
-/// Whether the drive of `path` is a network drive (a letter mapped to a share). Windows asks
-/// the system (`GetDriveTypeW` answers `DRIVE_REMOTE`). Elsewhere there are no drive letters;
+/// Whether the drive of `path` is a network drive (a letter mapped to a share, or a share
+/// however Windows spells it). Windows asks the system (`GetDriveTypeW` answers `DRIVE_REMOTE`). Elsewhere there are no drive letters;
 /// a network file system mounted into a folder (NFS, SMB/CIFS on Linux or macOS) is **not**
 /// detected — README and SECURITY.md say to keep a SQLite database on a local disk.
 #[cfg(windows)]
@@ -198,7 +198,8 @@ pub fn is_network_drive(path: &std::path::Path) -> bool {
     };
     let letter = match prefix.kind() {
         Prefix::Disk(l) | Prefix::VerbatimDisk(l) => l,
-        // UNC prefixes are caught by their spelling.
+        // A share however spelled (`//servidor/carpeta` too).
+        Prefix::UNC(..) | Prefix::VerbatimUNC(..) => return true,
         _ => return false,
     };
     let root: Vec<u16> = std::ffi::OsStr::new(&format!("{}:\\", letter as char))
@@ -271,7 +272,6 @@ mod tests {
         for unc in [
             r"\\servidor\compartida\timbra.db",
             r"\\192.168.1.20\datos\timbra.db",
-            "//servidor/compartida/timbra.db",
             r"\\?\UNC\servidor\compartida\timbra.db",
             r"sqlite:\\servidor\compartida\timbra.db",
         ] {
@@ -289,6 +289,7 @@ mod tests {
             "/home/ana/.local/share/mx.timbra.app/timbra.db",
             "timbra.db",
             r"\\servidor",
+            "//home/ana/timbra.db",
         ] {
             assert!(!is_unc_path(local), "{local}");
         }
