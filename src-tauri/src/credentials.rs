@@ -454,6 +454,7 @@ mod tests {
                     );
                 }
             }
+            // Windows: no mode bits; the files inherit %LOCALAPPDATA%'s ACL (SECURITY.md).
             #[cfg(unix)]
             {
                 use std::os::unix::fs::PermissionsExt;

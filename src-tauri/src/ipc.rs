@@ -25,6 +25,7 @@ use outbox::screening::{ScreeningImport, ScreeningStatus};
 use outbox::settings::DrainSettings;
 use outbox::workers::WorkerInfo;
 use outbox::Role;
+use pac::account::ConnectionReport;
 use ts_rs::{Config, TypeVisitor, TS};
 
 use crate::dto::*;

@@ -32,6 +32,7 @@ macro_rules! ipc_surface {
                 export_xml(invoice_id: i64, source: XmlSourceDto) -> SavedFileDto;
                 save_emisor(setup: EmisorSetupDto) -> EmisorDto;
                 save_pacs(primary: PacInputDto, backup: Option<PacInputDto>) -> PacsDto;
+                test_pac_connection(name: String) -> ConnectionReport;
                 save_drain(drain: DrainSettings) -> DrainSettings;
                 save_seat(seat: SeatInputDto) -> SeatDto;
                 database_settings() -> DatabaseDto;

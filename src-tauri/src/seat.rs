@@ -228,6 +228,7 @@ impl SeatFile {
         let tmp = self.path.with_extension(format!("json.{}.parcial", std::process::id()));
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create(true).truncate(true);
+        // Windows: no mode bits; the file inherits %LOCALAPPDATA%'s ACL (SECURITY.md).
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let written = options.open(&tmp).and_then(|mut f| {
@@ -281,6 +282,7 @@ mod tests {
         };
         file.save(&seat).unwrap();
         assert_eq!(file.load().unwrap(), seat);
+        // Windows: no mode bits (nothing to assert).
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

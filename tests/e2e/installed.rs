@@ -57,15 +57,21 @@ fn outbox_identifier() -> &'static str {
 }
 
 const PAC_TOKEN: &str = "tok-E2E-Secreto-51c7a0d2e9";
+const SMTP_PASSWORD: &str = "smtp-E2E-Clave-8f3b61c4";
+/// SAT's published password of its test CSD.
+const CSD_PASSWORD: &str = "12345678a";
 
 /// No Secret Service at all (the session bus points nowhere): the OS credential store refuses.
 pub fn no_secret_service(_: &std::path::Path) -> Res<Env> {
     Ok(vec![("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/timbra-e2e-bus")])
 }
 
-/// On a computer without an OS password store, Ajustes says so in Spanish, saving the PAC's
-/// token succeeds (kept in Timbra's local encrypted store), the field then says *guardada*,
-/// and no file Timbra wrote holds the token, in plain text or Base64.
+/// On a computer without an OS password store, Ajustes says so in Spanish; *Probar conexión*
+/// answers for the sandbox's PAC; saving the CSD with its password, the PAC's token and the
+/// SMTP password succeeds (the token and the SMTP password kept in Timbra's local encrypted
+/// store), the PAC field says *guardada* only once something was saved, and no file Timbra wrote
+/// (the data and config folders, the database and its WAL, the logs) holds any of the three
+/// secrets, in plain text or Base64.
 pub async fn sin_almacen_de_contrasenas(app: &App) -> Res {
     app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
     app.type_into("[data-testid=seat-first-run-name]", "Caja 1").await?;
@@ -75,6 +81,34 @@ pub async fn sin_almacen_de_contrasenas(app: &App) -> Res {
     app.go("#/ajustes/pac").await?;
     app.wait_contains("[data-testid=credential-store-local]", "cifradas en este equipo")
         .await?;
+    // Probar conexión (issue 25 item 6) on the sandbox's primary simulator: the account is
+    // ready to stamp.
+    app.click("[data-testid=pac-test-sandbox] [data-testid=pac-test-run]").await?;
+    app.wait_contains(
+        "[data-testid=pac-test-sandbox] [data-testid=pac-test-verdict]",
+        "Lista para timbrar",
+    )
+    .await?;
+    app.wait_contains("[data-testid=pac-test-sandbox] [data-step=credenciales]", "aceptó las credenciales")
+        .await?;
+    // The CSD and its password, through the native chooser (SAT's test CSD: the one valid
+    // today; Timbra knows its public password and keeps no copy of it).
+    app.go("#/ajustes/emisor").await?;
+    let certs = crate::harness::repo_root()
+        .join("tests/fixtures/cfdi/certs")
+        .canonicalize()
+        .map_err(|e| format!("certificados de prueba: {e}"))?;
+    app.choose_next(&[&certs.join("EKU9003173C9.cer")])?;
+    app.click("[data-testid=choose-cer]").await?;
+    app.wait_contains("[data-testid=chosen-cer]", "EKU9003173C9.cer").await?;
+    app.choose_next(&[&certs.join("EKU9003173C9.key")])?;
+    app.click("[data-testid=choose-key]").await?;
+    app.wait_contains("[data-testid=chosen-key]", "EKU9003173C9.key").await?;
+    app.type_into("[data-testid=emisor-form] input[name=password]", CSD_PASSWORD)
+        .await?;
+    app.click("[data-testid=emisor-form] button[type=submit]").await?;
+    app.wait_contains(".notice[role=status]", "Emisor y CSD guardados").await?;
+    app.go("#/ajustes/pac").await?;
     // Nothing saved yet: the field does not say guardada.
     let placeholder = app
         .client
@@ -112,13 +146,28 @@ pub async fn sin_almacen_de_contrasenas(app: &App) -> Res {
     if !kept.contains("guardada") {
         return Err(format!("tras guardar, el campo debía decir guardada; dice {kept:?}"));
     }
+    // The SMTP password (ChannelSettings), kept in the same local store.
+    app.go("#/ajustes/correo").await?;
+    app.find("[data-testid=smtp-form]").await?;
+    app.type_into("input[name=smtp_host]", "127.0.0.1").await?;
+    app.type_into("input[name=smtp_port]", "2525").await?;
+    app.select("select[name=smtp_tls]", "none").await?;
+    app.type_into("input[name=smtp_user]", "facturas@ejemplo.mx").await?;
+    app.type_into("input[name=smtp_password]", SMTP_PASSWORD).await?;
+    app.type_into("input[name=smtp_from]", "facturas@ejemplo.mx").await?;
+    app.click("[data-testid=smtp-form] button[type=submit]").await?;
+    app.wait_contains("[data-testid=channels-message]", "Ajustes de correo guardados")
+        .await?;
     let store = app.dir().join("data").join(outbox_identifier()).join("credenciales.cifradas");
     if !store.is_file() {
         return Err(format!("el almacén local debía estar en {}", store.display()));
     }
     // The leak scenario on the fallback: every file Timbra wrote, byte for byte.
     use base64::Engine as _;
-    let needles = [PAC_TOKEN.to_string(), base64::engine::general_purpose::STANDARD.encode(PAC_TOKEN)];
+    let needles: Vec<String> = [PAC_TOKEN, SMTP_PASSWORD, CSD_PASSWORD]
+        .into_iter()
+        .flat_map(|s| [s.to_string(), base64::engine::general_purpose::STANDARD.encode(s)])
+        .collect();
     let mut leaks = Vec::new();
     let mut stack = vec![app.dir().to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -129,14 +178,14 @@ pub async fn sin_almacen_de_contrasenas(app: &App) -> Res {
             } else if let Ok(bytes) = std::fs::read(&p) {
                 for n in &needles {
                     if bytes.windows(n.len()).any(|w| w == n.as_bytes()) {
-                        leaks.push(p.display().to_string());
+                        leaks.push(format!("{} ({n})", p.display()));
                     }
                 }
             }
         }
     }
     if !leaks.is_empty() {
-        return Err(format!("el token aparece en {leaks:?}"));
+        return Err(format!("un secreto aparece en {leaks:?}"));
     }
     Ok(())
 }

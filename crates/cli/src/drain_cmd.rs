@@ -1,4 +1,5 @@
-//! `timbra pac …`, `timbra drain` and `timbra workers`: the PAC settings, the drain engine from
+//! `timbra pac …`, `timbra drain` and `timbra workers`: the PAC settings and their connection
+//! test (`timbra pac test NAME`, [`pac_clients::account`]), the drain engine from
 //! the command line (progress on stderr, SIGTERM stops it cleanly; registered with a heartbeat
 //! in the `workers` table while it runs) and the list of live drain processes.
 
@@ -29,6 +30,15 @@ pub enum PacCommand {
     },
     /// Lista los ambientes conocidos (presets) con sus URL.
     Presets {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prueba la conexión con un PAC configurado antes de la primera venta real: que acepte las
+    /// credenciales, que la cuenta sea del RFC del emisor y que tenga el CSD donde el PAC lo
+    /// guarda. Sale con 1 si algo falla (cada falla dice cómo corregirla).
+    Test {
+        /// El nombre del PAC (`timbra pac list`).
+        name: String,
         #[arg(long)]
         json: bool,
     },
@@ -206,6 +216,22 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
                     }
                 }
             }
+            PacCommand::Test { name, json } => {
+                let report = test_connection(&outbox, &name).await?;
+                if json {
+                    print_json(&report)?;
+                } else {
+                    print_out(&format!("PAC {} ({})", report.name, report.pac.as_str()))?;
+                    for c in &report.checks {
+                        let mark = if c.code.is_failure() { "FALLA" } else { "ok" };
+                        let found = c.found.as_deref().map(|f| format!(" [{f}]")).unwrap_or_default();
+                        print_out(&format!("  {:<12} {:<5} {}{found}", step_words(c.step), mark, c.code.words()))?;
+                    }
+                }
+                if !report.ready() {
+                    return Ok(exit::NOT_VERIFIED);
+                }
+            }
             PacCommand::List { json } => {
                 let list = outbox.pacs().await.map_err(|e| failure(e, ""))?;
                 if json {
@@ -219,6 +245,41 @@ pub fn pac(db: Option<&str>, cmd: PacCommand) -> Result<u8, Failure> {
         }
         Ok(exit::OK)
     })
+}
+
+fn step_words(step: pac::account::CheckStep) -> &'static str {
+    match step {
+        pac::account::CheckStep::Credenciales => "credenciales",
+        pac::account::CheckStep::Rfc => "RFC",
+        pac::account::CheckStep::Csd => "CSD",
+    }
+}
+
+/// `timbra pac test NAME`: the configured PAC's account against the emisor in the settings.
+async fn test_connection(outbox: &Outbox, name: &str) -> Result<pac::account::ConnectionReport, Failure> {
+    let configs = outbox.pacs().await.map_err(|e| failure(e, ""))?;
+    let Some(config) = configs.iter().find(|c| c.name == name) else {
+        let known: Vec<&str> = configs.iter().map(|c| c.name.as_str()).collect();
+        return Err(Failure::invalid(format!(
+            "no hay un PAC llamado {name:?}; los configurados son: {}",
+            if known.is_empty() {
+                "ninguno".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    let emisor = outbox
+        .emisor_settings()
+        .await
+        .map_err(|e| failure(e, ""))?
+        .ok_or_else(|| failure(outbox::OutboxError::NotConfigured, ""))?;
+    let spec = config.spec(crate::input::secrets()?).map_err(|e| failure(e, "pac: "))?;
+    let expected = pac::account::Expected {
+        rfc: emisor.profile.rfc,
+        no_certificado: emisor.no_certificado,
+    };
+    Ok(pac_clients::account::check(name, &spec, &expected, Arc::new(pac::SystemClock)).await)
 }
 
 /// The PAC set from the settings, plus the in-process sandbox simulator when asked.

@@ -96,6 +96,8 @@ pub fn read_secrets_file(path: &Path) -> Result<std::collections::BTreeMap<Strin
     if !meta.is_file() {
         return Err(Failure::invalid(format!("{what}: no es un archivo regular")));
     }
+    // Windows: no mode bits to check; a secrets file there is protected by its folder's ACL
+    // (the user's own profile), which this check cannot read (SECURITY.md).
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

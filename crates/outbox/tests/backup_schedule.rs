@@ -60,6 +60,7 @@ async fn one_backup_per_interval_the_newest_kept_and_the_newest_restores() {
         "not ours: untouched"
     );
     assert!(!leftover.exists(), "an interrupted backup's leftover is cleared");
+    // Windows: no mode bits; the backup inherits its folder's ACL (nothing to assert).
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -84,4 +85,52 @@ async fn one_backup_per_interval_the_newest_kept_and_the_newest_restores() {
             .expect("off")
             .is_none()
     );
+}
+
+/// A restore while a drain works the database (the app's or `timbra drain`: a live row in
+/// `workers`) is refused in words, nothing moved; once the drain stops, it goes ahead.
+#[tokio::test]
+async fn a_restore_refuses_while_a_drain_works_the_database() {
+    let e = env(Backend::Sqlite).await;
+    e.outbox
+        .record_sale_json(ingreso("r-1").as_bytes(), None, &staff())
+        .await
+        .expect("record");
+    let backup = backup_schedule::backup_now(
+        e.outbox.store().sqlite().expect("sqlite"),
+        &e.dir().join("respaldos"),
+        e.clock.now(),
+        3,
+    )
+    .await
+    .expect("backup");
+    let target = e.dir().join("caja.db");
+    let caja = Outbox::open_sqlite(&outbox::SqliteOptions::new(&target).create(true), e.clock.clone())
+        .await
+        .expect("open");
+    let drain = outbox::workers::WorkerIdentity {
+        worker: "drain".into(),
+        program: "timbra drain".into(),
+        host: "caja-1".into(),
+        pid: 4242,
+    };
+    let id = drain.registration_id();
+    caja.register_worker(&id, &drain).await.expect("register");
+    let refused = outbox::backup::restore(&backup.report.path, &target, e.clock.now())
+        .await
+        .expect_err("a drain works it");
+    let text = refused.to_string();
+    assert!(text.contains("está en uso") && text.contains("timbra drain en caja-1"), "{text}");
+    let aside: Vec<_> = std::fs::read_dir(e.dir())
+        .unwrap()
+        .flatten()
+        .map(|f| f.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("antes-de-restaurar") || n.contains("restaurando"))
+        .collect();
+    assert!(aside.is_empty(), "nothing moved: {aside:?}");
+    caja.unregister_worker(&id).await.expect("unregister");
+    caja.store().close().await;
+    outbox::backup::restore(&backup.report.path, &target, e.clock.now())
+        .await
+        .expect("no drain: restored");
 }

@@ -1,7 +1,7 @@
 //! The PAC adapters that speak HTTP: SW Sapién ([`sw`], REST), Finkok ([`finkok`], SOAP),
 //! Facturapi ([`facturapi`], JSON) and SAT's ConsultaCFDIService ([`sat`]), over one reqwest
 //! client ([`http`]), and [`HttpConnector`], the [`pac::connect::PacConnector`] the shells hand
-//! to the outbox.
+//! to the outbox. [`account`] answers *Probar conexión* (the account's credentials, RFC and CSD).
 //!
 //! **Architecture invariant:** this crate (with `pac-sim`, and the intake API) is the only one
 //! that speaks HTTP. Base URLs, credentials and timeouts are configuration; the only real host
@@ -12,6 +12,7 @@
 //! timeout) is `NotSent`; anything after the first byte may have left is `Unknown`, never "not
 //! created". See [`http`] for where that line is drawn.
 
+pub mod account;
 pub mod facturapi;
 pub mod finkok;
 pub mod http;

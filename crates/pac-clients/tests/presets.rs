@@ -163,6 +163,7 @@ fn no_source_file_names_a_real_host() {
         "http://facturacion.finkok.com/stamp",
         "http://facturacion.finkok.com/cancel",
         "http://facturacion.finkok.com/utilities",
+        "http://facturacion.finkok.com/registration",
         "http://facturacion.finkok.com/{stamp,cancel,",
     ];
     for f in files {

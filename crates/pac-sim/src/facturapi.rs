@@ -1,6 +1,8 @@
 //! Facturapi's wire format (JSON): `POST /v2/invoices` with `idempotency_key` and
 //! `external_id` in the body, `GET /v2/invoices?external_id=…|uuid=…`, `GET /v2/invoices/{id}`,
-//! `GET /v2/invoices/{id}/xml`, `DELETE /v2/invoices/{id}?motive=…&substitution=…`.
+//! `GET /v2/invoices/{id}/xml`, `DELETE /v2/invoices/{id}?motive=…&substitution=…`, and
+//! `GET /v2/organizations/me` (the key's organization: its `legal.tax_id` and `certificate`,
+//! for *Probar conexión*).
 //!
 //! Facturapi issues the CFDI itself: the simulator maps the invoice JSON (`type` I, E with
 //! `related_documents`, or P with the `pago` complement; the body `pac::facturapi_body` makes)
@@ -51,6 +53,36 @@ pub fn routes() -> Router<AppState> {
         .route("/v2/invoices", get(list).post(create))
         .route("/v2/invoices/{id}", get(retrieve).delete(cancel))
         .route("/v2/invoices/{id}/xml", get(download_xml))
+        .route("/v2/organizations/me", get(organization_me))
+}
+
+/// `GET /v2/organizations/me`: the organization of the key (*Probar conexión*), its legal data
+/// and the certificate it seals with — the configured organization, else the simulator itself.
+async fn organization_me(State(s): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorized(&s, &headers) {
+        return r;
+    }
+    let (profile, certificate) = match &s.organization {
+        Some(o) => (o.profile.clone(), o.csd.certificate().clone()),
+        None => (emisor(), s.engine.certificate().clone()),
+    };
+    Json(json!({
+        "id": "sim-organization",
+        "is_production_ready": true,
+        "legal": {
+            "name": profile.nombre,
+            "legal_name": profile.nombre,
+            "tax_id": profile.rfc,
+            "tax_system": profile.regimen_fiscal,
+            "address": {"zip": profile.lugar_expedicion, "country": "MEX"},
+        },
+        "certificate": {
+            "has_certificate": true,
+            "serial_number": certificate.no_certificado(),
+            "expires_at": certificate.not_after().to_rfc3339(),
+        },
+    }))
+    .into_response()
 }
 
 fn error(status: StatusCode, code: &str, message: &str) -> Response {

@@ -1,6 +1,7 @@
 //! Finkok's wire format (SOAP 1.1): `stamp`, `quick_stamp` and `stamped` on
 //! `/servicios/soap/stamp[.wsdl]`, `get_xml` on `/servicios/soap/utilities[.wsdl]`, `cancel` and
-//! `get_sat_status` on `/servicios/soap/cancel[.wsdl]`. Answers use the
+//! `get_sat_status` on `/servicios/soap/cancel[.wsdl]`, the registration service's `get` on
+//! `/servicios/soap/registration[.wsdl]` (the account's customers, for *Probar conexión*). Answers use the
 //! `apps.services.soap.core.views` namespace for result fields, like Finkok's service.
 //!
 //! Behaviours documented by phpcfdi/finkok (`docs/issues/`): a repeated `stamp` answers incidence 307 and, with
@@ -27,6 +28,7 @@ use crate::wire::{esc, soap_fault, soap_param, xml_response, NS_SOAP_ENV};
 const NS_STAMP: &str = "http://facturacion.finkok.com/stamp";
 const NS_CANCEL: &str = "http://facturacion.finkok.com/cancel";
 const NS_UTILITIES: &str = "http://facturacion.finkok.com/utilities";
+const NS_REGISTRATION: &str = "http://facturacion.finkok.com/registration";
 const NS_APPS: &str = "apps.services.soap.core.views";
 
 pub fn routes() -> Router<AppState> {
@@ -37,6 +39,8 @@ pub fn routes() -> Router<AppState> {
         .route("/servicios/soap/cancel", post(cancel_service))
         .route("/servicios/soap/utilities.wsdl", post(utilities_service))
         .route("/servicios/soap/utilities", post(utilities_service))
+        .route("/servicios/soap/registration.wsdl", post(registration_service))
+        .route("/servicios/soap/registration", post(registration_service))
 }
 
 fn envelope(ns: &str, op: &str, inner: &str) -> String {
@@ -206,6 +210,43 @@ async fn utilities_service(State(s): State<AppState>, body: Bytes) -> Response {
         }
         _ => reply(format!("{}{}", el("xml", ""), el("error", "No se encontró el UUID solicitado"))),
     }
+}
+
+/// The registration service's `get` (*Probar conexión*): the account's customer with the
+/// `taxpayer_id` asked for (`status` `A` active or `S` suspended), none when it is not
+/// registered; refused credentials answer a `message` and no users.
+async fn registration_service(State(s): State<AppState>, body: Bytes) -> Response {
+    let call = match read_call(&body) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    if call.op != "get" {
+        return soap_fault("Client", &format!("Operación no soportada por el simulador: {}", call.op));
+    }
+    let reply = |inner: String| xml_response(envelope(NS_REGISTRATION, "get", &inner));
+    let user = soap_param(&call.doc, "reseller_username").unwrap_or_default();
+    let password = soap_param(&call.doc, "reseller_password").unwrap_or_default();
+    if user != s.credentials.user || password != s.credentials.password {
+        return reply(format!("<s0:users/>{}", el("message", "Usuario o contraseña inválidos")));
+    }
+    let taxpayer = soap_param(&call.doc, "taxpayer_id").unwrap_or_default();
+    let users: String = s
+        .account
+        .rfcs
+        .iter()
+        .filter(|(rfc, _)| taxpayer.is_empty() || rfc.eq_ignore_ascii_case(&taxpayer))
+        .map(|(rfc, status)| {
+            format!(
+                "<s0:ResellerUser>{}{}{}{}</s0:ResellerUser>",
+                el("status", &status.to_string()),
+                el("counter", "0"),
+                el("taxpayer_id", rfc),
+                el("credit", "0")
+            )
+        })
+        .collect();
+    let message = if users.is_empty() { "No se encontraron registros" } else { "" };
+    reply(format!("<s0:users>{users}</s0:users>{}", el("message", message)))
 }
 
 /// `(uuid, motivo, folio)` of each UUID in a `cancel` request.

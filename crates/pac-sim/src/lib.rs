@@ -29,4 +29,4 @@ pub use clock::SimClock;
 pub use engine::{CfdiRecord, Engine, Flavor, PAC_RFC};
 pub use faults::{Faults, FaultsError};
 pub use server::{start, start_with_clock, SimConfig, SimError, SimHandle};
-pub use state::{Credentials, Organization};
+pub use state::{Account, Credentials, Organization};

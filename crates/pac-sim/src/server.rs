@@ -43,6 +43,8 @@ pub struct SimConfig {
     pub hold: Duration,
     /// Facturapi flavor: the organization it issues for (None: the simulator itself).
     pub organization: Option<crate::state::Organization>,
+    /// SW and Finkok flavors: the customer's account their account APIs show.
+    pub account: crate::state::Account,
 }
 
 impl SimConfig {
@@ -56,6 +58,7 @@ impl SimConfig {
             credentials: Credentials::default(),
             hold: Duration::from_secs(300),
             organization: None,
+            account: crate::state::Account::default(),
         }
     }
 }
@@ -150,6 +153,7 @@ pub async fn start_with_clock(config: SimConfig, clock: SimClock) -> Result<SimH
         engine,
         credentials: config.credentials,
         organization: config.organization,
+        account: config.account,
         creates: Default::default(),
         hold: config.hold,
         shutdown: rx,

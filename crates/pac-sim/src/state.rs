@@ -38,6 +38,29 @@ impl Default for Credentials {
     }
 }
 
+/// The account the simulated PAC keeps for its customer, as its account APIs show it
+/// (*Probar conexión*): the RFCs registered in it (Finkok's registration service: `A` active,
+/// `S` suspended) and the CSDs loaded (SW's API Certificados: RFC and certificate number). The
+/// Facturapi flavor shows its [`Organization`] instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    /// `(RFC, status)`, status `A` or `S`.
+    pub rfcs: Vec<(String, char)>,
+    /// `(RFC, NoCertificado)`.
+    pub csds: Vec<(String, String)>,
+}
+
+impl Default for Account {
+    /// The account of SAT's test emisor (EKU9003173C9, its test CSD loaded): what the sandbox
+    /// and the tests emit as.
+    fn default() -> Account {
+        Account {
+            rfcs: vec![("EKU9003173C9".into(), 'A')],
+            csds: vec![("EKU9003173C9".into(), "30001000000500003416".into())],
+        }
+    }
+}
+
 /// The organization a Facturapi-flavoured simulator issues for: its profile and its CSD (at
 /// Facturapi the organization's CSD lives on Facturapi's side). Without one, the simulator
 /// issues as itself (`TSP260101AA1`, its own certificate).
@@ -81,6 +104,8 @@ pub struct SimState {
     pub credentials: Credentials,
     /// Facturapi flavor: who it issues for (None: the simulator itself).
     pub organization: Option<Organization>,
+    /// SW and Finkok flavors: the customer's account (*Probar conexión*).
+    pub account: Account,
     /// Facturapi flavor: `POST /v2/invoices` requests received per `idempotency_key` (a test
     /// asserts that a pending invoice is looked up, never created again).
     pub creates: std::sync::Mutex<std::collections::HashMap<String, u64>>,

@@ -29,6 +29,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v2/security/authenticate", post(auth_json))
         .route("/security/authenticate", post(auth_headers))
+        .route("/certificates", get(certificates))
         .route("/v4/cfdi33/stamp/{ver}", post(stamp))
         .route("/v4/cfdi33/stamp/{ver}/b64", post(stamp))
         .route("/cfdi33/stamp/{ver}", post(stamp))
@@ -89,6 +90,20 @@ fn token_response(s: &AppState, user: &str, password: &str) -> Response {
     }
     let (token, exp) = s.engine.issue_token();
     success(json!({"token": token, "expires_in": exp.timestamp(), "tokeny_type": "bearer"}))
+}
+
+/// `GET /certificates` (SW's API Certificados): the CSDs loaded in the account.
+async fn certificates(State(s): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(r) = check_token(&s, &headers) {
+        return r;
+    }
+    let list: Vec<Value> = s
+        .account
+        .csds
+        .iter()
+        .map(|(rfc, number)| json!({"issuer_rfc": rfc, "certificate_number": number, "is_active": true, "type": "stamp"}))
+        .collect();
+    success(Value::Array(list))
 }
 
 async fn auth_json(State(s): State<AppState>, body: Bytes) -> Response {

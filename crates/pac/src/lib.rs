@@ -2,7 +2,8 @@
 //! sorted into (`docs/strategy.md`), the evidence each call leaves behind ([`evidence`]), how a
 //! client is asked for ([`connect`]: a [`connect::PacSpec`] and a [`connect::PacConnector`]),
 //! the named presets ([`presets`]), the TFD identity a CFDI is matched by ([`tfd`]) and the
-//! Facturapi body of a sale ([`facturapi_body`]).
+//! Facturapi body of a sale ([`facturapi_body`]), and what *Probar conexión* finds about an
+//! account ([`account`]).
 //!
 //! **Architecture invariant:** this crate speaks no HTTP. The adapters that do — SW Sapién,
 //! Finkok, Facturapi and SAT's ConsultaCFDIService — are `timbra-pac-clients`, which the shells
@@ -14,6 +15,7 @@
 //! timeout) is [`StampOutcome::NotSent`]; anything after the first byte may have left is
 //! [`StampOutcome::Unknown`], never "not created".
 
+pub mod account;
 pub mod connect;
 pub mod evidence;
 pub mod facturapi_body;

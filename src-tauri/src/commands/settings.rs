@@ -73,3 +73,34 @@ pub async fn credential_store() -> Res<CredentialStoreDto> {
         .unwrap_or(false);
     Ok(CredentialStoreDto { os_store })
 }
+
+/// *Probar conexión* for one configured PAC (by the name Ajustes lists): its account's
+/// credentials, RFC and CSD against the emisor in Ajustes ([`pac_clients::account`]). In Modo
+/// sandbox the names are the simulators'. A failure is an answer, never an error: each step
+/// carries its code (the UI words it).
+#[tauri::command]
+pub async fn test_pac_connection(state: State<'_, AppState>, name: String) -> Res<pac::account::ConnectionReport> {
+    let ready = state.ready()?;
+    let emisor = ready
+        .outbox
+        .emisor_settings()
+        .await?
+        .ok_or(AppError::Outbox(outbox::OutboxError::NotConfigured))?;
+    let expected = pac::account::Expected {
+        rfc: emisor.profile.rfc.clone(),
+        no_certificado: emisor.no_certificado.clone(),
+    };
+    let spec = match &ready.sandbox_pacs {
+        Some(sims) if name == outbox::settings::DEFAULT_PAC => sims.primary.spec(Default::default(), Some(emisor.profile.rfc.clone())),
+        Some(sims) if name == crate::sandbox::SANDBOX_BACKUP => sims.backup.spec(Default::default(), Some(emisor.profile.rfc.clone())),
+        _ => {
+            let configs = ready.outbox.pacs().await?;
+            let config = configs
+                .iter()
+                .find(|c| c.name == name)
+                .ok_or_else(|| AppError::validation("pac", "desconocido", format!("no hay un PAC llamado {name:?}")))?;
+            config.spec(&crate::drain_host::StoredSecrets)?
+        }
+    };
+    Ok(pac_clients::account::check(&name, &spec, &expected, std::sync::Arc::new(pac::SystemClock)).await)
+}

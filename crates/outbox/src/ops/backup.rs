@@ -14,7 +14,12 @@
 //!   migrations up to date), and the restore is recorded in it as a gap in history
 //!   ([`crate::history_gap`]): the contador settles it before payments, facturas globales and
 //!   follow-ups go on. Stop the app and every `timbra drain`/`serve` first: a process that
-//!   keeps the old file open keeps writing to the file moved aside.
+//!   keeps the old file open keeps writing to the file moved aside. A restore refuses while a
+//!   drain works the database (a live row in `workers`, [`crate::workers`]); on Windows, where a
+//!   file another process holds open cannot be renamed, it tries a few times and then refuses
+//!   in words (`base_en_uso`), nothing moved.
+//! - A backup reads through its own connection while the app or a drain holds the file (on
+//!   Windows too: SQLite opens its files shared), so it never needs them stopped.
 //!
 //! Nothing here knows a secret: the database holds none (see `SECURITY.md`).
 
@@ -30,6 +35,50 @@ use crate::error::{OutboxError, Result};
 use crate::store::any::AnyStore;
 use crate::store::sqlite::{SqliteOptions, SqliteStore, MIGRATIONS};
 use crate::store::NewHistoryGap;
+
+/// The restore refused because another program works the database.
+fn in_use(target: &Path, who: &str) -> OutboxError {
+    OutboxError::invalid(
+        "destino",
+        "base_en_uso",
+        format!(
+            "{} está en uso ({who}): cierre la app de Timbra y detenga `timbra drain` y `timbra serve` en este equipo, y vuelva a restaurar; no se movió nada",
+            target.display()
+        ),
+    )
+}
+
+/// Renames `from` to `to`. On Windows a file another process holds open cannot be renamed (a
+/// sharing violation): tried again a few times (a process between two statements may let go),
+/// then refused with [`in_use`]. Elsewhere an open file is renamed like any other; the live
+/// drains check before it is what refuses there.
+async fn rename_unheld(from: &Path, to: &Path, what: &str) -> Result<()> {
+    let mut tries = 0;
+    loop {
+        match std::fs::rename(from, to) {
+            Ok(()) => return Ok(()),
+            Err(e) if held_by_another(&e) && tries < 10 => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            }
+            Err(e) if held_by_another(&e) => return Err(in_use(from, "otro programa la tiene abierta")),
+            Err(e) => return Err(file_error(from, what, e)),
+        }
+    }
+}
+
+/// Windows: ERROR_SHARING_VIOLATION (32), ERROR_LOCK_VIOLATION (33) or ERROR_ACCESS_DENIED (5),
+/// what renaming a file another process holds open answers.
+#[cfg(windows)]
+fn held_by_another(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(32 | 33 | 5))
+}
+
+/// Not Windows: an open file can be renamed; nothing is "held".
+#[cfg(not(windows))]
+fn held_by_another(_e: &std::io::Error) -> bool {
+    false
+}
 
 /// What a backup wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -225,11 +274,31 @@ pub async fn restore(src: &Path, target: &Path, now: DateTime<Utc>) -> Result<Re
     if target.exists() {
         // Fold the WAL into the file when it opens; a damaged one is moved aside as it is.
         if let Ok(store) = SqliteStore::open(&SqliteOptions::new(target)).await {
+            // A drain working this file (the app's or `timbra drain`) would keep writing to the
+            // file moved aside: refused in words, nothing moved.
+            let live = crate::workers::live_in(&AnyStore::Sqlite(store.clone()), now).await;
+            if let Ok(live) = &live {
+                if !live.is_empty() {
+                    store.close().await;
+                    let _ = std::fs::remove_file(&incoming);
+                    return Err(in_use(
+                        target,
+                        &live
+                            .iter()
+                            .map(|w| format!("{} en {} (proceso {})", w.program, w.host, w.pid))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    ));
+                }
+            }
             let _ = store.checkpoint().await;
             store.close().await;
         }
         let aside = sibling(target, &format!(".antes-de-restaurar-{}", now.format("%Y%m%dT%H%M%SZ")));
-        std::fs::rename(target, &aside).map_err(|e| file_error(target, "no se pudo apartar la base de datos actual", e))?;
+        if let Err(e) = rename_unheld(target, &aside, "no se pudo apartar la base de datos actual").await {
+            let _ = std::fs::remove_file(&incoming);
+            return Err(e);
+        }
         for ext in ["-wal", "-shm"] {
             let side = sibling(target, ext);
             if side.exists() {

@@ -143,6 +143,7 @@ pub async fn run_if_due(store: &SqliteStore, dir: &Path, now: DateTime<Utc>, pol
 fn create_folder(dir: &Path) -> Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
+    // Windows: no mode bits; the folder inherits the ACL of the folder it is made in.
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(dir).map_err(|e| folder_error(dir, e))

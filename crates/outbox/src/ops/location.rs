@@ -77,13 +77,17 @@ impl DatabaseLocation {
         } else {
             s
         };
+        // A share spelled `\\?\UNC\…` is refused before `?` is read as a query.
+        refuse_network_share(std::path::Path::new(path))?;
         let path = path.split('?').next().unwrap_or(path);
         if path.is_empty() || path == ":memory:" {
             return Err(bad(format!(
                 "{s:?} no es un archivo; el outbox necesita una base de datos durable en disco"
             )));
         }
-        Ok(DatabaseLocation::Sqlite(PathBuf::from(path)))
+        let path = PathBuf::from(path);
+        refuse_network_share(&path)?;
+        Ok(DatabaseLocation::Sqlite(path))
     }
 }
 
@@ -160,6 +164,78 @@ pub fn adopt_legacy_folder(legacy: &std::path::Path, new: &std::path::Path) -> P
     }
 }
 
+/// Whether `path` names a file on a network share by its spelling: a UNC path
+/// (`\\servidor\carpeta\…`, `\\?\UNC\servidor\…`). Pure, the same on every system (a Windows
+/// path typed on Linux is still recognised), so it is tested everywhere. `//servidor/carpeta`
+/// is a UNC path only on Windows (on Unix it is a local path with a doubled slash): Windows
+/// recognises it in [`is_network_drive`].
+pub fn is_unc_path(path: &str) -> bool {
+    let p = path.trim();
+    if p.to_ascii_uppercase().starts_with("\\\\?\\UNC\\") {
+        return true;
+    }
+    // `\\?\C:\…` and `\\.\…` are local device paths, not shares.
+    if p.starts_with("\\\\?\\") || p.starts_with("\\\\.\\") {
+        return false;
+    }
+    // A server name follows, then a share: `\\servidor\carpeta`.
+    p.strip_prefix("\\\\").is_some_and(|r| {
+        let mut parts = r.split(['\\', '/']).filter(|s| !s.is_empty());
+        parts.next().is_some() && parts.next().is_some()
+    })
+}
+
+/// Whether the drive of `path` is a network drive (a letter mapped to a share, or a share
+/// however Windows spells it). Windows asks the system (`GetDriveTypeW` answers `DRIVE_REMOTE`). Elsewhere there are no drive letters;
+/// a network file system mounted into a folder (NFS, SMB/CIFS on Linux or macOS) is **not**
+/// detected — README and SECURITY.md say to keep a SQLite database on a local disk.
+#[cfg(windows)]
+pub fn is_network_drive(path: &std::path::Path) -> bool {
+    use std::os::windows::ffi::OsStrExt;
+    use std::path::{Component, Prefix};
+    let Some(Component::Prefix(prefix)) = path.components().next() else {
+        return false;
+    };
+    let letter = match prefix.kind() {
+        Prefix::Disk(l) | Prefix::VerbatimDisk(l) => l,
+        // A share however spelled (`//servidor/carpeta` too).
+        Prefix::UNC(..) | Prefix::VerbatimUNC(..) => return true,
+        _ => return false,
+    };
+    let root: Vec<u16> = std::ffi::OsStr::new(&format!("{}:\\", letter as char))
+        .encode_wide()
+        .chain(std::iter::once(0))
+        .collect();
+    // SAFETY: `root` is a NUL-terminated UTF-16 string that outlives the call.
+    let kind = unsafe { windows_sys::Win32::Storage::FileSystem::GetDriveTypeW(root.as_ptr()) };
+    // DRIVE_REMOTE (winbase.h); its module in windows-sys moved between versions.
+    const DRIVE_REMOTE: u32 = 4;
+    kind == DRIVE_REMOTE
+}
+
+/// Not Windows: no drive letters to ask about (see the Windows version).
+#[cfg(not(windows))]
+pub fn is_network_drive(_path: &std::path::Path) -> bool {
+    false
+}
+
+/// Refuses a SQLite database on a network share (a UNC path, or on Windows a mapped network
+/// drive): SQLite's locking is not reliable over SMB, and several computers writing one file
+/// there damage it. A team shares a PostgreSQL database instead.
+pub fn refuse_network_share(path: &std::path::Path) -> Result<()> {
+    if is_unc_path(&path.to_string_lossy()) || is_network_drive(path) {
+        return Err(OutboxError::invalid(
+            "database_url",
+            "carpeta_de_red",
+            format!(
+                "{} está en una carpeta de red: una base de datos SQLite se daña cuando se usa por la red; guárdela en un disco de este equipo o, para compartirla entre equipos, use PostgreSQL (Ajustes → Base de datos, o postgres://USUARIO@SERVIDOR/BASE)",
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `timbra.db` in [`app_data_dir`].
 pub fn default_sqlite_path() -> Result<PathBuf> {
     Ok(app_data_dir()?.join(DEFAULT_FILE_NAME))
@@ -189,6 +265,35 @@ mod tests {
         std::fs::write(legacy.join(DEFAULT_FILE_NAME), b"other").unwrap();
         assert_eq!(adopt_legacy_folder(&legacy, &new), new, "the new folder wins once it exists");
         assert_eq!(std::fs::read(new.join(DEFAULT_FILE_NAME)).unwrap(), b"db");
+    }
+
+    #[test]
+    fn a_database_on_a_network_share_is_refused_pointing_to_postgres() {
+        for unc in [
+            r"\\servidor\compartida\timbra.db",
+            r"\\192.168.1.20\datos\timbra.db",
+            r"\\?\UNC\servidor\compartida\timbra.db",
+            r"sqlite:\\servidor\compartida\timbra.db",
+        ] {
+            let e = DatabaseLocation::parse(unc).unwrap_err();
+            assert_eq!(e.code(), "validation", "{unc}");
+            let text = e.to_string();
+            assert!(text.contains("carpeta de red") && text.contains("PostgreSQL"), "{unc}: {text}");
+            let OutboxError::Invalid(errors) = &e else { panic!("{e:?}") };
+            assert_eq!(errors.0[0].code, "carpeta_de_red");
+        }
+        for local in [
+            r"C:\Users\ana\AppData\Local\mx.timbra.app\timbra.db",
+            r"\\?\C:\datos\timbra.db",
+            r"\\.\C:\datos\timbra.db",
+            "/home/ana/.local/share/mx.timbra.app/timbra.db",
+            "timbra.db",
+            r"\\servidor",
+            "//home/ana/timbra.db",
+        ] {
+            assert!(!is_unc_path(local), "{local}");
+        }
+        assert!(DatabaseLocation::parse("/tmp/x/timbra.db").is_ok());
     }
 
     fn sqlite(p: &str) -> DatabaseLocation {

@@ -198,13 +198,17 @@ impl Outbox {
 
     /// The drain processes live at `now`.
     pub async fn live_workers_at(&self, now: DateTime<Utc>) -> Result<Vec<WorkerInfo>> {
-        let since = (now - LIVE_WITHIN).timestamp_millis();
-        Ok(self
-            .store()
-            .workers_since(since)
-            .await?
-            .into_iter()
-            .filter_map(WorkerInfo::from_row)
-            .collect())
+        live_in(self.store(), now).await
     }
+}
+
+/// The drain processes live at `now` in `store` (a restore asks before it moves the file).
+pub(crate) async fn live_in(store: &crate::store::any::AnyStore, now: DateTime<Utc>) -> Result<Vec<WorkerInfo>> {
+    let since = (now - LIVE_WITHIN).timestamp_millis();
+    Ok(store
+        .workers_since(since)
+        .await?
+        .into_iter()
+        .filter_map(WorkerInfo::from_row)
+        .collect())
 }

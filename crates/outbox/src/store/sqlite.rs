@@ -183,6 +183,8 @@ impl SqliteStore {
     /// Opens (or, with `create`, creates) the database and brings its schema up to date.
     pub async fn open(opts: &SqliteOptions) -> Result<SqliteStore> {
         let path = opts.path.clone();
+        // Never a SQLite file on a network share, however the path came (issue 25).
+        crate::location::refuse_network_share(&path)?;
         preflight(&path, opts.create)?;
         let classify = |e: sqlx::Error| classify_error(&path, opts.busy_timeout, e);
         let base = SqliteConnectOptions::new()
@@ -408,6 +410,7 @@ fn preflight(path: &Path, create: bool) -> Result<()> {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
                 let mut builder = std::fs::DirBuilder::new();
                 builder.recursive(true);
+                // Windows: no mode bits; the folder inherits its parent's ACL (SECURITY.md).
                 #[cfg(unix)]
                 std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
                 builder
@@ -418,6 +421,7 @@ fn preflight(path: &Path, create: bool) -> Result<()> {
             // files the same mode): other local users cannot read the fiscal history.
             let mut file = std::fs::OpenOptions::new();
             file.write(true).create_new(true);
+            // Windows: no mode bits; the file inherits its folder's ACL (SECURITY.md).
             #[cfg(unix)]
             std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
             match file.open(path) {

@@ -12,6 +12,7 @@ import type { CatalogEntryDto } from './bindings/CatalogEntryDto';
 import type { CatalogVersionDto } from './bindings/CatalogVersionDto';
 import type { Catalogo } from './bindings/Catalogo';
 import type { ChannelsDto } from './bindings/ChannelsDto';
+import type { ConnectionReport } from './bindings/ConnectionReport';
 import type { Counts } from './bindings/Counts';
 import type { CreatedTokenDto } from './bindings/CreatedTokenDto';
 import type { CredentialStoreDto } from './bindings/CredentialStoreDto';
@@ -88,6 +89,7 @@ export const api = {
   exportXml: (invoiceId: number, source: XmlSourceDto) => call<SavedFileDto>('export_xml', { invoiceId, source }),
   saveEmisor: (setup: EmisorSetupDto) => call<EmisorDto>('save_emisor', { setup }),
   savePacs: (primary: PacInputDto, backup: PacInputDto | null) => call<PacsDto>('save_pacs', { primary, backup }),
+  testPacConnection: (name: string) => call<ConnectionReport>('test_pac_connection', { name }),
   saveDrain: (drain: DrainSettings) => call<DrainSettings>('save_drain', { drain }),
   saveSeat: (seat: SeatInputDto) => call<SeatDto>('save_seat', { seat }),
   databaseSettings: () => call<DatabaseDto>('database_settings'),
