@@ -15,7 +15,17 @@ use crate::harness::{App, Res};
 const SIZES: [(u32, u32); 3] = [(1024, 600), (1280, 720), (1366, 768)];
 const THEMES: [(&str, &str); 2] = [("claro", "light"), ("oscuro", "dark")];
 /// Ajustes' sections (ui/src/pages/ajustes/sections.ts), each its own page.
-const SECTIONS: [&str; 9] = ["equipo", "emisor", "pac", "base", "respaldos", "correo", "listas", "apariencia", "acerca"];
+const SECTIONS: [&str; 9] = [
+    "equipo",
+    "emisor",
+    "pac",
+    "base",
+    "respaldos",
+    "correo",
+    "listas",
+    "apariencia",
+    "acerca",
+];
 
 /// Text running out of its table cell (not an ellipsis the cell chose), past the window's
 /// right edge or below its bottom where nothing scrolls to it, and a frame that scrolls whole.

@@ -253,6 +253,7 @@ describe('Ajustes', () => {
       '#/ajustes/correo',
       '#/ajustes/listas',
       '#/ajustes/apariencia',
+      '#/ajustes/acerca',
     ]);
     expect(document.querySelector('[aria-current=page]')?.textContent).toBe('Este equipo');
     expect(document.querySelector('[data-testid=seat-form]')).not.toBeNull();

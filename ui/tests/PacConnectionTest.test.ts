@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import { mockIPC } from '@tauri-apps/api/mocks';
 import PacConnectionTest from '../src/components/PacConnectionTest.svelte';
-import Ajustes from '../src/pages/Ajustes.svelte';
+import PacSettings from '../src/components/PacSettings.svelte';
 import { session } from '../src/lib/session.svelte';
 import { secretKept } from '../src/lib/pacCheck';
 import type { AppStatusDto } from '../src/lib/ipc/bindings/AppStatusDto';
@@ -68,7 +68,7 @@ describe('the PAC secret field', () => {
     expect(secretKept({ pac: 'sandbox', environment: 'sandbox', has_credentials: false }, { pac: 'sw', environment: 'pruebas' })).toBe(false);
   });
 
-  test('in Ajustes, choosing another PAC than the saved one empties the placeholder', async () => {
+  test('in Ajustes › PAC, choosing another PAC than the saved one empties the placeholder', async () => {
     const st: AppStatusDto = {
       version: '0.1.0',
       mode: 'configured',
@@ -96,7 +96,7 @@ describe('the PAC secret field', () => {
       if (cmd === 'live_workers') return [];
       return undefined;
     });
-    render(Ajustes);
+    render(PacSettings);
     const secret = () => document.querySelector<HTMLInputElement>("input[name='primary.secret']");
     await waitFor(() => expect(secret()?.placeholder).toContain('guardada'));
     const select = document.querySelector<HTMLSelectElement>("select[name='primary.pac']");
