@@ -541,7 +541,8 @@ mod tests {
         assert_eq!(emisor.profile.rfc, "EKU9003173C9");
         assert_eq!(emisor.no_certificado, ready.test_no_certificado);
         assert!(ready.sandbox_pacs.is_some(), "{:?}", ready.sandbox_error);
-        assert_eq!(ready.operator().role, Role::Soporte);
+        // A new seat is the cashier's until the first-run form says otherwise.
+        assert_eq!(ready.operator().role, Role::Personal);
         assert_eq!(ready.operator().name, crate::seat::os_user_name());
         assert_eq!(ready.actor().channel, CHANNEL);
         let now_local = cfdi::tz::local_at(ready.outbox.now(), "42501")

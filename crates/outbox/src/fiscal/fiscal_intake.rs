@@ -282,6 +282,9 @@ impl Outbox {
                     .map(|x| x.payment_invoice_id)
                     .collect();
                 links.payment_basis.push((invoice_id, basis));
+                // The credit notes the saldo was computed with: one linked meanwhile makes the
+                // transaction write nothing (its ImpSaldoAnt would ignore it).
+                links.credit_basis.push((invoice_id, b.credit_notes.len() as i64));
                 links.events.push((
                     Some(invoice_id),
                     NewEvent {

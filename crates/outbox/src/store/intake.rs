@@ -152,10 +152,24 @@ impl AnyStore {
                 tx.rollback().await.map_err(|e| db.err(e))?;
                 return Ok(IntakeOutcome::SaleIdTaken);
             };
+            // The invoices whose saldo this sale depends on or changes (paid, credited) are
+            // locked in one order, so a payment and a credit note of one invoice serialize.
             let mut paid: Vec<i64> = r.links.payment_basis.iter().map(|(id, _)| *id).collect();
+            paid.extend(r.links.credit_notes.iter().map(|c| c.invoice_id));
             paid.sort_unstable();
             paid.dedup();
             db.lock_paid_invoices(&mut tx, &paid).await?;
+            for (invoice_id, known) in &r.links.credit_basis {
+                let now: i64 = sqlx::query_scalar(sql!("count_credit_notes_of_invoice"))
+                    .bind(invoice_id)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+                if now != *known {
+                    tx.rollback().await.map_err(|e| db.err(e))?;
+                    return Ok(IntakeOutcome::Stale { invoice_id: *invoice_id });
+                }
+            }
             for (invoice_id, basis) in &r.links.payment_basis {
                 let live: Vec<i64> = sqlx::query_scalar(sql!("live_payment_ids"))
                     .bind(invoice_id)

@@ -551,6 +551,9 @@ pub struct IntakeLinks {
     /// For each PPD invoice paid: the payment invoices (not cancelled) its balance was computed
     /// from. The transaction fails with [`IntakeOutcome::Stale`] when that set changed.
     pub payment_basis: Vec<(i64, Vec<i64>)>,
+    /// For each PPD invoice paid: how many credit notes were linked to it when its balance was
+    /// computed. The transaction fails with [`IntakeOutcome::Stale`] when that changed.
+    pub credit_basis: Vec<(i64, i64)>,
     /// The sale is a ticket.
     pub ticket: Option<NewTicket>,
     /// The sale is a factura global of these tickets (their invoice ids).
@@ -568,6 +571,7 @@ impl IntakeLinks {
             && self.payment_documents.is_empty()
             && self.credit_notes.is_empty()
             && self.payment_basis.is_empty()
+            && self.credit_basis.is_empty()
             && self.ticket.is_none()
             && self.global_tickets.is_empty()
             && self.named_ticket.is_none()
