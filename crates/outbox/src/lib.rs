@@ -22,7 +22,7 @@
 //!   [`facturapi_lane`], [`pacs`], [`attempts`], [`actions`], [`facts`];
 //! - [`fiscal`]: the workflows around a sale — [`payments`], [`global_invoice`],
 //!   `fiscal_intake`, [`reports`], [`screening`], [`duplicates`], [`reconciliation`],
-//!   [`history_gap`], [`dashboard`], [`follow_up`];
+//!   [`history_gap`], [`dashboard`], [`follow_up`], [`exchange_rates`];
 //! - [`channels`]: how sales arrive and documents leave — [`api_tokens`], [`webhooks`],
 //!   [`email`], [`file_input`] (HTTP and SMTP are behind traits implemented
 //!   in `crates/api`);
