@@ -436,6 +436,16 @@ pub struct InvoiceDetailDto {
 
 // Emitir ---------------------------------------------------------------------------------------
 
+/// A ticket at the counter (Venta de mostrador): público en general, paid at once.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, TS)]
+#[ts(optional_fields = nullable)]
+pub struct TicketDraftDto {
+    /// Local time at LugarExpedicion, `AAAA-MM-DDThh:mm:ss`.
+    pub occurred_at: String,
+    pub forma_pago: Option<String>,
+    pub conceptos: Vec<cfdi::sale_draft::ConceptoDraft>,
+}
+
 /// Totals as the comprobante will carry them (SAT rounding, computed by the CFDI core).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct TotalsDto {

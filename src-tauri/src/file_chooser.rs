@@ -1,5 +1,6 @@
 //! The native file chooser and what a chosen path may be: the window asks Tauri's dialog plugin
-//! for a path (the only plugin permission it holds is `dialog:allow-open`), hands the path to a
+//! for a path (the only plugin permissions it holds are `dialog:allow-open` and, for *PDF*'s
+//! save dialog, `dialog:allow-save`), hands the path to a
 //! Timbra command, and that command reads the file here — the webview never reads the file
 //! system itself.
 //!

@@ -15,7 +15,9 @@ use outbox::dashboard::Dashboard;
 use outbox::drain::DrainProgress;
 use outbox::duplicates::{CancellationPreview, DuplicateGroup};
 use outbox::follow_up::{FollowUpDraft, FollowUpKind};
+use outbox::counter::{DayTickets, InvoiceAside};
 use outbox::global_invoice::{GlobalInvoicePreview, GlobalInvoiceResult};
+use outbox::logo::LogoInfo;
 use outbox::master_csv::CsvImport;
 use outbox::model::{Counts, InvoicePage, Note, Recorded};
 use outbox::payments::InvoiceBalance;
@@ -193,16 +195,18 @@ fn camel(name: &str) -> String {
 /// `capabilities/main.json`: the window may listen to events and call exactly the listed commands.
 pub fn capability(s: &Surface) -> String {
     // The native file chooser answers a path and nothing else (no fs plugin is installed, so the
-    // chosen path opens no file-system scope); Timbra's commands read the file.
+    // chosen path opens no file-system scope); Timbra's commands read the file, or write the
+    // PDF where the save dialog answered (*PDF* after *Emitir*), checking the path as input.
     let mut permissions = vec![
         "core:event:allow-listen".to_string(),
         "core:event:allow-unlisten".to_string(),
         "dialog:allow-open".to_string(),
+        "dialog:allow-save".to_string(),
     ];
     permissions.extend(s.commands.iter().map(|c| format!("allow-{}", kebab(c.name))));
     let json = serde_json::json!({
         "identifier": "main",
-        "description": "What the console's one window may do: listen to Timbra's events, open the native file chooser (which answers a path; Timbra's own commands read the file) and call Timbra's own commands. No filesystem, shell, HTTP or other plugin access. Generated from src-tauri/src/ipc_list.rs.",
+        "description": "What the console's one window may do: listen to Timbra's events, open the native file chooser and save dialog (which answer a path; Timbra's own commands read the file or write the PDF there) and call Timbra's own commands. No filesystem, shell, HTTP or other plugin access. Generated from src-tauri/src/ipc_list.rs.",
         "windows": ["main"],
         "permissions": permissions,
     });

@@ -64,6 +64,15 @@ macro_rules! ipc_surface {
                 record_payment(invoice_id: i64, payment: PaymentInputDto) -> Recorded;
                 global_invoice_preview(periodicidad: String, desde: String, hasta: String) -> GlobalInvoicePreview;
                 create_global_invoice(periodicidad: String, desde: String, hasta: String) -> GlobalInvoiceResult;
+                record_ticket(sale_id: String, ticket: TicketDraftDto) -> Recorded;
+                tickets_of_day(day: Option<String>) -> DayTickets;
+                invoice_asides(invoice_ids: Vec<i64>) -> Vec<InvoiceAside>;
+                print_pdf(invoice_id: i64) -> SavedFileDto;
+                save_pdf_as(invoice_id: i64, path: String) -> SavedFileDto;
+                pdf_file_name(invoice_id: i64) -> String;
+                emisor_logo() -> Option<LogoInfo>;
+                save_logo(path: String) -> LogoInfo;
+                clear_logo() -> Option<LogoInfo>;
                 month_report(month: String) -> MonthReport;
                 export_month(month: String, format: MonthExportDto) -> SavedFileDto;
                 import_screening_list(path: String, list_date: Option<String>, skip_bad_lines: bool) -> ScreeningImport;

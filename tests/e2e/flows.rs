@@ -2102,3 +2102,155 @@ pub async fn acerca_y_diagnostico(app: &App) -> Res {
     app.wait_contains("[data-testid=update-error]", "no trae la llave").await?;
     Ok(())
 }
+
+/// SAT's UUID shape: 8-4-4-4-12 hexadecimal, upper case.
+fn is_uuid(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12])
+        && parts
+            .iter()
+            .all(|p| p.chars().all(|c| c.is_ascii_digit() || ('A'..='F').contains(&c)))
+}
+
+/// The start of a file, to tell a PDF.
+fn file_head(path: &std::path::Path) -> Res<Vec<u8>> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(bytes.into_iter().take(5).collect())
+}
+
+/// A cashier's day: three invoices in a row, each followed on the page until Timbrada (its
+/// name, Serie-Folio, as the invoice has it, and its UUID), printed, saved as PDF and shared
+/// by WhatsApp, then *Nueva factura* leaves every field blank; a counter ticket recorded with
+/// Enter goes into the day's factura global and shows *En factura global* in the Venta de
+/// mostrador, the Bandeja and its Factura page (never held or late).
+pub async fn mostrador_y_emitir(app: &App) -> Res {
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    let status = app.invoke("app_status", serde_json::json!({})).await?;
+    let business = status["emisor"]["nombre"].as_str().unwrap_or_default().to_string();
+    check(!business.is_empty(), "el emisor del sandbox tiene nombre")?;
+    app.go("#/emitir").await?;
+    let mut names = Vec::new();
+    for n in 0..3 {
+        app.type_into("input[name='receptor.rfc']", "URE180429TM6").await?;
+        app.type_into("input[name='receptor.nombre']", "UNIVERSIDAD ROBOTICA ESPAÑOLA")
+            .await?;
+        app.type_into("input[name='receptor.domicilio_fiscal']", "86991").await?;
+        app.select("select[name='receptor.regimen_fiscal']", "601").await?;
+        app.select("select[name='receptor.uso_cfdi']", "G01").await?;
+        app.type_into("input[name='conceptos[0].descripcion']", "Café de olla").await?;
+        app.type_into("input[name='conceptos[0].cantidad']", "2").await?;
+        app.type_into("input[name='conceptos[0].valor_unitario']", "50.00").await?;
+        app.click("[data-testid=emitir-submit]").await?;
+        // The page follows the sale until the PAC stamped it.
+        app.wait_text_for(
+            "[data-testid=emit-status]",
+            "Timbrada",
+            |t| t.contains("Timbrada"),
+            std::time::Duration::from_secs(30),
+        )
+        .await?;
+        let name = app.find("[data-testid=emit-name]").await?.text().await.map_err(|e| e.to_string())?;
+        let uuid = app.find("[data-testid=emit-uuid]").await?.text().await.map_err(|e| e.to_string())?;
+        check(is_uuid(uuid.trim()), format!("factura {}: UUID {uuid:?}", n + 1))?;
+        // The name shown is the invoice's own Serie-Folio.
+        let link = app.attr("[data-testid=recorded-link]", "href").await?.unwrap_or_default();
+        let id: i64 = link.rsplit('/').next().and_then(|x| x.parse().ok()).ok_or(format!("enlace {link:?}"))?;
+        let detail = app.invoke("invoice_detail", serde_json::json!({ "invoiceId": id })).await?;
+        let inv = &detail["invoice"];
+        let own: Vec<&str> = [inv["serie"].as_str(), inv["folio"].as_str()].into_iter().flatten().filter(|x| !x.is_empty()).collect();
+        check(
+            !name.trim().is_empty() && name.trim() == own.join("-"),
+            format!("factura {}: la página dice {name:?}; la factura es {:?}", n + 1, own.join("-")),
+        )?;
+        check(inv["uuid"].as_str() == Some(uuid.trim()), format!("UUID {uuid:?} vs {}", inv["uuid"]))?;
+        names.push(name.trim().to_string());
+
+        if n == 0 {
+            // Imprimir: the PDF opened with the system's viewer.
+            app.click("[data-testid=emit-print]").await?;
+            app.wait_contains("[data-testid=emit-done]", "visor de PDF").await?;
+            let opened = app.opened_files();
+            let pdf = opened.last().ok_or("Imprimir no abrió ningún archivo")?;
+            check(file_head(pdf)? == b"%PDF-", format!("{} no es un PDF", pdf.display()))?;
+            check(
+                pdf.file_name().is_some_and(|f| f.to_string_lossy().starts_with(&names[0])),
+                format!("el PDF {} lleva el nombre de la factura", pdf.display()),
+            )?;
+            // PDF: saved where the person chose in the save dialog.
+            let dest = app.dir().join(format!("{}.pdf", names[0]));
+            app.choose_next(&[&dest])?;
+            app.click("[data-testid=emit-pdf]").await?;
+            app.wait_contains("[data-testid=emit-done]", &names[0]).await?;
+            check(file_head(&dest)? == b"%PDF-", format!("{} no es un PDF", dest.display()))?;
+            // WhatsApp: the message names the business, the invoice, its total and UUID, and
+            // the page says which PDF to attach.
+            app.click("[data-testid=emit-whatsapp]").await?;
+            app.wait_contains("[data-testid=whatsapp-status]", "adjunte").await?;
+            let text = app
+                .find("[data-testid=whatsapp-text]")
+                .await?
+                .prop("value")
+                .await
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default();
+            for part in [business.as_str(), names[0].as_str(), uuid.trim(), "$116.00"] {
+                check(text.contains(part), format!("el mensaje para WhatsApp no dice {part:?}: {text:?}"))?;
+            }
+            app.screenshot("emitir-timbrada").await?;
+        }
+        // Nueva factura: every field blank, the customer search too.
+        app.click("[data-testid=emit-new]").await?;
+        for field in ["customer-search", "receptor.rfc", "receptor.nombre", "conceptos[0].descripcion"] {
+            let v = app.attr(&format!("#emitir-form [name='{field}']"), "value").await?.unwrap_or_default();
+            check(v.is_empty(), format!("{field} quedó con {v:?} tras Nueva factura"))?;
+        }
+    }
+    let distinct: std::collections::BTreeSet<&String> = names.iter().collect();
+    check(distinct.len() == 3, format!("tres facturas, tres nombres: {names:?}"))?;
+
+    // A counter ticket: typed and recorded with Enter.
+    app.go("#/mostrador").await?;
+    app.type_into("#mostrador-form input[name='lines[0].descripcion']", "Tamal de elote")
+        .await?;
+    app.type_into("#mostrador-form input[name='lines[0].cantidad']", "3").await?;
+    app.type_into("#mostrador-form input[name='lines[0].valor_unitario']", "20.00")
+        .await?;
+    keys(app, &ENTER.to_string()).await?;
+    app.wait_contains("[data-testid=ticket-recorded]", "$69.60").await?;
+    app.wait_contains("[data-testid=day-tickets]", "Espera la factura global").await?;
+    app.wait_contains("[data-testid=day-total]", "1 tickets · $69.60").await?;
+
+    // The day's factura global takes it.
+    app.go("#/global").await?;
+    app.click("[data-testid=global-preview]").await?;
+    app.wait_contains("[data-testid=global-tickets] h2", "Entran 1 tickets").await?;
+    app.click("[data-testid=global-create]").await?;
+    app.wait_contains("[data-testid=global-created]", "registrada con 1 tickets")
+        .await?;
+    let global = app.attr("[data-testid=global-created] a", "href").await?.unwrap_or_default();
+    let global_id = global.rsplit('/').next().unwrap_or_default().to_string();
+
+    // En factura global, at the counter, in the Bandeja and on the ticket's page.
+    app.go("#/mostrador").await?;
+    app.wait_contains("[data-testid=day-tickets] [data-testid=ticket-place]", "En factura global")
+        .await?;
+    app.go("#/bandeja").await?;
+    let row = "a.tr[data-sale-id^='ticket-']";
+    let text = app.wait_contains(row, "En factura global").await?;
+    check(
+        !text.contains("Detenida") && !text.contains("Fuera de las 72 h"),
+        format!("el ticket no está detenido ni fuera de plazo: {text:?}"),
+    )?;
+    app.click(row).await?;
+    app.wait_contains("[data-testid=factura-ticket]", "En factura global").await?;
+    let place = app.attr("[data-testid=factura-ticket] a", "href").await?.unwrap_or_default();
+    check(
+        place.ends_with(&format!("/factura/{global_id}")),
+        format!("el enlace lleva a la factura global {global_id}: {place:?}"),
+    )?;
+    check(
+        !app.find("[data-testid=factura-head]").await?.text().await.map_err(|e| e.to_string())?.contains("Fuera de las 72 h"),
+        "la página del ticket no dice Fuera de las 72 h",
+    )?;
+    Ok(())
+}

@@ -170,6 +170,8 @@ impl App {
             .env("TIMBRA_LOG", "warn")
             // WebDriver cannot drive a native dialog: the app's chooser answers from this file.
             .env("TIMBRA_E2E_FILE_CHOOSER", &chooser)
+            // Nor see a PDF viewer: *Imprimir* logs the file it would open (test-only).
+            .env("TIMBRA_E2E_OPENER", dir.path().join("visor-de-pdf.txt"))
             .envs(extra_env.iter().filter(|(_, v)| !v.is_empty()).copied())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
@@ -242,6 +244,13 @@ impl App {
     pub fn choose_next(&self, files: &[&Path]) -> Res {
         let text: String = files.iter().map(|f| format!("{}\n", f.display())).collect();
         std::fs::write(&self.chooser, text).map_err(|e| format!("{}: {e}", self.chooser.display()))
+    }
+
+    /// Every file *Imprimir* opened with the system's viewer so far, in order (the app's E2E
+    /// stand-in: `TIMBRA_E2E_OPENER`, see src-tauri/src/commands/counter.rs).
+    pub fn opened_files(&self) -> Vec<PathBuf> {
+        let text = std::fs::read_to_string(self.dir.path().join("visor-de-pdf.txt")).unwrap_or_default();
+        text.lines().filter(|l| !l.trim().is_empty()).map(PathBuf::from).collect()
     }
 
     /// The title of every native file chooser the app opened so far, in order.

@@ -63,6 +63,9 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
         Box::pin(flows::lista_69b_y_global(app))
     }),
     ("factura_global", flows::soporte_seat, |app| Box::pin(flows::factura_global(app))),
+    ("mostrador_y_emitir", flows::soporte_seat, |app| {
+        Box::pin(flows::mostrador_y_emitir(app))
+    }),
     ("linea_de_tiempo_en_palabras", flows::soporte_seat, |app| {
         Box::pin(flows::linea_de_tiempo_en_palabras(app))
     }),

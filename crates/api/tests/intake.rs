@@ -319,7 +319,7 @@ async fn reads_and_documents_of_a_stamped_sale(backend: Backend) {
     let xml = w.outbox.cfdi_xml(&uuid).await.unwrap().unwrap();
     assert_eq!(
         pdf.to_vec(),
-        pdf::render(&xml, &pdf::RenderOptions { sandbox: true }).unwrap(),
+        pdf::render(&xml, &pdf::RenderOptions { sandbox: true, logo: None }).unwrap(),
         "sandbox mark on"
     );
     s.stop().await;

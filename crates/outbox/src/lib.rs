@@ -20,7 +20,7 @@
 //!   repository;
 //! - [`engine`]: the drain and what it works with — [`drain`], [`cancel_step`],
 //!   [`facturapi_lane`], [`pacs`], [`attempts`], [`actions`], [`facts`];
-//! - [`fiscal`]: the workflows around a sale — [`payments`], [`global_invoice`],
+//! - [`fiscal`]: the workflows around a sale — [`payments`], [`global_invoice`], [`counter`],
 //!   `fiscal_intake`, [`reports`], [`screening`], [`duplicates`], [`reconciliation`],
 //!   [`history_gap`], [`dashboard`], [`follow_up`], [`exchange_rates`];
 //! - [`channels`]: how sales arrive and documents leave — [`api_tokens`], [`webhooks`],
@@ -28,7 +28,7 @@
 //!   in `crates/api`);
 //! - [`master_data`]: [`customers`], [`products`], [`master_csv`] (a sale copies what it uses,
 //!   so edits never reach it);
-//! - [`ops`]: [`settings`], [`location`], [`backup`], [`backup_schedule`],
+//! - [`ops`]: [`settings`], [`logo`], [`location`], [`backup`], [`backup_schedule`],
 //!   [`role_credentials`], [`workers`], [`changes`];
 //! - [`channel_rows`] (the rows of the channels, which the drain writes too), [`clock`],
 //!   [`error`].
@@ -49,10 +49,10 @@ pub mod store;
 pub use channels::{api_tokens, email, file_input, webhooks};
 pub use engine::{actions, attempts, cancel_step, drain, facts, facturapi_lane, pacs};
 pub use fiscal::{
-    dashboard, duplicates, exchange_rates, follow_up, global_invoice, history_gap, payments, reconciliation, reports, screening,
+    counter, dashboard, duplicates, exchange_rates, follow_up, global_invoice, history_gap, payments, reconciliation, reports, screening,
 };
 pub use master_data::{customers, master_csv, products};
-pub use ops::{backup, backup_schedule, changes, location, role_credentials, settings, workers};
+pub use ops::{backup, backup_schedule, changes, location, logo, role_credentials, settings, workers};
 
 // The pure rules live in `crates/rules`; their modules keep their paths here.
 pub use rules::{actor, cancellation, code_enum, csd_validity, evidence, intake, model, strategy, timeline_words};

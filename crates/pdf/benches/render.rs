@@ -24,7 +24,7 @@ fn bench(c: &mut Criterion) {
     for (name, xml) in &docs {
         for sandbox in [false, true] {
             let id = BenchmarkId::new(if sandbox { "render-sandbox" } else { "render" }, name);
-            let opts = RenderOptions { sandbox };
+            let opts = RenderOptions { sandbox, logo: None };
             g.bench_function(id, |b| {
                 b.iter(|| std::hint::black_box(pdf::render(xml.as_bytes(), &opts).expect("renders")))
             });

@@ -3,7 +3,7 @@
 //! Owns the translation of [`Op`]s into PDF content: text as embedded, subsetted DejaVu
 //! (krilla writes a CID font with a ToUnicode map, so the text can be searched, copied and
 //! extracted), rectangles and QR modules as filled vector paths, the sandbox mark as rotated
-//! translucent outlines. Document metadata (title, language `es-MX`, creator) is set; no clock is
+//! translucent outlines, the emisor's logo as an image (PNG or JPEG, decoded by krilla). Document metadata (title, language `es-MX`, creator) is set; no clock is
 //! read, so the same XML always gives the same bytes.
 
 use krilla::color::rgb;
@@ -94,6 +94,20 @@ fn draw(surface: &mut Surface<'_>, fonts: &Fonts, op: &Op) {
             }
         }
         Op::Qr { x, y, size, code } => qr(surface, *x, *y, *size, code),
+        Op::Image {
+            x,
+            y,
+            width,
+            height,
+            logo,
+        } => {
+            let (Some(image), Some(size)) = (logo.image(), krilla::geom::Size::from_wh(*width, *height)) else {
+                return;
+            };
+            surface.push_transform(&Transform::from_translate(*x, *y));
+            surface.draw_image(image, size);
+            surface.pop();
+        }
         Op::Watermark { text } => watermark(surface, fonts, text),
     }
 }

@@ -51,6 +51,14 @@ pub enum Op {
     },
     /// A QR code, `size` points square, top-left at (`x`, `y`).
     Qr { x: f32, y: f32, size: f32, code: Arc<QrMatrix> },
+    /// The emisor's logo, `width`×`height` points, top-left at (`x`, `y`).
+    Image {
+        x: f32,
+        y: f32,
+        width: f32,
+        height: f32,
+        logo: Arc<crate::Logo>,
+    },
     /// The sandbox mark across the whole page.
     Watermark { text: String },
 }
@@ -59,7 +67,7 @@ impl Op {
     fn translated(&self, dx: f32, dy: f32) -> Op {
         let mut op = self.clone();
         match &mut op {
-            Op::Text { x, y, .. } | Op::Rect { x, y, .. } | Op::Qr { x, y, .. } => {
+            Op::Text { x, y, .. } | Op::Rect { x, y, .. } | Op::Qr { x, y, .. } | Op::Image { x, y, .. } => {
                 *x += dx;
                 *y += dy;
             }

@@ -57,6 +57,48 @@ pub struct RenderOptions {
     /// A document from the sandbox (test CSD, simulated PAC): every page carries a large
     /// "SIN VALIDEZ FISCAL" mark.
     pub sandbox: bool,
+    /// The emisor's logo, at the top left of the first page.
+    pub logo: Option<Logo>,
+}
+
+/// The largest box the logo is fitted into (its proportions kept), in points.
+pub const LOGO_BOX: (f32, f32) = (160.0, 56.0);
+
+/// The emisor's logo: a PNG or a JPEG file as it was chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Logo {
+    bytes: Vec<u8>,
+}
+
+impl Logo {
+    /// A logo from a file's bytes; None unless it is a PNG or a JPEG whose header reads (the
+    /// picture itself is decoded when the PDF is written; a logo that does not decode is left
+    /// off, see [`render`]).
+    pub fn new(bytes: Vec<u8>) -> Option<Logo> {
+        let logo = Logo { bytes };
+        logo.image().map(|_| logo)
+    }
+
+    pub(crate) fn image(&self) -> Option<krilla::image::Image> {
+        let data = krilla::Data::from(self.bytes.clone());
+        if self.bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+            krilla::image::Image::from_png(data, true).ok()
+        } else if self.bytes.starts_with(&[0xFF, 0xD8]) {
+            krilla::image::Image::from_jpeg(data, true).ok()
+        } else {
+            None
+        }
+    }
+
+    /// Its size on the page: fitted into [`LOGO_BOX`], proportions kept.
+    pub fn size(&self) -> Option<(f32, f32)> {
+        let (w, h) = self.image()?.size();
+        if w == 0 || h == 0 {
+            return None;
+        }
+        let scale = (LOGO_BOX.0 / w as f32).min(LOGO_BOX.1 / h as f32);
+        Some((w as f32 * scale, h as f32 * scale))
+    }
 }
 
 /// Why a document could not be rendered.
@@ -85,15 +127,25 @@ pub enum PdfError {
     Pdf(String),
 }
 
-/// Renders a stamped CFDI 4.0 (UTF-8 XML) as its PDF representación impresa.
+/// Renders a stamped CFDI 4.0 (UTF-8 XML) as its PDF representación impresa. A logo whose
+/// picture does not decode is left off (the PDF is rendered again without it): a logo is never
+/// the reason an invoice has no PDF.
 pub fn render(xml: &[u8], opts: &RenderOptions) -> Result<Vec<u8>, PdfError> {
+    match render_with(xml, opts.sandbox, opts.logo.as_ref()) {
+        Err(PdfError::Pdf(_)) if opts.logo.is_some() => render_with(xml, opts.sandbox, None),
+        r => r,
+    }
+}
+
+fn render_with(xml: &[u8], sandbox: bool, logo: Option<&Logo>) -> Result<Vec<u8>, PdfError> {
     let doc = cfdi::xml::Document::parse(xml)?;
     let invoice = invoice::Invoice::read(&doc)?;
     let qr = Arc::new(qr::matrix(&invoice.expresion_impresa)?);
     let fonts = text::Fonts::load()?;
-    let (flows, running) = sections::build(&fonts, &invoice, qr);
+    let logo = logo.and_then(|l| l.size().map(|size| (Arc::new(l.clone()), size)));
+    let (flows, running) = sections::build(&fonts, &invoice, qr, logo);
     let mut pages = layout::paginate(&flows, &running);
-    sections::frame(&fonts, &mut pages, opts.sandbox);
+    sections::frame(&fonts, &mut pages, sandbox);
     let mut title = invoice.title().to_string();
     if let Some(sf) = invoice.serie_folio() {
         title.push(' ');

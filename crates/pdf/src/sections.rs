@@ -46,11 +46,13 @@ pub const SIN_VALIDEZ: &str = "SIN VALIDEZ FISCAL";
 struct Builder<'a> {
     fonts: &'a Fonts,
     inv: &'a Invoice,
+    /// The emisor's logo and its size on the page (points).
+    logo: Option<(Arc<crate::Logo>, (f32, f32))>,
 }
 
 /// Everything on the pages, in order, and the running header for pages after the first.
-pub fn build(fonts: &Fonts, inv: &Invoice, qr: Arc<QrMatrix>) -> (Vec<Flow>, Vec<Piece>) {
-    let b = Builder { fonts, inv };
+pub fn build(fonts: &Fonts, inv: &Invoice, qr: Arc<QrMatrix>, logo: Option<(Arc<crate::Logo>, (f32, f32))>) -> (Vec<Flow>, Vec<Piece>) {
+    let b = Builder { fonts, inv, logo };
     let mut flows = vec![Flow::Group(b.header()), Flow::Gap(8.0), Flow::Group(b.receptor()), Flow::Gap(6.0)];
     flows.push(Flow::Group(b.datos_de_pago()));
     if let Some(g) = b.relacionados() {
@@ -146,6 +148,19 @@ fn shift(op: Op, dx: f32, dy: f32) -> Op {
             size,
             code,
         },
+        Op::Image {
+            x,
+            y,
+            width,
+            height,
+            logo,
+        } => Op::Image {
+            x: x + dx,
+            y: y + dy,
+            width,
+            height,
+            logo,
+        },
         w @ Op::Watermark { .. } => w,
     }
 }
@@ -212,10 +227,12 @@ impl Builder<'_> {
         }
         left.extend(self.field("Lugar de expedición (C.P.)", &s.lugar_expedicion, lw));
 
-        let mut right = self.wrap(
-            &[Span::new(inv.title().to_uppercase(), Style::new(FontKind::Bold, 13.0, ACCENT))],
-            rin,
-        );
+        // The document's name leads: its kind and Serie-Folio ("FACTURA F-1042").
+        let heading = match inv.serie_folio() {
+            Some(sf) => format!("{} {sf}", inv.title().to_uppercase()),
+            None => inv.title().to_uppercase(),
+        };
+        let mut right = self.wrap(&[Span::new(heading, Style::new(FontKind::Bold, 13.0, ACCENT))], rin);
         if let Some(sf) = inv.serie_folio() {
             right.extend(self.field("Serie y folio", &sf, rin));
         }
@@ -233,6 +250,22 @@ impl Builder<'_> {
         ]));
         pieces.push(Piece::space(6.0));
         paint_all(&mut pieces, rx, rw, SHADE);
+        // The emisor's logo above the emisor's name, in its own strip.
+        if let Some((logo, (width, height))) = &self.logo {
+            pieces.insert(
+                0,
+                Piece {
+                    height: height + 4.0,
+                    ops: vec![Op::Image {
+                        x: 0.0,
+                        y: 0.0,
+                        width: *width,
+                        height: *height,
+                        logo: logo.clone(),
+                    }],
+                },
+            );
+        }
         pieces
     }
 

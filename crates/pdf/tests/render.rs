@@ -271,3 +271,71 @@ fn the_same_xml_gives_the_same_bytes() {
     let xml = common::pago();
     assert_eq!(render(&xml, true), render(&xml, true));
 }
+
+/// The images `pdfimages -list` finds: (page, width, height) in pixels.
+fn images(pdf: &[u8], dir: &std::path::Path) -> Vec<(usize, u32, u32)> {
+    let file = dir.join("images.pdf");
+    std::fs::write(&file, pdf).expect("write pdf");
+    let out = std::process::Command::new("pdfimages").arg("-list").arg(&file).output().expect("pdfimages (poppler-utils)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .skip(2)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // page num type width height … ; the alpha of a PNG is its own "smask" row.
+            (f.len() > 4 && f[2] == "image").then(|| (f[0].parse().ok(), f[3].parse().ok(), f[4].parse().ok()))
+        })
+        .filter_map(|(p, w, h)| Some((p?, w?, h?)))
+        .collect()
+}
+
+#[test]
+fn the_emisor_logo_and_the_serie_folio_head_the_first_page() {
+    let dir = tmp();
+    let xml = common::ingreso();
+    let plain = render(&xml, false);
+    assert!(images(&plain, dir.path()).is_empty(), "no logo, no image");
+    // A logo: the invoice itself, rasterized small by poppler (a real PNG and a real JPEG).
+    let png = std::fs::read(common::png(&plain, dir.path(), 1, 12, "logo")).expect("png");
+    let jpeg_file = dir.path().join("logo-jpeg");
+    let run = std::process::Command::new("pdftoppm")
+        .args(["-r", "12", "-jpeg", "-f", "1", "-l", "1", "-singlefile"])
+        .arg(dir.path().join("logo.pdf"))
+        .arg(&jpeg_file)
+        .status()
+        .expect("pdftoppm");
+    assert!(run.success());
+    let jpeg = std::fs::read(dir.path().join("logo-jpeg.jpg")).expect("jpeg");
+    for (kind, bytes) in [("png", png), ("jpeg", jpeg)] {
+        let logo = pdf::Logo::new(bytes).unwrap_or_else(|| panic!("{kind}: a logo"));
+        let with = pdf::render(
+            xml.as_bytes(),
+            &pdf::RenderOptions {
+                sandbox: false,
+                logo: Some(logo),
+            },
+        )
+        .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        // US Letter at 12 dpi: 102 × 132 pixels, on page 1 only.
+        assert_eq!(images(&with, dir.path()), vec![(1, 102, 132)], "{kind}");
+        let text = pdftotext(&with, dir.path());
+        check_common(&xml, &text, dir.path(), &with);
+        assert_no_overlaps(&with, dir.path());
+    }
+    // The document's name leads the header: its kind and Serie-Folio, as the XML has them.
+    let doc = Document::parse(xml.as_bytes()).expect("xml");
+    let summary = cfdi::read::summary(&doc).expect("summary");
+    let name = format!("FACTURA {}-{}", summary.serie.expect("Serie"), summary.folio.expect("Folio"));
+    assert!(has(&pdftotext(&plain, dir.path()), &name), "{name}");
+
+    // A PNG header with no picture behind it: the PDF is made without the logo.
+    let mut broken = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\0\x10\0\0\0\x10\x08\x02\0\0\0".to_vec();
+    broken.extend_from_slice(&[0; 40]);
+    if let Some(logo) = pdf::Logo::new(broken) {
+        let out = pdf::render(xml.as_bytes(), &pdf::RenderOptions { sandbox: false, logo: Some(logo) }).expect("a PDF without the logo");
+        assert!(images(&out, dir.path()).is_empty());
+    }
+    // Not a picture at all: no logo.
+    assert!(pdf::Logo::new(b"%PDF-1.7 no es imagen".to_vec()).is_none());
+}

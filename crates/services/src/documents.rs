@@ -1,4 +1,5 @@
-//! The documents of a stamped invoice: its PDF representación impresa (`pdf::render`).
+//! The documents of a stamped invoice: its PDF representación impresa (`pdf::render`), with
+//! the emisor's logo when one is set (Ajustes › Emisor) for an invoice's own PDF.
 //!
 //! **The one sandbox rule**: a PDF carries the mark "SIN VALIDEZ FISCAL" exactly when the
 //! emisor RFC its XML names is SAT's test RFC [`SANDBOX_RFC`]. The document decides, not the
@@ -25,9 +26,17 @@ pub fn is_sandbox(xml: &[u8]) -> bool {
     emisor_rfc(xml).is_some_and(|r| r.trim().eq_ignore_ascii_case(SANDBOX_RFC))
 }
 
-/// The options every PDF of this CFDI is rendered with.
+/// The options every PDF of this CFDI is rendered with (no logo).
 pub fn render_options(xml: &[u8]) -> pdf::RenderOptions {
-    pdf::RenderOptions { sandbox: is_sandbox(xml) }
+    pdf::RenderOptions {
+        sandbox: is_sandbox(xml),
+        logo: None,
+    }
+}
+
+/// The emisor's logo as the PDF takes it (Ajustes › Emisor), if one is set and reads.
+pub async fn emisor_logo(outbox: &Outbox) -> Result<Option<pdf::Logo>, ServiceError> {
+    Ok(outbox.emisor_logo().await?.and_then(|l| pdf::Logo::new(l.bytes)))
 }
 
 /// The PDF of a stamped CFDI (with the sandbox mark for [`SANDBOX_RFC`]).
@@ -53,9 +62,21 @@ pub async fn invoice_xml(outbox: &Outbox, invoice: &InvoiceRef) -> Result<(Strin
     Ok(outbox.stamped_xml(invoice).await?)
 }
 
-/// The PDF of an invoice's stamped CFDI: `(UUID, PDF)`.
+/// The PDF of an invoice's stamped CFDI, with the emisor's logo: `(UUID, PDF)`.
 pub async fn invoice_pdf(outbox: &Outbox, invoice: &InvoiceRef) -> Result<(String, Vec<u8>), ServiceError> {
     let (uuid, xml) = outbox.stamped_xml(invoice).await?;
-    let pdf = pdf_of(&uuid, &xml)?;
+    let opts = pdf::RenderOptions {
+        logo: emisor_logo(outbox).await?,
+        ..render_options(&xml)
+    };
+    let pdf = pdf::render(&xml, &opts).map_err(|e| ServiceError::Pdf {
+        uuid: uuid.clone(),
+        message: e.to_string(),
+    })?;
     Ok((uuid, pdf))
+}
+
+/// The size a logo file would print at, or None when the PDF renderer cannot read it.
+pub fn logo_size(bytes: &[u8]) -> Option<(f32, f32)> {
+    pdf::Logo::new(bytes.to_vec())?.size()
 }

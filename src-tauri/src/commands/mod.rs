@@ -51,6 +51,7 @@ async fn restart_drain(app: &AppHandle, ready: &Ready) {
 }
 
 mod backups;
+mod counter;
 mod desk;
 mod documents;
 mod duplicates;
@@ -66,6 +67,7 @@ mod support;
 mod tests;
 
 pub use backups::*;
+pub use counter::*;
 pub use desk::*;
 pub use documents::*;
 pub use duplicates::*;

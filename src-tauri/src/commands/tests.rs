@@ -252,3 +252,79 @@ async fn the_app_backs_up_on_its_schedule_and_names_a_bad_policy() {
     assert_eq!(st.newest, Some(clock.now().to_rfc3339()));
     assert!(st.last_error.is_none());
 }
+
+/// A valid PNG of `w`×1 grey pixels (stored, uncompressed zlib), written by hand.
+fn tiny_png(w: u32) -> Vec<u8> {
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut c = 0xFFFF_FFFFu32;
+        for &b in bytes {
+            c ^= u32::from(b);
+            for _ in 0..8 {
+                c = if c & 1 == 1 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            }
+        }
+        !c
+    }
+    fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let mut body = kind.to_vec();
+        body.extend_from_slice(data);
+        out.extend_from_slice(&body);
+        out.extend_from_slice(&crc32(&body).to_be_bytes());
+    }
+    let mut ihdr = w.to_be_bytes().to_vec();
+    ihdr.extend_from_slice(&1u32.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 0, 0, 0, 0]); // 8-bit grey, no interlace
+    let raw: Vec<u8> = std::iter::once(0u8).chain((0..w).map(|i| (i * 37) as u8)).collect();
+    let (mut a, mut b) = (1u32, 0u32);
+    for &x in &raw {
+        a = (a + u32::from(x)) % 65521;
+        b = (b + a) % 65521;
+    }
+    let len = raw.len() as u16;
+    let mut z = vec![0x78, 0x01, 0x01];
+    z.extend_from_slice(&len.to_le_bytes());
+    z.extend_from_slice(&(!len).to_le_bytes());
+    z.extend_from_slice(&raw);
+    z.extend_from_slice(&((b << 16) | a).to_be_bytes());
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    chunk(&mut png, b"IHDR", &ihdr);
+    chunk(&mut png, b"IDAT", &z);
+    chunk(&mut png, b"IEND", &[]);
+    png
+}
+
+#[tokio::test]
+async fn the_logo_is_taken_from_a_png_and_refused_in_words_when_not_an_image() {
+    let (dir, _clock, ready, _) = desk().await;
+    let code = |r: &Res<outbox::logo::LogoInfo>| match r {
+        Err(e) => e.field_errors().unwrap_or_default().first().map(|f| (f.code.to_string(), f.message.clone())),
+        Ok(_) => None,
+    };
+    // A text file named like a picture: refused, in words, nothing stored.
+    let fake = dir.path().join("logo.png");
+    std::fs::write(&fake, "esto es texto, no una imagen").unwrap();
+    let r = set_logo_from(&ready, fake.to_str().unwrap()).await;
+    let (c, message) = code(&r).unwrap_or_else(|| panic!("refused: {r:?}"));
+    assert_eq!(c, "logo_no_es_imagen");
+    assert!(message.contains("no es una imagen PNG ni JPEG"), "{message}");
+    assert!(ready.outbox.emisor_logo().await.unwrap().is_none(), "nothing stored");
+    // Another kind of file: refused by its extension before it is read.
+    let gif = dir.path().join("logo.gif");
+    std::fs::write(&gif, b"GIF89a").unwrap();
+    assert_eq!(code(&set_logo_from(&ready, gif.to_str().unwrap()).await).map(|c| c.0).as_deref(), Some("archivo_extension"));
+
+    // A PNG: stored with its size, and the PDF renderer takes it.
+    let png = dir.path().join("Logo Tienda.PNG");
+    std::fs::write(&png, tiny_png(40)).unwrap();
+    let info = set_logo_from(&ready, png.to_str().unwrap()).await.expect("a PNG logo");
+    assert_eq!((info.format, info.width, info.height), (outbox::logo::LogoFormat::Png, 40, 1));
+    let stored = ready.outbox.emisor_logo().await.unwrap().expect("stored");
+    assert_eq!(stored.bytes, tiny_png(40));
+    assert!(services::documents::emisor_logo(&ready.outbox).await.unwrap().is_some());
+
+    // Personal may not change it.
+    ready.act_as(Role::Personal);
+    let r = set_logo_from(&ready, png.to_str().unwrap()).await;
+    assert!(matches!(r, Err(AppError::Outbox(outbox::OutboxError::Forbidden { .. }))), "{r:?}");
+}

@@ -1,7 +1,8 @@
 // A tiny hash router: #/bandeja, #/factura/<id>, #/emitir, #/emitir/nc/<id> and
 // #/emitir/sust/<id> (a credit note or a substitute of invoice <id>), #/ajustes and
 // #/ajustes/<section> (one of Ajustes' pages: equipo, emisor, pac…), #/tablero,
-// #/duplicados, #/global (factura global), #/reportes, #/clientes, #/productos.
+// #/duplicados, #/global (factura global), #/mostrador (venta de mostrador), #/reportes,
+// #/clientes, #/productos.
 export type Route =
   | { page: 'bandeja' }
   | { page: 'factura'; id: number }
@@ -10,6 +11,7 @@ export type Route =
   | { page: 'tablero' }
   | { page: 'duplicados' }
   | { page: 'global' }
+  | { page: 'mostrador' }
   | { page: 'reportes' }
   | { page: 'clientes' }
   | { page: 'productos' };
@@ -31,6 +33,7 @@ export function parseRoute(hash: string): Route {
     case 'tablero':
     case 'duplicados':
     case 'global':
+    case 'mostrador':
     case 'reportes':
     case 'clientes':
     case 'productos':

@@ -1,5 +1,6 @@
-//! The fiscal workflows around a sale: payments and their REP (`payments`), tickets and the factura global (`global_invoice`), their intake links (`fiscal_intake`), the contador's month (`reports`), SAT's 69-B list (`screening`), duplicates and their decisions (`duplicates`), CFDIs imported from anywhere (`reconciliation`), the gap a restore leaves (`history_gap`) and the Tablero (`dashboard`), SAT's reference exchange rates for the TipoCambio band (`exchange_rates`), and what follows a stamped CFDI (`follow_up`: credit notes, substitutes).
+//! The fiscal workflows around a sale: payments and their REP (`payments`), tickets and the factura global (`global_invoice`), the counter's day of tickets and what a list row needs beyond its columns (`counter`), their intake links (`fiscal_intake`), the contador's month (`reports`), SAT's 69-B list (`screening`), duplicates and their decisions (`duplicates`), CFDIs imported from anywhere (`reconciliation`), the gap a restore leaves (`history_gap`) and the Tablero (`dashboard`), SAT's reference exchange rates for the TipoCambio band (`exchange_rates`), and what follows a stamped CFDI (`follow_up`: credit notes, substitutes).
 
+pub mod counter;
 pub mod dashboard;
 pub mod duplicates;
 pub mod exchange_rates;

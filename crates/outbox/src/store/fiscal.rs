@@ -184,4 +184,86 @@ impl AnyStore {
             }))
         })
     }
+
+    /// The live document of each ticket among `ticket_ids` that is in one (the Bandeja's and
+    /// the Venta de mostrador's *En factura global F-…*).
+    pub async fn ticket_documents(&self, ticket_ids: &[i64]) -> Result<Vec<TicketDocumentRow>> {
+        let ids = serde_json::to_string(ticket_ids).map_err(|e| OutboxError::Database(e.to_string()))?;
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("ticket_documents"))
+                .bind(&ids)
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter()
+                .map(|r| {
+                    Ok(TicketDocumentRow {
+                        ticket_invoice_id: get(r, "ticket_invoice_id")?,
+                        document_invoice_id: get(r, "document_invoice_id")?,
+                        kind: get(r, "kind")?,
+                        serie: get(r, "serie")?,
+                        folio: get(r, "folio")?,
+                        uuid: get(r, "uuid")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// The recorded sale (canonical JSON) of each payment among `invoice_ids`.
+    pub async fn payment_sales(&self, invoice_ids: &[i64]) -> Result<Vec<(i64, String)>> {
+        let ids = serde_json::to_string(invoice_ids).map_err(|e| OutboxError::Database(e.to_string()))?;
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("payment_sales"))
+                .bind(&ids)
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter().map(|r| Ok((get(r, "invoice_id")?, get(r, "body")?))).collect()
+        })
+    }
+
+    /// The tickets of local day `day` (`AAAA-MM-DD`), in the order they were recorded.
+    pub async fn tickets_of_day(&self, day: &str) -> Result<Vec<DayTicketRow>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("tickets_of_day"))
+                .bind(day)
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter()
+                .map(|r| {
+                    Ok(DayTicketRow {
+                        invoice_id: get(r, "invoice_id")?,
+                        sale_id: get(r, "sale_id")?,
+                        total: get(r, "total")?,
+                        occurred_at: get(r, "occurred_at")?,
+                        body: get(r, "body")?,
+                    })
+                })
+                .collect()
+        })
+    }
+}
+
+/// A ticket's live document, with its name (Serie, Folio) and UUID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TicketDocumentRow {
+    pub ticket_invoice_id: i64,
+    pub document_invoice_id: i64,
+    /// `global` or `named`.
+    pub kind: String,
+    pub serie: Option<String>,
+    pub folio: Option<String>,
+    pub uuid: Option<String>,
+}
+
+/// A ticket of a day as recorded (its sale as canonical JSON).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DayTicketRow {
+    pub invoice_id: i64,
+    pub sale_id: String,
+    pub total: String,
+    pub occurred_at: String,
+    pub body: String,
 }

@@ -53,6 +53,7 @@ mod channels;
 mod duplicates;
 mod engine;
 mod fiscal;
+pub use fiscal::{DayTicketRow, TicketDocumentRow};
 mod intake;
 mod master_data;
 pub mod migrations;

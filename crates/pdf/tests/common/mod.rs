@@ -120,7 +120,7 @@ pub fn many(n: usize) -> String {
 }
 
 pub fn render(xml: &str, sandbox: bool) -> Vec<u8> {
-    pdf::render(xml.as_bytes(), &pdf::RenderOptions { sandbox }).unwrap_or_else(|e| panic!("render: {e}"))
+    pdf::render(xml.as_bytes(), &pdf::RenderOptions { sandbox, logo: None }).unwrap_or_else(|e| panic!("render: {e}"))
 }
 
 fn run(cmd: &mut Command) -> Vec<u8> {

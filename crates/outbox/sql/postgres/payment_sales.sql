@@ -1,0 +1,7 @@
+-- The recorded sale of each payment (kind pago) among the JSON array $1 of invoice ids.
+SELECT i.id AS invoice_id, s.body
+FROM invoices i
+JOIN sales s ON s.id = i.sale_ref
+WHERE i.kind = 'pago'
+  AND i.id IN (SELECT (jsonb_array_elements_text($1::jsonb))::bigint)
+ORDER BY i.id
