@@ -103,7 +103,7 @@ describe('Emitir', () => {
     // After a success the next click is a new sale, with its own occurred_at.
     await fill('URE180429TM6');
     await submit();
-    await waitFor(() => expect(screen.getByTestId('emitir-recorded').textContent).toContain('registrada; se timbrará'));
+    await waitFor(() => expect(screen.getByTestId('emitir-recorded').textContent).toContain('Factura registrada'));
     const fourth = records(calls)[3];
     expect(fourth.args.saleId).toBe('emitir-id-2');
     expect((fourth.args.draft as { occurred_at: string }).occurred_at).toBe('2026-11-29T12:03:00');

@@ -24,6 +24,7 @@ import type { Dashboard } from './bindings/Dashboard';
 import type { DatabaseDto } from './bindings/DatabaseDto';
 import type { DatabaseInputDto } from './bindings/DatabaseInputDto';
 import type { DatabaseProbeDto } from './bindings/DatabaseProbeDto';
+import type { DayTickets } from './bindings/DayTickets';
 import type { DemoLoadedDto } from './bindings/DemoLoadedDto';
 import type { DrainProgress } from './bindings/DrainProgress';
 import type { DrainSettings } from './bindings/DrainSettings';
@@ -39,11 +40,13 @@ import type { FoundCfdiDto } from './bindings/FoundCfdiDto';
 import type { GlobalInvoicePreview } from './bindings/GlobalInvoicePreview';
 import type { GlobalInvoiceResult } from './bindings/GlobalInvoiceResult';
 import type { ImportReport } from './bindings/ImportReport';
+import type { InvoiceAside } from './bindings/InvoiceAside';
 import type { InvoiceBalance } from './bindings/InvoiceBalance';
 import type { InvoiceChangedDto } from './bindings/InvoiceChangedDto';
 import type { InvoiceDetailDto } from './bindings/InvoiceDetailDto';
 import type { InvoicePage } from './bindings/InvoicePage';
 import type { ListQueryDto } from './bindings/ListQueryDto';
+import type { LogoInfo } from './bindings/LogoInfo';
 import type { MonthExportDto } from './bindings/MonthExportDto';
 import type { MonthReport } from './bindings/MonthReport';
 import type { Note } from './bindings/Note';
@@ -66,6 +69,7 @@ import type { SeatDto } from './bindings/SeatDto';
 import type { SeatInputDto } from './bindings/SeatInputDto';
 import type { SecretText } from './bindings/SecretText';
 import type { SmtpInputDto } from './bindings/SmtpInputDto';
+import type { TicketDraftDto } from './bindings/TicketDraftDto';
 import type { UpdateInstalledDto } from './bindings/UpdateInstalledDto';
 import type { UpdateOfferDto } from './bindings/UpdateOfferDto';
 import type { UpdatesDto } from './bindings/UpdatesDto';
@@ -121,6 +125,15 @@ export const api = {
   recordPayment: (invoiceId: number, payment: PaymentInputDto) => call<Recorded>('record_payment', { invoiceId, payment }),
   globalInvoicePreview: (periodicidad: string, desde: string, hasta: string) => call<GlobalInvoicePreview>('global_invoice_preview', { periodicidad, desde, hasta }),
   createGlobalInvoice: (periodicidad: string, desde: string, hasta: string) => call<GlobalInvoiceResult>('create_global_invoice', { periodicidad, desde, hasta }),
+  recordTicket: (saleId: string, ticket: TicketDraftDto) => call<Recorded>('record_ticket', { saleId, ticket }),
+  ticketsOfDay: (day: string | null) => call<DayTickets>('tickets_of_day', { day }),
+  invoiceAsides: (invoiceIds: Array<number>) => call<Array<InvoiceAside>>('invoice_asides', { invoiceIds }),
+  printPdf: (invoiceId: number) => call<SavedFileDto>('print_pdf', { invoiceId }),
+  savePdfAs: (invoiceId: number, path: string) => call<SavedFileDto>('save_pdf_as', { invoiceId, path }),
+  pdfFileName: (invoiceId: number) => call<string>('pdf_file_name', { invoiceId }),
+  emisorLogo: () => call<LogoInfo | null>('emisor_logo'),
+  saveLogo: (path: string) => call<LogoInfo>('save_logo', { path }),
+  clearLogo: () => call<LogoInfo | null>('clear_logo'),
   monthReport: (month: string) => call<MonthReport>('month_report', { month }),
   exportMonth: (month: string, format: MonthExportDto) => call<SavedFileDto>('export_month', { month, format }),
   importScreeningList: (path: string, listDate: string | null, skipBadLines: boolean) => call<ScreeningImport>('import_screening_list', { path, listDate, skipBadLines }),
