@@ -2185,7 +2185,8 @@ pub async fn mostrador_y_emitir(app: &App) -> Res {
             // WhatsApp: the message names the business, the invoice, its total and UUID, and
             // the page says which PDF to attach.
             app.click("[data-testid=emit-whatsapp]").await?;
-            app.wait_contains("[data-testid=whatsapp-status]", "adjunte").await?;
+            let said = app.wait_contains("[data-testid=whatsapp-status]", "adjunte").await?;
+            check(said.contains("Mensaje copiado"), format!("el mensaje se copió al portapapeles: {said:?}"))?;
             let text = app
                 .find("[data-testid=whatsapp-text]")
                 .await?
@@ -2241,7 +2242,8 @@ pub async fn mostrador_y_emitir(app: &App) -> Res {
         !text.contains("Detenida") && !text.contains("Fuera de las 72 h"),
         format!("el ticket no está detenido ni fuera de plazo: {text:?}"),
     )?;
-    app.click(row).await?;
+    // Its sale cell opens the ticket (its state cell opens the factura global).
+    app.click(&format!("{row} span[role=cell]:first-child")).await?;
     app.wait_contains("[data-testid=factura-ticket]", "En factura global").await?;
     let place = app.attr("[data-testid=factura-ticket] a", "href").await?.unwrap_or_default();
     check(
