@@ -942,11 +942,78 @@ async fn a_credit_note_lowers_the_saldo_a_payment_writes(backend: Backend) {
     assert_eq!(w.ppd_open().await, vec!["pedido-300"]);
 }
 
+/// The counter's day (Venta de mostrador) and what list rows need beyond their columns: each
+/// ticket with its total and, once taken, its factura global; a payment's amount (its
+/// comprobante totals 0 XXX).
+async fn the_counter_day_and_what_rows_need_beyond_their_columns(backend: Backend) {
+    let w = world(backend).await;
+    let mut tickets = Vec::new();
+    for (n, valor) in ["10.00", "25.50", "7.25"].iter().enumerate() {
+        let r = w
+            .outbox
+            .record_sale_json(ticket(&format!("mostrador-{n}"), valor, "01").as_bytes(), None, &ana())
+            .await
+            .unwrap();
+        tickets.push(r.invoice_id);
+    }
+    let inv = w
+        .record(&ingreso("pedido-700", URE, "1000.00", &tax(Some("0.160000")), "PPD", "MXN"))
+        .await;
+    w.drain().await;
+    let pay = w.outbox.record_payment(&payment(&[inv], "500"), &ana()).await.unwrap().recorded.invoice_id;
+    w.drain().await;
+
+    let day = chrono::NaiveDateTime::parse_from_str(&local_now(), "%Y-%m-%dT%H:%M:%S")
+        .unwrap()
+        .date();
+    let d = w.outbox.tickets_of_day(day).await.unwrap();
+    assert_eq!(d.tickets.iter().map(|t| t.invoice_id).collect::<Vec<_>>(), tickets);
+    // Each ticket: 2 × valor × 1.16 (the fixture's two units with IVA).
+    let each: Vec<Decimal> = ["10.00", "25.50", "7.25"]
+        .iter()
+        .map(|v| cfdi::payment::round_money(Decimal::from(2) * dec(v) * dec("1.16"), 2))
+        .collect();
+    assert_eq!(d.tickets.iter().map(|t| dec(&t.total)).collect::<Vec<_>>(), each);
+    assert_eq!(dec(&d.total), each.iter().sum::<Decimal>());
+    assert!(d.tickets.iter().all(|t| t.document.is_none()), "no factura global yet");
+    assert!(w.outbox.tickets_of_day(day.pred_opt().unwrap()).await.unwrap().tickets.is_empty());
+
+    let mut ids = tickets.clone();
+    ids.extend([inv, pay]);
+    let asides = w.outbox.invoice_asides(&ids).await.unwrap();
+    // A payment's row: its Monto and currency; tickets waiting and the invoice: nothing to add.
+    assert_eq!(asides.len(), 1, "{asides:?}");
+    assert_eq!(asides[0].invoice_id, pay);
+    let amount = asides[0].payment.as_ref().expect("a payment's amount");
+    assert_eq!((dec(&amount.amount), amount.moneda.as_str()), (dec("500.00"), "MXN"));
+
+    // The day's factura global takes the tickets: each row names it.
+    let g = w.outbox.create_global_invoice("01", day, day, &ana()).await.unwrap();
+    let d = w.outbox.tickets_of_day(day).await.unwrap();
+    for t in &d.tickets {
+        let doc = t.document.as_ref().expect("in the factura global");
+        assert_eq!((doc.invoice_id, doc.kind), (g.recorded.invoice_id, outbox::counter::TicketDocumentKind::Global));
+    }
+    let asides = w.outbox.invoice_asides(&tickets).await.unwrap();
+    assert_eq!(asides.len(), 3);
+    assert!(asides
+        .iter()
+        .all(|a| a.ticket_document.as_ref().map(|d| d.invoice_id) == Some(g.recorded.invoice_id)));
+    w.drain().await;
+    let stamped = w.outbox.invoice_asides(&tickets[..1]).await.unwrap();
+    assert!(stamped[0].ticket_document.as_ref().and_then(|d| d.uuid.as_ref()).is_some(), "its UUID once stamped");
+
+    // A page at a time.
+    let many: Vec<i64> = (1..=501).collect();
+    assert!(matches!(w.outbox.invoice_asides(&many).await, Err(OutboxError::Invalid(_))));
+}
+
 crate::conformance!(
     ppd_invoice_paid_in_two_parts_then_a_payment_cancelled,
     a_credit_note_lowers_the_saldo_a_payment_writes,
     one_payment_for_two_invoices_and_a_usd_invoice_paid_in_mxn,
     thirty_tickets_of_a_day_make_one_global_invoice_once,
+    the_counter_day_and_what_rows_need_beyond_their_columns,
     month_report_totals_equal_the_stamped_xmls,
     listed_receptors_are_warned_about_and_bad_lines_are_named,
 );
