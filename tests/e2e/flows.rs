@@ -2154,15 +2154,26 @@ pub async fn mostrador_y_emitir(app: &App) -> Res {
         check(is_uuid(uuid.trim()), format!("factura {}: UUID {uuid:?}", n + 1))?;
         // The name shown is the invoice's own Serie-Folio.
         let link = app.attr("[data-testid=recorded-link]", "href").await?.unwrap_or_default();
-        let id: i64 = link.rsplit('/').next().and_then(|x| x.parse().ok()).ok_or(format!("enlace {link:?}"))?;
+        let id: i64 = link
+            .rsplit('/')
+            .next()
+            .and_then(|x| x.parse().ok())
+            .ok_or(format!("enlace {link:?}"))?;
         let detail = app.invoke("invoice_detail", serde_json::json!({ "invoiceId": id })).await?;
         let inv = &detail["invoice"];
-        let own: Vec<&str> = [inv["serie"].as_str(), inv["folio"].as_str()].into_iter().flatten().filter(|x| !x.is_empty()).collect();
+        let own: Vec<&str> = [inv["serie"].as_str(), inv["folio"].as_str()]
+            .into_iter()
+            .flatten()
+            .filter(|x| !x.is_empty())
+            .collect();
         check(
             !name.trim().is_empty() && name.trim() == own.join("-"),
             format!("factura {}: la página dice {name:?}; la factura es {:?}", n + 1, own.join("-")),
         )?;
-        check(inv["uuid"].as_str() == Some(uuid.trim()), format!("UUID {uuid:?} vs {}", inv["uuid"]))?;
+        check(
+            inv["uuid"].as_str() == Some(uuid.trim()),
+            format!("UUID {uuid:?} vs {}", inv["uuid"]),
+        )?;
         names.push(name.trim().to_string());
 
         if n == 0 {
@@ -2186,7 +2197,10 @@ pub async fn mostrador_y_emitir(app: &App) -> Res {
             // the page says which PDF to attach.
             app.click("[data-testid=emit-whatsapp]").await?;
             let said = app.wait_contains("[data-testid=whatsapp-status]", "adjunte").await?;
-            check(said.contains("Mensaje copiado"), format!("el mensaje se copió al portapapeles: {said:?}"))?;
+            check(
+                said.contains("Mensaje copiado"),
+                format!("el mensaje se copió al portapapeles: {said:?}"),
+            )?;
             let text = app
                 .find("[data-testid=whatsapp-text]")
                 .await?
@@ -2202,7 +2216,10 @@ pub async fn mostrador_y_emitir(app: &App) -> Res {
         // Nueva factura: every field blank, the customer search too.
         app.click("[data-testid=emit-new]").await?;
         for field in ["customer-search", "receptor.rfc", "receptor.nombre", "conceptos[0].descripcion"] {
-            let v = app.attr(&format!("#emitir-form [name='{field}']"), "value").await?.unwrap_or_default();
+            let v = app
+                .attr(&format!("#emitir-form [name='{field}']"), "value")
+                .await?
+                .unwrap_or_default();
             check(v.is_empty(), format!("{field} quedó con {v:?} tras Nueva factura"))?;
         }
     }
@@ -2251,7 +2268,12 @@ pub async fn mostrador_y_emitir(app: &App) -> Res {
         format!("el enlace lleva a la factura global {global_id}: {place:?}"),
     )?;
     check(
-        !app.find("[data-testid=factura-head]").await?.text().await.map_err(|e| e.to_string())?.contains("Fuera de las 72 h"),
+        !app.find("[data-testid=factura-head]")
+            .await?
+            .text()
+            .await
+            .map_err(|e| e.to_string())?
+            .contains("Fuera de las 72 h"),
         "la página del ticket no dice Fuera de las 72 h",
     )?;
     Ok(())

@@ -960,7 +960,13 @@ async fn the_counter_day_and_what_rows_need_beyond_their_columns(backend: Backen
         .record(&ingreso("pedido-700", URE, "1000.00", &tax(Some("0.160000")), "PPD", "MXN"))
         .await;
     w.drain().await;
-    let pay = w.outbox.record_payment(&payment(&[inv], "500"), &ana()).await.unwrap().recorded.invoice_id;
+    let pay = w
+        .outbox
+        .record_payment(&payment(&[inv], "500"), &ana())
+        .await
+        .unwrap()
+        .recorded
+        .invoice_id;
     w.drain().await;
 
     let day = chrono::NaiveDateTime::parse_from_str(&local_now(), "%Y-%m-%dT%H:%M:%S")
@@ -992,7 +998,10 @@ async fn the_counter_day_and_what_rows_need_beyond_their_columns(backend: Backen
     let d = w.outbox.tickets_of_day(day).await.unwrap();
     for t in &d.tickets {
         let doc = t.document.as_ref().expect("in the factura global");
-        assert_eq!((doc.invoice_id, doc.kind), (g.recorded.invoice_id, outbox::counter::TicketDocumentKind::Global));
+        assert_eq!(
+            (doc.invoice_id, doc.kind),
+            (g.recorded.invoice_id, outbox::counter::TicketDocumentKind::Global)
+        );
     }
     let asides = w.outbox.invoice_asides(&tickets).await.unwrap();
     assert_eq!(asides.len(), 3);
@@ -1001,7 +1010,10 @@ async fn the_counter_day_and_what_rows_need_beyond_their_columns(backend: Backen
         .all(|a| a.ticket_document.as_ref().map(|d| d.invoice_id) == Some(g.recorded.invoice_id)));
     w.drain().await;
     let stamped = w.outbox.invoice_asides(&tickets[..1]).await.unwrap();
-    assert!(stamped[0].ticket_document.as_ref().and_then(|d| d.uuid.as_ref()).is_some(), "its UUID once stamped");
+    assert!(
+        stamped[0].ticket_document.as_ref().and_then(|d| d.uuid.as_ref()).is_some(),
+        "its UUID once stamped"
+    );
 
     // A page at a time.
     let many: Vec<i64> = (1..=501).collect();

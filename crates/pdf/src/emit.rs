@@ -94,13 +94,7 @@ fn draw(surface: &mut Surface<'_>, fonts: &Fonts, op: &Op) {
             }
         }
         Op::Qr { x, y, size, code } => qr(surface, *x, *y, *size, code),
-        Op::Image {
-            x,
-            y,
-            width,
-            height,
-            logo,
-        } => {
+        Op::Image { x, y, width, height, logo } => {
             let (Some(image), Some(size)) = (logo.image(), krilla::geom::Size::from_wh(*width, *height)) else {
                 return;
             };

@@ -148,13 +148,7 @@ fn shift(op: Op, dx: f32, dy: f32) -> Op {
             size,
             code,
         },
-        Op::Image {
-            x,
-            y,
-            width,
-            height,
-            logo,
-        } => Op::Image {
+        Op::Image { x, y, width, height, logo } => Op::Image {
             x: x + dx,
             y: y + dy,
             width,

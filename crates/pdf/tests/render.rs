@@ -276,7 +276,11 @@ fn the_same_xml_gives_the_same_bytes() {
 fn images(pdf: &[u8], dir: &std::path::Path) -> Vec<(usize, u32, u32)> {
     let file = dir.join("images.pdf");
     std::fs::write(&file, pdf).expect("write pdf");
-    let out = std::process::Command::new("pdfimages").arg("-list").arg(&file).output().expect("pdfimages (poppler-utils)");
+    let out = std::process::Command::new("pdfimages")
+        .arg("-list")
+        .arg(&file)
+        .output()
+        .expect("pdfimages (poppler-utils)");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -333,7 +337,14 @@ fn the_emisor_logo_and_the_serie_folio_head_the_first_page() {
     let mut broken = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\0\x10\0\0\0\x10\x08\x02\0\0\0".to_vec();
     broken.extend_from_slice(&[0; 40]);
     if let Some(logo) = pdf::Logo::new(broken) {
-        let out = pdf::render(xml.as_bytes(), &pdf::RenderOptions { sandbox: false, logo: Some(logo) }).expect("a PDF without the logo");
+        let out = pdf::render(
+            xml.as_bytes(),
+            &pdf::RenderOptions {
+                sandbox: false,
+                logo: Some(logo),
+            },
+        )
+        .expect("a PDF without the logo");
         assert!(images(&out, dir.path()).is_empty());
     }
     // Not a picture at all: no logo.

@@ -59,7 +59,12 @@ pub async fn tickets_of_day(state: State<'_, AppState>, day: Option<String>) -> 
         Some(d) => chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
             .map_err(|_| AppError::validation("day", "fecha", format!("{d:?} no es una fecha AAAA-MM-DD")))?,
         None => {
-            let place = ready.outbox.emisor_settings().await?.map(|e| e.profile.lugar_expedicion).unwrap_or_default();
+            let place = ready
+                .outbox
+                .emisor_settings()
+                .await?
+                .map(|e| e.profile.lugar_expedicion)
+                .unwrap_or_default();
             cfdi::tz::local_at(ready.outbox.now(), &place).date()
         }
     };
@@ -138,7 +143,10 @@ fn chosen_pdf_path(path: &str) -> Res<PathBuf> {
         || !p.is_absolute()
         || p.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir))
     {
-        return Err(refuse("ruta_invalida", format!("la ruta {shown} no es absoluta o trae pasos . o ..")));
+        return Err(refuse(
+            "ruta_invalida",
+            format!("la ruta {shown} no es absoluta o trae pasos . o .."),
+        ));
     }
     let is_pdf = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("pdf"));
     let mut dest = p.to_path_buf();
@@ -245,8 +253,14 @@ mod tests {
         assert_eq!(chosen_pdf_path(bare.to_str().unwrap()).unwrap(), dir.path().join("factura.pdf"));
         assert_eq!(code(chosen_pdf_path("")), "requerido");
         assert_eq!(code(chosen_pdf_path("F-1.pdf")), "ruta_invalida");
-        assert_eq!(code(chosen_pdf_path(&format!("{}/../x.pdf", dir.path().display()))), "ruta_invalida");
-        assert_eq!(code(chosen_pdf_path(&format!("{}/nada/x.pdf", dir.path().display()))), "carpeta_inexistente");
+        assert_eq!(
+            code(chosen_pdf_path(&format!("{}/../x.pdf", dir.path().display()))),
+            "ruta_invalida"
+        );
+        assert_eq!(
+            code(chosen_pdf_path(&format!("{}/nada/x.pdf", dir.path().display()))),
+            "carpeta_inexistente"
+        );
         std::fs::create_dir(dir.path().join("c.pdf")).unwrap();
         assert_eq!(code(chosen_pdf_path(dir.path().join("c.pdf").to_str().unwrap())), "archivo_carpeta");
     }

@@ -298,7 +298,11 @@ fn tiny_png(w: u32) -> Vec<u8> {
 async fn the_logo_is_taken_from_a_png_and_refused_in_words_when_not_an_image() {
     let (dir, _clock, ready, _) = desk().await;
     let code = |r: &Res<outbox::logo::LogoInfo>| match r {
-        Err(e) => e.field_errors().unwrap_or_default().first().map(|f| (f.code.to_string(), f.message.clone())),
+        Err(e) => e
+            .field_errors()
+            .unwrap_or_default()
+            .first()
+            .map(|f| (f.code.to_string(), f.message.clone())),
         Ok(_) => None,
     };
     // A text file named like a picture: refused, in words, nothing stored.
@@ -312,7 +316,10 @@ async fn the_logo_is_taken_from_a_png_and_refused_in_words_when_not_an_image() {
     // Another kind of file: refused by its extension before it is read.
     let gif = dir.path().join("logo.gif");
     std::fs::write(&gif, b"GIF89a").unwrap();
-    assert_eq!(code(&set_logo_from(&ready, gif.to_str().unwrap()).await).map(|c| c.0).as_deref(), Some("archivo_extension"));
+    assert_eq!(
+        code(&set_logo_from(&ready, gif.to_str().unwrap()).await).map(|c| c.0).as_deref(),
+        Some("archivo_extension")
+    );
 
     // A PNG: stored with its size, and the PDF renderer takes it.
     let png = dir.path().join("Logo Tienda.PNG");
