@@ -452,7 +452,11 @@ async fn invoice_xml(State(state): State<ApiState>, id: Result<Path<String>, Pat
 
 async fn invoice_pdf(State(state): State<ApiState>, id: Result<Path<String>, PathRejection>) -> Result<Response, ApiError> {
     let (uuid, xml) = stamped(&state, id).await?;
-    let pdf = tokio::task::spawn_blocking(move || services::documents::render_pdf(&xml))
+    // The same PDF as the app's: with the emisor's logo.
+    let logo = services::documents::emisor_logo(&state.outbox)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "pdf", e.to_string()))?;
+    let pdf = tokio::task::spawn_blocking(move || services::documents::render_pdf_with(&xml, logo))
         .await
         .map_err(|e| {
             ApiError::new(

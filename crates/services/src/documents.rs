@@ -1,5 +1,6 @@
 //! The documents of a stamped invoice: its PDF representación impresa (`pdf::render`), with
-//! the emisor's logo when one is set (Ajustes › Emisor) for an invoice's own PDF.
+//! the emisor's logo when one is set (Ajustes › Emisor): every channel renders with it
+//! ([`render_pdf_with`]), so the same CFDI gets the same PDF everywhere.
 //!
 //! **The one sandbox rule**: a PDF carries the mark "SIN VALIDEZ FISCAL" exactly when the
 //! emisor RFC its XML names is SAT's test RFC [`SANDBOX_RFC`]. The document decides, not the
@@ -44,9 +45,21 @@ pub fn render_pdf(xml: &[u8]) -> Result<Vec<u8>, pdf::PdfError> {
     pdf::render(xml, &render_options(xml))
 }
 
-/// [`render_pdf`] with the error as text (the e-mail worker's renderer).
-pub fn render_pdf_text(xml: &[u8]) -> Result<Vec<u8>, String> {
-    render_pdf(xml).map_err(|e| e.to_string())
+/// [`render_pdf`] with the emisor's logo file (when one is set) and the error as text (the
+/// e-mail worker's renderer).
+pub fn render_pdf_text(xml: &[u8], logo: Option<&[u8]>) -> Result<Vec<u8>, String> {
+    render_pdf_with(xml, logo.and_then(|l| pdf::Logo::new(l.to_vec()))).map_err(|e| e.to_string())
+}
+
+/// [`render_pdf`] with the emisor's logo.
+pub fn render_pdf_with(xml: &[u8], logo: Option<pdf::Logo>) -> Result<Vec<u8>, pdf::PdfError> {
+    pdf::render(
+        xml,
+        &pdf::RenderOptions {
+            logo,
+            ..render_options(xml)
+        },
+    )
 }
 
 /// [`render_pdf`] with the failure naming the CFDI.
@@ -65,11 +78,7 @@ pub async fn invoice_xml(outbox: &Outbox, invoice: &InvoiceRef) -> Result<(Strin
 /// The PDF of an invoice's stamped CFDI, with the emisor's logo: `(UUID, PDF)`.
 pub async fn invoice_pdf(outbox: &Outbox, invoice: &InvoiceRef) -> Result<(String, Vec<u8>), ServiceError> {
     let (uuid, xml) = outbox.stamped_xml(invoice).await?;
-    let opts = pdf::RenderOptions {
-        logo: emisor_logo(outbox).await?,
-        ..render_options(&xml)
-    };
-    let pdf = pdf::render(&xml, &opts).map_err(|e| ServiceError::Pdf {
+    let pdf = render_pdf_with(&xml, emisor_logo(outbox).await?).map_err(|e| ServiceError::Pdf {
         uuid: uuid.clone(),
         message: e.to_string(),
     })?;

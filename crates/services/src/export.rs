@@ -35,6 +35,8 @@ pub struct Sink {
     tmp: PathBuf,
     zip: Option<Box<zip::ZipWriter<std::fs::File>>>,
     names: std::collections::BTreeSet<String>,
+    /// The emisor's logo on every PDF (as the app's).
+    logo: Option<pdf::Logo>,
 }
 
 impl Sink {
@@ -75,6 +77,7 @@ impl Sink {
             tmp,
             zip,
             names: Default::default(),
+            logo: None,
         })
     }
 
@@ -106,7 +109,13 @@ impl Sink {
 
     /// Adds a stamped CFDI: `UUID.xml`, then its PDF `UUID.pdf`; returns the name used.
     pub fn add_cfdi(&mut self, uuid: &str, xml: &[u8]) -> Result<String, ServiceError> {
-        let pdf = pdf_of(uuid, xml)?;
+        let pdf = match &self.logo {
+            None => pdf_of(uuid, xml)?,
+            Some(logo) => crate::documents::render_pdf_with(xml, Some(logo.clone())).map_err(|e| ServiceError::Pdf {
+                uuid: uuid.to_string(),
+                message: e.to_string(),
+            })?,
+        };
         let name = entry_name(uuid);
         self.add(&format!("{name}.xml"), xml)?;
         self.add(&format!("{name}.pdf"), &pdf)?;
@@ -185,7 +194,21 @@ pub fn write_all(
     total: usize,
     progress: &mut (dyn FnMut(&Progress) + Send),
 ) -> Result<Exported, ServiceError> {
+    write_all_with_logo(dest, docs, total, None, progress)
+}
+
+/// [`write_all`] with the emisor's logo on every PDF.
+pub fn write_all_with_logo(
+    dest: &Destination,
+    docs: impl IntoIterator<Item = (String, String, Vec<u8>)>,
+    total: usize,
+    logo: Option<pdf::Logo>,
+    progress: &mut (dyn FnMut(&Progress) + Send),
+) -> Result<Exported, ServiceError> {
     let mut w = Writer::open(dest, total)?;
+    if let Some(sink) = w.sink.as_mut() {
+        sink.logo = logo;
+    }
     for (sale_id, uuid, xml) in docs {
         w.add(sale_id, &uuid, &xml, progress)?;
     }
@@ -309,7 +332,11 @@ pub async fn export_documents(
 ) -> Result<Exported, ServiceError> {
     let (from, to) = days.fecha_bounds();
     let rows = outbox.stamped_between(&from, &to).await?;
+    let logo = crate::documents::emisor_logo(outbox).await?;
     let mut w = Writer::open(dest, rows.len())?;
+    if let Some(sink) = w.sink.as_mut() {
+        sink.logo = logo;
+    }
     for (invoice_id, sale_id, uuid) in rows {
         // One XML in memory at a time, however long the range.
         let (stored, xml) = match outbox.stamped_xml(&InvoiceRef::Id(invoice_id)).await {
@@ -336,5 +363,6 @@ pub async fn month_zip(outbox: &Outbox, year: i32, month: u32, dest: &Path, repl
         replace,
     };
     let items = docs.into_iter().map(|d| (format!("factura {}", d.invoice_id), d.uuid, d.xml));
-    write_all(&dest, items, total, &mut |_| {})
+    let logo = crate::documents::emisor_logo(outbox).await?;
+    write_all_with_logo(&dest, items, total, logo, &mut |_| {})
 }

@@ -202,8 +202,9 @@ pub trait Mailer: Send + Sync {
     fn send<'a>(&'a self, email: &'a OutgoingEmail) -> Pin<Box<dyn Future<Output = MailOutcome> + Send + 'a>>;
 }
 
-/// Renders the PDF of a stamped XML (the caller brings `pdf::render`).
-pub type PdfRenderer<'a> = &'a (dyn Fn(&[u8]) -> std::result::Result<Vec<u8>, String> + Sync);
+/// Renders the PDF of a stamped XML with the emisor's logo file, if one is set (the caller
+/// brings `pdf::render`).
+pub type PdfRenderer<'a> = &'a (dyn Fn(&[u8], Option<&[u8]>) -> std::result::Result<Vec<u8>, String> + Sync);
 
 /// What one [`deliver_due_emails`] pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -483,7 +484,9 @@ async fn prepare(
         .await
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("el XML del CFDI {} no está guardado", send.uuid))?;
-    let pdf = render_pdf(&xml).map_err(|e| format!("no se pudo generar el PDF: {e}"))?;
+    // The same PDF as the app's: with the emisor's logo (a logo that does not read is none).
+    let logo = outbox.emisor_logo().await.ok().flatten();
+    let pdf = render_pdf(&xml, logo.as_ref().map(|l| l.bytes.as_slice())).map_err(|e| format!("no se pudo generar el PDF: {e}"))?;
     let detail = outbox.invoice(&InvoiceRef::Id(send.invoice_id)).await.map_err(|e| e.to_string())?;
     let (subject, text) = subject_and_text(&detail, &send.uuid, emisor);
     Ok(OutgoingEmail {
