@@ -70,7 +70,9 @@ describe('after Emitir', () => {
     expect(text).toContain('$116.00');
     expect(writeText).toHaveBeenCalledWith(text);
     // Honest about what a desktop can do: it names the PDF to attach.
-    expect(screen.getByTestId('whatsapp-status').textContent).toContain(`adjunte usted el PDF guardado en /descargas/${UUID}.pdf`);
+    await waitFor(() =>
+      expect(screen.getByTestId('whatsapp-status').textContent).toContain(`adjunte usted el PDF guardado en /descargas/${UUID}.pdf`),
+    );
 
     await fireEvent.click(screen.getByTestId('emit-new'));
     expect(onnew).toHaveBeenCalled();
