@@ -158,8 +158,25 @@ pub struct NewRecord {
     /// itself instead of beforehand (bulk intake): a transaction that fails leaves no
     /// reservation behind, and recording costs no separate write for the key.
     pub claim: Option<KeyClaim>,
+    /// How the sale's serie-folio becomes its own inside the recording transaction.
+    pub folio: FolioUse,
     pub at_ms: i64,
     pub actor: Actor,
+}
+
+/// How a sale's serie-folio becomes its own in the transaction that records it (the `folios`
+/// table's primary key is the rule: never two sales with one folio).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum FolioUse {
+    /// Nothing to claim: a ticket (its folio is the point of sale's), or a sale with no folio.
+    #[default]
+    None,
+    /// A number Timbra handed out ([`any::AnyStore::hold_folios`]), held by `owner` until the
+    /// recording claims it; lost (the record is [`RecordOutcome::ReservationLost`]) when the
+    /// hold went to another intake after its lease.
+    Held { serie: String, folio: String, owner: String },
+    /// A folio the sale brought itself: refused (`folio_usado`) when another sale has it.
+    Brought { serie: String, folio: String },
 }
 
 /// A key reserved in the same transaction that records its sale ([`NewRecord::claim`]): granted
@@ -589,6 +606,7 @@ pub struct NewIntake {
     pub event: NewEvent,
     pub idempotency_key: String,
     pub reservation_owner: String,
+    pub folio: FolioUse,
     pub at_ms: i64,
     pub actor: Actor,
     pub links: IntakeLinks,
@@ -604,6 +622,7 @@ impl NewIntake {
             event: r.event,
             idempotency_key: r.idempotency_key,
             reservation_owner: r.reservation_owner,
+            folio: r.folio,
             at_ms: r.at_ms,
             actor: r.actor,
             links,
