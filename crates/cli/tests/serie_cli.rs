@@ -49,7 +49,7 @@ fn folio_of(db: &Path, out: &Output) -> (String, String) {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = v["invoice_id"].as_i64().unwrap().to_string();
-    let show = run(db, &["show", &id, "--json"]);
+    let show = run(db, &["invoice", "show", &id, "--json"]);
     assert!(show.status.success(), "{}", text(&show.stderr));
     let d: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
     (

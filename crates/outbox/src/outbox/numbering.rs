@@ -18,28 +18,13 @@
 //! wherever a later attempt is built from it.
 
 use cfdi::sale::{Sale, SaleKind};
-use serde::Serialize;
 
 use super::Outbox;
 use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
 use crate::settings;
-use crate::store::FolioUse;
-
-/// A serie and where its numbering stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FolioSerie {
-    /// '' is "no serie".
-    pub serie: String,
-    /// The number the next sale without a folio takes (unless a lower one came back).
-    pub next_folio: i64,
-    /// A sale that names no serie is numbered in this one.
-    pub is_default: bool,
-    /// Sales that have a folio of this serie.
-    pub used: i64,
-    /// The highest number any folio of it carries.
-    pub highest: Option<i64>,
-}
+pub use crate::store::FolioSerie;
+use crate::store::{folio_taken, FolioUse};
 
 /// SAT's Serie: 1 to 25 characters, no `|` (Anexo 20); Timbra also keeps it printable.
 fn check_serie(serie: &str) -> Result<()> {
@@ -73,13 +58,15 @@ pub(crate) fn numbering_of(sale: &Sale) -> Numbering {
     if sale.ticket {
         return Numbering::Keep(FolioUse::None);
     }
-    match (&sale.folio, sale.kind) {
+    // A blank folio (an empty form field) is no folio.
+    let folio = sale.folio.as_ref().filter(|f| !f.trim().is_empty());
+    match (folio, sale.kind) {
         (Some(folio), _) => Numbering::Keep(FolioUse::Brought {
             serie: sale.serie.clone().unwrap_or_default(),
             folio: folio.clone(),
         }),
         (None, SaleKind::Pago) => Numbering::Keep(FolioUse::None),
-        (None, SaleKind::Ingreso | SaleKind::Egreso) => Numbering::Take(sale.serie.clone()),
+        (None, SaleKind::Ingreso | SaleKind::Egreso) => Numbering::Take(sale.serie.clone().filter(|s| !s.trim().is_empty())),
     }
 }
 
@@ -95,26 +82,11 @@ pub fn numbered(sale: &Sale, serie: &str, folio: &str) -> Sale {
 /// intake gave it (every later attempt is built from this, so it keeps the invoice's name).
 pub fn sale_of(detail: &crate::model::InvoiceDetail) -> Sale {
     let sale = &detail.sale.body;
-    match (&sale.folio, &detail.invoice.folio, sale.ticket) {
-        (None, Some(folio), false) => numbered(sale, detail.invoice.serie.as_deref().unwrap_or(""), folio),
+    let blank = sale.folio.as_ref().is_none_or(|f| f.trim().is_empty());
+    match (blank, &detail.invoice.folio, sale.ticket) {
+        (true, Some(folio), false) => numbered(sale, detail.invoice.serie.as_deref().unwrap_or(""), folio),
         _ => sale.clone(),
     }
-}
-
-/// The refusal of a folio another sale has.
-pub(crate) fn folio_taken(serie: &str, folio: &str, owner: Option<&str>) -> OutboxError {
-    let name = if serie.is_empty() {
-        folio.to_string()
-    } else {
-        format!("{serie}-{folio}")
-    };
-    let message = match owner {
-        Some(other) => {
-            format!("el folio {name} ya es de la venta {other:?}; quite el folio para que Timbra asigne el siguiente, o use otro")
-        }
-        None => format!("el folio {name} se está asignando a otra venta en este momento; use otro o reintente"),
-    };
-    OutboxError::invalid("folio", "folio_usado", message)
 }
 
 impl Outbox {
@@ -232,6 +204,10 @@ mod tests {
             })
         );
         assert_eq!(numbering_of(&with(r#""kind":"pago""#)), Numbering::Keep(FolioUse::None));
+        assert_eq!(
+            numbering_of(&with(r#""kind":"ingreso","serie":"","folio":" ""#)),
+            Numbering::Take(None)
+        );
         let n = numbered(&with(r#""kind":"ingreso""#), "F", "12");
         assert_eq!((n.serie.as_deref(), n.folio.as_deref()), (Some("F"), Some("12")));
         assert_eq!(numbered(&with(r#""kind":"ingreso""#), "", "3").serie, None);

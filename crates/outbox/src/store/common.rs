@@ -836,7 +836,7 @@ impl ThisStore {
                     .fetch_optional(&mut **tx)
                     .await
                     .map_err(|e| self.err(e))?;
-                Err(crate::outbox::numbering::folio_taken(serie, folio, owner.as_deref()))
+                Err(crate::store::folio_taken(serie, folio, owner.as_deref()))
             }
         }
     }

@@ -428,8 +428,8 @@ impl AnyStore {
         })
     }
 
-    /// Every serie with its next number ([`crate::outbox::numbering::FolioSerie`]).
-    pub async fn folio_series(&self) -> Result<Vec<crate::outbox::numbering::FolioSerie>> {
+    /// Every serie with its next number ([`crate::store::FolioSerie`]).
+    pub async fn folio_series(&self) -> Result<Vec<crate::store::FolioSerie>> {
         on_dialect!(self, |db| {
             let rows = sqlx::query(sql!("list_folio_series"))
                 .fetch_all(&db.pool)
@@ -437,7 +437,7 @@ impl AnyStore {
                 .map_err(|e| db.err(e))?;
             rows.iter()
                 .map(|r| {
-                    Ok(crate::outbox::numbering::FolioSerie {
+                    Ok(crate::store::FolioSerie {
                         serie: get(r, "serie")?,
                         next_folio: get(r, "next_folio")?,
                         is_default: get(r, "is_default")?,

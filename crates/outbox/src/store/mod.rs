@@ -164,6 +164,37 @@ pub struct NewRecord {
     pub actor: Actor,
 }
 
+/// A serie and where its numbering stands.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FolioSerie {
+    /// '' is "no serie".
+    pub serie: String,
+    /// The number the next sale without a folio takes (unless a lower one came back).
+    pub next_folio: i64,
+    /// A sale that names no serie is numbered in this one.
+    pub is_default: bool,
+    /// Sales that have a folio of this serie.
+    pub used: i64,
+    /// The highest number any folio of it carries.
+    pub highest: Option<i64>,
+}
+
+/// The refusal of a folio another sale has.
+pub(crate) fn folio_taken(serie: &str, folio: &str, owner: Option<&str>) -> crate::error::OutboxError {
+    let name = if serie.is_empty() {
+        folio.to_string()
+    } else {
+        format!("{serie}-{folio}")
+    };
+    let message = match owner {
+        Some(other) => {
+            format!("el folio {name} ya es de la venta {other:?}; quite el folio para que Timbra asigne el siguiente, o use otro")
+        }
+        None => format!("el folio {name} se está asignando a otra venta en este momento; use otro o reintente"),
+    };
+    crate::error::OutboxError::invalid("folio", "folio_usado", message)
+}
+
 /// How a sale's serie-folio becomes its own in the transaction that records it (the `folios`
 /// table's primary key is the rule: never two sales with one folio).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
