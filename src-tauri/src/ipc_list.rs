@@ -88,6 +88,8 @@ macro_rules! ipc_surface {
                 export_products() -> SavedFileDto;
                 catalog_search(catalogo: Catalogo, text: String, limit: u32) -> Vec<CatalogEntryDto>;
                 catalog_version() -> CatalogVersionDto;
+                fiscal_options(rfc: String, regimen: Option<String>, metodo_pago: Option<String>) -> OpcionesFiscales;
+                price_without_iva(precio: String, cantidad: String, tasa: String, moneda: String) -> Option<PrecioSinIva>;
                 credential_store() -> CredentialStoreDto;
                 about_timbra() -> AboutDto;
                 export_diagnostic() -> SavedFileDto;
