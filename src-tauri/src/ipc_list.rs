@@ -76,6 +76,8 @@ macro_rules! ipc_surface {
                 backups() -> BackupsDto;
                 save_backups(policy: BackupPolicy) -> BackupsDto;
                 backup_now() -> BackupsDto;
+                restore_preview(path: String) -> RestorePreviewDto;
+                restore_backup(path: String) -> RestoredDto;
                 customers(query: Option<String>) -> Vec<Customer>;
                 save_customer(id: Option<i64>, input: CustomerInput) -> Customer;
                 delete_customer(id: i64) -> Vec<Customer>;

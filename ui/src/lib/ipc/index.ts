@@ -55,6 +55,8 @@ import type { PrecioSinIva } from './bindings/PrecioSinIva';
 import type { ProductDto } from './bindings/ProductDto';
 import type { ProductInput } from './bindings/ProductInput';
 import type { Recorded } from './bindings/Recorded';
+import type { RestorePreviewDto } from './bindings/RestorePreviewDto';
+import type { RestoredDto } from './bindings/RestoredDto';
 import type { Role } from './bindings/Role';
 import type { RoleLockDto } from './bindings/RoleLockDto';
 import type { RoleProofDto } from './bindings/RoleProofDto';
@@ -135,6 +137,8 @@ export const api = {
   backups: () => call<BackupsDto>('backups'),
   saveBackups: (policy: BackupPolicy) => call<BackupsDto>('save_backups', { policy }),
   backupNow: () => call<BackupsDto>('backup_now'),
+  restorePreview: (path: string) => call<RestorePreviewDto>('restore_preview', { path }),
+  restoreBackup: (path: string) => call<RestoredDto>('restore_backup', { path }),
   customers: (query: string | null) => call<Array<Customer>>('customers', { query }),
   saveCustomer: (id: number | null, input: CustomerInput) => call<Customer>('save_customer', { id, input }),
   deleteCustomer: (id: number) => call<Array<Customer>>('delete_customer', { id }),
