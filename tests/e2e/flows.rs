@@ -1968,6 +1968,23 @@ MAL-01,Clave inventada,99999999,H87,,1.00,02,16,,,\n",
     app.wait_contains("[data-testid=factura-head]", "URE180429TM6").await?;
     app.wait_badge("timbrada").await?;
 
+    // A backup of this moment, for the restore below (the contador's PIN set first: the backup
+    // keeps it).
+    set_contador_pin(app).await?;
+    app.go("#/ajustes/respaldos").await?;
+    app.click("[data-testid=backups-now]").await?;
+    app.wait_contains("[data-testid=backups-current]", "en la carpeta").await?;
+    let folder = app
+        .wait_text("[data-testid=backups-current] .mono", "la carpeta", |t| !t.trim().is_empty())
+        .await?;
+    let backup = std::fs::read_dir(folder.trim())
+        .map_err(|e| format!("{folder}: {e}"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "db"))
+        // The newest (the names carry the instant): the one just taken.
+        .max()
+        .ok_or_else(|| format!("no hay respaldo en {folder}"))?;
+
     // A new customer typed in Emitir: a persona física's RFC offers only her regímenes (601 is
     // a persona moral's), the régimen and the uso are found by words, and *Guardar cliente*
     // keeps her in Clientes.
@@ -1996,6 +2013,28 @@ MAL-01,Clave inventada,99999999,H87,,1.00,02,16,,,\n",
     check(
         row.contains("626") && row.contains("G03"),
         format!("el cliente guardado desde Emitir: {row:?}"),
+    )?;
+
+    // Restore from Ajustes (the contador, with the PIN): what will happen first, then the
+    // console shows the restored database — the customer saved after the backup is not in it.
+    act_as_contador(app).await?;
+    app.go("#/ajustes/respaldos").await?;
+    app.choose_next(&[&backup])?;
+    app.click("[data-testid=restore-choose]").await?;
+    let preview = app.wait_contains("[data-testid=restore-preview]", "1 facturas").await?;
+    check(
+        preview.contains("quedan retenidos"),
+        format!("lo que hará la restauración: {preview:?}"),
+    )?;
+    app.click("[data-testid=restore-confirm]").await?;
+    app.wait_contains("[data-testid=restore-done]", "Respaldo restaurado").await?;
+    // The console reloads on the reopened database (no role entered).
+    app.find("[data-testid=act-as-contador]").await?;
+    app.go("#/clientes").await?;
+    let clientes = app.wait_contains("[data-testid=clientes-table]", "URE180429TM6").await?;
+    check(
+        !clientes.contains("CACX7605101P8"),
+        format!("tras restaurar, el cliente posterior al respaldo no está: {clientes:?}"),
     )?;
     Ok(())
 }
