@@ -154,6 +154,17 @@ pub async fn restore_preview(ready: &Ready, src: &Path) -> Result<RestorePreview
 /// the untouched one when the restore was refused (another process's drain, a bad file). The
 /// contador's, with the PIN: the unlock is spent before anything moves.
 pub async fn restore(app: &tauri::AppHandle, state: &AppState, src: &Path) -> Result<RestoredDto, AppError> {
+    let (next, restored) = restore_database(state, src).await?;
+    next.start_drain(app.clone()).await;
+    next.channels.start(&next.outbox).await;
+    restored
+}
+
+/// [`restore`] up to the database opened again and put in place (the caller starts its drain
+/// and channels): an error before anything stopped comes back as `Err`; once the app's
+/// workers stopped, the database in place is reopened whatever the restore answered, and that
+/// answer comes back beside it.
+pub async fn restore_database(state: &AppState, src: &Path) -> Result<(&'static Ready, Result<RestoredDto, AppError>), AppError> {
     const WHAT: &str = "restaurar un respaldo";
     let ready = state.ready()?;
     let target = sqlite_target(ready)?;
@@ -191,18 +202,24 @@ pub async fn restore(app: &tauri::AppHandle, state: &AppState, src: &Path) -> Re
     ready.outbox.store().close().await;
     let restored = outbox::backup::restore(src, &target, ready.outbox.now()).await;
     // Whatever is in place now is opened again, as a start would.
-    let next = state.replace_ready(ready.reopen(SqliteOptions::new(&target)).await?);
-    next.start_drain(app.clone()).await;
-    next.channels.start(&next.outbox).await;
-    let report = restored?;
-    tracing::info!(invoices = report.invoices, gap = report.gap_id, "respaldo restaurado desde Ajustes");
-    Ok(RestoredDto {
-        from: report.from.display().to_string(),
-        previous: report.previous.map(|p| p.display().to_string()),
-        invoices: report.invoices,
-        backup_at: report.backup_at.to_rfc3339(),
-        gap_id: report.gap_id,
-    })
+    let next = match ready.reopen(SqliteOptions::new(&target)).await {
+        Ok(next) => state.replace_ready(next),
+        Err(e) => {
+            tracing::error!(code = e.code(), error = %e, "no se pudo abrir de nuevo la base de datos tras restaurar; reinicie Timbra");
+            return Err(e);
+        }
+    };
+    let restored = restored.map_err(AppError::from).map(|report| {
+        tracing::info!(invoices = report.invoices, gap = report.gap_id, "respaldo restaurado desde Ajustes");
+        RestoredDto {
+            from: report.from.display().to_string(),
+            previous: report.previous.map(|p| p.display().to_string()),
+            invoices: report.invoices,
+            backup_at: report.backup_at.to_rfc3339(),
+            gap_id: report.gap_id,
+        }
+    });
+    Ok((next, restored))
 }
 
 /// How long a restore waits for the app's drain to finish its in-flight tries.
