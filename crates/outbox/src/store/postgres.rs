@@ -119,6 +119,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "c61197bb0a77bf912bf30f51b0eda78c245774cbc5b351c6417e53439f2cf5d467485e3e22afe307d2199c7b773c7ee8",
         statements: "2fd93cb74b760c79b044d197129a5a823b753b1781cd031942ec7792ba42cd1d",
     },
+    Released {
+        version: 11,
+        checksum: "d1cffce0adf0d80bf12536000b0fb0c8915a894aceff8dae493db252d576364e41802ca3eccb524b5e52965ccaed7157",
+        statements: "8b498a2146e30c3f28ae7d8c9174fcd6790fe6a043ad21c0836c18393afd0c44",
+    },
 ];
 
 #[derive(Debug)]

@@ -101,6 +101,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "f73319256a49649a37b0c4485912e78d2158e8b8591e12bc0ae4fa1d554b97ebc9ddb5a75913d8fc388d2a4657f6fc6f",
         statements: "e97c189d4bfeba64f8fff32b505b36710f6a90b5f7700beba4d9f77dccf750ad",
     },
+    Released {
+        version: 11,
+        checksum: "3d20c297401c2506babc052abbba351a4d644adf0fdb84fb5abecd7644d0f840e8ebc43cb7855a7566bf43f9310f0325",
+        statements: "e6d52f5963fa5bea8f0a01c91df9c43822a8b21dea111c2661b531d4cd647785",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
