@@ -116,27 +116,6 @@ export function withRetencion(c: ConceptoDraft, which: keyof typeof RETENCIONES,
   return { ...c, retenciones: on ? [...rest, { ...RETENCIONES[which] }] : rest };
 }
 
-export const REGIMENES: [string, string][] = [
-  ['601', 'General de Ley Personas Morales'],
-  ['603', 'Personas Morales con Fines no Lucrativos'],
-  ['605', 'Sueldos y Salarios'],
-  ['606', 'Arrendamiento'],
-  ['612', 'Personas Físicas con Actividades Empresariales y Profesionales'],
-  ['616', 'Sin obligaciones fiscales'],
-  ['621', 'Incorporación Fiscal'],
-  ['626', 'Régimen Simplificado de Confianza'],
-];
-
-export const USOS_CFDI: [string, string][] = [
-  ['G01', 'Adquisición de mercancías'],
-  ['G02', 'Devoluciones, descuentos o bonificaciones'],
-  ['G03', 'Gastos en general'],
-  ['I04', 'Equipo de computo y accesorios'],
-  ['D01', 'Honorarios médicos, dentales y gastos hospitalarios'],
-  ['S01', 'Sin efectos fiscales'],
-  ['CP01', 'Pagos'],
-];
-
 export const FORMAS_PAGO: [string, string][] = [
   ['01', 'Efectivo'],
   ['02', 'Cheque nominativo'],
@@ -144,16 +123,6 @@ export const FORMAS_PAGO: [string, string][] = [
   ['04', 'Tarjeta de crédito'],
   ['28', 'Tarjeta de débito'],
   ['99', 'Por definir'],
-];
-
-export const METODOS_PAGO: [string, string][] = [
-  ['PUE', 'Pago en una sola exhibición'],
-  ['PPD', 'Pago en parcialidades o diferido'],
-];
-
-export const OBJETOS_IMP: [string, string][] = [
-  ['01', 'No objeto de impuesto'],
-  ['02', 'Sí objeto de impuesto'],
 ];
 
 /** The receptor a saved customer fills in (its default uso, else the form's current one). */
