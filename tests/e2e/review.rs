@@ -226,6 +226,7 @@ pub async fn revision_de_pantallas(app: &App) -> Res {
         ("duplicados", "#/duplicados"),
         ("reportes", "#/reportes"),
         ("factura-global", "#/global"),
+        ("pagos", "#/pagos"),
         ("tablero", "#/tablero"),
     ]
     .iter()
