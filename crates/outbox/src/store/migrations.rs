@@ -25,7 +25,8 @@ macro_rules! dialect_migrations {
             7 "0007" "workers",
             8 "0008" "one_live_document",
             9 "0009" "vocabulary_checks",
-            10 "0010" "credit_notes"
+            10 "0010" "credit_notes",
+            11 "0011" "bandeja_search"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

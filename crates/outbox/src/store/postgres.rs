@@ -119,6 +119,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "c61197bb0a77bf912bf30f51b0eda78c245774cbc5b351c6417e53439f2cf5d467485e3e22afe307d2199c7b773c7ee8",
         statements: "2fd93cb74b760c79b044d197129a5a823b753b1781cd031942ec7792ba42cd1d",
     },
+    Released {
+        version: 11,
+        checksum: "2afc029d983e2bc5ef11f5ebd4ea24759dd2672018432a500320e4a28816d7da683de6744272e181368ad0138243cc09",
+        statements: "a5cf5abbdf157bd0d0f1024b92855a44c2114264a04851d24c09160f81a3eddf",
+    },
 ];
 
 #[derive(Debug)]

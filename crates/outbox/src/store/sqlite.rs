@@ -101,6 +101,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "f73319256a49649a37b0c4485912e78d2158e8b8591e12bc0ae4fa1d554b97ebc9ddb5a75913d8fc388d2a4657f6fc6f",
         statements: "e97c189d4bfeba64f8fff32b505b36710f6a90b5f7700beba4d9f77dccf750ad",
     },
+    Released {
+        version: 11,
+        checksum: "d10d428d2e21d44c2c74186ecb5608166f9d97b6f4ac50ecb1cc75bb6dd5bc829297ac3c7173a3c89734268df3fbc39e",
+        statements: "e7fb9d9e03073783c1bc06001609d7ec0aac5132e8984a321d9756087cdd6201",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
