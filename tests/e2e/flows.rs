@@ -2182,14 +2182,14 @@ pub async fn pagos_y_bandeja(app: &App) -> Res {
     }
     app.screenshot("pagos").await?;
 
-    // Three rejected by the PAC (one of another customer): Reprocesar.
+    // Three rejected by the PAC (one of another customer): Rechazada, to reprocess.
     set_fault(app, "fecha_expired", "rechaza la Fecha").await?;
     record_draft(app, "pyb-r-1", "5103", "PUE", URE).await?;
     record_draft(app, "pyb-r-2", "5104", "PUE", URE).await?;
     record_draft(app, "pyb-r-3", "5105", "PUE", ICV).await?;
     app.go("#/bandeja").await?;
     for s in ["pyb-r-1", "pyb-r-2", "pyb-r-3"] {
-        app.wait_contains(&format!("a.tr[data-sale-id='{s}']"), "Reprocesar").await?;
+        app.wait_contains(&format!("a.tr[data-sale-id='{s}']"), "Rechazada").await?;
     }
     set_fault(app, "none", "Sin fallas").await?;
 
