@@ -2153,20 +2153,26 @@ pub async fn pagos_y_bandeja(app: &App) -> Res {
     let mut before = Vec::new();
     for s in ["pyb-ppd-1", "pyb-ppd-2"] {
         let saldo = app
-            .wait_text(&format!("[data-testid=pay-picked] tr[data-sale-id='{s}'] [data-testid=pay-saldo]"), "el saldo", |t| {
-                t.contains('$')
-            })
+            .wait_text(
+                &format!("[data-testid=pay-picked] tr[data-sale-id='{s}'] [data-testid=pay-saldo]"),
+                "el saldo",
+                |t| t.contains('$'),
+            )
             .await?;
         before.push(saldo);
     }
-    app.type_into("[data-testid=pay-form] input[name='invoices[0].amount']", "50.00").await?;
-    app.type_into("[data-testid=pay-form] input[name='invoices[1].amount']", "50.00").await?;
+    app.type_into("[data-testid=pay-form] input[name='invoices[0].amount']", "50.00")
+        .await?;
+    app.type_into("[data-testid=pay-form] input[name='invoices[1].amount']", "50.00")
+        .await?;
     app.type_into("[data-testid=pay-form] input[name=amount]", "100.00").await?;
     app.click("[data-testid=pay-submit]").await?;
     app.wait_contains("[data-testid=pay-recorded]", "Pago registrado").await?;
     // Its REP is stamped (with its UUID) and it lists both invoices; both saldos drop.
     let row = app
-        .wait_text("[data-testid=payments-list] tr[data-rep=timbrado]", "el pago timbrado", |t| t.contains("Timbrado"))
+        .wait_text("[data-testid=payments-list] tr[data-rep=timbrado]", "el pago timbrado", |t| {
+            t.contains("Timbrado")
+        })
         .await?;
     check(
         row.contains("F-5101") && row.contains("F-5102") && row.matches("$50.00").count() == 2,
@@ -2174,9 +2180,11 @@ pub async fn pagos_y_bandeja(app: &App) -> Res {
     )?;
     for (s, was) in ["pyb-ppd-1", "pyb-ppd-2"].iter().zip(&before) {
         let now = app
-            .wait_text(&format!("[data-testid=pay-picked] tr[data-sale-id='{s}'] [data-testid=pay-saldo]"), "el saldo nuevo", |t| {
-                t.contains('$') && t != was
-            })
+            .wait_text(
+                &format!("[data-testid=pay-picked] tr[data-sale-id='{s}'] [data-testid=pay-saldo]"),
+                "el saldo nuevo",
+                |t| t.contains('$') && t != was,
+            )
             .await?;
         check(now != *was, format!("el saldo de {s} debía bajar de {was}: {now}"))?;
     }
@@ -2207,7 +2215,10 @@ pub async fn pagos_y_bandeja(app: &App) -> Res {
         ids.push(r.attr("data-sale-id").await.map_err(|e| e.to_string())?.unwrap_or_default());
     }
     check(
-        ["pyb-ppd-1", "pyb-ppd-2", "pyb-r-1", "pyb-r-2"].iter().all(|s| ids.iter().any(|i| i == s)) && !ids.iter().any(|i| i == "pyb-r-3"),
+        ["pyb-ppd-1", "pyb-ppd-2", "pyb-r-1", "pyb-r-2"]
+            .iter()
+            .all(|s| ids.iter().any(|i| i == s))
+            && !ids.iter().any(|i| i == "pyb-r-3"),
         format!("la búsqueda por cliente y fecha debía dar sus facturas y no las de otro cliente: {ids:?}"),
     )?;
     let year: i32 = today[..4].parse().map_err(|e| format!("{today}: {e}"))?;

@@ -8,8 +8,8 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, Duration, Utc};
 use cfdi::secret::Secret;
+use chrono::{DateTime, Duration, Utc};
 use common::*;
 use outbox::actions::RetryKind;
 use outbox::bulk::{BulkAction, BulkOutcome};
@@ -41,11 +41,7 @@ async fn record_customers(e: &Env) -> Vec<(i64, DateTime<Utc>)> {
         let json = ingreso(&format!("venta-{i}"))
             .replace("UNIVERSIDAD ROBOTICA ESPAÑOLA", name)
             .replace("\"folio\":\"4471\"", &format!("\"folio\":{folio:?}"));
-        let r = e
-            .outbox
-            .record_sale_json(json.as_bytes(), None, &staff())
-            .await
-            .expect("record");
+        let r = e.outbox.record_sale_json(json.as_bytes(), None, &staff()).await.expect("record");
         out.push((r.invoice_id, e.outbox.now()));
     }
     out
@@ -175,7 +171,9 @@ async fn drained(backend: Backend) -> (TestDb, Arc<Outbox>, pac_sim::SimHandle, 
     let sistema = Actor::system("test");
     outbox.configure_emisor(&setup(), &password(), &sistema).await.unwrap();
     outbox.provide_csd_password(password());
-    let sim = pac_sim::start_with_clock(SimConfig::new(Flavor::Sw), sim_clock(&clock)).await.unwrap();
+    let sim = pac_sim::start_with_clock(SimConfig::new(Flavor::Sw), sim_clock(&clock))
+        .await
+        .unwrap();
     let config = PacConfig {
         name: "sw".into(),
         preset: None,
@@ -192,7 +190,13 @@ async fn drained(backend: Backend) -> (TestDb, Arc<Outbox>, pac_sim::SimHandle, 
         sandbox: false,
     };
     outbox.add_pac(config, false, &sistema).await.unwrap();
-    let set = build_pac_set(&outbox.pacs().await.unwrap(), &SimSecrets, clock.clone(), &pac_clients::HttpConnector).unwrap();
+    let set = build_pac_set(
+        &outbox.pacs().await.unwrap(),
+        &SimSecrets,
+        clock.clone(),
+        &pac_clients::HttpConnector,
+    )
+    .unwrap();
     let drain = Arc::new(Drain::new(
         outbox.clone(),
         set,
@@ -288,7 +292,12 @@ async fn a_bulk_retry_acts_on_the_allowed_rows_and_says_why_for_the_rest(backend
             }
         } else {
             assert!(
-                matches!(r.outcome, BulkOutcome::Done { retry: Some(RetryKind::Resume | RetryKind::Reprocess) }),
+                matches!(
+                    r.outcome,
+                    BulkOutcome::Done {
+                        retry: Some(RetryKind::Resume | RetryKind::Reprocess)
+                    }
+                ),
                 "{r:?}"
             );
         }
@@ -300,7 +309,12 @@ async fn a_bulk_retry_acts_on_the_allowed_rows_and_says_why_for_the_rest(backend
 
     // Enviar al contador: the same gates (a note is required; a stamped row is refused).
     let rows = o
-        .bulk_action(&[stamped[0]], BulkAction::SendToContador, "revisar", &Actor::new("ana", Role::Personal, "test"))
+        .bulk_action(
+            &[stamped[0]],
+            BulkAction::SendToContador,
+            "revisar",
+            &Actor::new("ana", Role::Personal, "test"),
+        )
         .await
         .unwrap();
     assert!(matches!(&rows[0].outcome, BulkOutcome::Refused { .. }), "{rows:?}");
@@ -322,17 +336,32 @@ async fn send_to_contador_in_bulk_notes_every_allowed_row(backend: Backend) {
     // Without a note nothing is sent, row by row, each saying why.
     let rows = e.outbox.bulk_action(&sel, BulkAction::SendToContador, " ", &staff()).await.unwrap();
     assert!(
-        rows.iter().all(|r| matches!(&r.outcome, BulkOutcome::Refused { error: OutboxError::Invalid(_) })),
+        rows.iter().all(|r| matches!(
+            &r.outcome,
+            BulkOutcome::Refused {
+                error: OutboxError::Invalid(_)
+            }
+        )),
         "{rows:?}"
     );
     // The contador does not send to himself: refused per row by role.
     let rows = e
         .outbox
-        .bulk_action(&sel, BulkAction::SendToContador, "revisar", &Actor::new("carla", Role::Contador, "test"))
+        .bulk_action(
+            &sel,
+            BulkAction::SendToContador,
+            "revisar",
+            &Actor::new("carla", Role::Contador, "test"),
+        )
         .await
         .unwrap();
     assert!(
-        rows.iter().all(|r| matches!(&r.outcome, BulkOutcome::Refused { error: OutboxError::Forbidden { .. } })),
+        rows.iter().all(|r| matches!(
+            &r.outcome,
+            BulkOutcome::Refused {
+                error: OutboxError::Forbidden { .. }
+            }
+        )),
         "{rows:?}"
     );
     let rows = e
@@ -343,7 +372,12 @@ async fn send_to_contador_in_bulk_notes_every_allowed_row(backend: Backend) {
     assert!(rows.iter().all(|r| r.done()), "{rows:?}");
     for id in sel {
         let d = e.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
-        assert_eq!(d.notes.iter().filter(|n| n.text == "el cliente pide revisar").count(), 1, "{:?}", d.notes);
+        assert_eq!(
+            d.notes.iter().filter(|n| n.text == "el cliente pide revisar").count(),
+            1,
+            "{:?}",
+            d.notes
+        );
     }
 }
 

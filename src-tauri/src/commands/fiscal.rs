@@ -103,7 +103,8 @@ pub async fn payments(state: State<'_, AppState>, after: Option<String>, limit: 
     let after = match after.as_deref().map(str::trim) {
         None | Some("") => None,
         Some(c) => Some(
-            outbox::model::Cursor::decode(c).ok_or_else(|| AppError::validation("after", "cursor_invalido", format!("{c:?} no es un cursor")))?,
+            outbox::model::Cursor::decode(c)
+                .ok_or_else(|| AppError::validation("after", "cursor_invalido", format!("{c:?} no es un cursor")))?,
         ),
     };
     Ok(ready.outbox.list_payments(after, limit).await?)
@@ -137,7 +138,12 @@ pub async fn record_payment_for(
     let r = ready.outbox.record_payment(&req, &ready.actor()).await?;
     announce(&app, ready, Some(r.recorded.invoice_id)).await;
     for share in &invoices {
-        emit::invoice_changed(&app, &InvoiceChangedDto { invoice_id: share.invoice_id });
+        emit::invoice_changed(
+            &app,
+            &InvoiceChangedDto {
+                invoice_id: share.invoice_id,
+            },
+        );
     }
     Ok(r.recorded)
 }

@@ -419,7 +419,9 @@ impl Outbox {
                 folio: r.folio,
                 receptor_rfc: r.receptor_rfc,
                 receptor_nombre: r.receptor_nombre,
-                fecha_pago: pago.map(|p| p.fecha_pago.0.format(cfdi::write::FECHA_FORMAT).to_string()).unwrap_or_default(),
+                fecha_pago: pago
+                    .map(|p| p.fecha_pago.0.format(cfdi::write::FECHA_FORMAT).to_string())
+                    .unwrap_or_default(),
                 monto: pago.and_then(|p| p.monto).map(|m| m.0.to_string()).unwrap_or_default(),
                 moneda: pago.map(|p| p.moneda.clone()).unwrap_or_default(),
                 forma_pago: pago.map(|p| p.forma_pago.clone()).unwrap_or_default(),

@@ -65,7 +65,8 @@ impl AnyStore {
                         badge: parse_text("invoices.badge", &badge, Badge::parse)?,
                         uuid: get(r, "uuid")?,
                         created_at_ms: get(r, "created_at_ms")?,
-                        body: cfdi::sale::Sale::from_json(body.as_bytes()).map_err(|e| OutboxError::Database(format!("sales.body: {e}")))?,
+                        body: cfdi::sale::Sale::from_json(body.as_bytes())
+                            .map_err(|e| OutboxError::Database(format!("sales.body: {e}")))?,
                     })
                 })
                 .collect()

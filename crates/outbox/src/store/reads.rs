@@ -46,7 +46,11 @@ impl AnyStore {
             if let Some(s) = search {
                 let upper = s.to_uppercase();
                 let (serie, folio, folio_end) = match serie_folio(s) {
-                    Some((serie, folio)) => (Some(serie.to_uppercase()), Some(folio.to_string()), Some(format!("{folio}\u{10FFFF}"))),
+                    Some((serie, folio)) => (
+                        Some(serie.to_uppercase()),
+                        Some(folio.to_string()),
+                        Some(format!("{folio}\u{10FFFF}")),
+                    ),
                     None => (None, None, None),
                 };
                 q = q
