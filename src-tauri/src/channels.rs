@@ -175,6 +175,16 @@ impl ChannelHosts {
         *lock(&self.api_error) = None;
     }
 
+    /// Stops the API and the notifier and waits for both (a restore is about to move the
+    /// database they write).
+    pub async fn stop_and_wait(&self) {
+        self.stop_api().await;
+        let notifier = lock(&self.notifier).take();
+        if let Some(r) = notifier {
+            r.stop().await;
+        }
+    }
+
     /// Stops everything (the app is exiting).
     pub fn stop_all(&self) {
         if let Some((_, r)) = lock(&self.api).take() {

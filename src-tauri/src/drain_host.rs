@@ -128,6 +128,8 @@ pub const APP_BACKOFF: Backoff = Backoff {
 pub struct DrainHost {
     pub drain: Arc<Drain>,
     shutdown: watch::Sender<bool>,
+    /// True once the run returned (its `workers` row deleted).
+    finished: watch::Receiver<bool>,
     last: Arc<Mutex<Option<DrainProgress>>>,
 }
 
@@ -155,6 +157,7 @@ impl DrainHost {
         let drain = Arc::new(Drain::new(outbox, pacs, config, sink));
         let (shutdown, mut rx) = watch::channel(false);
         let runner = drain.clone();
+        let (done, finished) = watch::channel(false);
         tauri::async_runtime::spawn(async move {
             let stop = async move {
                 while !*rx.borrow_and_update() {
@@ -167,8 +170,14 @@ impl DrainHost {
                 Ok(p) => tracing::info!(steps = p.steps, stamped = p.stamped, "drenado detenido"),
                 Err(e) => tracing::error!(error = %e, "el drenado se detuvo con un error"),
             }
+            let _ = done.send(true);
         });
-        DrainHost { drain, shutdown, last }
+        DrainHost {
+            drain,
+            shutdown,
+            finished,
+            last,
+        }
     }
 
     /// The counters of the last progress report (for a page opened after it).
@@ -179,6 +188,16 @@ impl DrainHost {
     /// Asks the drain to stop (in-flight tries get a short grace period).
     pub fn stop(&self) {
         let _ = self.shutdown.send(true);
+    }
+
+    /// Stops the drain and waits until its run returned (in-flight tries answered or given up
+    /// after their grace period, its `workers` row deleted), at most `limit`; false when it had
+    /// not stopped by then.
+    pub async fn stop_and_wait(&self, limit: std::time::Duration) -> bool {
+        self.stop();
+        let mut finished = self.finished.clone();
+        let stopped = tokio::time::timeout(limit, finished.wait_for(|f| *f)).await;
+        matches!(stopped, Ok(Ok(_)))
     }
 
     /// The first backup PAC (where *Usar PAC de respaldo* goes).

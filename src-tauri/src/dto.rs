@@ -739,6 +739,35 @@ pub struct BackupsDto {
     pub last_error: Option<crate::error::AppError>,
 }
 
+/// What restoring a backup will do (Ajustes › Respaldos), shown before the contador confirms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct RestorePreviewDto {
+    /// The backup file.
+    pub source: String,
+    /// The database it replaces (kept aside, never deleted).
+    pub database: String,
+    /// The backup's last recorded event (RFC 3339): what was stamped or cancelled after it is
+    /// not in the backup.
+    pub backup_at: Option<String>,
+    pub backup_invoices: i64,
+    pub current_invoices: i64,
+    /// Drains of other processes working the database: the restore is refused while any runs.
+    pub other_drains: Vec<String>,
+}
+
+/// What a restore from Ajustes did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct RestoredDto {
+    pub from: String,
+    /// Where the database that was in place went.
+    pub previous: Option<String>,
+    pub invoices: i64,
+    /// The instant the restored database holds (RFC 3339).
+    pub backup_at: String,
+    /// The gap in history to settle (payments, facturas globales and follow-ups wait for it).
+    pub gap_id: i64,
+}
+
 // Customers, products and SAT's catalogs (Clientes, Productos, Emitir's pickers) ----------------
 
 /// A product with the concepto line one unit of it makes (Emitir adds it as it is; every value

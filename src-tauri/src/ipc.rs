@@ -5,7 +5,9 @@
 use std::any::TypeId;
 use std::collections::{BTreeMap, BTreeSet};
 
+use cfdi::catalog::options::OpcionesFiscales;
 use cfdi::catalog::Catalogo;
+use cfdi::precio::PrecioSinIva;
 use cfdi::report::MonthReport;
 use cfdi::sale_draft::SaleDraft;
 use outbox::backup_schedule::BackupPolicy;

@@ -80,6 +80,8 @@ macro_rules! ipc_surface {
                 backups() -> BackupsDto;
                 save_backups(policy: BackupPolicy) -> BackupsDto;
                 backup_now() -> BackupsDto;
+                restore_preview(path: String) -> RestorePreviewDto;
+                restore_backup(path: String) -> RestoredDto;
                 customers(query: Option<String>) -> Vec<Customer>;
                 save_customer(id: Option<i64>, input: CustomerInput) -> Customer;
                 delete_customer(id: i64) -> Vec<Customer>;
@@ -92,6 +94,8 @@ macro_rules! ipc_surface {
                 export_products() -> SavedFileDto;
                 catalog_search(catalogo: Catalogo, text: String, limit: u32) -> Vec<CatalogEntryDto>;
                 catalog_version() -> CatalogVersionDto;
+                fiscal_options(rfc: String, regimen: Option<String>, metodo_pago: Option<String>) -> OpcionesFiscales;
+                price_without_iva(precio: String, cantidad: String, tasa: String, moneda: String) -> Option<PrecioSinIva>;
                 credential_store() -> CredentialStoreDto;
                 about_timbra() -> AboutDto;
                 export_diagnostic() -> SavedFileDto;

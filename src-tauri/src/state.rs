@@ -83,7 +83,7 @@ pub struct Ready {
     acting_as: Mutex<Option<Role>>,
     /// Modo sandbox's in-process PAC simulators (None when a PAC is configured, or when they
     /// could not start — then `sandbox_error` says why).
-    pub sandbox_pacs: Option<SandboxPacs>,
+    pub sandbox_pacs: Option<Arc<SandboxPacs>>,
     pub sandbox_error: Option<String>,
     /// The fault the sandbox primary simulator plays now.
     sandbox_fault: Mutex<SandboxFaultDto>,
@@ -105,7 +105,11 @@ pub struct AppState {
     pub seat_file: Option<SeatFile>,
     /// The seat as saved (the file's contents); one save at a time.
     seat: Mutex<Seat>,
-    ready: Result<Ready, AppError>,
+    /// The opened outbox. A restore from Ajustes swaps in the one it reopened
+    /// ([`AppState::replace_ready`]); every `Ready` lives as long as the app (a few per run at
+    /// most), so a command still holding the one replaced finishes against its closed
+    /// database — it fails in words — and never against freed memory.
+    ready: RwLock<Result<&'static Ready, AppError>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -114,14 +118,24 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl AppState {
     /// The outbox, or `startup` naming why it could not open.
-    pub fn ready(&self) -> Result<&Ready, AppError> {
-        self.ready.as_ref().map_err(|e| AppError::Startup {
-            cause: Box::new(e.clone()),
-        })
+    pub fn ready(&self) -> Result<&'static Ready, AppError> {
+        match &*self.ready.read().unwrap_or_else(|p| p.into_inner()) {
+            Ok(r) => Ok(*r),
+            Err(e) => Err(AppError::Startup {
+                cause: Box::new(e.clone()),
+            }),
+        }
     }
 
     pub fn startup_error(&self) -> Option<AppError> {
-        self.ready.as_ref().err().cloned()
+        self.ready.read().unwrap_or_else(|p| p.into_inner()).as_ref().err().cloned()
+    }
+
+    /// Puts `next` in place of the outbox in use (after a restore reopened the database).
+    pub fn replace_ready(&self, next: Ready) -> &'static Ready {
+        let next: &'static Ready = Box::leak(Box::new(next));
+        *self.ready.write().unwrap_or_else(|p| p.into_inner()) = Ok(next);
+        next
     }
 
     /// Opens the outbox (see the module docs for which) and brings it to a usable state;
@@ -223,7 +237,7 @@ impl AppState {
             database,
             seat_file,
             seat: Mutex::new(seat),
-            ready,
+            ready: RwLock::new(ready.map(|r| &*Box::leak(Box::new(r)))),
         }
     }
 
@@ -243,7 +257,7 @@ impl AppState {
         change(&mut next);
         file.save(&next)?;
         *seat = next.clone();
-        if let Ok(ready) = &self.ready {
+        if let Ok(ready) = self.ready() {
             ready.set_seat(SeatIdentity::of(&next));
         }
         Ok(next)
@@ -251,7 +265,7 @@ impl AppState {
 
     /// Who acts now (the seat's operator in the seat's role or in the role entered with a PIN).
     pub fn operator(&self) -> OperatorDto {
-        match &self.ready {
+        match self.ready() {
             Ok(r) => r.operator(),
             Err(_) => {
                 let seat = self.seat();
@@ -312,6 +326,24 @@ impl Ready {
     }
 
     async fn with(outbox: Outbox, database_dir: std::path::PathBuf, seat: SeatIdentity) -> Result<Ready, AppError> {
+        Ready::with_sims(outbox, database_dir, seat, None).await
+    }
+
+    /// The SQLite database at `opts` opened again in place of this one's (after a restore from
+    /// Ajustes): the same seat, Modo sandbox's simulators kept running (the attempts frozen for
+    /// them keep their PAC identity), no role entered.
+    pub async fn reopen(&self, opts: SqliteOptions) -> Result<Ready, AppError> {
+        let database_dir = opts.path.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        let outbox = Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await?;
+        Ready::with_sims(outbox, database_dir, self.seat(), self.sandbox_pacs.clone()).await
+    }
+
+    async fn with_sims(
+        outbox: Outbox,
+        database_dir: std::path::PathBuf,
+        seat: SeatIdentity,
+        sims: Option<Arc<SandboxPacs>>,
+    ) -> Result<Ready, AppError> {
         let test_no_certificado = sandbox::test_no_certificado()?;
         let system = Actor::system(CHANNEL);
         match outbox.emisor_settings().await? {
@@ -351,8 +383,12 @@ impl Ready {
             backup_error: Mutex::new(None),
         };
         if ready.mode().await? == ModeDto::Sandbox {
+            if let Some(running) = sims {
+                ready.sandbox_pacs = Some(running);
+                return Ok(ready);
+            }
             match SandboxPacs::start(&database_dir).await {
-                Ok(p) => ready.sandbox_pacs = Some(p),
+                Ok(p) => ready.sandbox_pacs = Some(Arc::new(p)),
                 Err(e) => {
                     tracing::error!(error = %e, "no se pudieron iniciar los simuladores de PAC del modo sandbox");
                     ready.sandbox_error = Some(e.to_string());
@@ -421,7 +457,7 @@ impl Ready {
     pub async fn start_drain(&self, app: tauri::AppHandle) {
         let result: Result<DrainHost, AppError> = async {
             let sims = if self.mode().await? == ModeDto::Sandbox {
-                Some(self.sandbox_pacs.as_ref().ok_or(AppError::unsupported("sandbox_pac"))?)
+                Some(&**self.sandbox_pacs.as_ref().ok_or(AppError::unsupported("sandbox_pac"))?)
             } else {
                 None
             };
@@ -519,6 +555,10 @@ mod tests {
         let at = chrono::NaiveDateTime::parse_from_str(occurred_at, cfdi::write::FECHA_FORMAT).unwrap();
         let mut v: serde_json::Value = serde_json::from_slice(&crate::demo::sale_json(0, at)).unwrap();
         v["sale_id"] = sale_id.into();
+        // Its own folio: intake numbers it (one folio is one sale).
+        if let Some(o) = v.as_object_mut() {
+            o.remove("folio");
+        }
         serde_json::to_vec(&v).unwrap()
     }
 

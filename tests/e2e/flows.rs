@@ -70,8 +70,8 @@ async fn fill_sale(app: &App, rfc: &str) -> Res {
     app.type_into("input[name='receptor.nombre']", "UNIVERSIDAD ROBOTICA ESPAÑOLA")
         .await?;
     app.type_into("input[name='receptor.domicilio_fiscal']", "86991").await?;
-    app.select("select[name='receptor.regimen_fiscal']", "601").await?;
-    app.select("select[name='receptor.uso_cfdi']", "G01").await?;
+    app.choose("", "receptor.regimen_fiscal", "601", "601").await?;
+    app.choose("", "receptor.uso_cfdi", "G01", "G01").await?;
     app.type_into("input[name='folio']", "4471").await?;
     app.type_into("input[name='conceptos[0].descripcion']", "Café de olla").await?;
     app.type_into("input[name='conceptos[0].cantidad']", "2").await?;
@@ -1152,8 +1152,9 @@ pub async fn pago_parcial(app: &App) -> Res {
     app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
     app.go("#/emitir").await?;
     fill_sale(app, "URE180429TM6").await?;
-    app.select("select[name='metodo_pago']", "PPD").await?;
-    app.select("select[name='forma_pago']", "99").await?;
+    app.choose("", "metodo_pago", "PPD", "PPD").await?;
+    // With PPD the only forma de pago SAT allows is 99.
+    app.choose("", "forma_pago", "99", "99").await?;
     app.wait_contains("[data-total=total]", "$116.00").await?;
     app.click("[data-testid=emitir-submit]").await?;
     app.wait_contains("[data-testid=emitir-recorded]", "registrada").await?;
@@ -1795,15 +1796,17 @@ pub async fn emitir_con_catalogos(app: &App) -> Res {
         ("rfc", "URE180429TM6"),
         ("nombre", "UNIVERSIDAD ROBOTICA ESPAÑOLA"),
         ("cp", "00001"),
-        ("regimen", "601"),
-        ("uso", "G03"),
-        ("forma_pago", "03"),
-        ("metodo_pago", "PUE"),
         ("email", "compras@ure.mx"),
     ] {
         app.type_into(&format!("[data-testid=cliente-form] input[name={name}]"), value)
             .await?;
     }
+    // The catalog selects: by code, or by words of SAT's description.
+    let form = "[data-testid=cliente-form]";
+    app.choose(form, "regimen", "general de ley", "601").await?;
+    app.choose(form, "uso", "G03", "G03").await?;
+    app.choose(form, "forma_pago", "transferencia", "03").await?;
+    app.choose(form, "metodo_pago", "PUE", "PUE").await?;
     app.click("[data-testid=cliente-guardar]").await?;
     app.wait_contains("[data-error-for=cp]", "00001").await?;
     check(
@@ -1965,6 +1968,75 @@ MAL-01,Clave inventada,99999999,H87,,1.00,02,16,,,\n",
     app.go(&link).await?;
     app.wait_contains("[data-testid=factura-head]", "URE180429TM6").await?;
     app.wait_badge("timbrada").await?;
+
+    // A backup of this moment, for the restore below (the contador's PIN set first: the backup
+    // keeps it).
+    set_contador_pin(app).await?;
+    app.go("#/ajustes/respaldos").await?;
+    app.click("[data-testid=backups-now]").await?;
+    app.wait_contains("[data-testid=backups-current]", "en la carpeta").await?;
+    let folder = app
+        .wait_text("[data-testid=backups-current] .mono", "la carpeta", |t| !t.trim().is_empty())
+        .await?;
+    let backup = std::fs::read_dir(folder.trim())
+        .map_err(|e| format!("{folder}: {e}"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "db"))
+        // The newest (the names carry the instant): the one just taken.
+        .max()
+        .ok_or_else(|| format!("no hay respaldo en {folder}"))?;
+
+    // A new customer typed in Emitir: a persona física's RFC offers only her regímenes (601 is
+    // a persona moral's), the régimen and the uso are found by words, and *Guardar cliente*
+    // keeps her in Clientes.
+    app.go("#/emitir").await?;
+    app.type_into("input[name='receptor.rfc']", "CACX7605101P8").await?;
+    app.type_into("input[name='receptor.nombre']", "XOCHILT CASAS CHAVEZ").await?;
+    app.type_into("input[name='receptor.domicilio_fiscal']", "86991").await?;
+    app.wait_contains("[data-testid=regimen-hint]", "persona física").await?;
+    app.click("[data-testid='cs-receptor.regimen_fiscal']").await?;
+    app.find("[data-testid='cs-receptor.regimen_fiscal']")
+        .await?
+        .send_keys("601")
+        .await
+        .map_err(|e| e.to_string())?;
+    app.wait_contains("[data-testid='cs-receptor.regimen_fiscal-list']", "Ninguna opción")
+        .await?;
+    keys(app, "\u{E00C}").await?; // Esc: the search is dropped, the value stays.
+    app.choose("", "receptor.regimen_fiscal", "simplificado de confianza", "626")
+        .await?;
+    app.choose("", "receptor.uso_cfdi", "gastos en general", "G03").await?;
+    app.click("[data-testid=emitir-save-customer]").await?;
+    app.wait_contains("[data-testid=emitir-customer-saved]", "XOCHILT CASAS CHAVEZ")
+        .await?;
+    app.go("#/clientes").await?;
+    let row = app.wait_contains("[data-testid=clientes-table]", "CACX7605101P8").await?;
+    check(
+        row.contains("626") && row.contains("G03"),
+        format!("el cliente guardado desde Emitir: {row:?}"),
+    )?;
+
+    // Restore from Ajustes (the contador, with the PIN): what will happen first, then the
+    // console shows the restored database — the customer saved after the backup is not in it.
+    act_as_contador(app).await?;
+    app.go("#/ajustes/respaldos").await?;
+    app.choose_next(&[&backup])?;
+    app.click("[data-testid=restore-choose]").await?;
+    let preview = app.wait_contains("[data-testid=restore-preview]", "1 facturas").await?;
+    check(
+        preview.contains("quedan retenidos"),
+        format!("lo que hará la restauración: {preview:?}"),
+    )?;
+    app.click("[data-testid=restore-confirm]").await?;
+    app.wait_contains("[data-testid=restore-done]", "Respaldo restaurado").await?;
+    // The console reloads on the reopened database (no role entered).
+    app.find("[data-testid=act-as-contador]").await?;
+    app.go("#/clientes").await?;
+    let clientes = app.wait_contains("[data-testid=clientes-table]", "URE180429TM6").await?;
+    check(
+        !clientes.contains("CACX7605101P8"),
+        format!("tras restaurar, el cliente posterior al respaldo no está: {clientes:?}"),
+    )?;
     Ok(())
 }
 

@@ -354,6 +354,31 @@ impl App {
         e.select_by_value(value).await.map_err(|e| format!("elegir {value} en {css}: {e}"))
     }
 
+    /// Picks `code` in the searchable catalog select named `name` (ui/src/components/
+    /// CatalogSelect.svelte) as a person would: a click in the box, `typed` (a code or words of
+    /// its description) and Enter; waits until the select holds `code`. The choices arrive from
+    /// Rust as the form changes, so a pick made before they did is typed again.
+    pub async fn choose(&self, scope: &str, name: &str, typed: &str, code: &str) -> Res {
+        let css = format!("{scope} [data-testid='cs-{name}']").trim().to_string();
+        let mut held = String::new();
+        for _ in 0..5 {
+            self.click(&css).await?;
+            let e = self.find(&css).await?;
+            e.send_keys(&format!("{typed}\u{E007}"))
+                .await
+                .map_err(|e| format!("teclear en {css}: {e}"))?;
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(2) {
+                held = self.attr(&css, "data-value").await?.unwrap_or_default();
+                if held == code {
+                    return Ok(());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Err(format!("{css}: se tecleó {typed:?} y Enter para elegir {code}; quedó {held:?}"))
+    }
+
     /// Clicks `css` as a person would: first brought to the middle of the window, so the
     /// sticky sandbox banner never covers it (WebKit scrolls a target only to the window's edge).
     pub async fn click(&self, css: &str) -> Res {

@@ -22,8 +22,8 @@ pub async fn instalada_emitir(app: &App) -> Res {
     app.type_into("input[name='receptor.nombre']", "UNIVERSIDAD ROBOTICA ESPAÑOLA")
         .await?;
     app.type_into("input[name='receptor.domicilio_fiscal']", "86991").await?;
-    app.select("select[name='receptor.regimen_fiscal']", "601").await?;
-    app.select("select[name='receptor.uso_cfdi']", "G01").await?;
+    app.choose("", "receptor.regimen_fiscal", "601", "601").await?;
+    app.choose("", "receptor.uso_cfdi", "G01", "G01").await?;
     app.type_into("input[name='folio']", "1").await?;
     app.type_into("input[name='conceptos[0].descripcion']", "Café de olla").await?;
     app.type_into("input[name='conceptos[0].cantidad']", "2").await?;

@@ -36,4 +36,29 @@ describe('BackupSettings', () => {
     await waitFor(() => expect(screen.getByTestId('backups-current').textContent).toContain('4 en la carpeta'));
     expect(screen.queryByTestId('backups-last-error')).toBeNull();
   });
+
+  test('a restore: the chosen file, what will happen (Rust\'s preview), then the restore of that file', async () => {
+    const calls: [string, unknown][] = [];
+    mockIPC(
+      (cmd, args) => {
+        calls.push([cmd, args]);
+        if (cmd === 'backups') return status();
+        if (cmd === 'plugin:dialog|open') return '/datos/respaldos/timbra-20261201T150405Z.db';
+        if (cmd === 'restore_preview')
+          return { source: '/datos/respaldos/timbra-20261201T150405Z.db', database: '/datos/timbra.db', backup_at: '2026-12-01T15:04:05+00:00', backup_invoices: 3, current_invoices: 5, other_drains: [] };
+        if (cmd === 'restore_backup')
+          return { from: '/datos/respaldos/timbra-20261201T150405Z.db', previous: '/datos/timbra.db.antes-de-restaurar-20261206T120000Z', invoices: 3, backup_at: '2026-12-01T15:04:05+00:00', gap_id: 1 };
+        throw new Error(`unexpected ${cmd}`);
+      },
+      { shouldMockEvents: true },
+    );
+    render(BackupSettings);
+    await fireEvent.click(screen.getByTestId('restore-choose'));
+    await waitFor(() => expect(screen.getByTestId('restore-preview').textContent).toContain('con 3 facturas; la base actual tiene 5'));
+    expect(screen.getByTestId('restore-preview').textContent).toContain('quedan retenidos');
+    expect(calls.some(([c]) => c === 'restore_backup')).toBe(false);
+    await fireEvent.click(screen.getByTestId('restore-confirm'));
+    await waitFor(() => expect(screen.getByTestId('restore-done').textContent).toContain('3 facturas'));
+    expect(calls).toContainEqual(['restore_backup', { path: '/datos/respaldos/timbra-20261201T150405Z.db' }]);
+  });
 });

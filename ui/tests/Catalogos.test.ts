@@ -4,6 +4,7 @@ import { mockIPC } from '@tauri-apps/api/mocks';
 import Emitir from '../src/pages/Emitir.svelte';
 import Clientes from '../src/pages/Clientes.svelte';
 import { ClickIdentity } from '../src/lib/emit';
+import { fiscalOptions } from './fixtures';
 
 type Call = { cmd: string; args: Record<string, unknown> };
 
@@ -53,6 +54,8 @@ function backend(extra: (cmd: string, a: Record<string, unknown>) => unknown = (
           return '2026-11-29T12:00:00';
         case 'preview_sale':
           return { totals: null, errors: [] };
+        case 'fiscal_options':
+          return fiscalOptions(String(a.rfc), (a.metodoPago as string | null) ?? null);
         case 'customers':
           return String(a.query ?? '').toLowerCase().startsWith('univ') || String(a.query ?? '').startsWith('URE') ? [customer] : [];
         case 'products': {
@@ -79,6 +82,86 @@ async function typeAndEnter(name: string, text: string) {
   await fireEvent.keyDown(field(name), { key: 'Enter' });
 }
 
+/** Picks in a searchable catalog select (CatalogSelect) by typing and Enter. */
+async function choose(name: string, typed: string) {
+  await fireEvent.focus(field(name));
+  await waitFor(() => expect(screen.getByTestId(`cs-${name}-list`).querySelectorAll('button[data-code]').length).toBeGreaterThan(0));
+  await fireEvent.input(field(name), { target: { value: typed } });
+  await fireEvent.keyDown(field(name), { key: 'Enter' });
+}
+
+const choices = (name: string) => [...screen.getByTestId(`cs-${name}-list`).querySelectorAll<HTMLElement>('button[data-code]')].map((b) => b.dataset.code);
+
+describe('SAT catalogs in the forms', () => {
+  test('Emitir asks Rust for the choices of the RFC typed; a persona física is not offered 601; words find a régimen', async () => {
+    const calls = backend();
+    render(Emitir, { identity: new ClickIdentity(() => 'click-3') });
+    await fireEvent.input(field('receptor.rfc'), { target: { value: 'CACX7605101P8' } });
+    await waitFor(() => expect(calls.some((c) => c.cmd === 'fiscal_options' && c.args.rfc === 'CACX7605101P8')).toBe(true));
+    await fireEvent.focus(field('receptor.regimen_fiscal'));
+    await waitFor(() => expect(choices('receptor.regimen_fiscal')).toEqual(['612', '626']));
+    await fireEvent.input(field('receptor.regimen_fiscal'), { target: { value: '601' } });
+    await waitFor(() => expect(screen.getByTestId('cs-receptor.regimen_fiscal-list').textContent).toContain('Ninguna opción'));
+    await fireEvent.keyDown(field('receptor.regimen_fiscal'), { key: 'Escape' });
+    await choose('receptor.regimen_fiscal', 'simplificado confianza');
+    await waitFor(() => expect(field('receptor.regimen_fiscal').dataset.value).toBe('626'));
+    await waitFor(() => expect(calls.some((c) => c.cmd === 'fiscal_options' && c.args.regimen === '626')).toBe(true));
+    // PPD leaves one forma de pago (99): it is taken.
+    await choose('metodo_pago', 'PPD');
+    await waitFor(() => expect(field('forma_pago').dataset.value).toBe('99'));
+  });
+
+  test('Guardar cliente saves the receptor typed in Emitir, updating the customer with that RFC', async () => {
+    const calls = backend((cmd, a) => (cmd === 'save_customer' ? { ...customer, ...(a.input as object), id: 7 } : undefined));
+    render(Emitir, { identity: new ClickIdentity(() => 'click-4') });
+    await fireEvent.input(field('receptor.rfc'), { target: { value: 'URE180429TM6' } });
+    await fireEvent.input(field('receptor.nombre'), { target: { value: 'UNIVERSIDAD ROBOTICA ESPAÑOLA' } });
+    await fireEvent.input(field('receptor.domicilio_fiscal'), { target: { value: '86991' } });
+    await fireEvent.click(screen.getByTestId('emitir-save-customer'));
+    await waitFor(() => expect(screen.getByTestId('emitir-customer-saved').textContent).toContain('UNIVERSIDAD ROBOTICA ESPAÑOLA'));
+    const saved = calls.find((c) => c.cmd === 'save_customer')!.args;
+    expect(saved.id).toBe(7);
+    expect(saved.input).toMatchObject({ rfc: 'URE180429TM6', cp: '86991', regimen: '601', uso: 'G03', forma_pago: '01', metodo_pago: 'PUE' });
+  });
+
+  test('a price with IVA included becomes the valor unitario Rust computes, and the hint says it was rounded to total the price', async () => {
+    const calls = backend((cmd) =>
+      cmd === 'price_without_iva'
+        ? { valor_unitario: '86.21', importe: '86.21', iva: '13.79', total: '100.00', objetivo: '100.00', exacto: true }
+        : undefined,
+    );
+    render(Emitir, { identity: new ClickIdentity(() => 'click-5') });
+    await fireEvent.input(field('conceptos[0].valor_unitario'), { target: { value: '100' } });
+    await fireEvent.click(screen.getByTestId('con-iva'));
+    await waitFor(() => expect(screen.getByTestId('con-iva-hint').textContent).toContain('86.21'));
+    expect(screen.getByTestId('con-iva-hint').textContent).toContain('redondeado');
+    expect(calls.find((c) => c.cmd === 'price_without_iva')!.args).toEqual({ precio: '100', cantidad: '1', tasa: '0.160000', moneda: 'MXN' });
+    // The box keeps the price typed; the draft carries the valor unitario without IVA.
+    expect(field('conceptos[0].valor_unitario').value).toBe('100');
+    await waitFor(() => {
+      const previews = calls.filter((c) => c.cmd === 'preview_sale');
+      const last = previews[previews.length - 1]?.args.draft as { conceptos: { valor_unitario: string }[] } | undefined;
+      expect(last?.conceptos[0].valor_unitario).toBe('86.21');
+    });
+  });
+
+  test('Clientes uses the same selects: the RFC decides the régimenes, and the code chosen is what is saved', async () => {
+    const calls = backend((cmd, a) => (cmd === 'customers' ? [] : cmd === 'save_customer' ? { ...customer, ...(a.input as object) } : undefined));
+    render(Clientes);
+    await fireEvent.click(screen.getByTestId('cliente-nuevo'));
+    await fireEvent.input(field('rfc'), { target: { value: 'URE180429TM6' } });
+    await waitFor(() => expect(calls.some((c) => c.cmd === 'fiscal_options' && c.args.rfc === 'URE180429TM6')).toBe(true));
+    await fireEvent.focus(field('regimen'));
+    await waitFor(() => expect(choices('regimen')).toEqual(['601', '626']));
+    await fireEvent.keyDown(field('regimen'), { key: 'Escape' });
+    await choose('regimen', 'general de ley');
+    await choose('uso', 'G03');
+    await fireEvent.click(screen.getByTestId('cliente-guardar'));
+    await waitFor(() => expect(calls.some((c) => c.cmd === 'save_customer')).toBe(true));
+    expect(calls.find((c) => c.cmd === 'save_customer')!.args.input).toMatchObject({ rfc: 'URE180429TM6', regimen: '601', uso: 'G03', forma_pago: null });
+  });
+});
+
 describe('Emitir from saved customers and products', () => {
   test('the customer search fills the receptor and its defaults; Enter in the product search adds lines; Ctrl+Enter emits', async () => {
     const calls = backend();
@@ -89,7 +172,7 @@ describe('Emitir from saved customers and products', () => {
     await waitFor(() => expect(field('receptor.rfc').value).toBe('URE180429TM6'));
     expect(field('receptor.nombre').value).toBe('UNIVERSIDAD ROBOTICA ESPAÑOLA');
     expect(field('receptor.domicilio_fiscal').value).toBe('86991');
-    expect(document.querySelector<HTMLSelectElement>("[name='forma_pago']")!.value).toBe('03');
+    expect(document.querySelector<HTMLInputElement>("[name='forma_pago']")!.dataset.value).toBe('03');
     // Still editable per invoice.
     await fireEvent.input(field('receptor.domicilio_fiscal'), { target: { value: '42501' } });
 

@@ -3,6 +3,7 @@ import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import { mockIPC } from '@tauri-apps/api/mocks';
 import Emitir from '../src/pages/Emitir.svelte';
 import { ClickIdentity } from '../src/lib/emit';
+import { fiscalOptions } from './fixtures';
 
 type Call = { cmd: string; args: Record<string, unknown> };
 
@@ -23,6 +24,8 @@ function backend(recordAnswers: ((args: Record<string, unknown>) => unknown)[]) 
             ? { totals: null, errors: [{ field: 'receptor.rfc', code: 'rfc_invalido', message: 'no es un RFC' }] }
             : { totals: { subtotal: '100.00', descuento: null, traslados: '16.00', retenciones: null, total: '116.00', moneda: 'MXN' }, errors: [] };
         }
+        case 'fiscal_options':
+          return fiscalOptions(String(a.rfc), (a.metodoPago as string | null) ?? null);
         case 'record_sale': {
           const next = recordAnswers.shift();
           if (!next) throw new Error('unexpected record_sale');
@@ -49,6 +52,15 @@ async function fill(rfc: string) {
   await fireEvent.input(input('conceptos[0].descripcion'), { target: { value: 'Café de olla' } });
   await fireEvent.input(input('conceptos[0].cantidad'), { target: { value: '2' } });
   await fireEvent.input(input('conceptos[0].valor_unitario'), { target: { value: '50.00' } });
+}
+
+/** Picks in a searchable catalog select (CatalogSelect) by typing and Enter, as a person does. */
+async function choose(name: string, typed: string) {
+  const box = input(name);
+  await fireEvent.focus(box);
+  await waitFor(() => expect(screen.getByTestId(`cs-${name}-list`).querySelectorAll('button[data-code]').length).toBeGreaterThan(0));
+  await fireEvent.input(box, { target: { value: typed } });
+  await fireEvent.keyDown(box, { key: 'Enter' });
 }
 
 const submit = () => fireEvent.click(screen.getByTestId('emitir-submit'));
@@ -199,6 +211,8 @@ describe('Emitir and SAT matrix', () => {
       (cmd, args) => {
         const a = (args ?? {}) as { draft?: { metodo_pago: string; forma_pago: string } };
         if (cmd === 'local_now') return '2026-11-29T12:00:00';
+        // Every forma offered whatever the método, so the refusal can be seen and then fixed.
+        if (cmd === 'fiscal_options') return fiscalOptions('URE180429TM6', null, true);
         if (cmd === 'preview_sale') {
           const broken = a.draft?.metodo_pago === 'PPD' && a.draft.forma_pago !== '99';
           return broken
@@ -212,8 +226,7 @@ describe('Emitir and SAT matrix', () => {
     render(Emitir, { identity: new ClickIdentity(() => 'x') });
     await fill('URE180429TM6');
     await waitFor(() => expect(document.querySelector('[data-total=total]')?.textContent).toBe('$116.00'));
-    const metodo = document.querySelector<HTMLSelectElement>("[name='metodo_pago']")!;
-    await fireEvent.change(metodo, { target: { value: 'PPD' } });
+    await choose('metodo_pago', 'PPD');
     await waitFor(() => expect(document.querySelector("[data-error-for='forma_pago']")).not.toBeNull());
     const shown = document.querySelector("[data-error-for='forma_pago']")!;
     expect(shown.getAttribute('data-rule')).toBe('CFDI40105');
@@ -222,8 +235,7 @@ describe('Emitir and SAT matrix', () => {
     // The totals stay beside the refusal.
     expect(document.querySelector('[data-total=total]')?.textContent).toBe('$116.00');
     // Fixed: the refusal goes.
-    const forma = document.querySelector<HTMLSelectElement>("[name='forma_pago']")!;
-    await fireEvent.change(forma, { target: { value: '99' } });
+    await choose('forma_pago', 'por definir');
     await waitFor(() => expect(document.querySelector("[data-error-for='forma_pago']")).toBeNull());
   });
 });

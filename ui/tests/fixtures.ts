@@ -135,3 +135,26 @@ export function detail(strategy: StrategyDto, over: Partial<InvoiceDetailDto> = 
     ...over,
   };
 }
+
+/**
+ * A `fiscal_options` answer (an excerpt of what Rust serves): a 13-character RFC offers personas
+ * físicas' regímenes, a 12-character one personas morales', PPD only forma 99 unless `anyForma`.
+ */
+export function fiscalOptions(rfc: string, metodo: string | null, anyForma = false) {
+  const o = (code: string, descripcion: string) => ({ code, descripcion });
+  const fisica = rfc.length === 13;
+  const moral = rfc.length === 12;
+  const formas = [o('01', 'Efectivo'), o('03', 'Transferencia electrónica de fondos'), o('04', 'Tarjeta de crédito'), o('99', 'Por definir')];
+  return {
+    receptor: fisica ? 'fisica' : moral ? 'moral' : 'desconocido',
+    regimenes: [
+      ...(fisica ? [] : [o('601', 'General de Ley Personas Morales')]),
+      ...(moral ? [] : [o('612', 'Personas Físicas con Actividades Empresariales y Profesionales')]),
+      o('626', 'Régimen Simplificado de Confianza'),
+    ],
+    usos: [o('G01', 'Adquisición de mercancías'), o('G02', 'Devoluciones, descuentos o bonificaciones'), o('G03', 'Gastos en general'), o('S01', 'Sin efectos fiscales')],
+    formas_pago: anyForma ? formas : formas.filter((f) => (metodo === 'PPD' ? f.code === '99' : metodo === 'PUE' ? f.code !== '99' : true)),
+    metodos_pago: [o('PUE', 'Pago en una sola exhibición'), o('PPD', 'Pago en parcialidades o diferido')],
+    objetos_imp: [o('01', 'No objeto de impuesto'), o('02', 'Sí objeto de impuesto')],
+  };
+}

@@ -28,9 +28,13 @@
 //! words, [`catalog_version`] says where the data comes from. Each data file is decompressed and
 //! parsed once, on first use (`OnceLock`); a catalog's search index is built on its first search.
 //!
+//! Which codes SAT allows together (a receptor's persona, régimen and uso; forma and método de
+//! pago), for the console's selects, is [`options`].
+//!
 //! Pure data and pure functions: no IO; the only lazy initialisation is that of the embedded data.
 
 mod data;
+pub mod options;
 mod search;
 
 pub use data::{catalog_version, entries, entry, len, nth, CatalogVersion, Catalogo, Detalle, DetalleCodigoPostal, DetalleProdServ, Entry};

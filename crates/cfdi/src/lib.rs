@@ -23,6 +23,7 @@ pub mod mapping;
 pub mod matrix;
 pub mod model;
 pub mod payment;
+pub mod precio;
 pub mod read;
 pub mod report;
 pub mod sale;

@@ -25,6 +25,7 @@ mod report_cmd;
 mod role_cmd;
 mod sale_import;
 mod screening_cmd;
+mod serie_cmd;
 mod serve_cmd;
 mod shell;
 mod support_cmd;
@@ -129,6 +130,9 @@ enum Command {
     /// Tipos de cambio de referencia para la banda del SAT (CFDI40118): registrar, lista.
     #[command(name = "tipo-cambio", subcommand, after_help = EXIT_CODES)]
     TipoCambio(exchange_cmd::ExchangeCommand),
+    /// Series y folios: lista, agregar (siguiente folio, la predeterminada).
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Serie(serie_cmd::SerieCommand),
     /// API local (HTTP): registra ventas y responde lecturas; no timbra (eso es `timbra drain`).
     /// Solo escucha en 127.0.0.1/::1 salvo con --allow-remote.
     #[command(after_help = EXIT_CODES)]
@@ -221,6 +225,7 @@ fn main() -> ExitCode {
         Command::Report(cmd) => report_cmd::run(cli.db.as_deref(), cmd),
         Command::Screening(cmd) => screening_cmd::run(cli.db.as_deref(), cmd),
         Command::TipoCambio(cmd) => exchange_cmd::run(cli.db.as_deref(), cmd),
+        Command::Serie(cmd) => serie_cmd::run(cli.db.as_deref(), cmd),
         Command::Serve(args) => serve_cmd::serve(cli.db.as_deref(), args),
         Command::Token(cmd) => serve_cmd::token(cli.db.as_deref(), cmd),
         Command::Webhook(cmd) => webhook_cmd::webhook(cli.db.as_deref(), cmd),

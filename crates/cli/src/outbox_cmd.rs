@@ -274,7 +274,11 @@ pub fn invoice(db: Option<&str>, cmd: InvoiceCommand) -> Result<u8, Failure> {
                     "id", "sale_id", "folio", "receptor", "total", "estado", "insignia", "Fecha"
                 );
                 for i in &page.items {
-                    let folio = format!("{}{}", i.serie.as_deref().unwrap_or(""), i.folio.as_deref().unwrap_or(""));
+                    let folio = if i.serie.is_some() || i.folio.is_some() {
+                        i.name()
+                    } else {
+                        String::new()
+                    };
                     out.push_str(&format!(
                         "\n{:>7}  {:<24} {:<10} {:<13} {:>12}  {:<8} {:<10} {}",
                         i.id,

@@ -24,7 +24,9 @@ fn sale_fixture() -> String {
 }
 
 fn sale_with_id(id: &str) -> String {
-    sale_fixture().replace("\"pedido-4471\"", &format!("{id:?}"))
+    sale_fixture()
+        .replace("\"pedido-4471\"", &format!("{id:?}"))
+        .replace("\"folio\":\"4471\",", "")
 }
 
 /// A temporary database initialised with the EKU emisor.
@@ -200,7 +202,7 @@ fn import_records_good_lines_and_reports_bad_ones_by_line() {
         sale_with_id("imp-4"),
         sale_with_id("imp-1"),
         sale_with_id("imp-1").replace("Café de olla", "Otro"),
-        sale_with_id("imp-5").replace("\"folio\"", "\"color\":\"rojo\",\"folio\""),
+        sale_with_id("imp-5").replace("\"serie\"", "\"color\":\"rojo\",\"serie\""),
         sale_with_id("imp-6"),
     ];
     let file = db.file("ventas.jsonl", &lines.join("\n"));

@@ -40,7 +40,10 @@ fn lines(from: usize, to: usize) -> String {
         .unwrap()
         .replace('\n', " ");
     (from..to)
-        .map(|i| sale.replace("\"pedido-4471\"", &format!("\"kill-{i:04}\"")))
+        .map(|i| {
+            sale.replace("\"pedido-4471\"", &format!("\"kill-{i:04}\""))
+                .replace("\"folio\":\"4471\",", "")
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }

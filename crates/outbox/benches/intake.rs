@@ -177,6 +177,7 @@ fn template_record(detail: &outbox::model::InvoiceDetail, body: &[u8]) -> outbox
         },
         idempotency_key: String::new(),
         reservation_owner: "bench".into(),
+        folio: FolioUse::None,
         claim: None,
         at_ms: 0,
         actor: actor(),

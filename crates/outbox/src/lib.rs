@@ -13,7 +13,8 @@
 //! - the pure rules live in `crates/rules` (lib `rules`) and keep their paths here:
 //!   [`strategy`], [`evidence`] (the evidence vocabulary), [`cancellation`], [`intake`],
 //!   [`model`], [`timeline_words`], [`actor`], [`code_enum`];
-//! - [`outbox`]: the `Outbox` API and the intake flow (one sale, and in bulk);
+//! - [`outbox`]: the `Outbox` API and the intake flow (one sale, and in bulk; its serie-folio
+//!   numbering in `outbox::numbering`);
 //! - [`store`]: storage written once for both databases ([`AnyStore`] in `any`, a file per
 //!   role), with the dialects' own code in `sqlite` and `postgres`, their SQL in
 //!   `sql/<dialect>/`, and the migrations (listed and pinned in `migrations`) at the top of the

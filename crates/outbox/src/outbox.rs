@@ -46,6 +46,7 @@ use crate::store::{IntakeLinks, NewIntake};
 use crate::strategy::{self, Policy, Verdict};
 
 pub mod bulk;
+pub mod numbering;
 
 /// Largest sale JSON accepted by [`Outbox::record_sale_json`].
 pub const MAX_SALE_JSON_BYTES: usize = 16 * 1024 * 1024;
@@ -228,6 +229,7 @@ pub(crate) fn sealed_record(
         idempotency_key: key.to_string(),
         reservation_owner: owner.to_string(),
         claim: None,
+        folio: crate::store::FolioUse::None,
         at_ms: now.timestamp_millis(),
         actor: actor.clone(),
     })
@@ -466,6 +468,7 @@ impl Outbox {
         };
         // The fiscal workflows' checks and links (payments, tickets, 69-B screening).
         let warnings = self.intake_links(sale, &emisor.profile, &mut links).await?;
+        self.check_brought_folio(sale).await?;
 
         // 3. Reserve the key.
         let owner = format!("{}:{}", self.instance, self.reservations.fetch_add(1, Ordering::Relaxed));
@@ -481,10 +484,18 @@ impl Outbox {
             Reservation::Recorded(existing) => return replay_or_conflict(key, existing, &body_sha256),
         }
 
-        // 4. Build and seal; 5. one transaction.
+        // 4. Number (a held folio), build and seal; 5. one transaction.
+        let (numbered, folio) = match self.number_sale(sale, &owner, until_ms, now_ms).await {
+            Ok(n) => n,
+            Err(e) => {
+                self.release(key, &owner).await;
+                return Err(e);
+            }
+        };
         let result = self
             .build_and_record(
-                sale,
+                &numbered,
+                folio,
                 key,
                 &owner,
                 &emisor,
@@ -552,12 +563,17 @@ impl Outbox {
             // The reservation expires by itself after RESERVATION_LEASE.
             tracing::warn!(key, error = %e, "no se pudo liberar la reserva de la clave de idempotencia");
         }
+        if let Err(e) = self.store.release_folio_holds(owner).await {
+            // A held folio goes to the next intake when its lease ends.
+            tracing::warn!(key, error = %e, "no se pudo devolver el folio apartado");
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
     async fn build_and_record(
         &self,
         sale: &Sale,
+        folio: crate::store::FolioUse,
         key: &str,
         owner: &str,
         emisor: &StoredEmisorSettings,
@@ -575,19 +591,22 @@ impl Outbox {
                 .record_ticket(sale, key, owner, fecha, body, body_sha256, now, actor, links)
                 .await;
         }
-        let record = sealed_record(
-            sale,
-            key,
-            owner,
-            emisor,
-            csd,
-            (pac, pac_identity),
-            fecha,
-            body,
-            body_sha256,
-            now,
-            actor,
-        )?;
+        let record = NewRecord {
+            folio,
+            ..sealed_record(
+                sale,
+                key,
+                owner,
+                emisor,
+                csd,
+                (pac, pac_identity),
+                fecha,
+                body,
+                body_sha256,
+                now,
+                actor,
+            )?
+        };
         if links.is_empty() {
             self.store.record_sale(&record).await
         } else {

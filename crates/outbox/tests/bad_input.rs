@@ -290,7 +290,10 @@ async fn a_rate_outside_sats_band_needs_the_pacs_confirmacion(backend: Backend) 
     // The band's edge is inside it; the PAC's code lets a rate outside it through, sealed.
     let edge = usd("23.2875", "").replace("pedido-4471", "pedido-4471-borde");
     e.outbox.record_sale_json(edge.as_bytes(), None, &staff()).await.unwrap();
-    let confirmed = usd("1.00", ",\"confirmacion\":\"ab12z\"").replace("pedido-4471", "pedido-4471-confirmado");
+    // (its own folio: one folio is one sale)
+    let confirmed = usd("1.00", ",\"confirmacion\":\"ab12z\"")
+        .replace("pedido-4471", "pedido-4471-confirmado")
+        .replace("\"folio\":\"4471\"", "\"folio\":\"4472\"");
     let r = e.outbox.record_sale_json(confirmed.as_bytes(), None, &staff()).await.unwrap();
     let d = e.outbox.invoice(&outbox::model::InvoiceRef::Id(r.invoice_id)).await.unwrap();
     let (_, body) = e.outbox.attempt_body(d.attempts[0].id).await.unwrap();
@@ -303,7 +306,8 @@ async fn a_rate_outside_sats_band_needs_the_pacs_confirmacion(backend: Backend) 
     // EUR has no reference: not band-checked here (the PAC still checks it).
     let eur = usd("1.00", "")
         .replace("\"USD\"", "\"EUR\"")
-        .replace("pedido-4471", "pedido-4471-eur");
+        .replace("pedido-4471", "pedido-4471-eur")
+        .replace("\"folio\":\"4471\"", "\"folio\":\"4473\"");
     e.outbox.record_sale_json(eur.as_bytes(), None, &staff()).await.unwrap();
 }
 

@@ -38,9 +38,11 @@ async fn record_customers(e: &Env) -> Vec<(i64, DateTime<Utc>)> {
     let mut out = Vec::new();
     for (i, (name, folio)) in SALES.iter().enumerate() {
         e.clock.advance(Duration::seconds(1));
-        let json = ingreso(&format!("venta-{i}"))
-            .replace("UNIVERSIDAD ROBOTICA ESPAÑOLA", name)
-            .replace("\"folio\":\"4471\"", &format!("\"folio\":{folio:?}"));
+        let mut sale: serde_json::Value = serde_json::from_str(&ingreso(&format!("venta-{i}"))).expect("JSON");
+        sale["receptor"]["nombre"] = (*name).into();
+        sale["serie"] = "F".into();
+        sale["folio"] = (*folio).into();
+        let json = sale.to_string();
         let r = e.outbox.record_sale_json(json.as_bytes(), None, &staff()).await.expect("record");
         out.push((r.invoice_id, e.outbox.now()));
     }

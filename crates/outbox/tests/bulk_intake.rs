@@ -13,7 +13,7 @@ use outbox::OutboxError;
 
 /// The ingreso fixture with its own sale_id and folio (not a look-alike of the others).
 fn sale(sale_id: &str, folio: usize) -> String {
-    ingreso(sale_id).replace("\"folio\":\"4471\"", &format!("\"folio\":\"{folio}\""))
+    ingreso(sale_id).replace("\"serie\":\"F\",", &format!("\"serie\":\"F\",\"folio\":\"{folio}\","))
 }
 
 fn lines(items: &[String]) -> Vec<Vec<u8>> {
@@ -256,6 +256,7 @@ fn template(detail: &outbox::model::InvoiceDetail, body: &[u8]) -> outbox::store
         },
         idempotency_key: String::new(),
         reservation_owner: String::new(),
+        folio: FolioUse::None,
         claim: None,
         at_ms: 0,
         actor: staff(),

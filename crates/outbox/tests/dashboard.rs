@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use cfdi::secret::Secret;
-use common::{ingreso, password, setup, Backend};
+use common::{ingreso, password, setup, with_folio, Backend};
 use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::model::{Badge, InvoiceRef};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
@@ -107,7 +107,7 @@ async fn world(backend: Backend, faults: &str) -> World {
 
 impl World {
     async fn record(&self, folio: &str) -> i64 {
-        let json = ingreso(&format!("pedido-{folio}")).replace("\"folio\":\"4471\"", &format!("\"folio\":{folio:?}"));
+        let json = with_folio(&ingreso(&format!("pedido-{folio}")), folio);
         self.outbox
             .record_sale_json(json.as_bytes(), None, &Actor::new("ana", Role::Personal, "test"))
             .await

@@ -33,7 +33,7 @@ fn staff() -> Actor {
 /// An ingreso recorded at the test clock's day, with two CFDIs (a duplicate) written as the
 /// drain would; returns (invoice id, [(cfdi id, uuid); 2]).
 async fn sale_with_two_cfdis(o: &Outbox, raw: &sqlx::AnyPool, sale_id: &str, at: DateTime<Utc>) -> (i64, Vec<(i64, String)>) {
-    let json = common::ingreso(sale_id).replace("\"folio\":\"4471\"", &format!("\"folio\":{sale_id:?}"));
+    let json = common::with_folio(&common::ingreso(sale_id), sale_id);
     let id = o.record_sale_json(json.as_bytes(), None, &staff()).await.unwrap().invoice_id;
     for n in 1..=2 {
         o.store()

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use cfdi::secret::Secret;
-use common::{ingreso, password, setup, Backend};
+use common::{ingreso, password, setup, with_folio, Backend};
 use outbox::cancellation::Motivo;
 use outbox::drain::{Backoff, Drain, DrainConfig, NoSink, RunMode};
 use outbox::duplicates::CancelOrder;
@@ -159,7 +159,7 @@ impl World {
     }
 
     async fn record(&self, sale_id: &str) -> i64 {
-        let json = ingreso(sale_id).replace("\"folio\":\"4471\"", &format!("\"folio\":{:?}", sale_id.replace("pedido-", "")));
+        let json = with_folio(&ingreso(sale_id), &sale_id.replace("pedido-", ""));
         self.outbox
             .record_sale_json(json.as_bytes(), None, &Actor::new("ana", Role::Personal, "test"))
             .await
@@ -444,7 +444,7 @@ async fn a_sale_facturapi_cannot_take_is_refused_naming_the_field_and_writes_not
         }
     };
     let before = (counts("sales").await, counts("attempts").await, counts("intake_keys").await);
-    let json = ingreso("pedido-908").replace("\"folio\":\"4471\"", "\"folio\":\"A-12\"");
+    let json = with_folio(&ingreso("pedido-908"), "A-12");
     match w
         .outbox
         .record_sale_json(json.as_bytes(), None, &Actor::new("ana", Role::Personal, "test"))

@@ -130,7 +130,7 @@ async fn record_many(e: &Env, n: usize) -> Vec<i64> {
     let mut ids = Vec::new();
     for i in 0..n {
         e.clock.advance(Duration::seconds(1));
-        let json = ingreso(&format!("pedido-{i:03}")).replace("\"folio\":\"4471\"", &format!("\"folio\":\"{}\"", 9000 + i));
+        let json = with_folio(&ingreso(&format!("pedido-{i:03}")), &(9000 + i).to_string());
         ids.push(
             e.outbox
                 .record_sale_json(json.as_bytes(), None, &staff())

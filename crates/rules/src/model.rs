@@ -256,6 +256,20 @@ pub struct InvoiceSummary {
     pub active_notes: i64,
 }
 
+impl InvoiceSummary {
+    /// The invoice's name as people say it: `F-1042`, the serie or folio alone, or its sale id.
+    pub fn name(&self) -> String {
+        match (
+            self.serie.as_deref().filter(|s| !s.is_empty()),
+            self.folio.as_deref().filter(|s| !s.is_empty()),
+        ) {
+            (Some(s), Some(f)) => format!("{s}-{f}"),
+            (Some(x), None) | (None, Some(x)) => x.to_string(),
+            (None, None) => self.sale_id.clone(),
+        }
+    }
+}
+
 /// Who did something, as stored next to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct ActedBy {

@@ -1,4 +1,4 @@
-//! Scheduled backups: the policy and a backup now.
+//! Backups: the policy, a backup now, and a restore (what it will do, then doing it).
 
 use super::*;
 
@@ -24,4 +24,21 @@ pub async fn backup_now(state: State<'_, AppState>) -> Res<BackupsDto> {
     outbox::settings::may_change_settings(&ready.actor(), "respaldar la base de datos")?;
     crate::backups::now(ready).await?;
     crate::backups::status(ready).await
+}
+
+/// What restoring the backup at `path` (from the file chooser) will do; nothing changes.
+#[tauri::command]
+pub async fn restore_preview(state: State<'_, AppState>, path: String) -> Res<RestorePreviewDto> {
+    crate::backups::restore_preview(state.ready()?, std::path::Path::new(&path)).await
+}
+
+/// Restores the backup at `path` (the contador, PIN entered; spent) and reopens the database:
+/// the console shows the restored data from the next read on.
+#[tauri::command]
+pub async fn restore_backup(app: AppHandle, state: State<'_, AppState>, path: String) -> Res<RestoredDto> {
+    let done = crate::backups::restore(&app, &state, std::path::Path::new(&path)).await?;
+    if let Ok(ready) = state.ready() {
+        announce(&app, ready, None).await;
+    }
+    Ok(done)
 }

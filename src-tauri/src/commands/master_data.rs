@@ -128,3 +128,32 @@ pub async fn catalog_version() -> Res<CatalogVersionDto> {
         fecha: v.fecha.to_string(),
     })
 }
+
+/// The choices of Emitir's and Clientes' selects for a receptor (its RFC, as typed, and its
+/// régimen) and a método de pago: only what SAT allows together (`cfdi::catalog::options`, the
+/// columns intake checks).
+#[tauri::command]
+pub async fn fiscal_options(
+    rfc: String,
+    regimen: Option<String>,
+    metodo_pago: Option<String>,
+) -> Res<cfdi::catalog::options::OpcionesFiscales> {
+    Ok(cfdi::catalog::options::opciones_fiscales(
+        &rfc,
+        blank_to_none(&regimen).as_deref(),
+        blank_to_none(&metodo_pago).as_deref(),
+    ))
+}
+
+/// A concepto's price typed with IVA included (`precio` per unit, `tasa` as in the draft,
+/// `0.160000`), as the ValorUnitario without IVA whose line totals the price
+/// (`cfdi::precio`); None while an amount cannot be read.
+#[tauri::command]
+pub async fn price_without_iva(precio: String, cantidad: String, tasa: String, moneda: String) -> Res<Option<cfdi::precio::PrecioSinIva>> {
+    let read = |s: &str| s.trim().parse::<rust_decimal::Decimal>().ok();
+    let decimales = cfdi::catalog::moneda(moneda.trim()).map(|m| m.decimales).unwrap_or(2);
+    Ok(match (read(&precio), read(&cantidad), read(&tasa)) {
+        (Some(p), Some(q), Some(t)) => cfdi::precio::sin_iva(p, q, t, decimales),
+        _ => None,
+    })
+}

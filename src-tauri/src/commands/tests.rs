@@ -252,3 +252,105 @@ async fn the_app_backs_up_on_its_schedule_and_names_a_bad_policy() {
     assert_eq!(st.newest, Some(clock.now().to_rfc3339()));
     assert!(st.last_error.is_none());
 }
+
+#[tokio::test]
+async fn a_restore_from_ajustes_is_the_contadors_refused_while_another_drain_runs_and_reopens_the_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = AppState::start_with(None, Some(dir.path().join("timbra.db").display().to_string())).await;
+    let ready = state.ready().expect("opened");
+    let actor = ready.actor();
+    let now_local = cfdi::tz::local_at(ready.outbox.now(), "42501");
+    let record = |i: usize| {
+        let outbox = ready.outbox.clone();
+        let actor = actor.clone();
+        async move {
+            outbox
+                .record_sale_json(&crate::demo::sale_json(i, now_local), None, &actor)
+                .await
+                .expect("record");
+        }
+    };
+    record(0).await;
+    let pin = Secret::new("482913");
+    ready
+        .outbox
+        .set_role_credential(
+            Role::Contador,
+            &pin,
+            outbox::role_credentials::RoleProof::CsdPassword(&crate::sandbox::test_password()),
+            &actor,
+        )
+        .await
+        .expect("pin");
+    crate::backups::now(ready).await.expect("backup");
+    let backup = std::fs::read_dir(&ready.backup_dir)
+        .expect("backups")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "db"))
+        .expect("a backup");
+    record(1).await;
+    let total = |r: &'static Ready| async move { r.outbox.counts().await.expect("counts").total };
+    assert_eq!(total(ready).await, 2);
+
+    // What will happen, nothing moved.
+    let preview = crate::backups::restore_preview(ready, &backup).await.expect("preview");
+    assert_eq!((preview.backup_invoices, preview.current_invoices), (1, 2), "{preview:?}");
+    assert!(preview.backup_at.is_some() && preview.other_drains.is_empty(), "{preview:?}");
+    // A file that is not a Timbra database is refused before anything happens.
+    let notes = dir.path().join("notas.db");
+    std::fs::write(&notes, "no es una base de datos").expect("write");
+    assert!(crate::backups::restore_preview(ready, &notes).await.is_err());
+
+    // The desk's own role (not the contador): refused.
+    let r = crate::backups::restore_database(&state, &backup).await;
+    assert!(
+        matches!(&r, Err(AppError::Outbox(outbox::OutboxError::Forbidden { .. }))),
+        "{:?}",
+        r.map(|_| ())
+    );
+
+    // The contador, unlocked, while another process drains the file: refused in words, nothing
+    // moved and nothing spent.
+    ready.act_as(Role::Contador);
+    ready.outbox.unlock_role(Role::Contador, &pin).await.expect("unlock");
+    let drain = outbox::workers::WorkerIdentity {
+        worker: "drain".into(),
+        program: "timbra drain".into(),
+        host: outbox::workers::host_name(),
+        pid: std::process::id() + 1,
+    };
+    let id = drain.registration_id();
+    ready.outbox.register_worker(&id, &drain).await.expect("register");
+    let r = crate::backups::restore_database(&state, &backup).await.map(|_| ());
+    assert!(
+        r.as_ref()
+            .err()
+            .and_then(AppError::field_errors)
+            .is_some_and(|e| e[0].code == "base_en_uso" && e[0].message.contains("timbra drain")),
+        "{r:?}"
+    );
+    assert!(std::ptr::eq(state.ready().expect("ready"), ready), "nothing reopened");
+    assert_eq!(total(ready).await, 2);
+    ready.outbox.unregister_worker(&id).await.expect("unregister");
+
+    // Restored: the database reopened in place shows the backup's invoices, the one it
+    // replaced kept aside, the history gap open, no role entered any more.
+    let (next, restored) = crate::backups::restore_database(&state, &backup).await.expect("reopened");
+    let restored = restored.expect("restored");
+    assert_eq!(restored.invoices, 1);
+    assert!(std::ptr::eq(state.ready().expect("ready"), next) && !std::ptr::eq(next, ready));
+    assert_eq!(total(next).await, 1);
+    assert!(
+        restored.previous.as_ref().is_some_and(|p| std::path::Path::new(p).exists()),
+        "{restored:?}"
+    );
+    assert_eq!(next.outbox.history_gaps().await.expect("gaps").len(), 1);
+    assert_eq!(next.operator().role, Role::Personal);
+    // The unlock was spent: restoring again asks for the PIN again.
+    next.act_as(Role::Contador);
+    let again = crate::backups::restore_database(&state, &backup).await.map(|_| ());
+    assert!(
+        matches!(&again, Err(AppError::Outbox(outbox::OutboxError::RoleLocked { .. }))),
+        "{again:?}"
+    );
+}

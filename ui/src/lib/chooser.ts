@@ -6,7 +6,7 @@ import { open } from '@tauri-apps/plugin-dialog';
 import { t, type MessageKey } from './i18n/index.svelte';
 
 /** What a page asks the person to choose. */
-export type ChooserKind = 'clientes_csv' | 'productos_csv' | 'lista_69b' | 'cer' | 'key' | 'cfdis';
+export type ChooserKind = 'clientes_csv' | 'productos_csv' | 'lista_69b' | 'cer' | 'key' | 'cfdis' | 'respaldo';
 
 const SPEC: Record<ChooserKind, { title: MessageKey; filter: MessageKey; extensions: string[] }> = {
   clientes_csv: { title: 'chooser.clientes_csv', filter: 'chooser.filter_csv', extensions: ['csv', 'txt'] },
@@ -15,6 +15,7 @@ const SPEC: Record<ChooserKind, { title: MessageKey; filter: MessageKey; extensi
   cer: { title: 'chooser.cer', filter: 'chooser.filter_cer', extensions: ['cer'] },
   key: { title: 'chooser.key', filter: 'chooser.filter_key', extensions: ['key'] },
   cfdis: { title: 'chooser.cfdis', filter: 'chooser.filter_cfdis', extensions: ['xml', 'zip'] },
+  respaldo: { title: 'chooser.respaldo', filter: 'chooser.filter_respaldo', extensions: ['db'] },
 };
 
 function options(kind: ChooserKind, multiple: boolean) {

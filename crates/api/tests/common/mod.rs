@@ -32,6 +32,8 @@ pub fn sale(id: &str) -> String {
         .unwrap()
         .replace('\n', " ")
         .replace("\"pedido-4471\"", &format!("{id:?}"))
+        // No folio: intake numbers each sale (one folio is one sale).
+        .replace("\"folio\":\"4471\",", "")
 }
 
 /// The same sale with another amount (a different body under the same identity).

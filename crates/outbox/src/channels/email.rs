@@ -358,8 +358,8 @@ fn stamped_uuid(detail: &InvoiceDetail) -> Result<String> {
 
 fn subject_and_text(detail: &InvoiceDetail, uuid: &str, emisor: &str) -> (String, String) {
     let i = &detail.invoice;
-    let folio = format!("{}{}", i.serie.as_deref().unwrap_or(""), i.folio.as_deref().unwrap_or(""));
-    let folio = if folio.is_empty() { i.sale_id.clone() } else { folio };
+    // The invoice's name, as everywhere: "F-1042".
+    let folio = i.name();
     let subject = format!("Factura {folio} de {emisor}");
     let text = format!(
         "Estimado cliente:\n\nLe enviamos la factura {folio} (CFDI {uuid}) por {} {} a nombre de {} ({}).\n\

@@ -72,7 +72,7 @@ impl Outbox {
             // this attempt's own key (a reprocess-type attempt; the strategy allowed it only
             // because the live attempt is known not created, or the contador forced it).
             let key = pac_idempotency_key(&emisor.profile.rfc, &detail.sale.sale_id, attempt_no);
-            let body = crate::facturapi_lane::json_body(&detail.sale.body, &emisor.profile, &key)?;
+            let body = crate::facturapi_lane::json_body(&crate::outbox::numbering::sale_of(detail), &emisor.profile, &key)?;
             let fecha = fecha_now(&emisor.profile.lugar_expedicion, self.now());
             let reason = if forced.is_some() {
                 AttemptReason::ForcedFailover
@@ -203,7 +203,7 @@ impl Outbox {
         pacs: Option<&crate::model::PacDirectory>,
     ) -> Result<i64> {
         let from = live(detail)?;
-        let sale: &Sale = &detail.sale.body;
+        let sale: &Sale = &crate::outbox::numbering::sale_of(detail);
         let emisor = self.store().current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
         let now = self.now();
         // A reprocessed document is issued now: a Fecha inside the window, and a cadena that

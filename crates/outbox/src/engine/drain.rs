@@ -1147,7 +1147,7 @@ impl Drain {
             .await?
             .ok_or(OutboxError::NotConfigured)?;
         Ok(
-            match crate::facturapi_lane::check_against_sale(xml, &detail.sale.body, &emisor.profile) {
+            match crate::facturapi_lane::check_against_sale(xml, &crate::outbox::numbering::sale_of(&detail), &emisor.profile) {
                 Ok(()) => matched,
                 Err(why) => {
                     tracing::warn!(invoice_id, uuid, why, "el CFDI de Facturapi no corresponde a la venta");

@@ -130,6 +130,7 @@ impl Outbox {
             },
             idempotency_key: key.to_string(),
             reservation_owner: owner.to_string(),
+            folio: crate::store::FolioUse::None,
             at_ms: now.timestamp_millis(),
             actor: actor.clone(),
             links,

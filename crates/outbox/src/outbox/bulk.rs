@@ -23,12 +23,13 @@ use cfdi::csd::Csd;
 use cfdi::sale::Sale;
 use chrono::{DateTime, Utc};
 
+use super::numbering::{numbered, numbering_of, Numbering};
 use super::{replay_or_conflict, sealed_record, Outbox, MAX_SALE_JSON_BYTES};
 use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
 use crate::intake::{choose_fecha, sha256_hex, FechaChoice, RESERVATION_LEASE};
 use crate::model::{InvoiceState, PacIdentity, Recorded};
-use crate::store::{IntakeLinks, KeyClaim, NewRecord, RecordOutcome, StoredEmisorSettings};
+use crate::store::{FolioUse, IntakeLinks, KeyClaim, NewRecord, RecordOutcome, StoredEmisorSettings};
 
 /// The most sales one transaction records in a bulk import: a few per core keeps every core
 /// sealing, and a kill -9 loses little work.
@@ -50,7 +51,11 @@ struct Context {
 
 /// A sale checked and ready, waiting for its seal and its transaction (which reserves its key).
 struct Reserved {
+    /// The sale as it is sealed (with the folio it was given; `body` is the one received).
     sale: Sale,
+    /// Taken for it in [`Outbox::number_batch`], or the folio it brought.
+    numbering: Numbering,
+    folio: FolioUse,
     owner: String,
     body: String,
     body_sha256: String,
@@ -121,6 +126,13 @@ impl Outbox {
                 }
             }
         }
+        // The folios of the sales that bring none, held in one short write per serie.
+        let holder = format!(
+            "{}:{}",
+            self.instance,
+            self.reservations.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        self.number_batch(&mut slots, &holder).await;
         let waiting: Vec<&Reserved> = slots
             .iter()
             .filter_map(|s| match s {
@@ -143,11 +155,17 @@ impl Outbox {
                             until_ms: (w.now + RESERVATION_LEASE).timestamp_millis(),
                             now_ms: w.now.timestamp_millis(),
                         }),
+                        folio: w.folio.clone(),
                         ..record.clone()
                     })
                 })
                 .collect();
-            match self.store.record_sales(&records).await {
+            let recorded = self.store.record_sales(&records).await;
+            // What this batch held and did not record goes to the next intake at once.
+            if let Err(e) = self.store.release_folio_holds(&holder).await {
+                tracing::warn!(error = %e, "no se pudieron devolver los folios apartados");
+            }
+            match recorded {
                 Ok(list) => outcomes = list,
                 Err(e) => {
                     // Nothing was committed, and no reservation was written outside it.
@@ -241,6 +259,7 @@ impl Outbox {
         }
         let mut links = IntakeLinks::default();
         let warnings = self.intake_links(&sale, &ctx.emisor.profile, &mut links).await?;
+        self.check_brought_folio(&sale).await?;
         if sale.ticket || !links.is_empty() || !warnings.is_empty() {
             // The fiscal workflows' own transaction.
             return Ok(Slot::Done(self.record_sale(&sale, None, actor).await));
@@ -250,14 +269,79 @@ impl Outbox {
             self.instance,
             self.reservations.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
+        let numbering = numbering_of(&sale);
+        let folio = match &numbering {
+            Numbering::Keep(f) => f.clone(),
+            Numbering::Take(_) => FolioUse::None,
+        };
         Ok(Slot::Waiting(Box::new(Reserved {
             sale,
+            numbering,
+            folio,
             owner,
             body,
             body_sha256,
             fecha,
             now,
         })))
+    }
+
+    /// Between phases 1 and 2: the sales that bring no folio get the next ones of their serie,
+    /// held for `holder` (one short write per serie); a serie that cannot be held fails its
+    /// sales alone.
+    async fn number_batch(&self, slots: &mut [Slot], holder: &str) {
+        let mut series: Vec<Option<String>> = Vec::new();
+        for slot in slots.iter() {
+            if let Slot::Waiting(r) = slot {
+                if let Numbering::Take(serie) = &r.numbering {
+                    if !series.contains(serie) {
+                        series.push(serie.clone());
+                    }
+                }
+            }
+        }
+        for serie in series {
+            let takers = |slot: &Slot| matches!(slot, Slot::Waiting(r) if r.numbering == Numbering::Take(serie.clone()));
+            let count = slots.iter().filter(|s| takers(s)).count();
+            let now = self.clock.now();
+            let until_ms = (now + RESERVATION_LEASE).timestamp_millis();
+            let held = self
+                .store
+                .hold_folios(serie.as_deref(), count, holder, until_ms, now.timestamp_millis())
+                .await;
+            let mut given = match &held {
+                Ok(Some((name, folios))) => folios.iter().map(|f| Some((name.clone(), f.clone()))).collect::<Vec<_>>(),
+                // No default serie: those sales go without a folio.
+                Ok(None) => vec![None; count],
+                Err(_) => vec![],
+            }
+            .into_iter();
+            for slot in slots.iter_mut() {
+                if !takers(slot) {
+                    continue;
+                }
+                match (&held, given.next()) {
+                    (Err(e), _) => *slot = Slot::Done(Err(e.clone())),
+                    (Ok(_), Some(Some((name, folio)))) => {
+                        if let Slot::Waiting(r) = slot {
+                            r.sale = numbered(&r.sale, &name, &folio);
+                            r.folio = FolioUse::Held {
+                                serie: name,
+                                folio,
+                                owner: holder.to_string(),
+                            };
+                            r.numbering = Numbering::Keep(r.folio.clone());
+                        }
+                    }
+                    (Ok(_), Some(None)) => {
+                        if let Slot::Waiting(r) = slot {
+                            r.numbering = Numbering::Keep(FolioUse::None);
+                        }
+                    }
+                    (Ok(_), None) => *slot = Slot::Done(Err(OutboxError::Database("no se pudo apartar un folio".into()))),
+                }
+            }
+        }
     }
 
     /// Phase 3 for one sale: its outcome, as `record_sale_with` answers it.

@@ -4,7 +4,7 @@
 // folder. Row readers, the timeline-event insert, the frozen-attempt insert, the step's facts.
 
 use super::super::{
-    CancellationRow, CandidateRow, DecisionRow, ExistingSale, ForeignCfdiRow, KeyState, NewAttempt, NewCandidate, NewEvent, NewRecord, RecordOutcome, StepFacts,
+    CancellationRow, CandidateRow, DecisionRow, ExistingSale, FolioUse, ForeignCfdiRow, KeyState, NewAttempt, NewCandidate, NewEvent, NewRecord, RecordOutcome, StepFacts,
     TicketRow, WorkerRow,
 };
 use super::{Db, DbRow, ThisStore};
@@ -801,6 +801,46 @@ impl ThisStore {
         }
     }
 
+    /// Makes the sale's serie-folio its own inside the recording transaction: false when a held
+    /// number went to another intake (the record is lost, nothing of it may be written);
+    /// `folio_usado` when a folio the sale brought belongs to another sale.
+    pub(crate) async fn claim_folio_in(&self, tx: &mut sqlx::Transaction<'_, Db>, sale_ref: i64, folio: &FolioUse, now_ms: i64) -> Result<bool> {
+        match folio {
+            FolioUse::None => Ok(true),
+            FolioUse::Held { serie, folio, owner } => {
+                let done = sqlx::query(sql!("claim_held_folio"))
+                    .bind(serie)
+                    .bind(folio)
+                    .bind(owner)
+                    .bind(sale_ref)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(|e| self.err(e))?;
+                Ok(done.rows_affected() == 1)
+            }
+            FolioUse::Brought { serie, folio } => {
+                let taken: Option<i64> = sqlx::query_scalar(sql!("claim_brought_folio"))
+                    .bind(serie)
+                    .bind(folio)
+                    .bind(sale_ref)
+                    .bind(now_ms)
+                    .fetch_optional(&mut **tx)
+                    .await
+                    .map_err(|e| self.err(e))?;
+                if taken.is_some() {
+                    return Ok(true);
+                }
+                let owner: Option<String> = sqlx::query_scalar(sql!("folio_owner"))
+                    .bind(serie)
+                    .bind(folio)
+                    .fetch_optional(&mut **tx)
+                    .await
+                    .map_err(|e| self.err(e))?;
+                Err(crate::store::folio_taken(serie, folio, owner.as_deref()))
+            }
+        }
+    }
+
     /// The rows of one intake inside `conn`'s transaction; anything but `Recorded` must be
     /// rolled back by the caller.
     pub(crate) async fn record_sale_in(&self, tx: &mut sqlx::Transaction<'_, Db>, r: &NewRecord) -> Result<RecordOutcome> {
@@ -836,6 +876,9 @@ impl ThisStore {
         let Some(sale_ref) = sale_ref else {
             return Ok(RecordOutcome::SaleIdTaken);
         };
+        if !self.claim_folio_in(tx, sale_ref, &r.folio, r.at_ms).await? {
+            return Ok(RecordOutcome::ReservationLost);
+        }
         let i = &r.invoice;
         let invoice_id: i64 = sqlx::query_scalar(sql!("insert_invoice"))
             .bind(sale_ref)

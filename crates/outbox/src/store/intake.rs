@@ -152,6 +152,10 @@ impl AnyStore {
                 tx.rollback().await.map_err(|e| db.err(e))?;
                 return Ok(IntakeOutcome::SaleIdTaken);
             };
+            if !db.claim_folio_in(&mut tx, sale_ref, &r.folio, r.at_ms).await? {
+                tx.rollback().await.map_err(|e| db.err(e))?;
+                return Ok(IntakeOutcome::ReservationLost);
+            }
             // The invoices whose saldo this sale depends on or changes (paid, credited) are
             // locked in one order, so a payment and a credit note of one invoice serialize.
             let mut paid: Vec<i64> = r.links.payment_basis.iter().map(|(id, _)| *id).collect();
@@ -317,6 +321,179 @@ impl AnyStore {
             }
             tx.commit().await.map_err(|e| db.err(e))?;
             Ok(IntakeOutcome::Recorded { invoice_id, attempt_id })
+        })
+    }
+
+    /// Holds `count` numbers of `serie` (the default serie when None; `Ok(None)` when there is
+    /// none) for `owner` until `until_ms`: first numbers no sale has and no live intake holds
+    /// (lowest first), then new ones. One short write transaction; the recording transaction
+    /// claims each ([`FolioUse::Held`]), [`AnyStore::release_folio_holds`] gives back the rest.
+    pub async fn hold_folios(
+        &self,
+        serie: Option<&str>,
+        count: usize,
+        owner: &str,
+        until_ms: i64,
+        now_ms: i64,
+    ) -> Result<Option<(String, Vec<String>)>> {
+        on_dialect!(self, |db| {
+            let mut conn = db.reservations().acquire().await.map_err(|e| db.err(e))?;
+            let mut tx = sqlx::Connection::begin_with(&mut *conn, sql!("begin_write"))
+                .await
+                .map_err(|e| db.err(e))?;
+            let serie = match serie {
+                Some(s) => {
+                    sqlx::query(sql!("ensure_folio_serie"))
+                        .bind(s)
+                        .bind(now_ms)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| db.err(e))?;
+                    s.to_string()
+                }
+                None => {
+                    let found: Option<String> = sqlx::query_scalar(sql!("default_folio_serie"))
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(|e| db.err(e))?;
+                    match found {
+                        Some(s) => s,
+                        None => return Ok(None),
+                    }
+                }
+            };
+            let mut folios = Vec::with_capacity(count);
+            let mut free = true;
+            while folios.len() < count {
+                if free {
+                    let reused: Option<String> = sqlx::query_scalar(sql!("hold_free_folio"))
+                        .bind(owner)
+                        .bind(until_ms)
+                        .bind(&serie)
+                        .bind(now_ms)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(|e| db.err(e))?;
+                    match reused {
+                        Some(f) => {
+                            folios.push(f);
+                            continue;
+                        }
+                        None => free = false,
+                    }
+                }
+                let number: i64 = sqlx::query_scalar(sql!("advance_folio_serie"))
+                    .bind(&serie)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+                // A number a sale brought as its own folio is skipped.
+                let held: Option<String> = sqlx::query_scalar(sql!("insert_folio_hold"))
+                    .bind(&serie)
+                    .bind(number.to_string())
+                    .bind(number)
+                    .bind(owner)
+                    .bind(until_ms)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+                folios.extend(held);
+            }
+            tx.commit().await.map_err(|e| db.err(e))?;
+            Ok(Some((serie, folios)))
+        })
+    }
+
+    /// The numbers `owner` held and did not record go to the next intake at once.
+    pub async fn release_folio_holds(&self, owner: &str) -> Result<()> {
+        on_dialect!(self, |db| {
+            sqlx::query(sql!("release_folio_holds"))
+                .bind(owner)
+                .execute(db.reservations())
+                .await
+                .map_err(|e| db.err(e))?;
+            Ok(())
+        })
+    }
+
+    /// The sale that has folio `folio` of `serie` ('' for none), if any.
+    pub async fn folio_owner(&self, serie: &str, folio: &str) -> Result<Option<String>> {
+        on_dialect!(self, |db| {
+            sqlx::query_scalar(sql!("folio_owner"))
+                .bind(serie)
+                .bind(folio)
+                .fetch_optional(&db.pool)
+                .await
+                .map_err(|e| db.err(e))
+        })
+    }
+
+    /// Every serie with its next number ([`crate::store::FolioSerie`]).
+    pub async fn folio_series(&self) -> Result<Vec<crate::store::FolioSerie>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("list_folio_series"))
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter()
+                .map(|r| {
+                    Ok(crate::store::FolioSerie {
+                        serie: get(r, "serie")?,
+                        next_folio: get(r, "next_folio")?,
+                        is_default: get(r, "is_default")?,
+                        used: get(r, "used")?,
+                        highest: get(r, "highest")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Adds `serie` (numbering from `next`, or 1) or moves its next number (`Ok(false)`, nothing
+    /// written, when `next` is not above every number a folio of it carries), and makes it the
+    /// default when asked: one transaction.
+    pub async fn set_folio_serie(&self, serie: &str, next: Option<i64>, make_default: bool, now_ms: i64) -> Result<bool> {
+        on_dialect!(self, |db| {
+            let mut conn = db.pool.acquire().await.map_err(|e| db.err(e))?;
+            let mut tx = sqlx::Connection::begin_with(&mut *conn, sql!("begin_write"))
+                .await
+                .map_err(|e| db.err(e))?;
+            match next {
+                Some(n) => {
+                    let done: Option<String> = sqlx::query_scalar(sql!("set_folio_serie_next"))
+                        .bind(serie)
+                        .bind(n)
+                        .bind(now_ms)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(|e| db.err(e))?;
+                    if done.is_none() {
+                        tx.rollback().await.map_err(|e| db.err(e))?;
+                        return Ok(false);
+                    }
+                }
+                None => {
+                    sqlx::query(sql!("ensure_folio_serie"))
+                        .bind(serie)
+                        .bind(now_ms)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| db.err(e))?;
+                }
+            }
+            if make_default {
+                sqlx::query(sql!("clear_default_folio_serie"))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+                sqlx::query(sql!("make_default_folio_serie"))
+                    .bind(serie)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db.err(e))?;
+            }
+            tx.commit().await.map_err(|e| db.err(e))?;
+            Ok(true)
         })
     }
 }

@@ -158,8 +158,56 @@ pub struct NewRecord {
     /// itself instead of beforehand (bulk intake): a transaction that fails leaves no
     /// reservation behind, and recording costs no separate write for the key.
     pub claim: Option<KeyClaim>,
+    /// How the sale's serie-folio becomes its own inside the recording transaction.
+    pub folio: FolioUse,
     pub at_ms: i64,
     pub actor: Actor,
+}
+
+/// A serie and where its numbering stands.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FolioSerie {
+    /// '' is "no serie".
+    pub serie: String,
+    /// The number the next sale without a folio takes (unless a lower one came back).
+    pub next_folio: i64,
+    /// A sale that names no serie is numbered in this one.
+    pub is_default: bool,
+    /// Sales that have a folio of this serie.
+    pub used: i64,
+    /// The highest number any folio of it carries.
+    pub highest: Option<i64>,
+}
+
+/// The refusal of a folio another sale has.
+pub(crate) fn folio_taken(serie: &str, folio: &str, owner: Option<&str>) -> crate::error::OutboxError {
+    let name = if serie.is_empty() {
+        folio.to_string()
+    } else {
+        format!("{serie}-{folio}")
+    };
+    let message = match owner {
+        Some(other) => {
+            format!("el folio {name} ya es de la venta {other:?}; quite el folio para que Timbra asigne el siguiente, o use otro")
+        }
+        None => format!("el folio {name} se está asignando a otra venta en este momento; use otro o reintente"),
+    };
+    crate::error::OutboxError::invalid("folio", "folio_usado", message)
+}
+
+/// How a sale's serie-folio becomes its own in the transaction that records it (the `folios`
+/// table's primary key is the rule: never two sales with one folio).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum FolioUse {
+    /// Nothing to claim: a ticket (its folio is the point of sale's), or a sale with no folio.
+    #[default]
+    None,
+    /// A number Timbra handed out ([`any::AnyStore::hold_folios`]), held by `owner` until the
+    /// recording claims it; lost (the record is [`RecordOutcome::ReservationLost`]) when the
+    /// hold went to another intake after its lease.
+    Held { serie: String, folio: String, owner: String },
+    /// A folio the sale brought itself: refused (`folio_usado`) when another sale has it.
+    Brought { serie: String, folio: String },
 }
 
 /// A key reserved in the same transaction that records its sale ([`NewRecord::claim`]): granted
@@ -589,6 +637,7 @@ pub struct NewIntake {
     pub event: NewEvent,
     pub idempotency_key: String,
     pub reservation_owner: String,
+    pub folio: FolioUse,
     pub at_ms: i64,
     pub actor: Actor,
     pub links: IntakeLinks,
@@ -604,6 +653,7 @@ impl NewIntake {
             event: r.event,
             idempotency_key: r.idempotency_key,
             reservation_owner: r.reservation_owner,
+            folio: r.folio,
             at_ms: r.at_ms,
             actor: r.actor,
             links,

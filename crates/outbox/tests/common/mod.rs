@@ -46,9 +46,17 @@ pub fn sale_json(name: &str) -> String {
     String::from_utf8(fixture(&format!("sales/{name}.json"))).expect("fixture is UTF-8")
 }
 
-/// The ingreso fixture with another sale_id (and folio).
+/// The ingreso fixture with another sale_id and no folio (intake gives it the next one of
+/// serie F: two of them are two sales, never one folio twice).
 pub fn ingreso(sale_id: &str) -> String {
-    sale_json("ingreso-pedido-4471").replace("\"pedido-4471\"", &format!("{sale_id:?}"))
+    sale_json("ingreso-pedido-4471")
+        .replace("\"pedido-4471\"", &format!("{sale_id:?}"))
+        .replace("\"folio\":\"4471\",", "")
+}
+
+/// `json` (an [`ingreso`]) with its own folio of serie F.
+pub fn with_folio(json: &str, folio: &str) -> String {
+    json.replacen("\"serie\":\"F\",", &format!("\"serie\":\"F\",\"folio\":{folio:?},"), 1)
 }
 
 pub fn emisor() -> EmisorProfile {

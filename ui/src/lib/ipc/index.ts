@@ -50,14 +50,18 @@ import type { ListQueryDto } from './bindings/ListQueryDto';
 import type { MonthExportDto } from './bindings/MonthExportDto';
 import type { MonthReport } from './bindings/MonthReport';
 import type { Note } from './bindings/Note';
+import type { OpcionesFiscales } from './bindings/OpcionesFiscales';
 import type { PacInputDto } from './bindings/PacInputDto';
 import type { PacsDto } from './bindings/PacsDto';
 import type { PaymentInputDto } from './bindings/PaymentInputDto';
 import type { PaymentPage } from './bindings/PaymentPage';
 import type { PaymentShareDto } from './bindings/PaymentShareDto';
+import type { PrecioSinIva } from './bindings/PrecioSinIva';
 import type { ProductDto } from './bindings/ProductDto';
 import type { ProductInput } from './bindings/ProductInput';
 import type { Recorded } from './bindings/Recorded';
+import type { RestorePreviewDto } from './bindings/RestorePreviewDto';
+import type { RestoredDto } from './bindings/RestoredDto';
 import type { Role } from './bindings/Role';
 import type { RoleLockDto } from './bindings/RoleLockDto';
 import type { RoleProofDto } from './bindings/RoleProofDto';
@@ -142,6 +146,8 @@ export const api = {
   backups: () => call<BackupsDto>('backups'),
   saveBackups: (policy: BackupPolicy) => call<BackupsDto>('save_backups', { policy }),
   backupNow: () => call<BackupsDto>('backup_now'),
+  restorePreview: (path: string) => call<RestorePreviewDto>('restore_preview', { path }),
+  restoreBackup: (path: string) => call<RestoredDto>('restore_backup', { path }),
   customers: (query: string | null) => call<Array<Customer>>('customers', { query }),
   saveCustomer: (id: number | null, input: CustomerInput) => call<Customer>('save_customer', { id, input }),
   deleteCustomer: (id: number) => call<Array<Customer>>('delete_customer', { id }),
@@ -154,6 +160,8 @@ export const api = {
   exportProducts: () => call<SavedFileDto>('export_products'),
   catalogSearch: (catalogo: Catalogo, text: string, limit: number) => call<Array<CatalogEntryDto>>('catalog_search', { catalogo, text, limit }),
   catalogVersion: () => call<CatalogVersionDto>('catalog_version'),
+  fiscalOptions: (rfc: string, regimen: string | null, metodoPago: string | null) => call<OpcionesFiscales>('fiscal_options', { rfc, regimen, metodoPago }),
+  priceWithoutIva: (precio: string, cantidad: string, tasa: string, moneda: string) => call<PrecioSinIva | null>('price_without_iva', { precio, cantidad, tasa, moneda }),
   credentialStore: () => call<CredentialStoreDto>('credential_store'),
   aboutTimbra: () => call<AboutDto>('about_timbra'),
   exportDiagnostic: () => call<SavedFileDto>('export_diagnostic'),

@@ -1,0 +1,2 @@
+-- The serie a sale that names none is numbered in.
+SELECT serie FROM folio_series WHERE is_default
