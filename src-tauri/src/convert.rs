@@ -24,6 +24,7 @@ pub fn list_filter(q: &ListQueryDto) -> Result<ListFilter, AppError> {
         state: q.state,
         badge: q.badge,
         search,
+        customer: q.customer.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string),
         after,
         limit: q.limit,
         flag: q.flag,

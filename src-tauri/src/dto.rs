@@ -307,8 +307,20 @@ pub struct PacInputDto {
 pub struct ListQueryDto {
     pub state: Option<InvoiceState>,
     pub badge: Option<Badge>,
-    /// A prefix of a sale_id, folio, receptor RFC or UUID.
+    /// A prefix of a sale_id, folio, receptor RFC or UUID, or a serie-folio ("F-1042").
     pub search: Option<String>,
+    /// The customer: a part of the receptor's name or the start of its RFC.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub customer: Option<String>,
+    /// Recorded on or after this day (`AAAA-MM-DD`, the emisor's local time).
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub desde: Option<String>,
+    /// Recorded on or before this day (`AAAA-MM-DD`, the emisor's local time).
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub hasta: Option<String>,
     /// Only invoices with this mark (posible duplicado, cancelación en curso, cancelada).
     #[serde(default)]
     #[ts(optional = nullable)]
@@ -321,6 +333,34 @@ pub struct ListQueryDto {
     pub after: Option<String>,
     /// Page size (0: 50; at most 1000).
     pub limit: u32,
+}
+
+/// An action on the Bandeja's selection; each row goes through the single-row action's gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum BulkActionDto {
+    /// *Reintentar* each row (resume or reprocess, as its evidence says).
+    Retry,
+    /// *Enviar al contador*, one note for every row.
+    SendToContador,
+}
+
+/// *Exportar XML/PDF (ZIP)* of a selection: the ZIP written (None when no row had a stamped
+/// XML) and every row, a refused one with why.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct BulkExportDto {
+    pub path: Option<String>,
+    pub invoices: u32,
+    pub rows: Vec<outbox::bulk::BulkRow>,
+}
+
+/// One invoice of a payment that pays several.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, TS)]
+pub struct PaymentShareDto {
+    pub invoice_id: i64,
+    /// ImpPagado for this invoice (its currency); blank or None: what is left of the amount,
+    /// up to its saldo, in the order given.
+    pub amount: Option<String>,
 }
 
 /// An operator action on one invoice. The Rust API re-checks every one.

@@ -54,6 +54,8 @@ macro_rules! ipc_surface {
                 email_recipients(invoice_id: i64) -> Vec<String>;
                 email_invoice(invoice_id: i64, to: Vec<String>, request_id: String) -> EmailRequestedDto;
                 export_documents(desde: String, hasta: String, zip: bool) -> ExportDoneDto;
+                export_selected(invoice_ids: Vec<i64>) -> BulkExportDto;
+                bulk_action(invoice_ids: Vec<i64>, action: BulkActionDto, note: Option<String>) -> Vec<BulkRow>;
                 channel_settings() -> ChannelsDto;
                 save_api(enabled: bool, listen: String) -> ChannelsDto;
                 create_api_token(name: String) -> CreatedTokenDto;
@@ -62,6 +64,8 @@ macro_rules! ipc_surface {
                 save_smtp(smtp: SmtpInputDto) -> ChannelsDto;
                 invoice_balance(invoice_id: i64) -> InvoiceBalance;
                 record_payment(invoice_id: i64, payment: PaymentInputDto) -> Recorded;
+                record_payment_for(invoices: Vec<PaymentShareDto>, payment: PaymentInputDto) -> Recorded;
+                payments(after: Option<String>, limit: u32) -> PaymentPage;
                 global_invoice_preview(periodicidad: String, desde: String, hasta: String) -> GlobalInvoicePreview;
                 create_global_invoice(periodicidad: String, desde: String, hasta: String) -> GlobalInvoiceResult;
                 record_ticket(sale_id: String, ticket: TicketDraftDto) -> Recorded;

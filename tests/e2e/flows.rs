@@ -1625,6 +1625,7 @@ pub async fn ventana_y_archivos(app: &App) -> Res {
         ("duplicados", "#/duplicados".to_string()),
         ("reportes", "#/reportes".to_string()),
         ("factura-global", "#/global".to_string()),
+        ("pagos", "#/pagos".to_string()),
         ("tablero", "#/tablero".to_string()),
         ("ajustes", "#/ajustes".to_string()),
     ];
@@ -2348,5 +2349,159 @@ pub async fn mostrador_y_emitir(app: &App) -> Res {
             .contains("Fuera de las 72 h"),
         "la página del ticket no dice Fuera de las 72 h",
     )?;
+    Ok(())
+}
+
+/// Records a sale as the Emitir page does (the app's own `record_sale`), from the ingreso
+/// fixture: `sale_id`, `folio`, `metodo` (PUE or PPD) and the receptor.
+async fn record_draft(app: &App, sale_id: &str, folio: &str, metodo: &str, receptor: (&str, &str, &str)) -> Res {
+    let now = app.invoke("local_now", serde_json::json!({})).await?;
+    let now = now.as_str().ok_or("local_now no es texto")?;
+    let sale = std::fs::read_to_string(crate::harness::repo_root().join("tests/fixtures/sales/ingreso-pedido-4471.json"))
+        .map_err(|e| e.to_string())?;
+    let mut draft: serde_json::Value = serde_json::from_str(&sale).map_err(|e| e.to_string())?;
+    draft["sale_id"] = sale_id.into();
+    draft["occurred_at"] = now.into();
+    draft["folio"] = folio.into();
+    draft["metodo_pago"] = metodo.into();
+    if metodo == "PPD" {
+        draft["forma_pago"] = "99".into();
+    }
+    draft["receptor"]["rfc"] = receptor.0.into();
+    draft["receptor"]["nombre"] = receptor.1.into();
+    draft["receptor"]["domicilio_fiscal"] = receptor.2.into();
+    app.invoke("record_sale", serde_json::json!({ "saleId": sale_id, "draft": draft }))
+        .await
+        .map(|_| ())
+}
+
+/// Issue 29, items 5 and 6. Two PPD invoices of one customer, paid by one payment from the Pagos
+/// page: each shows its saldo, the payment's REP is stamped and both saldos drop; the Pagos list
+/// shows it with both invoices. Three more invoices are rejected by the PAC (its clock is 73 h
+/// ahead), one of another customer. The Bandeja finds the customer's rows by a part of the name
+/// and the day, and nothing on another day; five rows selected and retried: the three rejected
+/// are retried, the two stamped ones say why not.
+pub async fn pagos_y_bandeja(app: &App) -> Res {
+    const URE: (&str, &str, &str) = ("URE180429TM6", "UNIVERSIDAD ROBOTICA ESPAÑOLA", "86991");
+    const ICV: (&str, &str, &str) = ("ICV060329BY0", "INMOBILIARIA CVA", "33826");
+    app.wait_contains("[data-testid=sandbox-banner]", "Modo sandbox").await?;
+    record_draft(app, "pyb-ppd-1", "5101", "PPD", URE).await?;
+    record_draft(app, "pyb-ppd-2", "5102", "PPD", URE).await?;
+    app.go("#/bandeja").await?;
+    for s in ["pyb-ppd-1", "pyb-ppd-2"] {
+        app.wait_contains(&format!("a.tr[data-sale-id='{s}']"), "Timbrada").await?;
+    }
+
+    // One payment for both: each invoice's saldo, 50.00 applied to each.
+    app.go("#/pagos").await?;
+    app.type_into("[data-testid=pay-find]", "URE180429").await?;
+    for s in ["pyb-ppd-1", "pyb-ppd-2"] {
+        app.click(&format!("[data-testid=pay-pick][data-sale-id='{s}']")).await?;
+    }
+    let mut before = Vec::new();
+    for s in ["pyb-ppd-1", "pyb-ppd-2"] {
+        let saldo = app
+            .wait_text(
+                &format!("[data-testid=pay-picked] tr[data-sale-id='{s}'] [data-testid=pay-saldo]"),
+                "el saldo",
+                |t| t.contains('$'),
+            )
+            .await?;
+        before.push(saldo);
+    }
+    app.type_into("[data-testid=pay-form] input[name='invoices[0].amount']", "50.00")
+        .await?;
+    app.type_into("[data-testid=pay-form] input[name='invoices[1].amount']", "50.00")
+        .await?;
+    app.type_into("[data-testid=pay-form] input[name=amount]", "100.00").await?;
+    app.click("[data-testid=pay-submit]").await?;
+    app.wait_contains("[data-testid=pay-recorded]", "Pago registrado").await?;
+    // Its REP is stamped (with its UUID) and it lists both invoices; both saldos drop.
+    let row = app
+        .wait_text("[data-testid=payments-list] tr[data-rep=timbrado]", "el pago timbrado", |t| {
+            t.contains("Timbrado")
+        })
+        .await?;
+    check(
+        row.contains("F-5101") && row.contains("F-5102") && row.matches("$50.00").count() == 2,
+        format!("el pago debe listar las dos facturas con $50.00 cada una: {row:?}"),
+    )?;
+    for (s, was) in ["pyb-ppd-1", "pyb-ppd-2"].iter().zip(&before) {
+        let now = app
+            .wait_text(
+                &format!("[data-testid=pay-picked] tr[data-sale-id='{s}'] [data-testid=pay-saldo]"),
+                "el saldo nuevo",
+                |t| t.contains('$') && t != was,
+            )
+            .await?;
+        check(now != *was, format!("el saldo de {s} debía bajar de {was}: {now}"))?;
+    }
+    app.screenshot("pagos").await?;
+
+    // Three rejected by the PAC (one of another customer): Rechazada, to reprocess.
+    set_fault(app, "fecha_expired", "rechaza la Fecha").await?;
+    record_draft(app, "pyb-r-1", "5103", "PUE", URE).await?;
+    record_draft(app, "pyb-r-2", "5104", "PUE", URE).await?;
+    record_draft(app, "pyb-r-3", "5105", "PUE", ICV).await?;
+    app.go("#/bandeja").await?;
+    for s in ["pyb-r-1", "pyb-r-2", "pyb-r-3"] {
+        app.wait_contains(&format!("a.tr[data-sale-id='{s}']"), "Rechazada").await?;
+    }
+    set_fault(app, "none", "Sin fallas").await?;
+
+    // The search: a part of the customer's name and today; nothing on another day.
+    app.go("#/bandeja").await?;
+    let today = app.invoke("local_now", serde_json::json!({})).await?;
+    let today = today.as_str().ok_or("local_now no es texto")?[..10].to_string();
+    app.type_into("[data-testid=customer-search]", "robotica").await?;
+    pick_date(app, "[data-testid=date-range]", "desde", &today).await?;
+    pick_date(app, "[data-testid=date-range]", "hasta", &today).await?;
+    app.wait_contains("a.tr[data-sale-id='pyb-r-2']", "URE180429TM6").await?;
+    let found = app.all("a.tr[data-sale-id]").await?;
+    let mut ids = Vec::new();
+    for r in &found {
+        ids.push(r.attr("data-sale-id").await.map_err(|e| e.to_string())?.unwrap_or_default());
+    }
+    check(
+        ["pyb-ppd-1", "pyb-ppd-2", "pyb-r-1", "pyb-r-2"]
+            .iter()
+            .all(|s| ids.iter().any(|i| i == s))
+            && !ids.iter().any(|i| i == "pyb-r-3"),
+        format!("la búsqueda por cliente y fecha debía dar sus facturas y no las de otro cliente: {ids:?}"),
+    )?;
+    let year: i32 = today[..4].parse().map_err(|e| format!("{today}: {e}"))?;
+    pick_date(app, "[data-testid=date-range]", "desde", &format!("{}-01-01", year - 1)).await?;
+    pick_date(app, "[data-testid=date-range]", "hasta", &format!("{}-01-02", year - 1)).await?;
+    app.wait_contains(".bandeja .empty", "Ninguna factura coincide").await?;
+    app.screenshot("bandeja-busqueda").await?;
+
+    // Five selected, retried together: the rejected three are retried, the stamped two say why.
+    app.click("[data-testid=clear-filters]").await?;
+    app.wait_contains("a.tr[data-sale-id='pyb-r-3']", "INMOBILIARIA").await?;
+    for s in ["pyb-ppd-1", "pyb-ppd-2", "pyb-r-1", "pyb-r-2", "pyb-r-3"] {
+        let id = app
+            .attr(&format!("a.tr[data-sale-id='{s}']"), "data-invoice-id")
+            .await?
+            .ok_or_else(|| format!("{s} sin id"))?;
+        app.click(&format!("[data-testid=select-row][data-select-id='{id}']")).await?;
+    }
+    app.wait_contains("[data-testid=bulk-bar]", "5 seleccionadas").await?;
+    app.click("[data-testid=bulk-retry]").await?;
+    let result = app.wait_contains("[data-testid=bulk-result]", "Reintentadas: 3.").await?;
+    check(
+        result.contains("No se pudo con 2") && result.contains("F-5101") && result.contains("F-5102"),
+        format!("los dos timbrados deben decir por qué no: {result:?}"),
+    )?;
+    for li in app.all("[data-testid=bulk-result] li[data-outcome=refused]").await? {
+        let text = li.text().await.map_err(|e| e.to_string())?;
+        check(
+            text.split_once(':').is_some_and(|(_, why)| why.trim().len() > 10) && !text.contains('_'),
+            format!("cada rechazo dice por qué, en palabras: {text:?}"),
+        )?;
+    }
+    for s in ["pyb-r-1", "pyb-r-2", "pyb-r-3"] {
+        app.wait_contains(&format!("a.tr[data-sale-id='{s}']"), "Timbrada").await?;
+    }
+    app.screenshot("bandeja-seleccion").await?;
     Ok(())
 }

@@ -59,6 +59,7 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
         Box::pin(flows::documentos_y_api(app))
     }),
     ("pago_parcial", flows::soporte_seat, |app| Box::pin(flows::pago_parcial(app))),
+    ("pagos_y_bandeja", flows::soporte_seat, |app| Box::pin(flows::pagos_y_bandeja(app))),
     ("lista_69b_y_global", flows::soporte_seat, |app| {
         Box::pin(flows::lista_69b_y_global(app))
     }),

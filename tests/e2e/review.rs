@@ -227,6 +227,7 @@ pub async fn revision_de_pantallas(app: &App) -> Res {
         ("reportes", "#/reportes"),
         ("factura-global", "#/global"),
         ("mostrador", "#/mostrador"),
+        ("pagos", "#/pagos"),
         ("tablero", "#/tablero"),
     ]
     .iter()

@@ -62,7 +62,18 @@ describe('Bandeja', () => {
     const queries = backend(30);
     render(Bandeja);
     await waitFor(() => expect(queries).toHaveLength(1));
-    expect(queries[0]).toEqual({ state: null, badge: null, flag: null, ppd_con_saldo: false, search: null, after: null, limit: 200 });
+    expect(queries[0]).toEqual({
+      state: null,
+      badge: null,
+      flag: null,
+      ppd_con_saldo: false,
+      search: null,
+      customer: null,
+      desde: null,
+      hasta: null,
+      after: null,
+      limit: 200,
+    });
 
     await fireEvent.change(screen.getByTestId('badge-filter'), { target: { value: 'reanudar' } });
     await waitFor(() => expect(queries.at(-1)?.badge).toBe('reanudar'));
@@ -70,6 +81,86 @@ describe('Bandeja', () => {
     await fireEvent.input(screen.getByTestId('search'), { target: { value: '  URE18 ' } });
     await waitFor(() => expect(queries.at(-1)?.search).toBe('URE18'));
     expect(queries.at(-1)?.badge).toBe('reanudar');
+  });
+
+  test('the customer and the days go to Rust with the other filters', async () => {
+    const queries = backend(30);
+    render(Bandeja);
+    await waitFor(() => expect(queries).toHaveLength(1));
+    await fireEvent.change(screen.getByTestId('state-filter'), { target: { value: 'held' } });
+    await fireEvent.input(screen.getByTestId('customer-search'), { target: { value: ' robotica ' } });
+    await waitFor(() => expect(queries.at(-1)?.customer).toBe('robotica'));
+    expect(queries.at(-1)?.state).toBe('held');
+    expect(screen.getByTestId('clear-filters')).toBeTruthy();
+    await fireEvent.click(screen.getByTestId('clear-filters'));
+    await waitFor(() => expect(queries.at(-1)?.customer).toBeNull());
+    expect(queries.at(-1)?.state).toBeNull();
+  });
+
+  test('selected rows are retried together; a refused row says why in words', async () => {
+    const asked: unknown[] = [];
+    mockIPC(
+      (cmd, args) => {
+        if (cmd === 'invoice_counts') return { total: 3, by_state: { pending: 3 }, by_badge: { pendiente: 3 } };
+        if (cmd === 'list_invoices') return { items: [row(3), row(2, { state: 'stamped', badge: 'timbrada' }), row(1)], next: null };
+        if (cmd === 'bulk_action') {
+          asked.push(args);
+          return [
+            { invoice_id: 3, outcome: { status: 'done', retry: 'resume' } },
+            {
+              invoice_id: 2,
+              outcome: { status: 'refused', error: { code: 'action_refused', details: { action: 'resume', reason: 'ya_timbrada', evidence: [] } } },
+            },
+          ];
+        }
+        throw new Error(`unexpected ${cmd}`);
+      },
+      { shouldMockEvents: true },
+    );
+    render(Bandeja);
+    await waitFor(() => expect(document.querySelectorAll('[data-testid=select-row]')).toHaveLength(3));
+    expect(screen.queryByTestId('bulk-bar')).toBeNull();
+    await fireEvent.click(document.querySelector('[data-select-id="3"]')!);
+    await fireEvent.click(document.querySelector('[data-select-id="2"]')!);
+    await waitFor(() => expect(screen.getByTestId('bulk-bar').textContent).toContain('2 seleccionadas'));
+    await fireEvent.click(screen.getByTestId('bulk-retry'));
+    await waitFor(() => expect(screen.getByTestId('bulk-result').textContent).toContain('Reintentadas: 1.'));
+    expect(asked).toEqual([{ invoiceIds: [3, 2], action: 'retry', note: null }]);
+    const refused = screen.getByTestId('bulk-result').querySelector('li[data-invoice-id="2"]')!;
+    expect(refused.textContent).toContain('F-4472');
+    expect(refused.textContent).not.toMatch(/ya_timbrada|action_refused/);
+    expect(refused.textContent!.split(':')[1].trim().length).toBeGreaterThan(10);
+    expect(document.querySelector('.line [data-outcome=refused]')).toBeTruthy();
+    // Select all, then none.
+    await fireEvent.click(screen.getByTestId('select-all'));
+    await waitFor(() => expect(screen.getByTestId('bulk-bar').textContent).toContain('3 seleccionadas'));
+    await fireEvent.click(screen.getByTestId('bulk-clear'));
+    await waitFor(() => expect(screen.queryByTestId('bulk-bar')).toBeNull());
+  });
+
+  test('Enviar al contador asks for the note before anything is sent', async () => {
+    const asked: unknown[] = [];
+    mockIPC(
+      (cmd, args) => {
+        if (cmd === 'invoice_counts') return { total: 1, by_state: { pending: 1 }, by_badge: { pendiente: 1 } };
+        if (cmd === 'list_invoices') return { items: [row(1)], next: null };
+        if (cmd === 'bulk_action') {
+          asked.push(args);
+          return [{ invoice_id: 1, outcome: { status: 'done', retry: null } }];
+        }
+        throw new Error(`unexpected ${cmd}`);
+      },
+      { shouldMockEvents: true },
+    );
+    render(Bandeja);
+    await waitFor(() => expect(document.querySelectorAll('[data-testid=select-row]')).toHaveLength(1));
+    await fireEvent.click(document.querySelector('[data-select-id="1"]')!);
+    await fireEvent.click(screen.getByTestId('bulk-contador'));
+    expect(asked).toHaveLength(0);
+    await fireEvent.input(screen.getByTestId('bulk-note'), { target: { value: 'revisar el RFC' } });
+    await fireEvent.click(screen.getByTestId('bulk-contador'));
+    await waitFor(() => expect(screen.getByTestId('bulk-result').textContent).toContain('Enviadas al contador: 1.'));
+    expect(asked).toEqual([{ invoiceIds: [1], action: 'send_to_contador', note: 'revisar el RFC' }]);
   });
 
   test('"PPD con saldo" is its own filter in Rust, not a mark', async () => {

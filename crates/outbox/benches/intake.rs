@@ -315,6 +315,35 @@ fn queries(c: &mut Criterion) {
                 ..Default::default()
             },
         ),
+        (
+            // A part of the customer's name (as typed, any case) within a date range: no index
+            // finds a part of a name, so this walks the range — here every seeded invoice, the
+            // worst case (issue 29: under 100 ms at 100,000 invoices).
+            "list/customer-name-and-date-range",
+            ListFilter {
+                customer: Some("cliente 4321".into()),
+                from: chrono::DateTime::from_timestamp_millis(1_764_000_000_000),
+                to: chrono::DateTime::from_timestamp_millis(1_764_000_000_000 + (INVOICES + 1) * 1000),
+                ..Default::default()
+            },
+        ),
+        (
+            "list/customer-name-state-and-date-range",
+            ListFilter {
+                customer: Some("cliente 4321".into()),
+                state: Some(InvoiceState::Stamped),
+                from: chrono::DateTime::from_timestamp_millis(1_764_000_000_000 + INVOICES / 2 * 1000),
+                to: chrono::DateTime::from_timestamp_millis(1_764_000_000_000 + (INVOICES + 1) * 1000),
+                ..Default::default()
+            },
+        ),
+        (
+            "list/search-serie-folio",
+            ListFilter {
+                search: Some("F-50000".into()),
+                ..Default::default()
+            },
+        ),
     ];
     for (name, filter) in cases {
         let got = rt.block_on(o.list_invoices(&filter)).unwrap().items.len();

@@ -20,7 +20,7 @@
 //!   `sql/<dialect>/`, and the migrations (listed and pinned in `migrations`) at the top of the
 //!   repository;
 //! - [`engine`]: the drain and what it works with — [`drain`], [`cancel_step`],
-//!   [`facturapi_lane`], [`pacs`], [`attempts`], [`actions`], [`facts`];
+//!   [`facturapi_lane`], [`pacs`], [`attempts`], [`actions`], [`bulk`], [`facts`];
 //! - [`fiscal`]: the workflows around a sale — [`payments`], [`global_invoice`], [`counter`],
 //!   `fiscal_intake`, [`reports`], [`screening`], [`duplicates`], [`reconciliation`],
 //!   [`history_gap`], [`dashboard`], [`follow_up`], [`exchange_rates`];
@@ -48,7 +48,7 @@ pub mod outbox;
 pub mod store;
 
 pub use channels::{api_tokens, email, file_input, webhooks};
-pub use engine::{actions, attempts, cancel_step, drain, facts, facturapi_lane, pacs};
+pub use engine::{actions, attempts, bulk, cancel_step, drain, facts, facturapi_lane, pacs};
 pub use fiscal::{
     counter, dashboard, duplicates, exchange_rates, follow_up, global_invoice, history_gap, payments, reconciliation, reports, screening,
 };

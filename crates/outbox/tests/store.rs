@@ -872,6 +872,15 @@ async fn list_queries_use_their_indexes() {
     }
     let mut search = full.to_vec();
     search.extend([Some("ped"), Some("ped\u{10FFFF}"), Some("PED"), Some("PED\u{10FFFF}")]);
+    // A serie-folio ("F-104") and a customer.
+    search.extend([
+        Some("F"),
+        Some("104"),
+        Some("104\u{10FFFF}"),
+        Some("%norte%"),
+        Some("NORTE"),
+        Some("NORTE\u{10FFFF}"),
+    ]);
     let p = plan(&e, include_str!("../sql/sqlite/list_search.sql"), &search).await;
     for index in [
         "sqlite_autoindex_invoices_2",
@@ -885,6 +894,16 @@ async fn list_queries_use_their_indexes() {
         );
     }
     assert!(!p.lines().any(|l| l.trim() == "SCAN invoices"), "search scans the table:\n{p}");
+    // A part of a customer's name: the recording-time index walked from the cursor, no sort.
+    let mut customer = full.to_vec();
+    customer.extend([Some("%norte%"), Some("NORTE"), Some("NORTE\u{10FFFF}")]);
+    let p = plan(&e, include_str!("../sql/sqlite/list_customer.sql"), &customer).await;
+    assert!(p.contains("SEARCH invoices USING INDEX invoices_by_created_customer"), "{p}");
+    assert!(
+        p.contains("created_at_ms>? AND created_at_ms<?)"),
+        "does not seek to the cursor:\n{p}"
+    );
+    assert!(!p.contains("TEMP B-TREE"), "sorts instead of walking the index:\n{p}");
     let p = plan(&e, include_str!("../sql/sqlite/counts.sql"), &[]).await;
     assert!(p.contains("COVERING INDEX invoices_by_state_badge"), "{p}");
     let p = plan(&e, include_str!("../sql/sqlite/notes_by_invoice.sql"), &[Some("1")]).await;

@@ -170,8 +170,12 @@ impl Serialize for Cursor {
 pub struct ListFilter {
     pub state: Option<InvoiceState>,
     pub badge: Option<Badge>,
-    /// A prefix of a sale_id or folio (as written), or of a receptor RFC or UUID (any case).
+    /// A prefix of a sale_id or folio (as written), of a receptor RFC or UUID (any case), or a
+    /// serie-folio as the invoice is named ("F-1042": serie `F`, folio starting with `1042`).
     pub search: Option<String>,
+    /// The customer: a part of the receptor's name (any case, ASCII letters folded) or the
+    /// start of its RFC. Combines with every other filter except `flag` and `ppd_con_saldo`.
+    pub customer: Option<String>,
     /// Recorded at or after.
     pub from: Option<DateTime<Utc>>,
     /// Recorded before.

@@ -349,6 +349,61 @@ pub async fn export_documents(
     w.finish()
 }
 
+/// The Bandeja's *Exportar XML/PDF (ZIP)* of a selection: what it wrote (None when no row had a
+/// stamped XML) and every selected row, each with its refusal when it had none to export — the
+/// gate the single row's XML download has ([`Outbox::stamped_xml`]).
+#[derive(Debug)]
+pub struct SelectedExport {
+    pub exported: Option<Exported>,
+    pub rows: Vec<outbox::bulk::BulkRow>,
+}
+
+/// Writes the XML and PDF of every selected invoice that has a stamped XML into `dest`; the
+/// others are listed as refused, with why. A file error abandons the whole export.
+pub async fn export_selected(
+    outbox: &Outbox,
+    ids: &[i64],
+    dest: &Destination,
+    progress: &mut (dyn FnMut(&Progress) + Send),
+) -> Result<SelectedExport, ServiceError> {
+    use outbox::bulk::{BulkOutcome, BulkRow};
+    let ids = outbox::bulk::selection(ids)?;
+    // The gate first, for every row: the export is opened only when something passes it.
+    let mut rows = Vec::with_capacity(ids.len());
+    let mut allowed = Vec::new();
+    for id in ids {
+        match outbox.stamped_xml(&InvoiceRef::Id(id)).await {
+            Ok(_) => {
+                allowed.push(id);
+                rows.push(BulkRow {
+                    invoice_id: id,
+                    outcome: BulkOutcome::Done { retry: None },
+                });
+            }
+            Err(error) => rows.push(BulkRow {
+                invoice_id: id,
+                outcome: BulkOutcome::Refused { error },
+            }),
+        }
+    }
+    if allowed.is_empty() {
+        return Ok(SelectedExport { exported: None, rows });
+    }
+    let mut w = Writer::open(dest, allowed.len())?;
+    for id in allowed {
+        // One XML in memory at a time, read again (a CFDI cancelled meanwhile still has its XML).
+        let (uuid, xml) = match outbox.stamped_xml(&InvoiceRef::Id(id)).await {
+            Ok(found) => found,
+            Err(e) => return Err(w.fail(e.into())),
+        };
+        w.add(format!("factura {id}"), &uuid, &xml, progress)?;
+    }
+    Ok(SelectedExport {
+        exported: Some(w.finish()?),
+        rows,
+    })
+}
+
 /// The default file name of the month's ZIP.
 pub fn month_zip_name(year: i32, month: u32) -> String {
     format!("cfdi-{year:04}-{month:02}.zip")

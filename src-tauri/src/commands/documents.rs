@@ -80,6 +80,34 @@ pub async fn export_documents(app: AppHandle, state: State<'_, AppState>, desde:
     })
 }
 
+/// *Exportar XML/PDF (ZIP)* of the Bandeja's selection: the XML and PDF of every selected
+/// invoice with a stamped XML into a new ZIP in the export folder; the others say why.
+#[tauri::command]
+pub async fn export_selected(app: AppHandle, state: State<'_, AppState>, invoice_ids: Vec<i64>) -> Res<BulkExportDto> {
+    let ready = state.ready()?;
+    let stamp = ready.outbox.now().format("%Y%m%d-%H%M%S");
+    let dest = services::export::Destination::Zip {
+        path: export_dir()?.join(format!("facturas-seleccion-{stamp}.zip")),
+        replace: false,
+    };
+    let mut progress = |p: &services::export::Progress| {
+        emit::export_progress(
+            &app,
+            &ExportProgressDto {
+                done: u32::try_from(p.done).unwrap_or(u32::MAX),
+                total: u32::try_from(p.total).unwrap_or(u32::MAX),
+                uuid: p.name.clone(),
+            },
+        )
+    };
+    let done = services::export::export_selected(&ready.outbox, &invoice_ids, &dest, &mut progress).await?;
+    Ok(BulkExportDto {
+        path: done.exported.as_ref().map(|e| e.path.display().to_string()),
+        invoices: done.exported.map(|e| u32::try_from(e.invoices).unwrap_or(u32::MAX)).unwrap_or(0),
+        rows: done.rows,
+    })
+}
+
 pub(super) async fn channels_view(ready: &Ready) -> Res<ChannelsDto> {
     crate::channels::view(&ready.outbox, &ready.channels).await
 }

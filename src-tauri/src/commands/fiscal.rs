@@ -35,18 +35,8 @@ pub(super) fn blank_to_none(s: &Option<String>) -> Option<String> {
     s.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
 }
 
-/// The balance of a stamped PPD invoice and its payments (from the stamped CFDIs).
-#[tauri::command]
-pub async fn invoice_balance(state: State<'_, AppState>, invoice_id: i64) -> Res<outbox::payments::InvoiceBalance> {
-    Ok(state.ready()?.outbox.invoice_balance(&InvoiceRef::Id(invoice_id)).await?)
-}
-
-/// *Registrar pago* on one PPD invoice: the outbox computes the payment from the stamped CFDIs
-/// and records it as a `pago` sale (sale_id `pago-<invoice>-<n>`, so the same payment twice is
-/// refused); the drain stamps its CFDI like any other sale.
-#[tauri::command]
-pub async fn record_payment(app: AppHandle, state: State<'_, AppState>, invoice_id: i64, payment: PaymentInputDto) -> Res<Recorded> {
-    let ready = state.ready()?;
+/// The payment's own fields as typed (its invoices are set by the caller).
+fn payment_request(payment: &PaymentInputDto) -> Res<outbox::payments::PaymentRequest> {
     let amount = decimal_field("amount", &payment.amount)?;
     let text = payment.fecha_pago.trim();
     let fecha_pago = ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"]
@@ -63,17 +53,9 @@ pub async fn record_payment(app: AppHandle, state: State<'_, AppState>, invoice_
         Some(t) => Some(decimal_field("tipo_cambio", &t)?),
         None => None,
     };
-    let to_invoice = match blank_to_none(&payment.amount_to_invoice) {
-        Some(a) => Some(decimal_field("invoices[0].amount", &a)?),
-        None => None,
-    };
-    let req = outbox::payments::PaymentRequest {
+    Ok(outbox::payments::PaymentRequest {
         sale_id: None,
-        invoices: vec![outbox::payments::PaymentTarget {
-            invoice: InvoiceRef::Id(invoice_id),
-            amount: to_invoice,
-            equivalencia: None,
-        }],
+        invoices: vec![],
         amount,
         forma_pago: payment.forma_pago.trim().to_string(),
         fecha_pago,
@@ -82,11 +64,87 @@ pub async fn record_payment(app: AppHandle, state: State<'_, AppState>, invoice_
         num_operacion: blank_to_none(&payment.num_operacion),
         serie: None,
         folio: None,
+    })
+}
+
+/// The balance of a stamped PPD invoice and its payments (from the stamped CFDIs).
+#[tauri::command]
+pub async fn invoice_balance(state: State<'_, AppState>, invoice_id: i64) -> Res<outbox::payments::InvoiceBalance> {
+    Ok(state.ready()?.outbox.invoice_balance(&InvoiceRef::Id(invoice_id)).await?)
+}
+
+/// *Registrar pago* on one PPD invoice: the outbox computes the payment from the stamped CFDIs
+/// and records it as a `pago` sale (sale_id `pago-<invoice>-<n>`, so the same payment twice is
+/// refused); the drain stamps its CFDI like any other sale.
+#[tauri::command]
+pub async fn record_payment(app: AppHandle, state: State<'_, AppState>, invoice_id: i64, payment: PaymentInputDto) -> Res<Recorded> {
+    let ready = state.ready()?;
+    let mut req = payment_request(&payment)?;
+    let to_invoice = match blank_to_none(&payment.amount_to_invoice) {
+        Some(a) => Some(decimal_field("invoices[0].amount", &a)?),
+        None => None,
     };
+    req.invoices = vec![outbox::payments::PaymentTarget {
+        invoice: InvoiceRef::Id(invoice_id),
+        amount: to_invoice,
+        equivalencia: None,
+    }];
     let r = ready.outbox.record_payment(&req, &ready.actor()).await?;
     announce(&app, ready, Some(r.recorded.invoice_id)).await;
     // The invoice's page shows the new payment as pending at once.
     emit::invoice_changed(&app, &InvoiceChangedDto { invoice_id });
+    Ok(r.recorded)
+}
+
+/// The Pagos list: payments newest first, each with the invoices it pays and its REP's state.
+#[tauri::command]
+pub async fn payments(state: State<'_, AppState>, after: Option<String>, limit: u32) -> Res<outbox::payments::PaymentPage> {
+    let ready = state.ready()?;
+    let after = match after.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(c) => Some(
+            outbox::model::Cursor::decode(c)
+                .ok_or_else(|| AppError::validation("after", "cursor_invalido", format!("{c:?} no es un cursor")))?,
+        ),
+    };
+    Ok(ready.outbox.list_payments(after, limit).await?)
+}
+
+/// *Registrar pago* for several PPD invoices of one customer: one payment (one REP) whose
+/// documents are the invoices in the order given; refusals name `invoices[i]` (each invoice
+/// in words) or the payment's own fields.
+#[tauri::command]
+pub async fn record_payment_for(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    invoices: Vec<PaymentShareDto>,
+    payment: PaymentInputDto,
+) -> Res<Recorded> {
+    let ready = state.ready()?;
+    let mut targets = Vec::with_capacity(invoices.len());
+    for (i, share) in invoices.iter().enumerate() {
+        let amount = match blank_to_none(&share.amount) {
+            Some(a) => Some(decimal_field(&format!("invoices[{i}].amount"), &a)?),
+            None => None,
+        };
+        targets.push(outbox::payments::PaymentTarget {
+            invoice: InvoiceRef::Id(share.invoice_id),
+            amount,
+            equivalencia: None,
+        });
+    }
+    let mut req = payment_request(&payment)?;
+    req.invoices = targets;
+    let r = ready.outbox.record_payment(&req, &ready.actor()).await?;
+    announce(&app, ready, Some(r.recorded.invoice_id)).await;
+    for share in &invoices {
+        emit::invoice_changed(
+            &app,
+            &InvoiceChangedDto {
+                invoice_id: share.invoice_id,
+            },
+        );
+    }
     Ok(r.recorded)
 }
 

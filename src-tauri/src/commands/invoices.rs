@@ -6,8 +6,57 @@ use super::*;
 #[tauri::command]
 pub async fn list_invoices(state: State<'_, AppState>, query: ListQueryDto) -> Res<InvoicePage> {
     let ready = state.ready()?;
-    let filter = convert::list_filter(&query)?;
+    let mut filter = convert::list_filter(&query)?;
+    if query.desde.as_deref().is_some_and(|d| !d.trim().is_empty()) || query.hasta.as_deref().is_some_and(|d| !d.trim().is_empty()) {
+        // Days in the emisor's local time (where its sales are made).
+        let cp = match ready.outbox.emisor_settings().await? {
+            Some(e) => e.profile.lugar_expedicion,
+            None => String::new(),
+        };
+        let day = |field: &str, text: &Option<String>| -> Res<Option<chrono::NaiveDate>> {
+            match text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+                None => Ok(None),
+                Some(t) => chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d")
+                    .map(Some)
+                    .map_err(|_| AppError::validation(field, "fecha_invalida", format!("{t:?} no es una fecha AAAA-MM-DD"))),
+            }
+        };
+        let start = |d: chrono::NaiveDate| cfdi::tz::fecha_to_utc(d.and_time(chrono::NaiveTime::MIN), &cp);
+        if let Some(d) = day("desde", &query.desde)? {
+            filter.from = Some(start(d));
+        }
+        if let Some(d) = day("hasta", &query.hasta)? {
+            // Through the end of that day: before the next one starts.
+            filter.to = Some(start(d.succ_opt().unwrap_or(d)));
+        }
+    }
     Ok(ready.outbox.list_invoices(&filter).await?)
+}
+
+/// An action on the Bandeja's selection: each row through the single-row action's gates; a
+/// refused row carries why, the others are acted on.
+#[tauri::command]
+pub async fn bulk_action(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    invoice_ids: Vec<i64>,
+    action: BulkActionDto,
+    note: Option<String>,
+) -> Res<Vec<outbox::bulk::BulkRow>> {
+    let ready = state.ready()?;
+    let action = match action {
+        BulkActionDto::Retry => outbox::bulk::BulkAction::Retry,
+        BulkActionDto::SendToContador => outbox::bulk::BulkAction::SendToContador,
+    };
+    let rows = ready
+        .outbox
+        .bulk_action(&invoice_ids, action, note.as_deref().unwrap_or_default(), &ready.actor())
+        .await?;
+    for r in rows.iter().filter(|r| r.done()) {
+        emit::invoice_changed(&app, &InvoiceChangedDto { invoice_id: r.invoice_id });
+    }
+    announce(&app, ready, None).await;
+    Ok(rows)
 }
 
 #[tauri::command]

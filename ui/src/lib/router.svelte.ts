@@ -2,7 +2,7 @@
 // #/emitir/sust/<id> (a credit note or a substitute of invoice <id>), #/ajustes and
 // #/ajustes/<section> (one of Ajustes' pages: equipo, emisor, pac…), #/tablero,
 // #/duplicados, #/global (factura global), #/mostrador (venta de mostrador), #/reportes,
-// #/clientes, #/productos.
+// #/clientes, #/productos, #/pagos and #/pagos/<id> (a payment starting with invoice <id>).
 export type Route =
   | { page: 'bandeja' }
   | { page: 'factura'; id: number }
@@ -14,7 +14,8 @@ export type Route =
   | { page: 'mostrador' }
   | { page: 'reportes' }
   | { page: 'clientes' }
-  | { page: 'productos' };
+  | { page: 'productos' }
+  | { page: 'pagos'; invoice?: number };
 
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean);
@@ -30,6 +31,10 @@ export function parseRoute(hash: string): Route {
     }
     case 'ajustes':
       return parts[1] && /^[a-z]+$/.test(parts[1]) ? { page: 'ajustes', section: parts[1] } : { page: 'ajustes' };
+    case 'pagos': {
+      const id = Number(parts[1]);
+      return Number.isInteger(id) && id > 0 ? { page: 'pagos', invoice: id } : { page: 'pagos' };
+    }
     case 'tablero':
     case 'duplicados':
     case 'global':
@@ -47,6 +52,7 @@ export function href(r: Route): string {
   if (r.page === 'factura') return `#/factura/${r.id}`;
   if (r.page === 'emitir' && r.followUp) return `#/emitir/${r.followUp.kind === 'credit_note' ? 'nc' : 'sust'}/${r.followUp.id}`;
   if (r.page === 'ajustes' && r.section) return `#/ajustes/${r.section}`;
+  if (r.page === 'pagos' && r.invoice) return `#/pagos/${r.invoice}`;
   return `#/${r.page}`;
 }
 

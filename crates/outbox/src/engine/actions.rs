@@ -32,7 +32,7 @@ use crate::store::{InvoiceUpdate, NewCfdi, NewEvidence};
 use crate::strategy::{ActionKind, NextStep, RefusalCode, Verdict};
 
 /// What `retry` did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum RetryKind {
     Resume,

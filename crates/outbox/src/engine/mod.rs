@@ -1,7 +1,8 @@
-//! The drain's work: claims, tries, evidence and fenced verdicts (`drain`), a cancellation request carried out (`cancel_step`), the JSON lane (`facturapi_lane`), the PACs a database knows (`pacs`), the attempts it opens (`attempts`), the people's actions on an invoice (`actions`) and the facts a verdict reads (`facts`).
+//! The drain's work: claims, tries, evidence and fenced verdicts (`drain`), a cancellation request carried out (`cancel_step`), the JSON lane (`facturapi_lane`), the PACs a database knows (`pacs`), the attempts it opens (`attempts`), the people's actions on an invoice (`actions`) and on the Bandeja's selection (`bulk`), the facts a verdict reads (`facts`).
 
 pub mod actions;
 pub mod attempts;
+pub mod bulk;
 pub mod cancel_step;
 pub mod drain;
 pub mod facts;

@@ -137,6 +137,67 @@ pub struct PaymentRequest {
     pub folio: Option<String>,
 }
 
+/// Where a payment's REP (its Pagos CFDI) stands, for the Pagos list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum RepState {
+    /// Stamped: the REP has its UUID.
+    Timbrado,
+    /// Stamped and then cancelled at SAT.
+    Cancelado,
+    /// On its way: the drain will stamp it.
+    Pendiente,
+    /// Stopped: a person must look at it (its badge says what to do).
+    NecesitaPersona,
+}
+
+/// One invoice a listed payment pays, as recorded with the payment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct PaidInvoice {
+    pub invoice_id: i64,
+    pub sale_id: String,
+    pub serie: Option<String>,
+    pub folio: Option<String>,
+    pub num_parcialidad: i64,
+    pub imp_saldo_ant: String,
+    pub imp_pagado: String,
+    pub imp_saldo_insoluto: String,
+    pub moneda: String,
+}
+
+/// One payment in the Pagos list.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct PaymentSummary {
+    pub payment_invoice_id: i64,
+    pub sale_id: String,
+    pub serie: Option<String>,
+    pub folio: Option<String>,
+    pub receptor_rfc: String,
+    pub receptor_nombre: String,
+    /// FechaPago, local time as recorded (`AAAA-MM-DDThh:mm:ss`).
+    pub fecha_pago: String,
+    /// Monto (empty when the sale named none).
+    pub monto: String,
+    /// MonedaP.
+    pub moneda: String,
+    pub forma_pago: String,
+    pub rep: RepState,
+    pub badge: Badge,
+    pub uuid: Option<String>,
+    #[ts(as = "String")]
+    pub recorded_at: chrono::DateTime<chrono::Utc>,
+    pub invoices: Vec<PaidInvoice>,
+}
+
+/// A page of the Pagos list, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct PaymentPage {
+    pub items: Vec<PaymentSummary>,
+    /// Pass as `after` for the next page; None on the last.
+    #[ts(as = "Option<String>")]
+    pub next: Option<crate::model::Cursor>,
+}
+
 /// What [`Outbox::record_payment`] recorded.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PaymentRecorded {
@@ -304,6 +365,75 @@ impl Outbox {
             payments,
             credit_notes,
         })
+    }
+
+    /// The Pagos list: payments newest first, each with the invoices it pays and its REP's
+    /// state; `limit` as [`crate::model::ListFilter::effective_limit`].
+    pub async fn list_payments(&self, after: Option<crate::model::Cursor>, limit: u32) -> Result<PaymentPage> {
+        let limit = crate::model::ListFilter {
+            limit,
+            ..Default::default()
+        }
+        .effective_limit();
+        let (ms, id) = after.map(|c| (c.created_at_ms, c.id)).unwrap_or((i64::MAX, i64::MAX));
+        let mut rows = self.store().list_payments(ms, id, limit + 1).await?;
+        let next = if rows.len() > limit as usize {
+            rows.truncate(limit as usize);
+            rows.last().map(|r| crate::model::Cursor {
+                created_at_ms: r.created_at_ms,
+                id: r.id,
+            })
+        } else {
+            None
+        };
+        let mut items = Vec::with_capacity(rows.len());
+        for r in rows {
+            let pago = r.body.pagos.first();
+            let invoices = self
+                .store()
+                .documents_of_payment(r.id)
+                .await?
+                .into_iter()
+                .map(|d| PaidInvoice {
+                    invoice_id: d.invoice_id,
+                    sale_id: d.sale_id,
+                    serie: d.serie,
+                    folio: d.folio,
+                    num_parcialidad: d.num_parcialidad,
+                    imp_saldo_ant: d.imp_saldo_ant,
+                    imp_pagado: d.imp_pagado,
+                    imp_saldo_insoluto: d.imp_saldo_insoluto,
+                    moneda: d.moneda,
+                })
+                .collect();
+            let rep = match (r.state, r.badge) {
+                (_, Badge::Cancelada) => RepState::Cancelado,
+                (InvoiceState::Stamped, _) => RepState::Timbrado,
+                (InvoiceState::Pending, _) => RepState::Pendiente,
+                _ => RepState::NecesitaPersona,
+            };
+            items.push(PaymentSummary {
+                payment_invoice_id: r.id,
+                sale_id: r.sale_id,
+                serie: r.serie,
+                folio: r.folio,
+                receptor_rfc: r.receptor_rfc,
+                receptor_nombre: r.receptor_nombre,
+                fecha_pago: pago
+                    .map(|p| p.fecha_pago.0.format(cfdi::write::FECHA_FORMAT).to_string())
+                    .unwrap_or_default(),
+                monto: pago.and_then(|p| p.monto).map(|m| m.0.to_string()).unwrap_or_default(),
+                moneda: pago.map(|p| p.moneda.clone()).unwrap_or_default(),
+                forma_pago: pago.map(|p| p.forma_pago.clone()).unwrap_or_default(),
+                rep,
+                badge: r.badge,
+                uuid: r.uuid,
+                recorded_at: chrono::DateTime::from_timestamp_millis(r.created_at_ms)
+                    .ok_or_else(|| OutboxError::Database(format!("invoices.created_at_ms {} fuera de rango", r.created_at_ms)))?,
+                invoices,
+            });
+        }
+        Ok(PaymentPage { items, next })
     }
 
     /// *Registrar pago*: computes the payment's documents from the stamped CFDIs and records it

@@ -39,6 +39,66 @@ impl AnyStore {
         })
     }
 
+    /// A page of payments, newest first, continuing after `(cursor_ms, cursor_id)`.
+    pub async fn list_payments(&self, cursor_ms: i64, cursor_id: i64, limit: u32) -> Result<Vec<PaymentListRow>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("list_payments"))
+                .bind(cursor_ms)
+                .bind(cursor_id)
+                .bind(i64::from(limit))
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter()
+                .map(|r| {
+                    let state: String = get(r, "state")?;
+                    let badge: String = get(r, "badge")?;
+                    let body: String = get(r, "body")?;
+                    Ok(PaymentListRow {
+                        id: get(r, "id")?,
+                        sale_id: get(r, "sale_id")?,
+                        serie: get(r, "serie")?,
+                        folio: get(r, "folio")?,
+                        receptor_rfc: get(r, "receptor_rfc")?,
+                        receptor_nombre: get(r, "receptor_nombre")?,
+                        state: parse_text("invoices.state", &state, InvoiceState::parse)?,
+                        badge: parse_text("invoices.badge", &badge, Badge::parse)?,
+                        uuid: get(r, "uuid")?,
+                        created_at_ms: get(r, "created_at_ms")?,
+                        body: cfdi::sale::Sale::from_json(body.as_bytes())
+                            .map_err(|e| OutboxError::Database(format!("sales.body: {e}")))?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// The invoices payment `payment_invoice_id` pays, in the order it names them.
+    pub async fn documents_of_payment(&self, payment_invoice_id: i64) -> Result<Vec<PaymentDocumentRow>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("documents_of_payment"))
+                .bind(payment_invoice_id)
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter()
+                .map(|r| {
+                    Ok(PaymentDocumentRow {
+                        invoice_id: get(r, "invoice_id")?,
+                        sale_id: get(r, "sale_id")?,
+                        serie: get(r, "serie")?,
+                        folio: get(r, "folio")?,
+                        num_parcialidad: get(r, "num_parcialidad")?,
+                        imp_saldo_ant: get(r, "imp_saldo_ant")?,
+                        imp_pagado: get(r, "imp_pagado")?,
+                        imp_saldo_insoluto: get(r, "imp_saldo_insoluto")?,
+                        moneda: get(r, "moneda")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
     /// Every credit note linked to `invoice_id`, oldest first.
     pub async fn credit_notes_of_invoice(&self, invoice_id: i64) -> Result<Vec<CreditNoteLinkRow>> {
         on_dialect!(self, |db| {

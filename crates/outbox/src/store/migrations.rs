@@ -26,7 +26,8 @@ macro_rules! dialect_migrations {
             8 "0008" "one_live_document",
             9 "0009" "vocabulary_checks",
             10 "0010" "credit_notes",
-            11 "0011" "folios"
+            11 "0011" "folios",
+            12 "0012" "bandeja_search"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

@@ -726,6 +726,36 @@ pub struct CreditNoteLinkRow {
     pub cancelled: bool,
 }
 
+/// A payment in the Pagos list: its outbox row and its sale's body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PaymentListRow {
+    pub id: i64,
+    pub sale_id: String,
+    pub serie: Option<String>,
+    pub folio: Option<String>,
+    pub receptor_rfc: String,
+    pub receptor_nombre: String,
+    pub state: InvoiceState,
+    pub badge: Badge,
+    pub uuid: Option<String>,
+    pub created_at_ms: i64,
+    pub body: cfdi::sale::Sale,
+}
+
+/// An invoice a payment pays, as recorded with the payment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentDocumentRow {
+    pub invoice_id: i64,
+    pub sale_id: String,
+    pub serie: Option<String>,
+    pub folio: Option<String>,
+    pub num_parcialidad: i64,
+    pub imp_saldo_ant: String,
+    pub imp_pagado: String,
+    pub imp_saldo_insoluto: String,
+    pub moneda: String,
+}
+
 /// A document a payment pays.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaidDocumentRow {

@@ -124,6 +124,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "d1cffce0adf0d80bf12536000b0fb0c8915a894aceff8dae493db252d576364e41802ca3eccb524b5e52965ccaed7157",
         statements: "8b498a2146e30c3f28ae7d8c9174fcd6790fe6a043ad21c0836c18393afd0c44",
     },
+    Released {
+        version: 12,
+        checksum: "2afc029d983e2bc5ef11f5ebd4ea24759dd2672018432a500320e4a28816d7da683de6744272e181368ad0138243cc09",
+        statements: "a5cf5abbdf157bd0d0f1024b92855a44c2114264a04851d24c09160f81a3eddf",
+    },
 ];
 
 #[derive(Debug)]

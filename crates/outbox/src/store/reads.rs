@@ -20,11 +20,13 @@ impl AnyStore {
                 return db.list_special(f, limit, sql!("list_flagged")).await;
             }
             let search = f.search.as_deref().map(str::trim).filter(|s| !s.is_empty());
-            let text = match (search, f.state, f.badge) {
-                (Some(_), _, _) => sql!("list_search"),
-                (None, Some(_), _) => sql!("list_by_state"),
-                (None, None, Some(_)) => sql!("list_by_badge"),
-                (None, None, None) => sql!("list_all"),
+            let customer = f.customer.as_deref().map(str::trim).filter(|s| !s.is_empty());
+            let text = match (search, customer, f.state, f.badge) {
+                (Some(_), _, _, _) => sql!("list_search"),
+                (None, Some(_), _, _) => sql!("list_customer"),
+                (None, None, Some(_), _) => sql!("list_by_state"),
+                (None, None, None, Some(_)) => sql!("list_by_badge"),
+                (None, None, None, None) => sql!("list_all"),
             };
             let (cursor_ms, cursor_id) = f.after.map(|c| (c.created_at_ms, c.id)).unwrap_or((i64::MAX, i64::MAX));
             // `to` is exclusive; the cursor bounds the index range so deep pages cost no more.
@@ -40,13 +42,30 @@ impl AnyStore {
                 .bind(cursor_ms)
                 .bind(cursor_id)
                 .bind(i64::from(limit));
+            let who = customer.map(CustomerMatch::of);
             if let Some(s) = search {
                 let upper = s.to_uppercase();
+                let (serie, folio, folio_end) = match serie_folio(s) {
+                    Some((serie, folio)) => (
+                        Some(serie.to_uppercase()),
+                        Some(folio.to_string()),
+                        Some(format!("{folio}\u{10FFFF}")),
+                    ),
+                    None => (None, None, None),
+                };
                 q = q
                     .bind(s.to_string())
                     .bind(format!("{s}\u{10FFFF}"))
                     .bind(upper.clone())
-                    .bind(format!("{upper}\u{10FFFF}"));
+                    .bind(format!("{upper}\u{10FFFF}"))
+                    .bind(serie)
+                    .bind(folio)
+                    .bind(folio_end)
+                    .bind(who.as_ref().map(|w| w.name_pattern.clone()))
+                    .bind(who.as_ref().map(|w| w.rfc.clone()))
+                    .bind(who.as_ref().map(|w| w.rfc_end.clone()));
+            } else if let Some(w) = who {
+                q = q.bind(w.name_pattern).bind(w.rfc).bind(w.rfc_end);
             }
             let rows = q.fetch_all(&db.pool).await.map_err(|e| db.err(e))?;
             rows.iter().map(summary).collect()
@@ -335,4 +354,40 @@ impl AnyStore {
                 .map_err(|e| db.err(e))
         })
     }
+}
+
+/// A customer filter as the list's SQL takes it: a LIKE pattern for a part of the name (`%`, `_`
+/// and `\` in the text escaped with `\`) and the range of an RFC prefix.
+struct CustomerMatch {
+    name_pattern: String,
+    rfc: String,
+    rfc_end: String,
+}
+
+impl CustomerMatch {
+    fn of(text: &str) -> CustomerMatch {
+        let mut name_pattern = String::with_capacity(text.len() + 2);
+        name_pattern.push('%');
+        for c in text.chars() {
+            if matches!(c, '%' | '_' | '\\') {
+                name_pattern.push('\\');
+            }
+            name_pattern.push(c);
+        }
+        name_pattern.push('%');
+        let rfc = text.to_uppercase();
+        CustomerMatch {
+            name_pattern,
+            rfc_end: format!("{rfc}\u{10FFFF}"),
+            rfc,
+        }
+    }
+}
+
+/// A serie-folio as an invoice is named ("F-1042", "A-12"): the serie before the last dash and
+/// the start of the folio after it; None when either side is empty.
+pub(crate) fn serie_folio(text: &str) -> Option<(&str, &str)> {
+    let (serie, folio) = text.rsplit_once('-')?;
+    let (serie, folio) = (serie.trim(), folio.trim());
+    (!serie.is_empty() && !folio.is_empty()).then_some((serie, folio))
 }

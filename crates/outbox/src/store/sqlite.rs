@@ -106,6 +106,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "3d20c297401c2506babc052abbba351a4d644adf0fdb84fb5abecd7644d0f840e8ebc43cb7855a7566bf43f9310f0325",
         statements: "e6d52f5963fa5bea8f0a01c91df9c43822a8b21dea111c2661b531d4cd647785",
     },
+    Released {
+        version: 12,
+        checksum: "d10d428d2e21d44c2c74186ecb5608166f9d97b6f4ac50ecb1cc75bb6dd5bc829297ac3c7173a3c89734268df3fbc39e",
+        statements: "e7fb9d9e03073783c1bc06001609d7ec0aac5132e8984a321d9756087cdd6201",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

@@ -6,6 +6,9 @@ import type { ActionKindDto } from './bindings/ActionKindDto';
 import type { AppStatusDto } from './bindings/AppStatusDto';
 import type { BackupPolicy } from './bindings/BackupPolicy';
 import type { BackupsDto } from './bindings/BackupsDto';
+import type { BulkActionDto } from './bindings/BulkActionDto';
+import type { BulkExportDto } from './bindings/BulkExportDto';
+import type { BulkRow } from './bindings/BulkRow';
 import type { CancelOrderDto } from './bindings/CancelOrderDto';
 import type { CancellationPreview } from './bindings/CancellationPreview';
 import type { CatalogEntryDto } from './bindings/CatalogEntryDto';
@@ -54,6 +57,8 @@ import type { OpcionesFiscales } from './bindings/OpcionesFiscales';
 import type { PacInputDto } from './bindings/PacInputDto';
 import type { PacsDto } from './bindings/PacsDto';
 import type { PaymentInputDto } from './bindings/PaymentInputDto';
+import type { PaymentPage } from './bindings/PaymentPage';
+import type { PaymentShareDto } from './bindings/PaymentShareDto';
 import type { PrecioSinIva } from './bindings/PrecioSinIva';
 import type { ProductDto } from './bindings/ProductDto';
 import type { ProductInput } from './bindings/ProductInput';
@@ -119,6 +124,8 @@ export const api = {
   emailRecipients: (invoiceId: number) => call<Array<string>>('email_recipients', { invoiceId }),
   emailInvoice: (invoiceId: number, to: Array<string>, requestId: string) => call<EmailRequestedDto>('email_invoice', { invoiceId, to, requestId }),
   exportDocuments: (desde: string, hasta: string, zip: boolean) => call<ExportDoneDto>('export_documents', { desde, hasta, zip }),
+  exportSelected: (invoiceIds: Array<number>) => call<BulkExportDto>('export_selected', { invoiceIds }),
+  bulkAction: (invoiceIds: Array<number>, action: BulkActionDto, note: string | null) => call<Array<BulkRow>>('bulk_action', { invoiceIds, action, note }),
   channelSettings: () => call<ChannelsDto>('channel_settings'),
   saveApi: (enabled: boolean, listen: string) => call<ChannelsDto>('save_api', { enabled, listen }),
   createApiToken: (name: string) => call<CreatedTokenDto>('create_api_token', { name }),
@@ -127,6 +134,8 @@ export const api = {
   saveSmtp: (smtp: SmtpInputDto) => call<ChannelsDto>('save_smtp', { smtp }),
   invoiceBalance: (invoiceId: number) => call<InvoiceBalance>('invoice_balance', { invoiceId }),
   recordPayment: (invoiceId: number, payment: PaymentInputDto) => call<Recorded>('record_payment', { invoiceId, payment }),
+  recordPaymentFor: (invoices: Array<PaymentShareDto>, payment: PaymentInputDto) => call<Recorded>('record_payment_for', { invoices, payment }),
+  payments: (after: string | null, limit: number) => call<PaymentPage>('payments', { after, limit }),
   globalInvoicePreview: (periodicidad: string, desde: string, hasta: string) => call<GlobalInvoicePreview>('global_invoice_preview', { periodicidad, desde, hasta }),
   createGlobalInvoice: (periodicidad: string, desde: string, hasta: string) => call<GlobalInvoiceResult>('create_global_invoice', { periodicidad, desde, hasta }),
   recordTicket: (saleId: string, ticket: TicketDraftDto) => call<Recorded>('record_ticket', { saleId, ticket }),

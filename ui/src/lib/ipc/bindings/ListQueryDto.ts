@@ -8,9 +8,21 @@ import type { ListFlag } from "./ListFlag";
  */
 export type ListQueryDto = { state: InvoiceState | null, badge: Badge | null, 
 /**
- * A prefix of a sale_id, folio, receptor RFC or UUID.
+ * A prefix of a sale_id, folio, receptor RFC or UUID, or a serie-folio ("F-1042").
  */
 search: string | null, 
+/**
+ * The customer: a part of the receptor's name or the start of its RFC.
+ */
+customer?: string | null, 
+/**
+ * Recorded on or after this day (`AAAA-MM-DD`, the emisor's local time).
+ */
+desde?: string | null, 
+/**
+ * Recorded on or before this day (`AAAA-MM-DD`, the emisor's local time).
+ */
+hasta?: string | null, 
 /**
  * Only invoices with this mark (posible duplicado, cancelación en curso, cancelada).
  */
