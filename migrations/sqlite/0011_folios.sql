@@ -9,7 +9,8 @@
 -- hold_until_ms) and becomes the sale's inside the recording transaction, fenced by the owner;
 -- a hold whose intake failed or died (released, or its lease past) goes to the next intake, the
 -- lowest number first, so the only gaps are numbers no recorded sale will ever need. A folio a
--- sale brings itself is inserted already taken (refused when another sale has it).
+-- sale brings itself is inserted already taken (refused when another sale has it). A restore
+-- holds for good every folio the history it replaced had given (hold_owner 'restauracion').
 
 CREATE TABLE folio_series (
     serie               TEXT PRIMARY KEY,
@@ -28,7 +29,7 @@ CREATE TABLE folios (
     hold_owner          TEXT,
     hold_until_ms       INTEGER,
     PRIMARY KEY (serie, folio),
-    CHECK (sale_ref IS NOT NULL OR (hold_owner IS NOT NULL AND hold_until_ms IS NOT NULL AND number IS NOT NULL))
+    CHECK (sale_ref IS NOT NULL OR (hold_owner IS NOT NULL AND hold_until_ms IS NOT NULL))
 );
 
 CREATE INDEX folios_free ON folios (serie, number) WHERE sale_ref IS NULL;

@@ -199,6 +199,44 @@ async fn two_desktops_two_hundred_sales(backend: Backend) {
     assert_eq!(e.count("folios WHERE sale_ref IS NULL").await, 0, "no hold left behind");
 }
 
+/// A restore brings the numbering back to the backup's day, but the folios given after it may
+/// be stamped at SAT: they are never handed out again (SQLite restores files; the database
+/// moved aside says what was given).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_never_gives_a_folio_again() {
+    let e = env(Backend::Sqlite).await;
+    record(&e, &ingreso("a")).await.expect("a");
+    let backup = e.dir().join("respaldo.db");
+    outbox::backup::backup(e.outbox.store().sqlite().expect("SQLite"), &backup)
+        .await
+        .expect("backup");
+    // After the backup: F-2, F-3 and a folio brought by the sale.
+    record(&e, &ingreso("b")).await.expect("b");
+    record(&e, &ingreso("c")).await.expect("c");
+    record(&e, &with_folio("d", "4471")).await.expect("d");
+    let outbox::DatabaseLocation::Sqlite(path) = e.db.location.clone() else {
+        panic!("SQLite")
+    };
+    e.outbox.store().close().await;
+    outbox::backup::restore(&backup, &path, e.clock.now()).await.expect("restore");
+    let restored = outbox::Outbox::open_sqlite(&outbox::SqliteOptions::new(&path), e.clock.clone())
+        .await
+        .expect("open");
+    restored.provide_csd_password(password());
+    restored.record_sale_json(ingreso("e").as_bytes(), None, &staff()).await.expect("e");
+    let d = restored
+        .invoice(&outbox::model::InvoiceRef::SaleId("e".into()))
+        .await
+        .expect("detail");
+    assert_eq!(d.invoice.folio.as_deref(), Some("4"), "F-2 and F-3 may exist at SAT");
+    match restored.record_sale_json(with_folio("f", "4471").as_bytes(), None, &staff()).await {
+        Err(OutboxError::Invalid(v)) => assert_eq!(v.0[0].code, "folio_usado"),
+        other => panic!("a folio given before the restore was given again: {other:?}"),
+    }
+    let series = restored.folio_series().await.expect("series");
+    assert_eq!(series.iter().find(|s| s.serie == "F").map(|s| s.next_folio), Some(5));
+}
+
 crate::conformance!(
     numbered_in_order,
     brought_folio_of_another_sale_is_refused,

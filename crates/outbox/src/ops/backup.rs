@@ -326,6 +326,14 @@ pub async fn restore(src: &Path, target: &Path, now: DateTime<Utc>) -> Result<Re
         Ok::<_, OutboxError>((id, backup_at_ms))
     }
     .await;
+    // The folios the replaced history gave are never handed out again (outbox::numbering).
+    if let (Ok(_), Some(aside)) = (&gap, &previous) {
+        match sqlite.carry_folios_from(aside, now.timestamp_millis()).await {
+            Ok(n) => tracing::info!(folios = n, "folios de la base apartada conservados"),
+            Err(e) => tracing::warn!(error = %e, aside = %aside.display(),
+                "no se pudieron leer los folios de la base apartada; revise las series antes de emitir"),
+        }
+    }
     store.close().await;
     let (gap_id, backup_at_ms) = gap?;
     Ok(RestoreReport {

@@ -191,7 +191,9 @@ pub(crate) fn folio_taken(serie: &str, folio: &str, owner: Option<&str>) -> crat
         Some(other) => {
             format!("el folio {name} ya es de la venta {other:?}; quite el folio para que Timbra asigne el siguiente, o use otro")
         }
-        None => format!("el folio {name} se está asignando a otra venta en este momento; use otro o reintente"),
+        None => format!(
+            "el folio {name} está apartado (otra venta lo está registrando, o se usó antes de restaurar un respaldo); use otro o quite el folio"
+        ),
     };
     crate::error::OutboxError::invalid("folio", "folio_usado", message)
 }

@@ -121,8 +121,8 @@ pub const RELEASED: &[Released] = &[
     },
     Released {
         version: 11,
-        checksum: "d1cffce0adf0d80bf12536000b0fb0c8915a894aceff8dae493db252d576364e41802ca3eccb524b5e52965ccaed7157",
-        statements: "8b498a2146e30c3f28ae7d8c9174fcd6790fe6a043ad21c0836c18393afd0c44",
+        checksum: "78eb96c40df18a3c8cf4721c5318998b96d54ab8f3134130ac0287f1eca7b4b8a1c301a61972612ad3fd1e57942373f2",
+        statements: "f1a43f69fed1e71de82e39758db5e184ee015a9ad948826e866d1ce7382c7b90",
     },
     Released {
         version: 12,

@@ -103,8 +103,8 @@ pub const RELEASED: &[Released] = &[
     },
     Released {
         version: 11,
-        checksum: "3d20c297401c2506babc052abbba351a4d644adf0fdb84fb5abecd7644d0f840e8ebc43cb7855a7566bf43f9310f0325",
-        statements: "e6d52f5963fa5bea8f0a01c91df9c43822a8b21dea111c2661b531d4cd647785",
+        checksum: "a991814c84ef117dcb0ac3d64b813767cb08a9aee7576239c79d6b3f0b3d9bdebe74c4025be8395c3af7212e9037e6fe",
+        statements: "ab8aa00675e02285d71f40a5da1d3357ab8b5a72288d2bb80acac865d94d9575",
     },
     Released {
         version: 12,
@@ -308,6 +308,41 @@ impl SqliteStore {
             .fetch_one(&self.pool)
             .await
             .map_err(|e| self.err(e))
+    }
+
+    /// After a restore: every serie-folio the database moved aside (`aside`) gave a sale is held
+    /// for good here, and each serie continues after it (a folio stamped after the backup
+    /// exists at SAT; it is never given to another sale). Returns the folios carried.
+    pub async fn carry_folios_from(&self, aside: &Path, now_ms: i64) -> Result<u64> {
+        use sqlx::Connection;
+        let mut conn = self.pool.acquire().await.map_err(|e| self.err(e))?;
+        sqlx::query("ATTACH DATABASE ?1 AS antes")
+            .bind(aside.to_string_lossy().into_owned())
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| self.err(e))?;
+        let carried = async {
+            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(|e| self.err(e))?;
+            let n = sqlx::query(sql!("carry_folios_from_aside"))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?
+                .rows_affected();
+            sqlx::query(sql!("carry_folio_series"))
+                .bind(now_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+            tx.commit().await.map_err(|e| self.err(e))?;
+            Ok::<u64, OutboxError>(n)
+        }
+        .await;
+        let detached = sqlx::query("DETACH DATABASE antes").execute(&mut *conn).await;
+        if detached.is_err() {
+            // A connection that kept the old file attached is not given back to the pool.
+            conn.detach();
+        }
+        carried
     }
 
     /// The database file.
