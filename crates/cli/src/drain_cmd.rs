@@ -378,7 +378,10 @@ pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
             message: format!("no se pudo iniciar el motor asíncrono: {e}"),
         })?;
     rt.block_on(async move {
-        let outbox = Arc::new(open(db, false).await?);
+        // Every emisor (or the one --emisor names), each with its own PACs, policy and drain:
+        // one emisor's outage or backlog never holds another's stamps.
+        let emisores = crate::shell::open_each(db).await?;
+        let several = emisores.len() > 1;
         let sim = if a.sandbox {
             Some(
                 pac_sim::start_with_clock(
@@ -391,46 +394,56 @@ pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
         } else {
             None
         };
-        let pacs = pac_set(&outbox, sim.as_ref()).await?;
-        if pacs.primary().is_none() {
-            return Err(Failure::invalid(
-                "no hay PAC configurado: agréguelo con `timbra pac add` o use --sandbox",
-            ));
-        }
-        let config = DrainConfig {
-            worker_id: a.worker_id.clone(),
-            program: "timbra drain".into(),
-            heartbeat: outbox::workers::HEARTBEAT_EVERY,
-            concurrency: a.concurrency.max(1),
-            lease: chrono::Duration::seconds(a.lease_secs.max(1)),
-            poll: Duration::from_millis(200),
-            grace: Duration::from_secs(5),
-            backoff: Backoff {
-                base: chrono::Duration::milliseconds(a.backoff_ms.max(10)),
-                cap: chrono::Duration::milliseconds(a.backoff_cap_ms.max(10)),
-            },
-            policy: Policy {
-                max_tries: a.max_tries.max(1),
-                ..Policy::default()
-            },
-        };
-        let line = Arc::new(ProgressLine {
-            state: Mutex::new(DrainProgress::default()),
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = stop_tx.send(true);
         });
-        let drain = Arc::new(Drain::new(outbox.clone(), pacs, config, line.clone()));
         let started = Instant::now();
+        let mut runs = Vec::new();
+        let mut watched = Vec::new();
+        for (entry, outbox) in emisores {
+            let outbox = Arc::new(outbox);
+            let pacs = pac_set(&outbox, sim.as_ref()).await?;
+            if pacs.primary().is_none() {
+                let message = "no hay PAC configurado: agréguelo con `timbra pac add` o use --sandbox";
+                if !several {
+                    return Err(Failure::invalid(message));
+                }
+                eprintln!("aviso: {}: {message}; sus ventas esperan", entry.rfc);
+                continue;
+            }
+            let line = Arc::new(ProgressLine {
+                state: Mutex::new(DrainProgress::default()),
+            });
+            watched.push((outbox.clone(), line.clone()));
+            runs.push(tokio::spawn(drain_one(
+                entry,
+                outbox,
+                pacs,
+                line,
+                drain_config(&a),
+                mode(&a),
+                stop_rx.clone(),
+            )));
+        }
         let ticker = (!a.quiet).then(|| {
-            let (outbox, line) = (outbox.clone(), line.clone());
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(Duration::from_millis(1000)).await;
-                    let p = line.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                    let pending = outbox
-                        .counts()
-                        .await
-                        .ok()
-                        .and_then(|c| c.by_state.get("pending").copied())
-                        .unwrap_or(0);
+                    let (mut pending, mut p) = (0, DrainProgress::default());
+                    for (outbox, line) in &watched {
+                        let one = line.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                        p.in_flight += one.in_flight;
+                        p.stamped += one.stamped;
+                        p.held += one.held;
+                        pending += outbox
+                            .counts()
+                            .await
+                            .ok()
+                            .and_then(|c| c.by_state.get("pending").copied())
+                            .unwrap_or(0);
+                    }
                     let rate = p.stamped as f64 / started.elapsed().as_secs_f64().max(0.001);
                     eprint!(
                         "\rpendientes {pending} · en curso {} · timbradas {} · en espera de una persona {} · {rate:.1}/s   ",
@@ -440,51 +453,118 @@ pub fn drain(db: Option<&str>, a: DrainArgs) -> Result<u8, Failure> {
                 }
             })
         });
-        let mode = if a.until_idle {
-            RunMode::UntilIdle {
-                horizon: Duration::from_secs(30),
+        let mut total = DrainProgress::default();
+        let mut failed = None;
+        for run in runs {
+            match run.await {
+                Ok(Ok(p)) => {
+                    total.steps += p.steps;
+                    total.stamped += p.stamped;
+                    total.held += p.held;
+                    total.errors += p.errors;
+                }
+                Ok(Err(f)) => failed = failed.or(Some(f)),
+                Err(e) => failed = failed.or(Some(Failure::invalid(format!("drenado: {e}")))),
             }
-        } else {
-            RunMode::Forever
-        };
-        // Intake channels: outgoing webhooks and e-mails the drain's verdicts enqueued are sent
-        // from this process too (a last pass after the drain stops).
-        let notifier = crate::serve_cmd::notifier(outbox.clone(), &a.worker_id)?;
-        let (notify_stop, mut notify_rx) = tokio::sync::watch::channel(false);
-        let notify = {
-            let n = notifier.clone();
-            tokio::spawn(async move {
-                n.run(Duration::from_millis(500), async move {
-                    let _ = notify_rx.wait_for(|s| *s).await;
-                })
-                .await
-            })
-        };
-        let result = drain.run(shutdown_signal(), mode).await;
-        let _ = notify_stop.send(true);
-        let _ = notify.await;
-        if let Err(e) = notifier.once().await {
-            eprintln!("aviso: webhooks y correos pendientes quedan para la próxima vez: {e}");
         }
         if let Some(t) = ticker {
             t.abort();
         }
-        let p = result.map_err(|e| failure(e, "drenado: "))?;
-        if !a.quiet {
-            eprintln!(
-                "\rdrenado terminado: {} pasos, {} timbradas, {} en espera de una persona, {} errores en {:.1} s",
-                p.steps,
-                p.stamped,
-                p.held,
-                p.errors,
-                started.elapsed().as_secs_f64()
-            );
-        }
         if let Some(sim) = sim {
             sim.shutdown().await;
         }
+        if let Some(f) = failed {
+            return Err(f);
+        }
+        if !a.quiet {
+            eprintln!(
+                "\rdrenado terminado: {} pasos, {} timbradas, {} en espera de una persona, {} errores en {:.1} s",
+                total.steps,
+                total.stamped,
+                total.held,
+                total.errors,
+                started.elapsed().as_secs_f64()
+            );
+        }
         Ok(exit::OK)
     })
+}
+
+fn drain_config(a: &DrainArgs) -> DrainConfig {
+    DrainConfig {
+        worker_id: a.worker_id.clone(),
+        program: "timbra drain".into(),
+        heartbeat: outbox::workers::HEARTBEAT_EVERY,
+        concurrency: a.concurrency.max(1),
+        lease: chrono::Duration::seconds(a.lease_secs.max(1)),
+        poll: Duration::from_millis(200),
+        grace: Duration::from_secs(5),
+        backoff: Backoff {
+            base: chrono::Duration::milliseconds(a.backoff_ms.max(10)),
+            cap: chrono::Duration::milliseconds(a.backoff_cap_ms.max(10)),
+        },
+        policy: Policy {
+            max_tries: a.max_tries.max(1),
+            ..Policy::default()
+        },
+    }
+}
+
+fn mode(a: &DrainArgs) -> RunMode {
+    if a.until_idle {
+        RunMode::UntilIdle {
+            horizon: Duration::from_secs(30),
+        }
+    } else {
+        RunMode::Forever
+    }
+}
+
+/// One emisor's drain and its notifier (outgoing webhooks and e-mails the drain's verdicts
+/// enqueued are sent from this process too, with a last pass after the drain stops).
+async fn drain_one(
+    entry: outbox::emisores::Emisor,
+    outbox: Arc<Outbox>,
+    pacs: PacSet,
+    line: Arc<ProgressLine>,
+    config: DrainConfig,
+    mode: RunMode,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<DrainProgress, Failure> {
+    let notifier = crate::serve_cmd::notifier(outbox.clone(), &config.worker_id)?;
+    let drain = Arc::new(Drain::new(outbox.clone(), pacs, config, line));
+    let (notify_stop, mut notify_rx) = tokio::sync::watch::channel(false);
+    let notify = {
+        let n = notifier.clone();
+        tokio::spawn(async move {
+            n.run(Duration::from_millis(500), async move {
+                let _ = notify_rx.wait_for(|s| *s).await;
+            })
+            .await
+        })
+    };
+    let result = drain
+        .run(
+            async move {
+                let _ = stop.wait_for(|s| *s).await;
+            },
+            mode,
+        )
+        .await;
+    let _ = notify_stop.send(true);
+    let _ = notify.await;
+    if let Err(e) = notifier.once().await {
+        eprintln!(
+            "aviso: {}: webhooks y correos pendientes quedan para la próxima vez: {e}",
+            entry.rfc
+        );
+    }
+    let prefix = if entry.rfc.is_empty() {
+        "drenado: ".to_string()
+    } else {
+        format!("drenado de {}: ", entry.rfc)
+    };
+    result.map_err(|e| failure(e, &prefix))
 }
 
 /// SIGTERM or ctrl-c.

@@ -14,6 +14,7 @@ mod cfdi_cmd;
 mod document_cmd;
 mod drain_cmd;
 mod duplicates_cmd;
+mod emisor_cmd;
 mod exchange_cmd;
 mod global_cmd;
 mod input;
@@ -72,6 +73,11 @@ struct Cli {
     /// omisión TIMBRA_DATABASE_URL o la carpeta de datos de la aplicación.
     #[arg(long, visible_alias = "database-url", global = true, value_name = "RUTA|URL")]
     db: Option<String>,
+    /// El emisor para el que actúa el comando (su RFC; va antes del comando: `timbra --emisor
+    /// RFC sale add …`); por omisión TIMBRA_EMISOR, o el único, o el elegido con `timbra emisor
+    /// usar`. `timbra drain` sin él timbra para todos.
+    #[arg(long, value_name = "RFC")]
+    emisor: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -87,6 +93,9 @@ enum Command {
     /// Crea (o actualiza) la base de datos con el perfil del emisor y su CSD.
     #[command(after_help = EXIT_CODES)]
     Init(outbox_cmd::InitArgs),
+    /// Varios emisores, cada uno con su base de datos: agregar, listar, elegir, archivar.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Emisor(emisor_cmd::EmisorCommand),
     /// Clientes (receptores con sus datos por omisión): alta, cambios, lista, importar y exportar CSV.
     #[command(subcommand, after_help = EXIT_CODES)]
     Customer(master_data_cmd::CustomerCommand),
@@ -204,6 +213,7 @@ fn main() -> ExitCode {
         return finish(cfdi_cmd::run(cmd));
     }
     let cli = Cli::parse_from(args);
+    shell::set_emisor(cli.emisor.clone());
     let result = match cli.command {
         Command::Cfdi(cfdi_cmd::CfdiCommand::Import(args)) => duplicates_cmd::import(cli.db.as_deref(), args),
         Command::Cfdi(cmd) => cfdi_cmd::run(cmd),
@@ -212,6 +222,7 @@ fn main() -> ExitCode {
         Command::Catalog(cmd) => catalog_cmd::run(cmd),
         Command::PacSim(args) => pac_sim_cmd::run(args),
         Command::Init(args) => outbox_cmd::init(cli.db.as_deref(), args),
+        Command::Emisor(cmd) => emisor_cmd::run(cli.db.as_deref(), cmd),
         Command::Sale(cmd) => outbox_cmd::sale(cli.db.as_deref(), cmd),
         Command::Customer(cmd) => master_data_cmd::customer(cli.db.as_deref(), cmd),
         Command::Product(cmd) => master_data_cmd::product(cli.db.as_deref(), cmd),
@@ -305,6 +316,7 @@ mod tests {
             };
             let Ok(Cli {
                 db: None,
+                emisor: None,
                 command: Command::Cfdi(CfdiCommand::Cadena { file: f, tfd: t }),
             }) = Cli::try_parse_from(args(list))
             else {

@@ -133,7 +133,9 @@ pub struct StatusArgs {
 
 // Commands -----------------------------------------------------------------------------------
 
-pub fn init(db: Option<&str>, a: InitArgs) -> Result<u8, Failure> {
+/// What `timbra init` and `timbra emisor add` read: the profile, the CSD, its password and who
+/// acts (setting up an emisor is the contador's, or soporte's, job).
+pub(crate) fn setup_of(a: InitArgs) -> Result<(EmisorSetup, cfdi::secret::Secret, outbox::Actor), Failure> {
     let text = read_text(&a.emisor, "el perfil del emisor")?;
     let profile: EmisorProfile =
         toml::from_str(&text).map_err(|e| Failure::invalid(format!("{}: {}", a.emisor.display(), e.message().trim())))?;
@@ -144,8 +146,12 @@ pub fn init(db: Option<&str>, a: InitArgs) -> Result<u8, Failure> {
         key: read_file(&a.key, "la llave privada")?,
         password_env: a.password_env,
     };
-    // Setting up the emisor is the contador's (or soporte's) job.
     let actor = a.who.actor_or("cli", "contador")?;
+    Ok((setup, password, actor))
+}
+
+pub fn init(db: Option<&str>, a: InitArgs) -> Result<u8, Failure> {
+    let (setup, password, actor) = setup_of(a)?;
     runtime()?.block_on(async {
         let o = open(db, true).await?;
         let s = o.configure_emisor(&setup, &password, &actor).await.map_err(|e| failure(e, ""))?;

@@ -75,8 +75,6 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         })
 }
 
-/// Opens the outbox; `create` only for `timbra init`. Hands over the CSD password when the
-/// variable the settings name is set.
 /// The variable a debug build's clock reads its offset from (milliseconds added to the system
 /// clock): the CLI's tests pin their dates with it so they pass under any system date (a
 /// fixture certificate's validity, SAT's 72-hour window).
@@ -94,27 +92,115 @@ pub fn process_clock() -> Arc<dyn pac::Clock> {
     Arc::new(SystemClock)
 }
 
-pub async fn open(db: Option<&str>, create: bool) -> Result<Outbox, Failure> {
+/// The environment variable naming the emisor a command acts for (as `--emisor RFC`).
+pub const EMISOR_ENV: &str = "TIMBRA_EMISOR";
+
+static EMISOR: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+/// The emisor this process acts for: `--emisor RFC`, else [`EMISOR_ENV`] (set once, by `main`).
+pub fn set_emisor(rfc: Option<String>) {
+    let rfc = rfc
+        .or_else(|| std::env::var(EMISOR_ENV).ok())
+        .map(|r| r.trim().to_uppercase())
+        .filter(|r| !r.is_empty());
+    let _ = EMISOR.set(rfc);
+}
+
+/// The emisor asked for with `--emisor` or [`EMISOR_ENV`], if any.
+pub fn requested_emisor() -> Option<&'static str> {
+    EMISOR.get().and_then(|r| r.as_deref())
+}
+
+/// The home database's location (`--db`, `TIMBRA_DATABASE_URL`, the app-data default).
+pub fn home_location(db: Option<&str>) -> Result<DatabaseLocation, Failure> {
     let env_url = std::env::var(outbox::location::DATABASE_URL_ENV).ok();
-    let location = DatabaseLocation::resolve(db, env_url.as_deref()).map_err(|e| failure(e, ""))?;
-    let busy = match std::env::var(BUSY_TIMEOUT_ENV) {
-        Ok(v) => Duration::from_millis(
-            v.trim()
-                .parse()
-                .map_err(|_| Failure::invalid(format!("{BUSY_TIMEOUT_ENV}={v:?} no es un número de milisegundos")))?,
-        ),
-        Err(_) => Duration::from_secs(5),
-    };
-    let outbox = Outbox::open_location(&location, create, busy, process_clock())
+    DatabaseLocation::resolve(db, env_url.as_deref()).map_err(|e| failure(e, ""))
+}
+
+/// How long to wait for another process's lock ([`BUSY_TIMEOUT_ENV`], 5 s by default).
+pub fn busy_timeout() -> Result<Duration, Failure> {
+    match std::env::var(BUSY_TIMEOUT_ENV) {
+        Ok(v) => Ok(Duration::from_millis(v.trim().parse().map_err(|_| {
+            Failure::invalid(format!("{BUSY_TIMEOUT_ENV}={v:?} no es un número de milisegundos"))
+        })?)),
+        Err(_) => Ok(Duration::from_secs(5)),
+    }
+}
+
+/// Opens the home database (the directory of emisores) as it is.
+pub async fn open_home(db: Option<&str>, create: bool) -> Result<Outbox, Failure> {
+    let location = home_location(db)?;
+    Outbox::open_location(&location, create, busy_timeout()?, process_clock())
         .await
-        .map_err(|e| failure(e, ""))?;
-    unlock_roles(&outbox).await?;
+        .map_err(|e| failure(e, ""))
+}
+
+/// Opens the outbox of the emisor this command acts for (`--emisor`, else the one chosen last,
+/// else the home's: `outbox::emisores`); `create` (only `timbra init`) makes and opens the
+/// home. Unlocks the roles whose credentials this process has and hands over the CSD password
+/// when the variable the settings name is set.
+pub async fn open(db: Option<&str>, create: bool) -> Result<Outbox, Failure> {
+    let home = open_home(db, create).await?;
+    let outbox = if create {
+        home
+    } else {
+        let entry = match home.resolve_emisor(requested_emisor()).await {
+            Ok(e) => e,
+            Err(e) => {
+                home.store().close().await;
+                return Err(failure(e, "--emisor: "));
+            }
+        };
+        if entry.home {
+            home
+        } else {
+            let opened = outbox::emisores::open_emisor(&home_location(db)?, &entry, busy_timeout()?, process_clock()).await;
+            home.store().close().await;
+            opened.map_err(|e| failure(e, &format!("emisor {}: ", entry.rfc)))?
+        }
+    };
+    prepare(&outbox).await?;
+    Ok(outbox)
+}
+
+/// Every emisor's outbox (`--emisor` names one: only it), each with its directory entry.
+pub async fn open_each(db: Option<&str>) -> Result<Vec<(outbox::emisores::Emisor, Outbox)>, Failure> {
+    let home = open_home(db, false).await?;
+    let wanted = match requested_emisor() {
+        Some(rfc) => vec![home.resolve_emisor(Some(rfc)).await.map_err(|e| failure(e, "--emisor: "))?],
+        None => home.emisores().await.map_err(|e| failure(e, ""))?,
+    };
+    let location = home_location(db)?;
+    let mut out = Vec::with_capacity(wanted.len());
+    let mut home = Some(home);
+    for entry in wanted {
+        let outbox = if entry.home {
+            match home.take() {
+                Some(h) => h,
+                None => continue,
+            }
+        } else {
+            outbox::emisores::open_emisor(&location, &entry, busy_timeout()?, process_clock())
+                .await
+                .map_err(|e| failure(e, &format!("emisor {}: ", entry.rfc)))?
+        };
+        prepare(&outbox).await?;
+        out.push((entry, outbox));
+    }
+    if let Some(h) = home {
+        h.store().close().await;
+    }
+    Ok(out)
+}
+
+async fn prepare(outbox: &Outbox) -> Result<(), Failure> {
+    unlock_roles(outbox).await?;
     if let Some(settings) = outbox.emisor_settings().await.map_err(|e| failure(e, ""))? {
         if let Some(p) = outbox::pacs::SecretSource::get(crate::input::secrets()?, &settings.password_env) {
             outbox.provide_csd_password(p);
         }
     }
-    Ok(outbox)
+    Ok(())
 }
 
 /// The variable (environment or secrets file) holding `role`'s credential.

@@ -329,6 +329,11 @@ impl Outbox {
         self.clock.now()
     }
 
+    /// This outbox's clock (another emisor's outbox opened from it keeps the same time).
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
+    }
+
     /// Hands over the CSD key's password (from the OS credential store or the environment
     /// variable the settings name). Kept in memory only; the key is decrypted on first use.
     pub fn provide_csd_password(&self, password: Secret) {
@@ -344,6 +349,7 @@ impl Outbox {
         settings::may_change_settings(actor, "configurar el emisor y el CSD")?;
         let now = self.clock.now();
         let (row, csd) = settings::check_setup(setup, password, now)?;
+        self.check_home_rfc(&setup.profile.rfc).await?;
         let previous_rfc = self.store.current_emisor_settings().await?.map(|s| s.profile.rfc);
         let id = self.store.insert_emisor_settings(&row, actor, now.timestamp_millis()).await?;
         if previous_rfc.is_some_and(|rfc| rfc != setup.profile.rfc) {

@@ -27,7 +27,8 @@ macro_rules! dialect_migrations {
             9 "0009" "vocabulary_checks",
             10 "0010" "credit_notes",
             11 "0011" "folios",
-            12 "0012" "bandeja_search"
+            12 "0012" "bandeja_search",
+            13 "0013" "emisores"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

@@ -898,3 +898,14 @@ pub struct WorkerRow {
     pub started_at_ms: i64,
     pub heartbeat_at_ms: i64,
 }
+
+/// An emisor of the home database's directory (`ops::emisores`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmisorRow {
+    pub rfc: String,
+    pub nombre: String,
+    /// The name its database file or schema is derived from.
+    pub place: String,
+    pub created_at_ms: i64,
+    pub archived_at_ms: Option<i64>,
+}

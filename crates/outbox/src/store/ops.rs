@@ -259,4 +259,55 @@ impl AnyStore {
             Ok(done.rows_affected() == 1)
         })
     }
+
+    /// The emisores of this database's directory (the home is not among them).
+    pub async fn emisores(&self) -> Result<Vec<EmisorRow>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("list_emisores"))
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter()
+                .map(|r| {
+                    Ok(EmisorRow {
+                        rfc: get(r, "rfc")?,
+                        nombre: get(r, "nombre")?,
+                        place: get(r, "place")?,
+                        created_at_ms: get(r, "created_at_ms")?,
+                        archived_at_ms: get(r, "archived_at_ms")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Registers an emisor; false when its RFC or its place is registered already.
+    pub async fn insert_emisor(&self, rfc: &str, nombre: &str, place: &str, actor: &Actor, at_ms: i64) -> Result<bool> {
+        on_dialect!(self, |db| {
+            let done = sqlx::query(sql!("insert_emisor"))
+                .bind(rfc)
+                .bind(nombre)
+                .bind(place)
+                .bind(at_ms)
+                .bind(&actor.name)
+                .bind(actor.role.as_str())
+                .execute(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            Ok(done.rows_affected() == 1)
+        })
+    }
+
+    /// Archives `rfc` (`Some(at)`) or brings it back (`None`); false when it is not registered.
+    pub async fn archive_emisor(&self, rfc: &str, at_ms: Option<i64>) -> Result<bool> {
+        on_dialect!(self, |db| {
+            let done = sqlx::query(sql!("archive_emisor"))
+                .bind(rfc)
+                .bind(at_ms)
+                .execute(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            Ok(done.rows_affected() == 1)
+        })
+    }
 }

@@ -129,6 +129,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "2afc029d983e2bc5ef11f5ebd4ea24759dd2672018432a500320e4a28816d7da683de6744272e181368ad0138243cc09",
         statements: "a5cf5abbdf157bd0d0f1024b92855a44c2114264a04851d24c09160f81a3eddf",
     },
+    Released {
+        version: 13,
+        checksum: "ab3434ef996b3af91faf4272f8848479fe07cefb2b20962e288aeb540386a977b7cf1c29ae22f6b02503be1a4da5c11d",
+        statements: "08c3850ddf3f29b7aa5d860bebba2cb12d4bfd7080832db61c03f7a5f31c4540",
+    },
 ];
 
 #[derive(Debug)]
@@ -241,6 +246,14 @@ impl PgStore {
             other => other?,
         }
         let pool = pool_options().connect_with(connect.clone()).await.map_err(classify)?;
+        // Another emisor's schema (`ops::emisores`): made on first use, its tables by the
+        // migrations below (the connection's search path is that schema alone).
+        if let Some(schema) = crate::emisores::schema_in_url(&opts.url) {
+            sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+                .execute(&pool)
+                .await
+                .map_err(classify)?;
+        }
         let store = PgStore {
             pool,
             location,

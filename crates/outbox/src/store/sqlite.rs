@@ -111,6 +111,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "d10d428d2e21d44c2c74186ecb5608166f9d97b6f4ac50ecb1cc75bb6dd5bc829297ac3c7173a3c89734268df3fbc39e",
         statements: "e7fb9d9e03073783c1bc06001609d7ec0aac5132e8984a321d9756087cdd6201",
     },
+    Released {
+        version: 13,
+        checksum: "47fa6809b9fab883bfd965a0b10d70a93cfe79927ba0ef0162b2061f8d2b077f0975be6486974cefbcca826b1c78aec2",
+        statements: "14d6ae8235106032dca8c83963508f53b72436009a54256661c57450ea132fb3",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
