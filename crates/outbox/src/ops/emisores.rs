@@ -100,16 +100,7 @@ pub fn location_of(home: &DatabaseLocation, place: &str) -> DatabaseLocation {
     }
 }
 
-/// The schema a URL made by [`location_of`] names (its `search_path`), if any.
-pub fn schema_in_url(url: &str) -> Option<String> {
-    let lower = url.to_ascii_lowercase();
-    let at = lower.find("search_path%3d")? + "search_path%3d".len();
-    let name: String = lower[at..]
-        .chars()
-        .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
-        .collect();
-    (!name.is_empty()).then_some(name)
-}
+pub use crate::location::schema_in_url;
 
 fn invalid(code: &'static str, message: String) -> OutboxError {
     OutboxError::invalid("emisor", code, message)

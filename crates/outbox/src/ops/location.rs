@@ -241,6 +241,17 @@ pub fn default_sqlite_path() -> Result<PathBuf> {
     Ok(app_data_dir()?.join(DEFAULT_FILE_NAME))
 }
 
+/// The schema a URL made by `emisores::location_of` names (its `search_path`), if any.
+pub fn schema_in_url(url: &str) -> Option<String> {
+    let lower = url.to_ascii_lowercase();
+    let at = lower.find("search_path%3d")? + "search_path%3d".len();
+    let name: String = lower[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -248,7 +248,7 @@ impl PgStore {
         let pool = pool_options().connect_with(connect.clone()).await.map_err(classify)?;
         // Another emisor's schema (`ops::emisores`): made on first use, its tables by the
         // migrations below (the connection's search path is that schema alone).
-        if let Some(schema) = crate::emisores::schema_in_url(&opts.url) {
+        if let Some(schema) = crate::location::schema_in_url(&opts.url) {
             sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
                 .execute(&pool)
                 .await
