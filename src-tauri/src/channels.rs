@@ -145,6 +145,8 @@ impl ChannelHosts {
             })?;
             let state = api::ApiState {
                 outbox: outbox.clone(),
+                // The console's other emisores join here once it opens them (issue 27).
+                emisores: Vec::new(),
                 secrets: Arc::new(StoredSecrets),
             };
             let (stop, mut rx) = watch::channel(false);

@@ -114,7 +114,12 @@ pub fn routes() -> Vec<(Method, &'static str, Access)> {
 /// What every handler shares.
 #[derive(Clone)]
 pub struct ApiState {
+    /// The home emisor's outbox (`outbox::emisores`): health, and the first one a token or a
+    /// webhook source is looked up in.
     pub outbox: Arc<Outbox>,
+    /// Every other emisor's outbox. A token belongs to one emisor (it lives in that emisor's
+    /// database): a request acts in the emisor whose token it presents, and nowhere else.
+    pub emisores: Vec<Arc<Outbox>>,
     /// Where webhook signing secrets come from (the environment, by the names in settings).
     pub secrets: Arc<dyn SecretSource>,
 }
@@ -186,6 +191,17 @@ pub async fn serve(
 #[derive(Debug, Clone)]
 pub struct ApiActor(pub Actor);
 
+/// The outbox of the emisor whose token a request presented: the only one it reads or writes.
+#[derive(Clone)]
+pub struct TokenEmisor(pub Arc<Outbox>);
+
+impl ApiState {
+    /// The home first, then every other emisor.
+    fn every_emisor(&self) -> impl Iterator<Item = &Arc<Outbox>> {
+        std::iter::once(&self.outbox).chain(self.emisores.iter())
+    }
+}
+
 fn rate_limited(wait: std::time::Duration, message: &str) -> Response {
     let mut err = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message);
     err.retry_after_seconds = Some(retry_after_secs(wait));
@@ -213,9 +229,24 @@ async fn require_token(State(guard): State<Guard>, mut req: Request, next: Next)
             None => return failed("la cabecera Authorization debe ser «Bearer <token>»"),
         },
     };
-    match guard.api.outbox.authenticate_api_token(&presented).await {
-        Ok(Some(token)) => {
-            if let Err(wait) = guard.limits.per_token.take(&token.name, now) {
+    let mut found = Ok(None);
+    for (n, outbox) in guard.api.every_emisor().enumerate() {
+        match outbox.authenticate_api_token(&presented).await {
+            Ok(Some(token)) => {
+                found = Ok(Some((n, outbox.clone(), token)));
+                break;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                found = Err(e);
+                break;
+            }
+        }
+    }
+    match found {
+        Ok(Some((n, outbox, token))) => {
+            // Two emisores may each have a token of one name: one bucket per emisor's token.
+            if let Err(wait) = guard.limits.per_token.take(&format!("{n}:{}", token.name), now) {
                 tracing::warn!(token = %token.name, "límite de peticiones del token alcanzado");
                 return rate_limited(
                     wait,
@@ -224,6 +255,7 @@ async fn require_token(State(guard): State<Guard>, mut req: Request, next: Next)
             }
             req.extensions_mut()
                 .insert(ApiActor(Actor::new(format!("api:{}", token.name), Role::Personal, "api")));
+            req.extensions_mut().insert(TokenEmisor(outbox));
             next.run(req).await
         }
         Ok(None) => failed("el token no es válido o fue revocado"),
@@ -368,7 +400,7 @@ fn recorded_json(r: &Recorded) -> Value {
 }
 
 async fn create_sale(
-    State(state): State<ApiState>,
+    Extension(TokenEmisor(outbox)): Extension<TokenEmisor>,
     Extension(ApiActor(actor)): Extension<ApiActor>,
     headers: HeaderMap,
     body: Body,
@@ -385,7 +417,7 @@ async fn create_sale(
     if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
         return Err(ApiError::bad_request("malformed_json", format!("el cuerpo no es JSON válido: {e}")));
     }
-    let recorded = state.outbox.record_sale_json(&bytes, key.as_deref(), &actor).await?;
+    let recorded = outbox.record_sale_json(&bytes, key.as_deref(), &actor).await?;
     let status = if recorded.replayed { StatusCode::OK } else { StatusCode::CREATED };
     let mut resp = (status, Json(recorded_json(&recorded))).into_response();
     if let Ok(loc) = HeaderValue::from_str(&format!("/v1/sales/{}", percent_encode(&recorded.sale_id))) {
@@ -394,17 +426,16 @@ async fn create_sale(
     Ok(resp)
 }
 
-async fn get_sale(State(state): State<ApiState>, sale_id: Result<Path<String>, PathRejection>) -> Result<Json<Value>, ApiError> {
+async fn get_sale(
+    Extension(TokenEmisor(outbox)): Extension<TokenEmisor>,
+    sale_id: Result<Path<String>, PathRejection>,
+) -> Result<Json<Value>, ApiError> {
     let sale_id = path_param(sale_id)?;
-    let detail = state
-        .outbox
-        .invoice(&InvoiceRef::SaleId(sale_id.clone()))
-        .await
-        .map_err(|e| match e {
-            OutboxError::NotFound { .. } => ApiError::not_found(format!("no hay venta registrada con sale_id {sale_id:?}")),
-            other => other.into(),
-        })?;
-    let verdict = state.outbox.verdict(&detail).await?;
+    let detail = outbox.invoice(&InvoiceRef::SaleId(sale_id.clone())).await.map_err(|e| match e {
+        OutboxError::NotFound { .. } => ApiError::not_found(format!("no hay venta registrada con sale_id {sale_id:?}")),
+        other => other.into(),
+    })?;
+    let verdict = outbox.verdict(&detail).await?;
     let i = &detail.invoice;
     Ok(Json(json!({
         "saleId": i.sale_id,
@@ -424,10 +455,10 @@ async fn get_sale(State(state): State<ApiState>, sale_id: Result<Path<String>, P
     })))
 }
 
-async fn stamped(state: &ApiState, id: Result<Path<String>, PathRejection>) -> Result<(String, Vec<u8>), ApiError> {
+async fn stamped(outbox: &Outbox, id: Result<Path<String>, PathRejection>) -> Result<(String, Vec<u8>), ApiError> {
     let id = path_param(id)?;
-    let r = resolve_invoice(&state.outbox, &id).await?;
-    state.outbox.stamped_xml(&r).await.map_err(|e| match e {
+    let r = resolve_invoice(outbox, &id).await?;
+    outbox.stamped_xml(&r).await.map_err(|e| match e {
         OutboxError::NotFound { .. } => ApiError::new(
             StatusCode::CONFLICT,
             "not_stamped",
@@ -445,15 +476,21 @@ fn download(content_type: &'static str, filename: String, bytes: Vec<u8>) -> Res
     resp
 }
 
-async fn invoice_xml(State(state): State<ApiState>, id: Result<Path<String>, PathRejection>) -> Result<Response, ApiError> {
-    let (uuid, xml) = stamped(&state, id).await?;
+async fn invoice_xml(
+    Extension(TokenEmisor(outbox)): Extension<TokenEmisor>,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let (uuid, xml) = stamped(&outbox, id).await?;
     Ok(download("application/xml", format!("{uuid}.xml"), xml))
 }
 
-async fn invoice_pdf(State(state): State<ApiState>, id: Result<Path<String>, PathRejection>) -> Result<Response, ApiError> {
-    let (uuid, xml) = stamped(&state, id).await?;
+async fn invoice_pdf(
+    Extension(TokenEmisor(outbox)): Extension<TokenEmisor>,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let (uuid, xml) = stamped(&outbox, id).await?;
     // The same PDF as the app's: with the emisor's logo.
-    let logo = services::documents::emisor_logo(&state.outbox)
+    let logo = services::documents::emisor_logo(&outbox)
         .await
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "pdf", e.to_string()))?;
     let pdf = tokio::task::spawn_blocking(move || services::documents::render_pdf_with(&xml, logo))
@@ -476,7 +513,15 @@ async fn webhook_in(
     body: Body,
 ) -> Result<Response, ApiError> {
     let name = path_param(source)?;
-    let Some(source) = state.outbox.webhook_source(&name).await? else {
+    // A source belongs to the emisor whose database has it (the home's first).
+    let mut found = None;
+    for outbox in state.every_emisor() {
+        if let Some(source) = outbox.webhook_source(&name).await? {
+            found = Some((outbox.clone(), source));
+            break;
+        }
+    }
+    let Some((outbox, source)) = found else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "unknown_source",
@@ -496,16 +541,10 @@ async fn webhook_in(
     };
     let header_name = source.format.signature_header();
     let signature = headers.get(header_name).and_then(|v| v.to_str().ok());
-    outbox::webhooks::verify_signature(
-        signature,
-        secret.expose().as_bytes(),
-        &bytes,
-        state.outbox.now(),
-        source.tolerance_secs,
-    )
-    .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), format!("{header_name}: {e}")))?;
+    outbox::webhooks::verify_signature(signature, secret.expose().as_bytes(), &bytes, outbox.now(), source.tolerance_secs)
+        .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), format!("{header_name}: {e}")))?;
     let actor = Actor::new(format!("webhook:{}", source.name), Role::Personal, "webhook");
-    let receipt = state.outbox.receive_webhook(&source, &bytes, &actor).await?;
+    let receipt = outbox.receive_webhook(&source, &bytes, &actor).await?;
     let status = StatusCode::from_u16(receipt.http_status).unwrap_or(StatusCode::OK);
     Ok((status, Json(receipt.body)).into_response())
 }

@@ -76,7 +76,15 @@ pub fn serve(db: Option<&str>, a: ServeArgs) -> Result<u8, Failure> {
             message: format!("no se pudo iniciar el motor asíncrono: {e}"),
         })?;
     rt.block_on(async move {
-        let outbox = Arc::new(open(db, false).await?);
+        // Every emisor (or the one --emisor names): a token acts in the emisor it belongs to.
+        let outboxes: Vec<Arc<Outbox>> = crate::shell::open_each(db)
+            .await?
+            .into_iter()
+            .map(|(_, o)| Arc::new(o))
+            .collect();
+        let Some(outbox) = outboxes.first().cloned() else {
+            return Err(Failure::invalid("no hay emisor que servir"));
+        };
         let listener = tokio::net::TcpListener::bind(a.listen)
             .await
             .map_err(|e| Failure::invalid(format!("no se pudo escuchar en {}: {e}", a.listen)))?;
@@ -90,29 +98,33 @@ pub fn serve(db: Option<&str>, a: ServeArgs) -> Result<u8, Failure> {
         }
         eprintln!("API local de Timbra en http://{local} (registra ventas y responde lecturas; `timbra drain` timbra). Ctrl-C o SIGTERM para detener.");
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let notify = (!a.no_notify)
-            .then(|| notifier(outbox.clone(), "serve"))
-            .transpose()?
-            .map(|n| {
+        let mut notify = Vec::new();
+        if !a.no_notify {
+            for o in &outboxes {
+                let n = notifier(o.clone(), "serve")?;
                 let mut rx = stop_rx.clone();
                 let every = Duration::from_millis(a.notify_interval_ms.max(50));
-                tokio::spawn(async move {
+                notify.push(tokio::spawn(async move {
                     n.run(every, async move {
                         let _ = rx.wait_for(|s| *s).await;
                     })
                     .await
-                })
-            });
+                }));
+            }
+        }
         let state = api::ApiState {
             outbox: outbox.clone(),
+            emisores: outboxes[1..].to_vec(),
             secrets: Arc::new(crate::input::secrets()?.clone_source()),
         };
         let result = api::serve(listener, state, shutdown_signal()).await;
         let _ = stop_tx.send(true);
-        if let Some(t) = notify {
+        for t in notify {
             let _ = t.await;
         }
-        outbox.store().close().await;
+        for o in &outboxes {
+            o.store().close().await;
+        }
         result.map_err(|e| Failure::invalid(format!("el servidor terminó con error: {e}")))?;
         eprintln!("API detenida.");
         Ok(exit::OK)

@@ -60,6 +60,8 @@ impl SecretSource for MapSecrets {
 pub struct World {
     pub db: TestDb,
     pub outbox: Arc<Outbox>,
+    /// Other emisores the server serves (`outbox::emisores`), none unless a test adds them.
+    pub emisores: Vec<Arc<Outbox>>,
     pub clock: Arc<TestClock>,
     pub secrets: MapSecrets,
 }
@@ -88,6 +90,7 @@ impl World {
         World {
             db,
             outbox,
+            emisores: Vec::new(),
             clock,
             secrets: MapSecrets::default(),
         }
@@ -111,6 +114,7 @@ impl World {
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let state = api::ApiState {
             outbox: self.outbox.clone(),
+            emisores: self.emisores.clone(),
             secrets: Arc::new(self.secrets.clone()),
         };
         let task = tokio::spawn(async move {
