@@ -122,10 +122,28 @@ fn outcome_words(o: &str) -> &'static str {
 pub fn duplicates(db: Option<&str>, cmd: DuplicatesCommand) -> Result<u8, Failure> {
     match cmd {
         DuplicatesCommand::List { json } => runtime()?.block_on(async {
-            let o = open(db, false).await?;
-            let groups = o.duplicate_groups().await.map_err(|e| failure(e, ""));
-            o.store().close().await;
-            let groups = groups?;
+            // The contador's one queue: every emisor's groups (or the one --emisor names),
+            // each naming its emisor; decide one with `timbra --emisor RFC duplicates decide`.
+            let mut groups = Vec::new();
+            let mut failed = None;
+            let each = crate::shell::open_each(db).await?;
+            let several = each.len() > 1;
+            for (entry, o) in each {
+                match o.duplicate_groups().await {
+                    Ok(gs) => groups.extend(gs.into_iter().map(|group| EmisorGroup {
+                        emisor: EmisorName {
+                            rfc: entry.rfc.clone(),
+                            nombre: entry.nombre.clone(),
+                        },
+                        group,
+                    })),
+                    Err(e) => failed = failed.or(Some(failure(e, &format!("{}: ", entry.rfc)))),
+                }
+                o.store().close().await;
+            }
+            if let Some(f) = failed {
+                return Err(f);
+            }
             if json {
                 return print_json(&groups).map(|_| exit::OK);
             }
@@ -133,7 +151,10 @@ pub fn duplicates(db: Option<&str>, cmd: DuplicatesCommand) -> Result<u8, Failur
                 return print_out("no hay duplicados abiertos").map(|_| exit::OK);
             }
             let mut s = String::new();
-            for g in &groups {
+            for EmisorGroup { emisor, group: g } in &groups {
+                if several {
+                    s.push_str(&format!("[{} {}] ", emisor.rfc, emisor.nombre));
+                }
                 s.push_str(&format!("{} ({}; factura {})", g.key, g.reason, g.invoice_id));
                 if g.decided_by.is_some() {
                     s.push_str(&format!(" · decidido, {} cancelación(es) en curso", g.open_cancellations));
@@ -402,4 +423,19 @@ pub fn import(db: Option<&str>, a: ImportArgs) -> Result<u8, Failure> {
         }
         print_out(s.trim_end()).map(|_| code)
     })
+}
+
+/// The emisor a group of the contador's queue belongs to.
+#[derive(serde::Serialize)]
+struct EmisorName {
+    rfc: String,
+    nombre: String,
+}
+
+/// A group of the contador's queue with its emisor (`emisor` beside the group's fields).
+#[derive(serde::Serialize)]
+struct EmisorGroup {
+    emisor: EmisorName,
+    #[serde(flatten)]
+    group: outbox::duplicates::DuplicateGroup,
 }

@@ -115,6 +115,7 @@ fn two_emisores_through_the_cli() {
 
     // A sale for each; each listed only under its emisor.
     ok(&run(&db, &["sale", "add", &sale(dir.path(), "eku-1")]));
+    ok(&run(&db, &["sale", "add", &sale(dir.path(), "eku-2")]));
     ok(&run(
         &db,
         &["--emisor", "CACX7605101P8", "sale", "add", &sale(dir.path(), "cacx-1")],
@@ -123,7 +124,7 @@ fn two_emisores_through_the_cli() {
         &db,
         &["--emisor", "cacx7605101p8", "sale", "add", &sale(dir.path(), "cacx-2")],
     ));
-    assert_eq!(sale_ids(&ok(&run(&db, &["invoice", "list", "--json"]))), ["eku-1"]);
+    assert_eq!(sale_ids(&ok(&run(&db, &["invoice", "list", "--json"]))), ["eku-1", "eku-2"]);
     assert_eq!(
         sale_ids(&ok(&run(&db, &["--emisor", "CACX7605101P8", "invoice", "list", "--json"]))),
         ["cacx-1", "cacx-2"]
@@ -143,7 +144,7 @@ fn two_emisores_through_the_cli() {
 
     // One drain stamps every emisor's sales, each with its own CSD.
     ok(&run(&db, &["drain", "--sandbox", "--until-idle", "--quiet"]));
-    for (rfc, n) in [("EKU9003173C9", 1), ("CACX7605101P8", 2)] {
+    for (rfc, n) in [("EKU9003173C9", 2), ("CACX7605101P8", 2)] {
         let out = ok(&run(&db, &["--emisor", rfc, "invoice", "list", "--json"]));
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         let items = v["items"].as_array().unwrap();
@@ -168,9 +169,39 @@ fn two_emisores_through_the_cli() {
         }
     }
 
+    // The contador's one queue: each emisor's two look-alike sales are a group to decide,
+    // each group naming its emisor, and each holds only its own emisor's CFDIs.
+    let queue: serde_json::Value = serde_json::from_str(&ok(&run(&db, &["duplicates", "list", "--json"]))).unwrap();
+    let mut named: Vec<(String, Vec<String>)> = queue
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let mut ids: Vec<String> = g["cfdis"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["sale_id"].as_str().unwrap_or("").to_string())
+                .collect();
+            ids.sort();
+            (g["emisor"]["rfc"].as_str().unwrap().to_string(), ids)
+        })
+        .collect();
+    named.sort();
+    assert_eq!(
+        named,
+        [
+            ("CACX7605101P8".to_string(), vec!["cacx-1".to_string(), "cacx-2".to_string()]),
+            ("EKU9003173C9".to_string(), vec!["eku-1".to_string(), "eku-2".to_string()])
+        ],
+        "{queue}"
+    );
+    let text_queue = ok(&run(&db, &["duplicates", "list"]));
+    assert!(text_queue.contains("[CACX7605101P8 XOCHILT CASAS CHAVEZ]"), "{text_queue}");
+
     // Archived: no longer the default; still named.
     ok(&run(&db, &["emisor", "archivar", "CACX7605101P8", "--role", "soporte"]));
-    assert_eq!(sale_ids(&ok(&run(&db, &["invoice", "list", "--json"]))), ["eku-1"]);
+    assert_eq!(sale_ids(&ok(&run(&db, &["invoice", "list", "--json"]))), ["eku-1", "eku-2"]);
     let listed = ok(&run(&db, &["emisor", "list"]));
     assert!(listed.contains("[archivado]"), "{listed}");
 }
