@@ -2,6 +2,9 @@
 //! compared with Little's-law bound C/L, and the engine's CPU time per stamp excluding the PAC
 //! (the simulator runs in a child process: this process's CPU is the engine's).
 //!
+//! Beside them, the several-emisores row: one emisor's stamping rate alone and beside
+//! another emisor whose PAC is down (`fairness.json`).
+//!
 //! Not a criterion bench: each point is one drain of a batch of sales, timed wall-clock.
 //! Writes `target/timbra-bench/drain.json`, which `scripts/bench-table` prints.
 
@@ -43,9 +46,9 @@ fn fixture(rel: &str) -> Vec<u8> {
     .unwrap()
 }
 
-async fn point(sim_url: &str, latency_ms: u64, concurrency: usize, sales: usize) -> (f64, f64, f64) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut opts = SqliteOptions::new(dir.path().join("b.db"));
+/// A SQLite outbox with SAT's test CSD, the PAC at `sim_url`, and `sales` sales recorded.
+async fn prepared(dir: &std::path::Path, sim_url: &str, sales: usize, tag: &str) -> Arc<Outbox> {
+    let mut opts = SqliteOptions::new(dir.join(format!("{tag}.db")));
     opts.create = true;
     let outbox = Arc::new(Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await.unwrap());
     let actor = Actor::new("bench", Role::Contador, "bench");
@@ -76,10 +79,14 @@ async fn point(sim_url: &str, latency_ms: u64, concurrency: usize, sales: usize)
     let sale: serde_json::Value = serde_json::from_slice(&fixture("sales/ingreso-pedido-4471.json")).unwrap();
     for i in 0..sales {
         let mut s = sale.clone();
-        s["sale_id"] = format!("b-{latency_ms}-{concurrency}-{i}").into();
-        s["folio"] = format!("{latency_ms}{concurrency}{i}").into();
+        s["sale_id"] = format!("b-{tag}-{i}").into();
+        s["folio"] = format!("{i}").into();
         outbox.record_sale_json(s.to_string().as_bytes(), None, &actor).await.unwrap();
     }
+    outbox
+}
+
+async fn drain_of(outbox: &Arc<Outbox>, concurrency: usize) -> Arc<Drain> {
     let set = build_pac_set(
         &outbox.pacs().await.unwrap(),
         &Sim,
@@ -95,12 +102,17 @@ async fn point(sim_url: &str, latency_ms: u64, concurrency: usize, sales: usize)
             base: chrono::Duration::milliseconds(20),
             cap: chrono::Duration::milliseconds(200),
         },
-        policy: Policy::default(),
+        policy: Policy {
+            max_tries: 1_000,
+            ..Policy::default()
+        },
         ..DrainConfig::default()
     };
-    let drain = Arc::new(Drain::new(outbox.clone(), set, cfg, Arc::new(NoSink)));
-    let (t0, c0) = (Instant::now(), cpu_seconds());
-    let p = drain
+    Arc::new(Drain::new(outbox.clone(), set, cfg, Arc::new(NoSink)))
+}
+
+async fn until_idle(drain: &Arc<Drain>) -> u64 {
+    drain
         .run(
             std::future::pending::<()>(),
             RunMode::UntilIdle {
@@ -108,12 +120,53 @@ async fn point(sim_url: &str, latency_ms: u64, concurrency: usize, sales: usize)
             },
         )
         .await
-        .unwrap();
+        .unwrap()
+        .stamped
+}
+
+async fn point(sim_url: &str, latency_ms: u64, concurrency: usize, sales: usize) -> (f64, f64, f64) {
+    let dir = tempfile::tempdir().unwrap();
+    let outbox = prepared(dir.path(), sim_url, sales, &format!("{latency_ms}-{concurrency}")).await;
+    let drain = drain_of(&outbox, concurrency).await;
+    let (t0, c0) = (Instant::now(), cpu_seconds());
+    let stamped = until_idle(&drain).await;
     let (wall, cpu) = (t0.elapsed().as_secs_f64(), cpu_seconds() - c0);
-    assert_eq!(p.stamped as usize, sales, "every sale stamped");
+    assert_eq!(stamped as usize, sales, "every sale stamped");
     let throughput = sales as f64 / wall;
     let bound = concurrency as f64 / (latency_ms as f64 / 1000.0);
     (throughput, throughput / bound, cpu / sales as f64)
+}
+
+/// Several emisores (issue 27): one emisor's stamping rate alone, and with another emisor's
+/// drain beside it in the same process whose PAC refuses every connection (its sales retry
+/// with backoff all along). Returns (alone/s, beside an outage/s).
+async fn fairness(sim_url: &str, concurrency: usize, sales: usize) -> (f64, f64) {
+    let dir = tempfile::tempdir().unwrap();
+    let alone = prepared(dir.path(), sim_url, sales, "solo").await;
+    let t0 = Instant::now();
+    assert_eq!(until_idle(&drain_of(&alone, concurrency).await).await as usize, sales);
+    let alone_rate = sales as f64 / t0.elapsed().as_secs_f64();
+    // A closed port on this machine: every connection refused at once.
+    let down = prepared(dir.path(), "http://127.0.0.1:9", sales, "caido").await;
+    let other = prepared(dir.path(), sim_url, sales, "otro").await;
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let down_drain = drain_of(&down, concurrency).await;
+    let stuck = tokio::spawn(async move {
+        down_drain
+            .run(
+                async move {
+                    let _ = stop_rx.wait_for(|s| *s).await;
+                },
+                RunMode::Forever,
+            )
+            .await
+    });
+    let t0 = Instant::now();
+    assert_eq!(until_idle(&drain_of(&other, concurrency).await).await as usize, sales);
+    let beside_rate = sales as f64 / t0.elapsed().as_secs_f64();
+    let _ = stop_tx.send(true);
+    let _ = stuck.await;
+    (alone_rate, beside_rate)
 }
 
 fn main() {
@@ -142,6 +195,7 @@ fn main() {
         .build()
         .unwrap();
     let mut rows = Vec::new();
+    let mut fair = None;
     for latency in [50u64, 200] {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .arg("--sim")
@@ -158,6 +212,12 @@ fn main() {
             println!("drain L={latency}ms C={c:<2} sales={sales:<3} throughput {tp:7.1}/s  bound {:7.1}/s  ratio {ratio:.2}  engine CPU/stamp {:.2} ms", c as f64 * 1000.0 / latency as f64, cpu * 1000.0);
             rows.push(serde_json::json!({"latency_ms": latency, "concurrency": c, "sales": sales, "throughput": tp, "ratio": ratio, "cpu_ms_per_stamp": cpu * 1000.0}));
         }
+        if latency == 50 {
+            let (alone, beside) = rt.block_on(fairness(url.trim(), 8, 96));
+            let ratio = beside / alone;
+            println!("drain of one emisor alone {alone:7.1}/s, beside another emisor whose PAC is down {beside:7.1}/s  ratio {ratio:.2}");
+            fair = Some(serde_json::json!({"alone": alone, "beside_outage": beside, "ratio": ratio}));
+        }
         let _ = child.kill();
         let _ = child.wait();
     }
@@ -168,4 +228,7 @@ fn main() {
     let out = target.join("timbra-bench");
     let _ = std::fs::create_dir_all(&out);
     let _ = std::fs::write(out.join("drain.json"), serde_json::to_string_pretty(&rows).unwrap());
+    if let Some(f) = fair {
+        let _ = std::fs::write(out.join("fairness.json"), serde_json::to_string_pretty(&f).unwrap());
+    }
 }
