@@ -107,8 +107,10 @@ pub fn backup(db: Option<&str>, a: BackupArgs) -> Result<u8, Failure> {
 }
 
 pub fn restore(db: Option<&str>, a: RestoreArgs) -> Result<u8, Failure> {
-    let env_url = std::env::var(outbox::location::DATABASE_URL_ENV).ok();
-    let target = match outbox::DatabaseLocation::resolve(db, env_url.as_deref()).map_err(|e| failure(e, ""))? {
+    let actor = a.who.actor_or("cli", "contador")?;
+    let rt = runtime()?;
+    // The database of the emisor this command acts for (`--emisor`, else the chosen one).
+    let target = match rt.block_on(crate::shell::emisor_location(db))? {
         outbox::DatabaseLocation::Sqlite(p) => p,
         outbox::DatabaseLocation::Postgres(url) => {
             return Err(failure(
@@ -117,8 +119,7 @@ pub fn restore(db: Option<&str>, a: RestoreArgs) -> Result<u8, Failure> {
             ))
         }
     };
-    let actor = a.who.actor_or("cli", "contador")?;
-    runtime()?.block_on(async {
+    rt.block_on(async {
         contador_may_restore(db, &target, &a.src, &actor).await?;
         let report = outbox::backup::restore(&a.src, &target, crate::shell::process_clock().now())
             .await
@@ -181,7 +182,7 @@ async fn contador_may_restore(db: Option<&str>, target: &Path, src: &Path, actor
     cleanup(&scratch);
     std::fs::copy(src, &scratch).map_err(|e| Failure::invalid(format!("{}: no se pudo leer el respaldo: {e}", src.display())))?;
     let checked = match scratch.to_str() {
-        Some(path) => match open(Some(path), false).await {
+        Some(path) => match crate::shell::open_exact(path).await {
             Ok(o) => spend(o, actor, WHAT).await,
             Err(f) => Err(f),
         },

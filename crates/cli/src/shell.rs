@@ -163,6 +163,31 @@ pub async fn open(db: Option<&str>, create: bool) -> Result<Outbox, Failure> {
     Ok(outbox)
 }
 
+/// Where the database of the emisor this command acts for is (as [`open`] chooses it). When
+/// the home cannot be opened and no emisor was named, the home (a restore may be why).
+pub async fn emisor_location(db: Option<&str>) -> Result<DatabaseLocation, Failure> {
+    let location = home_location(db)?;
+    let home = match open_home(db, false).await {
+        Ok(h) => h,
+        Err(f) if f.code == crate::exit::DATABASE && requested_emisor().is_none() => return Ok(location),
+        Err(f) => return Err(f),
+    };
+    let entry = home.resolve_emisor(requested_emisor()).await;
+    home.store().close().await;
+    let entry = entry.map_err(|e| failure(e, "--emisor: "))?;
+    Ok(outbox::emisores::location_of(&location, &entry.place))
+}
+
+/// Opens exactly the database at `path` (a backup's scratch copy), never another emisor's.
+pub async fn open_exact(path: &str) -> Result<Outbox, Failure> {
+    let location = DatabaseLocation::parse(path).map_err(|e| failure(e, ""))?;
+    let outbox = Outbox::open_location(&location, false, busy_timeout()?, process_clock())
+        .await
+        .map_err(|e| failure(e, ""))?;
+    prepare(&outbox).await?;
+    Ok(outbox)
+}
+
 /// Every emisor's outbox (`--emisor` names one: only it), each with its directory entry.
 pub async fn open_each(db: Option<&str>) -> Result<Vec<(outbox::emisores::Emisor, Outbox)>, Failure> {
     let home = open_home(db, false).await?;
