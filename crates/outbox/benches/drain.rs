@@ -51,7 +51,7 @@ async fn prepared(dir: &std::path::Path, sim_url: &str, sales: usize, tag: &str)
     let mut opts = SqliteOptions::new(dir.join(format!("{tag}.db")));
     opts.create = true;
     let outbox = Arc::new(Outbox::open_sqlite(&opts, Arc::new(SystemClock)).await.unwrap());
-    let actor = Actor::new("bench", Role::Contador, "bench");
+    let actor = Actor::new("bench", Role::Soporte, "bench");
     let setup = EmisorSetup {
         profile: toml::from_str(std::str::from_utf8(&fixture("sales/emisor-eku.toml")).unwrap()).unwrap(),
         cer: fixture("cfdi/certs/EKU9003173C9.cer"),
