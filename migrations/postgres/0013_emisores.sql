@@ -19,3 +19,26 @@ CREATE TABLE emisores (
     actor_role          TEXT COLLATE "C" NOT NULL,
     archived_at_ms      BIGINT
 );
+
+-- One emisor, one database: the home is never the emisor of an RFC the directory has, nor is
+-- an RFC registered while it is the home's (whichever write comes second is refused).
+CREATE FUNCTION emisores_one_database() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'emisores'
+       AND NEW.rfc = (SELECT rfc FROM emisor_settings ORDER BY id DESC LIMIT 1) THEN
+        RAISE EXCEPTION USING ERRCODE = 'integrity_constraint_violation',
+            MESSAGE = 'one emisor, one database: this RFC is the home database''s emisor';
+    END IF;
+    IF TG_TABLE_NAME = 'emisor_settings' AND EXISTS (SELECT 1 FROM emisores WHERE rfc = NEW.rfc) THEN
+        RAISE EXCEPTION USING ERRCODE = 'integrity_constraint_violation',
+            MESSAGE = 'one emisor, one database: this RFC has its own database';
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+CREATE TRIGGER emisores_not_the_home BEFORE INSERT ON emisores
+FOR EACH ROW EXECUTE FUNCTION emisores_one_database();
+
+CREATE TRIGGER emisor_settings_not_in_the_directory BEFORE INSERT ON emisor_settings
+FOR EACH ROW EXECUTE FUNCTION emisores_one_database();

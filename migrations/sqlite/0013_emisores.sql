@@ -19,3 +19,17 @@ CREATE TABLE emisores (
     actor_role          TEXT NOT NULL,
     archived_at_ms      INTEGER
 );
+
+-- One emisor, one database: the home is never the emisor of an RFC the directory has, nor is
+-- an RFC registered while it is the home's (whichever write comes second is refused).
+CREATE TRIGGER emisores_not_the_home BEFORE INSERT ON emisores
+WHEN NEW.rfc = (SELECT rfc FROM emisor_settings ORDER BY id DESC LIMIT 1)
+BEGIN
+    SELECT RAISE(ABORT, 'one emisor, one database: this RFC is the home database''s emisor');
+END;
+
+CREATE TRIGGER emisor_settings_not_in_the_directory BEFORE INSERT ON emisor_settings
+WHEN NEW.rfc IN (SELECT rfc FROM emisores)
+BEGIN
+    SELECT RAISE(ABORT, 'one emisor, one database: this RFC has its own database');
+END;

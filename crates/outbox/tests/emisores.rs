@@ -229,6 +229,24 @@ async fn the_directory_and_its_fences(backend: Backend) {
     );
     assert_eq!(t.home.emisor_settings().await.unwrap().unwrap().profile.rfc, EKU);
     assert_eq!(t.other.emisor_settings().await.unwrap().unwrap().profile.rfc, CACX);
+    // Behind the outbox's back too: the database refuses the home's RFC in the directory, and
+    // the directory's RFCs as the home's emisor.
+    let raw = sqlx::query(
+        "INSERT INTO emisores (rfc, nombre, place, created_at_ms, actor, actor_role) \
+         VALUES ('EKU9003173C9', 'X', 'eku9003173c9', 0, 'x', 'soporte')",
+    )
+    .execute(&t.db.raw)
+    .await;
+    assert!(format!("{raw:?}").contains("one emisor, one database"), "{raw:?}");
+    let raw = sqlx::query(
+        "INSERT INTO emisor_settings (rfc, nombre, regimen_fiscal, lugar_expedicion, no_certificado, cer_der, key_encrypted, \
+         cer_not_before_ms, cer_not_after_ms, password_env, created_at_ms, actor, actor_role) \
+         SELECT 'CACX7605101P8', nombre, regimen_fiscal, lugar_expedicion, no_certificado, cer_der, key_encrypted, \
+         cer_not_before_ms, cer_not_after_ms, password_env, created_at_ms, actor, actor_role FROM emisor_settings",
+    )
+    .execute(&t.db.raw)
+    .await;
+    assert!(format!("{raw:?}").contains("one emisor, one database"), "{raw:?}");
 
     // Archived: never the default, hidden as chosen, still opened when named; the home is
     // never archived.

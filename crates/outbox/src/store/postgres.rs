@@ -131,8 +131,8 @@ pub const RELEASED: &[Released] = &[
     },
     Released {
         version: 13,
-        checksum: "ab3434ef996b3af91faf4272f8848479fe07cefb2b20962e288aeb540386a977b7cf1c29ae22f6b02503be1a4da5c11d",
-        statements: "08c3850ddf3f29b7aa5d860bebba2cb12d4bfd7080832db61c03f7a5f31c4540",
+        checksum: "1f1b34181fa573da6439eaed31da5887a711b174bb6e6340332457b94fc4a7e9690fdb92f064b358c1192c071ea0a1b3",
+        statements: "cd26b7bbdc89b290bef9227b7de5a63ab8a3fe7283c63f859464185bff24a7d6",
     },
 ];
 

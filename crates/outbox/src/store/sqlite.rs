@@ -113,8 +113,8 @@ pub const RELEASED: &[Released] = &[
     },
     Released {
         version: 13,
-        checksum: "47fa6809b9fab883bfd965a0b10d70a93cfe79927ba0ef0162b2061f8d2b077f0975be6486974cefbcca826b1c78aec2",
-        statements: "14d6ae8235106032dca8c83963508f53b72436009a54256661c57450ea132fb3",
+        checksum: "e52471159996e7c20bdb2b99d5e2717eee22c36976fb7c9ee1cc9fe6023e18428565c62b1bd506348856c0befd1665ee",
+        statements: "8798b4218dd579f8d9a5530cf0bc1727c1e773abfe4f5cacb339da5f69cc0c4c",
     },
 ];
 
