@@ -1,0 +1,25 @@
+//! SAT's *Descarga Masiva* web service, the wire only (package `timbra-sat-ws`, lib `sat_ws`).
+//!
+//! Pure: no IO, no async, no clock; bytes and time come in as arguments. The HTTP exchange and
+//! the durable request jobs live elsewhere. Modules:
+//!
+//! - [`efirma`] — the e.firma (FIEL) check: an e.firma, not a CSD, of the emisor's RFC, valid at
+//!   a given instant, whose key matches; refused in words otherwise.
+//! - [`xmldsig`] — the XML signature SAT requires: exclusive canonicalization of the signed
+//!   elements (written canonical by construction), SHA-1 digests, RSA-SHA1 PKCS#1 v1.5.
+//! - [`request`] — the signed SOAP requests: authenticate (WS-Security), query emitidos,
+//!   recibidos and by folio, verify, download; the endpoints and SOAP actions.
+//! - [`response`] — SAT's answers (token, IdSolicitud, EstadoSolicitud and its codes, package)
+//!   and SOAP faults, typed.
+//! - [`package`] — reading a downloaded package: CFDI XML, metadata rows, terceros; ZIP bombs
+//!   and path traversal refused.
+//!
+//! The wire is described in `docs/sat.md`.
+
+pub mod efirma;
+pub mod package;
+pub mod request;
+pub mod response;
+pub mod xmldsig;
+
+pub use efirma::{EFirma, EFirmaError};
