@@ -225,6 +225,13 @@ impl Certificate {
             .verify(message, &sig)
             .map_err(|_| SignatureError::Invalid)
     }
+
+    /// Verifies a raw RSA PKCS#1 v1.5 SHA-1 signature of `message` (SAT's web services).
+    pub fn verify_sha1(&self, message: &[u8], signature: &[u8]) -> Result<(), SignatureError> {
+        UnparsedPublicKey::new(&signature::RSA_PKCS1_2048_8192_SHA1_FOR_LEGACY_USE_ONLY, &self.public_key)
+            .verify(message, signature)
+            .map_err(|_| SignatureError::Invalid)
+    }
 }
 
 /// Why a signature does not verify.

@@ -6,7 +6,9 @@
 //! - [`efirma`] — the e.firma (FIEL) check: an e.firma, not a CSD, of the emisor's RFC, valid at
 //!   a given instant, whose key matches; refused in words otherwise.
 //! - [`xmldsig`] — the XML signature SAT requires: exclusive canonicalization of the signed
-//!   elements (written canonical by construction), SHA-1 digests, RSA-SHA1 PKCS#1 v1.5.
+//!   elements (written canonical by construction), SHA-1 digests, RSA-SHA1 PKCS#1 v1.5; and
+//!   its verification, as SAT (or a simulator of it) checks a request.
+//! - [`c14n`] — exclusive canonicalization of a parsed element, for verification.
 //! - [`request`] — the signed SOAP requests: authenticate (WS-Security), query emitidos,
 //!   recibidos and by folio, verify, download; the endpoints and SOAP actions.
 //! - [`response`] — SAT's answers (token, IdSolicitud, EstadoSolicitud and its codes, package)
@@ -16,6 +18,7 @@
 //!
 //! The wire is described in `docs/sat.md`.
 
+pub mod c14n;
 pub mod efirma;
 pub mod package;
 pub mod request;

@@ -4,7 +4,7 @@ use cfdi::secret::Secret;
 use chrono::{DateTime, Utc};
 use sat_ws::{EFirma, EFirmaError};
 
-include!("common.rs");
+include!("common/fixtures.rs");
 
 fn at(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).unwrap().to_utc()

@@ -7,7 +7,7 @@ use chrono::NaiveDateTime;
 use rust_decimal::Decimal;
 use sat_ws::package::{read_cfdi, read_metadata, Efecto, EstatusCfdi, Limits, PackageError};
 
-include!("common.rs");
+include!("common/fixtures.rs");
 
 #[test]
 fn the_cfdi_package_gives_its_one_cfdi_and_skips_the_junk() {

@@ -9,7 +9,7 @@ use std::process::Command;
 use chrono::{NaiveDate, NaiveDateTime, TimeZone, Utc};
 use sat_ws::request::{self, EstadoComprobante, QueryParams, RequestError, TipoSolicitud};
 
-include!("common.rs");
+include!("common/fixtures.rs");
 
 /// The fixtures are pretty-printed: drop the XML declaration and whitespace between tags, and
 /// write empty elements with an end tag, as canonical XML (and the wire) does.
@@ -314,4 +314,55 @@ fn a_request_that_cannot_be_built_names_its_field() {
 #[test]
 fn the_token_goes_in_a_wrap_header() {
     assert_eq!(request::authorization("abc"), "WRAP access_token=\"abc\"");
+}
+
+#[test]
+fn the_verifier_accepts_every_built_request_and_sats_own_once_not_pretty_printed() {
+    let signed = [
+        "u:Timestamp",
+        "des:SolicitaDescargaEmitidos",
+        "des:SolicitaDescargaRecibidos",
+        "des:SolicitaDescargaFolio",
+        "des:VerificaSolicitudDescarga",
+        "des:PeticionDescargaMasivaTercerosEntrada",
+    ];
+    for ((path, built), signed) in pairs().into_iter().zip(signed) {
+        let v = sat_ws::xmldsig::verify(built.as_bytes()).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(v.signed, signed, "{path}");
+        assert_eq!(v.certificate.rfc(), Some("EKU9003173C9"));
+        let fixture = normalise(&String::from_utf8(fixture(path)).unwrap());
+        sat_ws::xmldsig::verify(fixture.as_bytes()).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // As published (pretty-printed inside what was signed), the digest no longer matches.
+        let pretty = self::fixture(path);
+        assert_eq!(
+            sat_ws::xmldsig::verify(&pretty).unwrap_err(),
+            sat_ws::xmldsig::VerifyError::DigestMismatch,
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn the_verifier_refuses_a_tampered_request_in_words() {
+    use sat_ws::xmldsig::{verify, VerifyError};
+    let e = efirma();
+    let xml = request::verify(&e, "3f30a4e1-af73-4085-8991-e4d97eef16bd").unwrap();
+    let other_id = xml.replace("3f30a4e1", "3f30a4e2");
+    assert_eq!(verify(other_id.as_bytes()).unwrap_err(), VerifyError::DigestMismatch);
+    let sig = between(&xml, "<SignatureValue>", "</SignatureValue>");
+    let flipped = if sig.starts_with('A') { "B" } else { "A" };
+    let other_sig = xml.replace(&format!("<SignatureValue>{}", &sig[..1]), &format!("<SignatureValue>{flipped}"));
+    assert_eq!(verify(other_sig.as_bytes()).unwrap_err(), VerifyError::BadSignature);
+    let sha256 = xml.replace("xmldsig#sha1", "xmlenc#sha256");
+    let err = verify(sha256.as_bytes()).unwrap_err();
+    assert!(matches!(err, VerifyError::Algorithm { field: "DigestMethod", .. }), "{err:?}");
+    assert!(err.to_string().contains("el SAT exige exc-c14n, SHA-1 y RSA-SHA1"), "{err}");
+    // Signed by another key: the CSD's certificate put in place of the e.firma's.
+    let csd = cfdi::csd::Certificate::from_der(&fixture("fake-csd/EKU9003173C9.cer")).unwrap();
+    let swapped = xml.replace(&e.certificate().to_base64(), &csd.to_base64());
+    assert_eq!(verify(swapped.as_bytes()).unwrap_err(), VerifyError::BadSignature);
+    assert_eq!(
+        verify(b"<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"/>").unwrap_err(),
+        VerifyError::Missing("Signature")
+    );
 }

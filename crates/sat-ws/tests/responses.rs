@@ -4,7 +4,7 @@
 use chrono::{TimeZone, Utc};
 use sat_ws::response::{parse_authenticate, parse_download, parse_query, parse_verify, CodEstatus, EstadoSolicitud, Fault, ResponseError};
 
-include!("common.rs");
+include!("common/fixtures.rs");
 
 #[test]
 fn the_token_and_its_window() {

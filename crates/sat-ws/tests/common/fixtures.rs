@@ -1,4 +1,4 @@
-// Included by `include!("common.rs")` from each test file: fixture paths and the test e.firma.
+// Included by `include!("common/fixtures.rs")` from each test file: fixture paths and the test e.firma.
 
 #[allow(dead_code)]
 fn fixtures() -> std::path::PathBuf {
