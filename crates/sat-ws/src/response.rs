@@ -5,7 +5,8 @@
 //! Every parser takes the HTTP body as bytes and first looks for a `s:Fault` (returned as
 //! [`ResponseError::Fault`]). The codes SAT documents are enums ([`CodEstatus`],
 //! [`EstadoSolicitud`]); a `CodEstatus` SAT adds later is kept as `Otro(n)` with its number, a
-//! missing or malformed field is refused naming it. Parsing is `cfdi::xml`'s (no DTD, bounded:
+//! missing or malformed field is refused naming it; a verification SAT refused outright
+//! (CodEstatus 300–305, 404, with no state) is [`ResponseError::Refused`]. Parsing is `cfdi::xml`'s (no DTD, bounded:
 //! a body above `cfdi::xml::MAX_DOCUMENT_BYTES` is refused).
 
 use base64::engine::general_purpose::STANDARD as B64;
@@ -33,6 +34,8 @@ pub enum ResponseError {
     Missing(&'static str),
     #[error("la respuesta del SAT trae {field} = «{value}», que no es un valor válido")]
     Invalid { field: &'static str, value: String },
+    #[error("el SAT rechazó la verificación (CodEstatus {}): {mensaje}", .cod_estatus.code())]
+    Refused { cod_estatus: CodEstatus, mensaje: String },
 }
 
 fn invalid(field: &'static str, value: &str) -> ResponseError {
@@ -329,14 +332,21 @@ pub fn parse_verify(bytes: &[u8]) -> Result<VerifyAnswer, ResponseError> {
             (DES_NS, "VerificaSolicitudDescargaResult"),
         ],
     )?;
-    let estado_code: u32 = number(result, "EstadoSolicitud")?;
-    let estado = EstadoSolicitud::from_code(estado_code).ok_or_else(|| invalid("EstadoSolicitud", &estado_code.to_string()))?;
+    let cod_estatus = CodEstatus::from_code(number(result, "CodEstatus")?);
+    let mensaje = result.attr("Mensaje").unwrap_or("").to_string();
+    let estado = match number::<u32>(result, "EstadoSolicitud").map(EstadoSolicitud::from_code) {
+        Ok(Some(estado)) => estado,
+        // A refused call (300–305, 404) carries no state of the request.
+        _ if cod_estatus != CodEstatus::Aceptada => return Err(ResponseError::Refused { cod_estatus, mensaje }),
+        Ok(None) => return Err(invalid("EstadoSolicitud", result.attr("EstadoSolicitud").unwrap_or(""))),
+        Err(e) => return Err(e),
+    };
     Ok(VerifyAnswer {
-        cod_estatus: CodEstatus::from_code(number(result, "CodEstatus")?),
+        cod_estatus,
         estado,
         codigo_estado: CodEstatus::from_code(number(result, "CodigoEstadoSolicitud")?),
         numero_cfdis: number(result, "NumeroCFDIs")?,
-        mensaje: result.attr("Mensaje").unwrap_or("").to_string(),
+        mensaje,
         paquetes: result
             .children_named(DES_NS, "IdsPaquetes")
             .map(|e| e.string_value().trim().to_string())

@@ -129,6 +129,15 @@ fn a_broken_verification_answer_names_its_field() {
         err.to_string(),
         "la respuesta del SAT trae EstadoSolicitud = «7», que no es un valor válido"
     );
+    let refused = String::from_utf8(verify_answer("0", "0"))
+        .unwrap()
+        .replace("CodEstatus=\"5000\"", "CodEstatus=\"300\"")
+        .replace("Mensaje=\"x\"", "Mensaje=\"Usuario No Válido\"");
+    let err = parse_verify(refused.as_bytes()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "el SAT rechazó la verificación (CodEstatus 300): Usuario No Válido"
+    );
     let err = parse_verify(&verify_answer("x", "5000")).unwrap_err();
     assert!(
         matches!(
