@@ -143,7 +143,7 @@ pub enum EstadoSolicitud {
     Error,
     /// 5: see `CodigoEstadoSolicitud` (5004 nothing found, 5003 above the maximum, …).
     Rechazada,
-    /// 6: its packages are no longer available (72 hours after it finished).
+    /// 6: its packages are no longer available.
     Vencida,
 }
 
