@@ -1,7 +1,7 @@
 //! SAT's *Descarga Masiva* web service, the wire only (package `timbra-sat-ws`, lib `sat_ws`).
 //!
-//! Pure: no IO, no async, no clock; bytes and time come in as arguments. The HTTP exchange and
-//! the durable request jobs live elsewhere. Modules:
+//! Pure: no IO, no async, no clock; bytes and time come in as arguments. Sending the requests
+//! (HTTP) and keeping them as durable jobs are not this crate's. Modules:
 //!
 //! - [`efirma`] — the e.firma (FIEL) check: an e.firma, not a CSD, of the emisor's RFC, valid at
 //!   a given instant, whose key matches; refused in words otherwise.

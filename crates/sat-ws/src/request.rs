@@ -5,7 +5,8 @@
 //! Authenticate carries a WS-Security header (Timestamp `_0`, BinarySecurityToken, a Signature
 //! over the Timestamp); query, verify and download carry the Signature inside their
 //! `des:solicitud` / `des:peticionDescarga`, over the operation element as it was unsigned (see
-//! [`crate::xmldsig`]). [`Operation`] names each request's endpoint and SOAP action; the token
+//! [`crate::xmldsig`]). [`Operation`] names each request's endpoint and SOAP action (from SAT's
+//! service descriptions; the example requests do not show HTTP headers); the token
 //! from authenticate goes in an `Authorization: WRAP access_token="…"` header
 //! ([`authorization`]).
 
