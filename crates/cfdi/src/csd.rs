@@ -3,7 +3,10 @@
 //! Owns loading SAT's `.cer` (DER or PEM X.509) and `.key` (DER PKCS#8 encrypted with PBES2 /
 //! PBKDF2-HMAC-SHA1 / 3DES, as SAT issues them; PEM and unencrypted PKCS#8 are accepted too),
 //! the checks SAT applies before it accepts a sello (key matches certificate, CSD not FIEL,
-//! validity window, RFC), and RSA PKCS#1 v1.5 SHA-256 signing and verification.
+//! validity window, RFC), and RSA PKCS#1 v1.5 SHA-256 signing and verification. The same key
+//! also signs RSA PKCS#1 v1.5 SHA-1 for SAT's web services (`PrivateKey::sign_sha1`: the
+//! e.firma's XML signatures of `crates/sat-ws`), which aws-lc-rs's safe API does not offer, so
+//! that one call goes to AWS-LC itself (`aws-lc-sys`, the library aws-lc-rs wraps).
 //!
 //! Crypto choice: key decryption is RustCrypto's `pkcs8`/`pkcs5` (pure Rust); signing and
 //! verification are `aws-lc-rs` (AWS-LC, the same provider rustls uses; ~4x the throughput of
@@ -222,6 +225,13 @@ impl Certificate {
             .verify(message, &sig)
             .map_err(|_| SignatureError::Invalid)
     }
+
+    /// Verifies a raw RSA PKCS#1 v1.5 SHA-1 signature of `message` (SAT's web services).
+    pub fn verify_sha1(&self, message: &[u8], signature: &[u8]) -> Result<(), SignatureError> {
+        UnparsedPublicKey::new(&signature::RSA_PKCS1_2048_8192_SHA1_FOR_LEGACY_USE_ONLY, &self.public_key)
+            .verify(message, signature)
+            .map_err(|_| SignatureError::Invalid)
+    }
 }
 
 /// Why a signature does not verify.
@@ -236,6 +246,8 @@ pub enum SignatureError {
 /// An RSA private key. Never printed.
 pub struct PrivateKey {
     pair: RsaKeyPair,
+    /// The plaintext PKCS#8 DER, for the SHA-1 signature; wiped on drop.
+    pkcs8: zeroize::Zeroizing<Vec<u8>>,
 }
 
 impl std::fmt::Debug for PrivateKey {
@@ -277,7 +289,22 @@ impl PrivateKey {
             return Err(CsdError::NotRsa);
         }
         let pair = RsaKeyPair::from_pkcs8(der).map_err(|e| CsdError::KeyUnreadable(e.to_string()))?;
-        Ok(PrivateKey { pair })
+        Ok(PrivateKey {
+            pair,
+            pkcs8: zeroize::Zeroizing::new(der.to_vec()),
+        })
+    }
+
+    /// True when this key is the private half of `certificate`'s public key.
+    pub fn matches(&self, certificate: &Certificate) -> bool {
+        self.public_key_der() == certificate.public_key.as_slice()
+    }
+
+    /// RSA PKCS#1 v1.5 SHA-1 signature of `message` (raw bytes), as SAT's web services require
+    /// of an e.firma's XML signature (`rsa-sha1`). Deterministic like the SHA-256 one.
+    pub fn sign_sha1(&self, message: &[u8]) -> Vec<u8> {
+        let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY, message);
+        rsa_sha1_sign(&self.pkcs8, digest.as_ref()).unwrap_or_default()
     }
 
     /// RSA PKCS#1 v1.5 SHA-256 signature of `message`, base64.
@@ -310,7 +337,7 @@ pub struct Csd {
 impl Csd {
     /// Pairs a certificate with its key: the key must match and the certificate must be a CSD.
     pub fn new(certificate: Certificate, key: PrivateKey) -> Result<Csd, CsdError> {
-        if key.public_key_der() != certificate.public_key.as_slice() {
+        if !key.matches(&certificate) {
             return Err(CsdError::KeyMismatch {
                 no_certificado: certificate.no_certificado.clone(),
             });
@@ -353,6 +380,40 @@ impl Csd {
     /// The sello of a cadena original.
     pub fn sello(&self, cadena: &str) -> String {
         self.key.sign(cadena.as_bytes())
+    }
+}
+
+/// PKCS#1 v1.5 signature of a SHA-1 `digest` with the PKCS#8 RSA key `pkcs8`, through AWS-LC.
+fn rsa_sha1_sign(pkcs8: &[u8], digest: &[u8]) -> Option<Vec<u8>> {
+    use aws_lc_sys as ffi;
+    let mut cbs = ffi::CBS {
+        data: pkcs8.as_ptr(),
+        len: pkcs8.len(),
+    };
+    // SAFETY: `cbs` borrows `pkcs8` for the duration of the parse only; the parsed key is owned
+    // here and freed once; `RSA_get0`'s pointer is borrowed from it and used before the free;
+    // `sig` is `RSA_size` bytes, the most `RSA_sign` writes, and `len` is its written length.
+    unsafe {
+        let pkey = ffi::EVP_parse_private_key(&mut cbs);
+        if pkey.is_null() {
+            return None;
+        }
+        let rsa = ffi::EVP_PKEY_get0_RSA(pkey);
+        let out = if rsa.is_null() {
+            None
+        } else {
+            let mut sig = vec![0u8; ffi::RSA_size(rsa) as usize];
+            let mut len: std::os::raw::c_uint = 0;
+            let ok = ffi::RSA_sign(ffi::NID_sha1, digest.as_ptr(), digest.len(), sig.as_mut_ptr(), &mut len, rsa);
+            if ok == 1 {
+                sig.truncate(len as usize);
+                Some(sig)
+            } else {
+                None
+            }
+        };
+        ffi::EVP_PKEY_free(pkey);
+        out
     }
 }
 

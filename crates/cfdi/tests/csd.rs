@@ -123,3 +123,33 @@ fn secrets_do_not_leak_through_debug() {
     let dbg = format!("{key:?} {csd:?} {:?}", pw());
     assert!(!dbg.contains("12345678a") && dbg.contains("oculta"), "{dbg}");
 }
+
+/// RSA-SHA1 (SAT's web services sign with it): deterministic, verified by the certificate, by
+/// `openssl`, and refused for another message or another key.
+#[test]
+fn sha1_signatures_for_sats_web_services() {
+    let key = PrivateKey::from_key_file(&read("EKU9003173C9.key"), &pw()).unwrap();
+    let cert = Certificate::from_der(&read("EKU9003173C9.cer")).unwrap();
+    assert!(key.matches(&cert));
+    let sig = key.sign_sha1(b"<SignedInfo/>");
+    assert_eq!(sig.len(), 256);
+    assert_eq!(sig, key.sign_sha1(b"<SignedInfo/>"), "PKCS#1 v1.5 is deterministic");
+    cert.verify_sha1(b"<SignedInfo/>", &sig).unwrap();
+    assert!(cert.verify_sha1(b"<SignedInfo />", &sig).is_err());
+    let other = Certificate::from_der(&read("XIQB891116QE4.cer")).unwrap();
+    assert!(!key.matches(&other));
+    assert!(other.verify_sha1(b"<SignedInfo/>", &sig).is_err());
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("m"), b"<SignedInfo/>").unwrap();
+    std::fs::write(dir.path().join("s"), &sig).unwrap();
+    let out = std::process::Command::new("openssl")
+        .args(["dgst", "-sha1", "-verify"])
+        .arg(certs().join("EKU9003173C9.pubkey.pem"))
+        .arg("-signature")
+        .arg(dir.path().join("s"))
+        .arg(dir.path().join("m"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "openssl: {}", String::from_utf8_lossy(&out.stdout));
+}

@@ -1,7 +1,7 @@
 //! The architecture of ARCHITECTURE.md, checked: no module cycle in any crate; the direction of
 //! the crate dependencies (only `outbox` knows SQL, only the PAC clients, the simulator and the
-//! intake API know HTTP, only `src-tauri` knows Tauri, `cfdi` knows none of them, `rules` is
-//! pure); every module says what it owns; nothing in the repository points at documents
+//! intake API know HTTP, only `src-tauri` knows Tauri, `cfdi` knows none of them, `rules` and
+//! `sat-ws` are pure); every module says what it owns; nothing in the repository points at documents
 //! outside it.
 
 use std::collections::BTreeSet;
@@ -84,6 +84,8 @@ fn crate_dependencies_point_one_way() {
             &["reqwest", "hyper", "hyper-util", "axum", "tower", "tauri", "timbra-pac-clients"],
         ),
         ("pdf", &["sqlx", "reqwest", "tauri", "tokio", "timbra-rules", "timbra-outbox"]),
+        // SAT's Descarga Masiva wire: pure like cfdi, below everything but cfdi.
+        ("sat-ws", SAT_WS_FORBIDDEN),
         // The use cases the shells share: over the Outbox API, below the HTTP API.
         (
             "services",
@@ -181,6 +183,63 @@ fn the_rules_crate_is_pure() {
         }
     }
     assert!(hits.is_empty(), "IO or async in the rules crate:\n  {}", hits.join("\n  "));
+}
+
+/// What `crates/sat-ws` (SAT's *Descarga Masiva* wire, pure) must never depend on.
+const SAT_WS_FORBIDDEN: &[&str] = &[
+    "sqlx",
+    "tokio",
+    "futures-util",
+    "reqwest",
+    "hyper",
+    "hyper-util",
+    "axum",
+    "tower",
+    "lettre",
+    "socket2",
+    "directories",
+    "tauri",
+    "timbra-pac",
+    "timbra-rules",
+    "timbra-outbox",
+    "timbra-pac-clients",
+    "timbra-pac-sim",
+    "timbra-pdf",
+    "timbra-api",
+    "timbra-services",
+];
+
+/// `crates/sat-ws` is pure: bytes and time in, no file, socket, process, clock or runtime in
+/// its sources (its tests shell out to xmlsec1, xmllint and openssl; the library never does).
+#[test]
+fn the_sat_ws_crate_is_pure() {
+    let dir = root().join("crates/sat-ws");
+    let deps = dependencies(&dir.join("Cargo.toml"));
+    assert!(deps.contains("timbra-cfdi"), "the manifest was read: {deps:?}");
+    let bad: Vec<&String> = deps.iter().filter(|d| SAT_WS_FORBIDDEN.contains(&d.as_str())).collect();
+    assert!(bad.is_empty(), "crates/sat-ws must stay pure, but depends on {bad:?}");
+    const IO: [&str; 10] = [
+        "std::fs",
+        "std::net",
+        "std::process",
+        "std::thread",
+        "std::env",
+        "tokio::",
+        "async fn",
+        "Utc::now",
+        "Local::now",
+        "SystemTime::now",
+    ];
+    let mut hits = Vec::new();
+    for f in rust_files(&dir.join("src")) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for pattern in IO {
+            if text.contains(pattern) {
+                hits.push(format!("{} ({pattern})", f.strip_prefix(&dir).unwrap_or(&f).display()));
+            }
+        }
+    }
+    assert!(hits.is_empty(), "IO, a clock or async in crates/sat-ws:\n  {}", hits.join("\n  "));
 }
 
 #[test]
