@@ -22,6 +22,13 @@
 //! | `validate_before_dedup=0/1` | validate (Sello, Fecha pattern, the 72-hour window: 302/401…) *before* looking for a previous stamp of the same cadena or key, so resuming an attempt stamped more than 72 h ago answers 401 although the CFDI exists; `0` looks for the previous stamp first (307 / CFDI3307) | `0` |
 //! | `lowercase_uuid=p` | a new CFDI gets its UUID in lowercase: in the TFD (signed as issued) and in every JSON/SOAP field that names it | `0` |
 //! | `foreign_cfdi=p` | an "already stamped" answer (SW 307/CFDI3307, Finkok 307, Facturapi's answer to a used `idempotency_key`) carries *another* CFDI of the ledger, whose TFD `SelloCFD` is not the sent document's Sello (no-op while the ledger holds no other CFDI) | `0` |
+//! | `sat_repeat_limit=N` | SAT *Descarga Masiva*: accepted requests with the same parameters before 5002 | `2` |
+//! | `sat_max=N` | SAT: the most CFDI (or metadata rows) one request returns; above it 5003 | `200000` |
+//! | `sat_stuck=0/1` | SAT: every request stays *en proceso* (EstadoSolicitud 2) | `0` |
+//! | `sat_expired=0/1` | SAT: every finished request is *vencida* (EstadoSolicitud 6) | `0` |
+//! | `sat_http=N` | SAT: every *Descarga Masiva* route answers HTTP N (404, 500, 503…); `0` off | `0` |
+//! | `sat_token_s=N` | SAT: lifetime of a token in seconds | `300` |
+//! | `sat_token_expired=0/1` | SAT: every token is refused as expired (HTTP 401) | `0` |
 //! | `seed=N` | seed of the random draws | random |
 //!
 //! Lags and windows are measured on the simulator's clock, so advancing it skips them.
@@ -50,6 +57,13 @@ pub struct Faults {
     pub validate_before_dedup: bool,
     pub lowercase_uuid: f64,
     pub foreign_cfdi: f64,
+    pub sat_repeat_limit: u64,
+    pub sat_max: u64,
+    pub sat_stuck: bool,
+    pub sat_expired: bool,
+    pub sat_http: u16,
+    pub sat_token_s: u64,
+    pub sat_token_expired: bool,
     pub seed: Option<u64>,
 }
 
@@ -75,6 +89,13 @@ impl Default for Faults {
             validate_before_dedup: false,
             lowercase_uuid: 0.0,
             foreign_cfdi: 0.0,
+            sat_repeat_limit: 2,
+            sat_max: 200_000,
+            sat_stuck: false,
+            sat_expired: false,
+            sat_http: 0,
+            sat_token_s: 300,
+            sat_token_expired: false,
             seed: None,
         }
     }
@@ -193,6 +214,23 @@ impl Faults {
                 "validate_before_dedup" => f.validate_before_dedup = flag(key, value)?,
                 "lowercase_uuid" => f.lowercase_uuid = prob(key, value)?,
                 "foreign_cfdi" => f.foreign_cfdi = prob(key, value)?,
+                "sat_repeat_limit" => f.sat_repeat_limit = int(key, value)?,
+                "sat_max" => f.sat_max = int(key, value)?,
+                "sat_stuck" => f.sat_stuck = flag(key, value)?,
+                "sat_expired" => f.sat_expired = flag(key, value)?,
+                "sat_http" => {
+                    let n = int(key, value)?;
+                    if n != 0 && !(300..600).contains(&n) {
+                        return Err(FaultsError::BadValue {
+                            key: key.into(),
+                            value: value.into(),
+                            reason: "0 o un estado HTTP entre 300 y 599",
+                        });
+                    }
+                    f.sat_http = n as u16
+                }
+                "sat_token_s" => f.sat_token_s = int(key, value)?,
+                "sat_token_expired" => f.sat_token_expired = flag(key, value)?,
                 "seed" => f.seed = Some(int(key, value)?),
                 other => return Err(FaultsError::UnknownKey(other.into())),
             }
@@ -231,6 +269,37 @@ impl fmt::Display for Faults {
             self.lowercase_uuid,
             self.foreign_cfdi
         )?;
+        // The SAT keys only when changed, so the PAC's schedule reads as before.
+        let d = Faults::default();
+        if (
+            self.sat_repeat_limit,
+            self.sat_max,
+            self.sat_stuck,
+            self.sat_expired,
+            self.sat_http,
+            self.sat_token_s,
+            self.sat_token_expired,
+        ) != (
+            d.sat_repeat_limit,
+            d.sat_max,
+            d.sat_stuck,
+            d.sat_expired,
+            d.sat_http,
+            d.sat_token_s,
+            d.sat_token_expired,
+        ) {
+            write!(
+                f,
+                ",sat_repeat_limit={},sat_max={},sat_stuck={},sat_expired={},sat_http={},sat_token_s={},sat_token_expired={}",
+                self.sat_repeat_limit,
+                self.sat_max,
+                u8::from(self.sat_stuck),
+                u8::from(self.sat_expired),
+                self.sat_http,
+                self.sat_token_s,
+                u8::from(self.sat_token_expired)
+            )?;
+        }
         if let Some(s) = self.seed {
             write!(f, ",seed={s}")?;
         }
@@ -253,6 +322,10 @@ mod tests {
         let h = Faults::parse("validate_before_dedup=1,lowercase_uuid=0.5,foreign_cfdi=1").unwrap();
         assert!(h.validate_before_dedup && h.lowercase_uuid == 0.5 && h.foreign_cfdi == 1.0);
         assert_eq!(Faults::parse(&h.to_string()).unwrap(), h);
+        let s = Faults::parse("sat_repeat_limit=1,sat_max=3,sat_stuck=1,sat_http=503,sat_token_expired=1").unwrap();
+        assert!(s.sat_stuck && s.sat_token_expired && s.sat_http == 503 && s.sat_max == 3 && s.sat_repeat_limit == 1);
+        assert_eq!(Faults::parse(&s.to_string()).unwrap(), s);
+        assert!(!Faults::default().to_string().contains("sat_"), "the PAC's text is unchanged");
         assert!(!Faults::default().validate_before_dedup, "dedup first by default");
         let g = f.apply("down=1").unwrap();
         assert!(g.down && g.latency_ms == (20, 80));
@@ -275,6 +348,7 @@ mod tests {
             ("lowercase_uuid=1.5", "lowercase_uuid"),
             ("foreign_cfdi=x", "foreign_cfdi"),
             ("wat=1", "wat"),
+            ("sat_http=200", "sat_http"),
             ("reset", "reset"),
         ] {
             let e = Faults::parse(text).unwrap_err().to_string();

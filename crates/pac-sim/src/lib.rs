@@ -6,13 +6,15 @@
 //! original and on the idempotency key, issues TFD 1.1 signed with its own test certificate
 //! (`assets/`, served at `GET /_sim/certificate`), applies SAT's cancellation rules with tacit
 //! acceptance, answers SAT's ConsultaCFDIService, injects faults per request, and keeps a
-//! ledger of every CFDI it ever created (`GET /_sim/ledger`, persisted in a state dir).
+//! ledger of every CFDI it ever created (`GET /_sim/ledger`, persisted in a state dir). It
+//! also plays SAT's *Descarga Masiva* ([`sat`]): the CFDI of the ledger, and any injected as
+//! stamped elsewhere, requested, verified and downloaded with a signed e.firma.
 //!
 //! Used by tests, benchmarks and the desktop app's sandbox mode ([`start`], in-process on
 //! 127.0.0.1:0). Time comes from [`clock::SimClock`], which `POST /_sim/clock/advance` moves.
 //!
 //! **Architecture invariant:** this crate (with `pac-clients`) speaks HTTP; it depends on
-//! `cfdi` and on `pac`'s vocabulary only (no PAC client, no outbox).
+//! `cfdi`, `sat-ws` (the wire) and on `pac`'s vocabulary only (no PAC client, no outbox).
 
 pub mod clock;
 pub mod engine;
@@ -20,6 +22,7 @@ pub mod facturapi;
 pub mod faults;
 pub mod finkok;
 pub mod routes;
+pub mod sat;
 pub mod server;
 pub mod state;
 pub mod sw;

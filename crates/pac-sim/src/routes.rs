@@ -11,6 +11,8 @@
 //! - `POST /_sim/cancellations/{uuid}/accept|reject`: the receptor's answer.
 //! - `GET /_sim/cfdi/{uuid}`: the stamped XML.
 //! - `GET /_sim/cancel-requests/{uuid}`: how many cancellation requests for it arrived.
+//! - `POST /_sim/sat/inject` (a stamped CFDI XML), `GET|POST /_sim/sat/publish-delay`: SAT's
+//!   *Descarga Masiva* ([`crate::sat`]).
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -45,6 +47,7 @@ pub fn router(state: AppState) -> Router {
         .route("/_sim/cfdi/{uuid}", get(cfdi_xml))
         .route("/_sim/cancel-requests/{uuid}", get(cancel_requests))
         .route("/ConsultaCFDIService.svc", post(sat_consulta))
+        .merge(crate::sat::routes())
         .merge(flavor)
         .fallback(|| async { (StatusCode::NOT_FOUND, "no existe esa ruta en el simulador") })
         .with_state(state)

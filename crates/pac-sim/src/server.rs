@@ -122,6 +122,12 @@ impl SimHandle {
         }
     }
 
+    /// The base URL of the simulated SAT *Descarga Masiva* (both of SAT's hosts: authenticate,
+    /// query and verify, and download), on the PAC listener, so faults apply.
+    pub fn sat_url(&self) -> &str {
+        &self.base_url
+    }
+
     /// Changes the faults directly (the in-process equivalent of `POST /_sim/faults`).
     pub fn set_faults(&self, f: Faults) {
         self.state.set_faults(f)
@@ -156,6 +162,7 @@ pub async fn start_with_clock(config: SimConfig, clock: SimClock) -> Result<SimH
         account: config.account,
         creates: Default::default(),
         hold: config.hold,
+        sat: Default::default(),
         shutdown: rx,
         faults_version: watch::channel(0).0,
     });

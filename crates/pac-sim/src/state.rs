@@ -110,6 +110,8 @@ pub struct SimState {
     /// asserts that a pending invoice is looked up, never created again).
     pub creates: std::sync::Mutex<std::collections::HashMap<String, u64>>,
     pub hold: Duration,
+    /// SAT's *Descarga Masiva* (requests, tokens, injected CFDI).
+    pub sat: crate::sat::SatSim,
     pub shutdown: watch::Receiver<bool>,
     pub(crate) faults_version: watch::Sender<u64>,
 }
