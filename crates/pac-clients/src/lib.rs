@@ -2,6 +2,7 @@
 //! Facturapi ([`facturapi`], JSON) and SAT's ConsultaCFDIService ([`sat`]), over one reqwest
 //! client ([`http`]), and [`HttpConnector`], the [`pac::connect::PacConnector`] the shells hand
 //! to the outbox. [`account`] answers *Probar conexión* (the account's credentials, RFC and CSD).
+//! [`descarga`] speaks SAT's *Descarga Masiva* (the CFDI SAT holds, with the e.firma).
 //!
 //! **Architecture invariant:** this crate (with `pac-sim`, and the intake API) is the only one
 //! that speaks HTTP. Base URLs, credentials and timeouts are configuration; the only real host
@@ -13,6 +14,7 @@
 //! created". See [`http`] for where that line is drawn.
 
 pub mod account;
+pub mod descarga;
 pub mod facturapi;
 pub mod finkok;
 pub mod http;

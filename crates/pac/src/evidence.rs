@@ -69,6 +69,8 @@ const SECRET_FIELDS: &[&str] = &[
     "refresh_token",
     "secret",
     "api_key",
+    // SAT's Descarga Masiva: the token of authenticate.
+    "AutenticaResult",
 ];
 
 /// Headers that never enter evidence with their value.

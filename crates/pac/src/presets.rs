@@ -5,7 +5,8 @@
 //! **Invariant:** that file is the only place Timbra names a real host. The adapters take URLs
 //! as configuration; a preset fills them in ([`Preset::sw_config`], [`Preset::finkok_config`],
 //! [`Preset::facturapi_config`]). SAT's ConsultaCFDIService is always SAT's own host, and SW's
-//! storage is always SW's api host, never the stamping host.
+//! storage is always SW's api host, never the stamping host. The file also names SAT's
+//! *Descarga Masiva* hosts ([`sat_descarga`]).
 
 use std::sync::OnceLock;
 
@@ -57,6 +58,18 @@ pub struct Preset {
 #[serde(deny_unknown_fields)]
 struct PresetsFile {
     preset: Vec<Preset>,
+    #[serde(default)]
+    sat_descarga: Option<SatDescarga>,
+}
+
+/// SAT's *Descarga Masiva* hosts (base URLs, no path).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SatDescarga {
+    /// Authenticate, query and verify.
+    pub solicitud_url: String,
+    /// Download.
+    pub descarga_url: String,
 }
 
 /// Why the presets file could not be read (a build with a broken file; caught by a test).
@@ -69,6 +82,20 @@ pub fn parse(text: &str) -> Result<Vec<Preset>, PresetsError> {
     toml::from_str::<PresetsFile>(text)
         .map(|f| f.preset)
         .map_err(|e| PresetsError(e.to_string()))
+}
+
+/// SAT's *Descarga Masiva* hosts of a presets file.
+pub fn parse_sat_descarga(text: &str) -> Result<Option<SatDescarga>, PresetsError> {
+    toml::from_str::<PresetsFile>(text)
+        .map(|f| f.sat_descarga)
+        .map_err(|e| PresetsError(e.to_string()))
+}
+
+/// SAT's *Descarga Masiva* hosts, from the embedded file. `None` only if the file is broken or
+/// lacks them, which a test rules out.
+pub fn sat_descarga() -> Option<&'static SatDescarga> {
+    static SAT: OnceLock<Option<SatDescarga>> = OnceLock::new();
+    SAT.get_or_init(|| parse_sat_descarga(PRESETS_TOML).ok().flatten()).as_ref()
 }
 
 /// Every preset, in file order. Empty only if the embedded file is broken, which a test rules
