@@ -2,7 +2,8 @@
 //! SIGTERM or Ctrl-C, then shuts it down gracefully.
 //!
 //! The first stdout line is `listening on http://HOST:PORT` (flushed at once), so a script or
-//! a test can read the port; the second is the control URL that stays up during outages.
+//! a test can read the port; the second is the control URL that stays up during outages; the
+//! third, `SAT en http://HOST:PORT`, the base URL of the simulated SAT *Descarga Masiva*.
 //!
 //! The credentials it accepts are test values, unless `TIMBRA_SIM_USER`, `TIMBRA_SIM_PASSWORD`,
 //! `TIMBRA_SIM_SW_TOKEN` or `TIMBRA_SIM_FACTURAPI_KEY` say otherwise (the secret-leak test runs a
@@ -79,6 +80,7 @@ pub fn run(args: PacSimArgs) -> Result<u8, Failure> {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "listening on {}", handle.base_url);
         let _ = writeln!(out, "control on {}", handle.control_url);
+        let _ = writeln!(out, "SAT en {}", handle.sat_url());
         let _ = out.flush();
         drop(out);
         let c = &handle.state.credentials;

@@ -80,6 +80,17 @@ fn every_preset_parses_and_its_urls_are_https_with_no_path_mistakes() {
 }
 
 #[test]
+fn sats_descarga_masiva_hosts_are_in_the_presets() {
+    let sat = presets::sat_descarga().expect("presets.toml names SAT's Descarga Masiva hosts");
+    assert_eq!(presets::parse_sat_descarga(presets::PRESETS_TOML).unwrap().as_ref(), Some(sat));
+    for url in [&sat.solicitud_url, &sat.descarga_url] {
+        assert_base_url("sat_descarga", url);
+        assert!(split(url).0.ends_with(".sat.gob.mx"), "{url}");
+    }
+    assert_ne!(sat.solicitud_url, sat.descarga_url);
+}
+
+#[test]
 fn presets_fill_the_client_specs() {
     use pac::connect::Credential;
     use pac_clients::spec_from_preset;

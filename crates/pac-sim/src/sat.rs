@@ -294,9 +294,24 @@ fn check_signature(s: &AppState, body: &[u8]) -> Result<String, Refusal> {
     v.certificate.rfc().map(str::to_uppercase).ok_or((305, "Certificado Inválido"))
 }
 
-/// The RFC of the request's token, or the 401 answer.
-fn check_token(s: &AppState, headers: &HeaderMap) -> Result<String, Response> {
-    let unauthorized = || (StatusCode::UNAUTHORIZED, "token inválido o vencido").into_response();
+/// A missing, unknown or expired token.
+struct Unauthorized;
+
+impl IntoResponse for Unauthorized {
+    fn into_response(self) -> Response {
+        (StatusCode::UNAUTHORIZED, "token inválido o vencido").into_response()
+    }
+}
+
+/// Why a signed call was refused: SAT's code, or the token.
+enum Refused {
+    Code(Refusal),
+    Token,
+}
+
+/// The RFC of the request's token.
+fn check_token(s: &AppState, headers: &HeaderMap) -> Result<String, Unauthorized> {
+    let unauthorized = || Unauthorized;
     let value = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -397,7 +412,7 @@ async fn query(State(s): State<AppState>, headers: HeaderMap, body: Bytes) -> Re
     }
     let token_rfc = match check_token(&s, &headers) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let Ok(doc) = Document::parse(&body) else {
         return query_answer("SolicitaDescargaEmitidos", None, (301, "XML Mal Formado"));
@@ -502,17 +517,17 @@ fn verify_answer(code: u32, mensaje: &str, st: Option<VerifyState>) -> Response 
 
 /// Checks token, signature and RfcSolicitante of a verify or download request; returns the
 /// RFC and the `des:solicitud`'s attribute `field`.
-fn signed_call(s: &AppState, headers: &HeaderMap, body: &[u8], field: &str) -> Result<(String, String), Result<Refusal, Response>> {
-    let token_rfc = check_token(s, headers).map_err(Err)?;
-    let doc = Document::parse(body).map_err(|_| Ok((301, "XML Mal Formado")))?;
-    let (_, sol) = operation(&doc).ok_or(Ok((301, "XML Mal Formado")))?;
-    let cert_rfc = check_signature(s, body).map_err(Ok)?;
+fn signed_call(s: &AppState, headers: &HeaderMap, body: &[u8], field: &str) -> Result<(String, String), Refused> {
+    let token_rfc = check_token(s, headers).map_err(|_| Refused::Token)?;
+    let doc = Document::parse(body).map_err(|_| Refused::Code((301, "XML Mal Formado")))?;
+    let (_, sol) = operation(&doc).ok_or(Refused::Code((301, "XML Mal Formado")))?;
+    let cert_rfc = check_signature(s, body).map_err(Refused::Code)?;
     let solicitante = sol.attr("RfcSolicitante").unwrap_or("").trim().to_uppercase();
     if solicitante != cert_rfc {
-        return Err(Ok((303, "Sello no corresponde con RfcSolicitante")));
+        return Err(Refused::Code((303, "Sello no corresponde con RfcSolicitante")));
     }
     if solicitante != token_rfc {
-        return Err(Ok((300, "Usuario No Válido")));
+        return Err(Refused::Code((300, "Usuario No Válido")));
     }
     let value = sol.attr(field).unwrap_or("").trim().to_string();
     Ok((solicitante, value))
@@ -524,8 +539,8 @@ async fn verify(State(s): State<AppState>, headers: HeaderMap, body: Bytes) -> R
     }
     let (rfc, id) = match signed_call(&s, &headers, &body, "IdSolicitud") {
         Ok(x) => x,
-        Err(Ok((code, m))) => return verify_answer(code, m, None),
-        Err(Err(r)) => return r,
+        Err(Refused::Code((code, m))) => return verify_answer(code, m, None),
+        Err(Refused::Token) => return Unauthorized.into_response(),
     };
     let now = s.engine.clock.now();
     let f = s.engine.faults();
@@ -608,8 +623,8 @@ async fn download(State(s): State<AppState>, headers: HeaderMap, body: Bytes) ->
     }
     let (rfc, id_paquete) = match signed_call(&s, &headers, &body, "IdPaquete") {
         Ok(x) => x,
-        Err(Ok((code, m))) => return download_answer(code, m, &[]),
-        Err(Err(r)) => return r,
+        Err(Refused::Code((code, m))) => return download_answer(code, m, &[]),
+        Err(Refused::Token) => return Unauthorized.into_response(),
     };
     let now = s.engine.clock.now();
     let found = {
