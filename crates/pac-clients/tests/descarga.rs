@@ -146,21 +146,31 @@ async fn a_stamped_and_an_injected_cfdi_are_found_verified_downloaded_and_read()
 
     let c = client(&sat);
     let mut ev = Evidence::default();
-    let id = accepted(&c, &sat, &december_first(TipoSolicitud::Cfdi), &mut ev).await;
+    // Asked right after the stamps, SAT has not published them yet: en proceso, then 5004.
+    let early = accepted(&c, &sat, &december_first(TipoSolicitud::Cfdi), &mut ev).await;
     let token = c.token().expect("a token is kept");
-
-    // Before the publish delay: en proceso.
-    let v = c.verify(&id, sat.clock().now(), &mut ev).await.unwrap();
+    let v = c.verify(&early, sat.clock().now(), &mut ev).await.unwrap();
     assert_eq!(v.estado, EstadoSolicitud::EnProceso, "{v:?}");
     assert!(v.paquetes.is_empty());
+    advance(&sat, chrono::Duration::minutes(11));
+    let v = c.verify(&early, sat.clock().now(), &mut ev).await.unwrap();
+    assert_eq!(
+        (v.estado, v.codigo_estado),
+        (EstadoSolicitud::Rechazada, CodEstatus::SinInformacion),
+        "{v:?}"
+    );
+    // Eleven minutes later the five-minute token was renewed.
+    assert_ne!(c.token().unwrap().value, token.value, "the expired token was renewed");
 
+    // After the publish delay both are found: en proceso for the delay, then terminada.
+    let id = accepted(&c, &sat, &december_first(TipoSolicitud::Cfdi), &mut ev).await;
+    let v = c.verify(&id, sat.clock().now(), &mut ev).await.unwrap();
+    assert_eq!(v.estado, EstadoSolicitud::EnProceso, "{v:?}");
     advance(&sat, chrono::Duration::minutes(11));
     let v = c.verify(&id, sat.clock().now(), &mut ev).await.unwrap();
     assert_eq!(v.estado, EstadoSolicitud::Terminada, "{v:?}");
     assert_eq!(v.numero_cfdis, 2);
     assert_eq!(v.paquetes.len(), 1);
-    // Eleven minutes later the five-minute token was renewed.
-    assert_ne!(c.token().unwrap().value, token.value, "the expired token was renewed");
 
     let d = c.download(&v.paquetes[0], sat.clock().now(), &mut ev).await.unwrap();
     assert_eq!(d.cod_estatus, CodEstatus::Aceptada);
@@ -263,6 +273,7 @@ async fn sats_codes_5002_5003_5004_5005() {
     set_delay(&sat, "5m").await;
     stamp(&sat, "A-1");
     stamp(&sat, "A-2");
+    advance(&sat, chrono::Duration::minutes(6));
     let c = client(&sat);
     let mut ev = Evidence::default();
     let params = december_first(TipoSolicitud::Cfdi);

@@ -13,10 +13,13 @@
 //!   elsewhere" (`POST /_sim/sat/inject`, the XML as body). Emitidos match the RFC as emisor and
 //!   the Fecha within the period, recibidos as receptor, folio the UUID. CFDI packages hold
 //!   vigentes only (SAT serves cancelled ones as metadata).
-//! - A request stays *en proceso* until the publish delay has passed since it was made
-//!   (`POST /_sim/sat/publish-delay`, body `90`, `15m`, …; default 60 s on the simulator's
-//!   clock); then it is *terminada* with one package (`<IdSolicitud>_01`), or *rechazada* 5004
-//!   (nothing found) or 5003 (above `sat_max`); 72 hours later it is *vencida*.
+//! - The publish delay (`POST /_sim/sat/publish-delay`, body `90`, `15m`, …; default 60 s on
+//!   the simulator's clock) is how late SAT is: a CFDI is published that long after it was
+//!   stamped (or injected), and a request stays *en proceso* that long after it was made. A
+//!   request sees what was published when it was made: asked right after a stamp, it finds
+//!   nothing (5004), as SAT does. Finished, it is *terminada* with one package
+//!   (`<IdSolicitud>_01`), or *rechazada* 5004 (nothing found) or 5003 (above `sat_max`); 72
+//!   hours later it is *vencida*.
 //! - Queries answer 5005 while a request with the same parameters is live, 5002 once
 //!   `sat_repeat_limit` requests with them were accepted.
 //! - Faults (see [`crate::faults`]): `sat_stuck`, `sat_expired`, `sat_http`, `sat_token_s`,
@@ -121,6 +124,8 @@ pub struct SatCfdi {
     pub tipo: String,
     pub vigente: bool,
     pub xml: String,
+    /// When it was stamped (or injected), on the simulator's clock.
+    pub stamped_at: DateTime<Utc>,
 }
 
 fn lock(m: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
@@ -140,7 +145,7 @@ fn naive(s: &str) -> Option<NaiveDateTime> {
 
 impl SatCfdi {
     /// Reads a stamped CFDI (it needs its TimbreFiscalDigital).
-    pub fn from_xml(xml: &str, vigente: bool) -> Result<SatCfdi, String> {
+    pub fn from_xml(xml: &str, vigente: bool, stamped_at: DateTime<Utc>) -> Result<SatCfdi, String> {
         let doc = Document::parse(xml.as_bytes()).map_err(|e| format!("el CFDI no es XML legible: {e}"))?;
         let root = &doc.root;
         if root.local != "Comprobante" {
@@ -167,6 +172,7 @@ impl SatCfdi {
             tipo: attr(root, "TipoDeComprobante"),
             vigente,
             xml: xml.to_string(),
+            stamped_at,
         })
     }
 
@@ -191,8 +197,8 @@ impl SatCfdi {
 
 impl SatSim {
     /// Adds a CFDI "stamped elsewhere" (another PAC): SAT knows it from now on.
-    pub fn inject(&self, xml: &str) -> Result<SatCfdi, String> {
-        let c = SatCfdi::from_xml(xml, true)?;
+    pub fn inject(&self, xml: &str, now: DateTime<Utc>) -> Result<SatCfdi, String> {
+        let c = SatCfdi::from_xml(xml, true, now)?;
         let mut g = lock(&self.inner);
         g.injected.retain(|o| o.uuid != c.uuid);
         g.injected.push(c.clone());
@@ -220,7 +226,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 async fn inject(State(s): State<AppState>, body: Bytes) -> Response {
-    match s.sat.inject(&String::from_utf8_lossy(&body)) {
+    match s.sat.inject(&String::from_utf8_lossy(&body), s.engine.clock.now()) {
         Ok(c) => {
             axum::Json(serde_json::json!({"uuid": c.uuid, "rfc_emisor": c.rfc_emisor, "rfc_receptor": c.rfc_receptor})).into_response()
         }
@@ -377,7 +383,7 @@ fn known(s: &AppState) -> Vec<SatCfdi> {
         .engine
         .ledger()
         .iter()
-        .filter_map(|r| SatCfdi::from_xml(&r.xml, r.estado != "Cancelado").ok())
+        .filter_map(|r| SatCfdi::from_xml(&r.xml, r.estado != "Cancelado", r.created_at).ok())
         .collect();
     let g = lock(&s.sat.inner);
     for c in &g.injected {
@@ -388,7 +394,11 @@ fn known(s: &AppState) -> Vec<SatCfdi> {
     all
 }
 
-fn matches(q: &Solicitud, c: &SatCfdi) -> bool {
+/// Whether `c` was published when `q` was made and is what `q` asks for.
+fn matches(q: &Solicitud, c: &SatCfdi, delay: Duration) -> bool {
+    if c.stamped_at + delay > q.created {
+        return false;
+    }
     let who = match &q.kind {
         Kind::Folio(uuid) => return c.uuid.eq_ignore_ascii_case(uuid) && (c.rfc_emisor == q.rfc || c.rfc_receptor == q.rfc),
         Kind::Emitidos => c.rfc_emisor == q.rfc,
@@ -566,7 +576,7 @@ async fn verify(State(s): State<AppState>, headers: HeaderMap, body: Bytes) -> R
         return verify_answer(5000, "Solicitud Aceptada", state(6, 5000, 0, Vec::new()));
     }
     if q.found.is_none() {
-        let hits: Vec<SatCfdi> = all.iter().filter(|c| matches(q, c)).cloned().collect();
+        let hits: Vec<SatCfdi> = all.iter().filter(|c| matches(q, c, delay)).cloned().collect();
         q.found = Some(hits);
     }
     let found = q.found.as_deref().unwrap_or_default();
