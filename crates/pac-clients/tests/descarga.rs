@@ -213,6 +213,24 @@ async fn a_stamped_and_an_injected_cfdi_are_found_verified_downloaded_and_read()
     // By folio.
     let a = c.query_folio(&here.uuid, sat.clock().now(), &mut ev).await.unwrap();
     assert_eq!(a.cod_estatus, CodEstatus::Aceptada);
+    // Recibidos: EKU9003173C9 received nothing.
+    let a = c
+        .query_recibidos(&december_first(TipoSolicitud::Cfdi), sat.clock().now(), &mut ev)
+        .await
+        .unwrap();
+    assert_eq!(a.cod_estatus, CodEstatus::Aceptada);
+    advance(&sat, chrono::Duration::minutes(11));
+    let v = c.verify(&a.id_solicitud, sat.clock().now(), &mut ev).await.unwrap();
+    assert_eq!(v.codigo_estado, CodEstatus::SinInformacion, "{v:?}");
+    // Injecting something that is not a stamped CFDI is refused in words.
+    let r = reqwest::Client::new()
+        .post(format!("{}/_sim/sat/inject", sat.control_url))
+        .body(sealed(sat.clock().now(), "C-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("TimbreFiscalDigital"));
     elsewhere.shutdown().await;
     sat.shutdown().await;
 }
