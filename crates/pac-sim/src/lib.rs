@@ -23,6 +23,7 @@ pub mod faults;
 pub mod finkok;
 pub mod routes;
 pub mod sat;
+pub mod sat_store;
 pub mod server;
 pub mod state;
 pub mod sw;

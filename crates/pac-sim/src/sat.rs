@@ -25,9 +25,7 @@
 //! - Faults (see [`crate::faults`]): `sat_stuck`, `sat_expired`, `sat_http`, `sat_token_s`,
 //!   `sat_token_expired`; the PAC's `http500`, `reset`, `latency_ms`… apply too.
 
-use std::collections::HashMap;
 use std::io::Write as _;
-use std::sync::Mutex;
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -43,7 +41,10 @@ use chrono::{DateTime, Duration, NaiveDateTime, Utc};
 
 use sat_ws::request::{AUTH_NS, DES_NS, SOAP_NS, WSSE_NS, WSU_NS};
 
+use crate::sat_store::{lock, naive, Kind, SatCfdi, Solicitud};
 use crate::state::AppState;
+
+pub use crate::sat_store::SatSim;
 use crate::wire::esc;
 
 /// SAT's paths, as the simulator serves them (the same on SAT's two hosts).
@@ -54,165 +55,6 @@ pub const DOWNLOAD_PATH: &str = "/DescargaMasivaService.svc";
 
 /// How long a finished request's packages stay downloadable.
 const PACKAGE_LIFETIME_H: i64 = 72;
-
-/// What the simulated SAT keeps.
-#[derive(Debug)]
-pub struct SatSim {
-    inner: Mutex<Inner>,
-}
-
-impl Default for SatSim {
-    fn default() -> SatSim {
-        SatSim {
-            inner: Mutex::new(Inner {
-                publish_delay: Duration::seconds(60),
-                injected: Vec::new(),
-                tokens: HashMap::new(),
-                requests: Vec::new(),
-                accepted: HashMap::new(),
-            }),
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Inner {
-    publish_delay: Duration,
-    injected: Vec<SatCfdi>,
-    /// token → (RFC, expires).
-    tokens: HashMap<String, (String, DateTime<Utc>)>,
-    requests: Vec<Solicitud>,
-    /// Accepted requests per parameters.
-    accepted: HashMap<String, u64>,
-}
-
-#[derive(Debug, Clone)]
-enum Kind {
-    Emitidos,
-    Recibidos { emisor: Option<String> },
-    Folio(String),
-}
-
-#[derive(Debug, Clone)]
-struct Solicitud {
-    id: String,
-    rfc: String,
-    params: String,
-    created: DateTime<Utc>,
-    kind: Kind,
-    desde: NaiveDateTime,
-    hasta: NaiveDateTime,
-    metadata: bool,
-    estado: String,
-    tipo_comprobante: Option<String>,
-    /// Fixed when the request finishes.
-    found: Option<Vec<SatCfdi>>,
-}
-
-/// One CFDI as SAT knows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SatCfdi {
-    pub uuid: String,
-    pub rfc_emisor: String,
-    pub nombre_emisor: String,
-    pub rfc_receptor: String,
-    pub nombre_receptor: String,
-    pub rfc_pac: String,
-    pub fecha: NaiveDateTime,
-    pub fecha_timbrado: NaiveDateTime,
-    pub total: String,
-    pub tipo: String,
-    pub vigente: bool,
-    pub xml: String,
-    /// When it was stamped (or injected), on the simulator's clock.
-    pub stamped_at: DateTime<Utc>,
-}
-
-fn lock(m: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn find<'a>(e: &'a Element, local: &str) -> Option<&'a Element> {
-    if e.local == local {
-        return Some(e);
-    }
-    e.elements().find_map(|c| find(c, local))
-}
-
-fn naive(s: &str) -> Option<NaiveDateTime> {
-    NaiveDateTime::parse_from_str(s.trim(), "%Y-%m-%dT%H:%M:%S").ok()
-}
-
-impl SatCfdi {
-    /// Reads a stamped CFDI (it needs its TimbreFiscalDigital).
-    pub fn from_xml(xml: &str, vigente: bool, stamped_at: DateTime<Utc>) -> Result<SatCfdi, String> {
-        let doc = Document::parse(xml.as_bytes()).map_err(|e| format!("el CFDI no es XML legible: {e}"))?;
-        let root = &doc.root;
-        if root.local != "Comprobante" {
-            return Err("no es un cfdi:Comprobante".into());
-        }
-        let tfd = find(root, "TimbreFiscalDigital").ok_or("el CFDI no trae TimbreFiscalDigital (no está timbrado)")?;
-        let emisor = find(root, "Emisor").ok_or("el CFDI no trae Emisor")?;
-        let receptor = find(root, "Receptor").ok_or("el CFDI no trae Receptor")?;
-        let attr = |e: &Element, name: &str| e.attr(name).unwrap_or("").trim().to_string();
-        let uuid = attr(tfd, "UUID").to_uppercase();
-        if uuid.len() != 36 {
-            return Err("el TimbreFiscalDigital no trae un UUID".into());
-        }
-        Ok(SatCfdi {
-            uuid,
-            rfc_emisor: attr(emisor, "Rfc").to_uppercase(),
-            nombre_emisor: attr(emisor, "Nombre"),
-            rfc_receptor: attr(receptor, "Rfc").to_uppercase(),
-            nombre_receptor: attr(receptor, "Nombre"),
-            rfc_pac: attr(tfd, "RfcProvCertif"),
-            fecha: naive(&attr(root, "Fecha")).ok_or("el CFDI no trae una Fecha legible")?,
-            fecha_timbrado: naive(&attr(tfd, "FechaTimbrado")).ok_or("el TimbreFiscalDigital no trae FechaTimbrado")?,
-            total: attr(root, "Total"),
-            tipo: attr(root, "TipoDeComprobante"),
-            vigente,
-            xml: xml.to_string(),
-            stamped_at,
-        })
-    }
-
-    fn metadata_line(&self) -> String {
-        let f = |t: NaiveDateTime| t.format("%Y-%m-%d %H:%M:%S").to_string();
-        format!(
-            "{}~{}~{}~{}~{}~{}~{}~{}~{}~{}~{}~",
-            self.uuid,
-            self.rfc_emisor,
-            self.nombre_emisor,
-            self.rfc_receptor,
-            self.nombre_receptor,
-            self.rfc_pac,
-            f(self.fecha),
-            f(self.fecha_timbrado),
-            self.total,
-            self.tipo,
-            if self.vigente { 1 } else { 0 },
-        )
-    }
-}
-
-impl SatSim {
-    /// Adds a CFDI "stamped elsewhere" (another PAC): SAT knows it from now on.
-    pub fn inject(&self, xml: &str, now: DateTime<Utc>) -> Result<SatCfdi, String> {
-        let c = SatCfdi::from_xml(xml, true, now)?;
-        let mut g = lock(&self.inner);
-        g.injected.retain(|o| o.uuid != c.uuid);
-        g.injected.push(c.clone());
-        Ok(c)
-    }
-
-    pub fn set_publish_delay(&self, d: Duration) {
-        lock(&self.inner).publish_delay = d;
-    }
-
-    pub fn publish_delay(&self) -> Duration {
-        lock(&self.inner).publish_delay
-    }
-}
 
 /// The routes of the simulated SAT.
 pub fn routes() -> Router<AppState> {

@@ -111,7 +111,7 @@ pub struct SimState {
     pub creates: std::sync::Mutex<std::collections::HashMap<String, u64>>,
     pub hold: Duration,
     /// SAT's *Descarga Masiva* (requests, tokens, injected CFDI).
-    pub sat: crate::sat::SatSim,
+    pub sat: crate::sat_store::SatSim,
     pub shutdown: watch::Receiver<bool>,
     pub(crate) faults_version: watch::Sender<u64>,
 }
