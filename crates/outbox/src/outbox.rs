@@ -357,6 +357,12 @@ impl Outbox {
         self.emisor_settings().await?.ok_or(OutboxError::NotConfigured)
     }
 
+    /// Keeps a CSD just stored (settings row `id`) and its password for the next sales.
+    pub(crate) fn cache_csd(&self, id: i64, csd: Csd, password: &Secret) {
+        *lock(&self.csd) = Some((id, Arc::new(csd)));
+        *lock(&self.password) = Some(password.clone());
+    }
+
     /// The current emisor settings, if any.
     pub async fn emisor_settings(&self) -> Result<Option<EmisorSettings>> {
         match self.store.current_emisor_settings().await? {
@@ -395,9 +401,13 @@ impl Outbox {
                 return Ok(csd.clone());
             }
         }
-        let password = lock(&self.password).clone().ok_or_else(|| OutboxError::CsdLocked {
-            password_env: s.password_env.clone(),
-        })?;
+        // Modo sandbox's certificates open with their public test password.
+        let password = lock(&self.password)
+            .clone()
+            .or_else(|| crate::sandbox::is_sandbox_certificate(&s.no_certificado).then(crate::sandbox::password))
+            .ok_or_else(|| OutboxError::CsdLocked {
+                password_env: s.password_env.clone(),
+            })?;
         let csd = Arc::new(Csd::load(&s.cer_der, &s.key_encrypted, &password)?);
         *cache = Some((s.id, csd.clone()));
         Ok(csd)

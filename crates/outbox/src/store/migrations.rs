@@ -27,7 +27,8 @@ macro_rules! dialect_migrations {
             9 "0009" "vocabulary_checks",
             10 "0010" "credit_notes",
             11 "0011" "folios",
-            12 "0012" "bandeja_search"
+            12 "0012" "bandeja_search",
+            14 "0014" "csd_history"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

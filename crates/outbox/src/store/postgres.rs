@@ -129,6 +129,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "2afc029d983e2bc5ef11f5ebd4ea24759dd2672018432a500320e4a28816d7da683de6744272e181368ad0138243cc09",
         statements: "a5cf5abbdf157bd0d0f1024b92855a44c2114264a04851d24c09160f81a3eddf",
     },
+    Released {
+        version: 14,
+        checksum: "77583d601fe50245350e6541204f86c8a0a59ca2a5c84e10134f5a908fd68e6d3a8bd9ef4fd25f95181c9762243519b3",
+        statements: "551a8b46811e4e34d58277b06e8f0e60e765b3107cc8da323c6bb96cae6c477c",
+    },
 ];
 
 #[derive(Debug)]

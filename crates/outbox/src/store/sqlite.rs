@@ -111,6 +111,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "d10d428d2e21d44c2c74186ecb5608166f9d97b6f4ac50ecb1cc75bb6dd5bc829297ac3c7173a3c89734268df3fbc39e",
         statements: "e7fb9d9e03073783c1bc06001609d7ec0aac5132e8984a321d9756087cdd6201",
     },
+    Released {
+        version: 14,
+        checksum: "75e98e48d90ddbb536319539b3cbd9ffd446563f3d5b3ad1e580e601f6ddc0d984bdfad9ba7e2f3fc83ef33243a24831",
+        statements: "be197ab799a55af85ed6ad87bc2d0a56cab118709b4d96e6ac2ea127bac8a71d",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
