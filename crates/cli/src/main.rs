@@ -11,6 +11,7 @@ mod action_cmd;
 mod backup_cmd;
 mod catalog_cmd;
 mod cfdi_cmd;
+mod csd_cmd;
 mod document_cmd;
 mod drain_cmd;
 mod duplicates_cmd;
@@ -87,6 +88,9 @@ enum Command {
     /// Crea (o actualiza) la base de datos con el perfil del emisor y su CSD.
     #[command(after_help = EXIT_CODES)]
     Init(outbox_cmd::InitArgs),
+    /// El CSD del emisor: estado (vigencia, avisos) y renovar.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Csd(csd_cmd::CsdCommand),
     /// Clientes (receptores con sus datos por omisión): alta, cambios, lista, importar y exportar CSV.
     #[command(subcommand, after_help = EXIT_CODES)]
     Customer(master_data_cmd::CustomerCommand),
@@ -212,6 +216,7 @@ fn main() -> ExitCode {
         Command::Catalog(cmd) => catalog_cmd::run(cmd),
         Command::PacSim(args) => pac_sim_cmd::run(args),
         Command::Init(args) => outbox_cmd::init(cli.db.as_deref(), args),
+        Command::Csd(cmd) => csd_cmd::run(cli.db.as_deref(), cmd),
         Command::Sale(cmd) => outbox_cmd::sale(cli.db.as_deref(), cmd),
         Command::Customer(cmd) => master_data_cmd::customer(cli.db.as_deref(), cmd),
         Command::Product(cmd) => master_data_cmd::product(cli.db.as_deref(), cmd),
