@@ -346,16 +346,14 @@ impl Ready {
     ) -> Result<Ready, AppError> {
         let test_no_certificado = sandbox::test_no_certificado()?;
         let system = Actor::system(CHANNEL);
-        match outbox.emisor_settings().await? {
+        // First start: the sandbox's test emisor, so a newcomer can emit at once (Modo sandbox);
+        // a sandbox whose test CSD ended moves to the certificate valid now (`outbox::sandbox`).
+        match outbox.start_sandbox(&system).await? {
+            Some(_) => {}
             None => {
-                // First start: SAT's test emisor, so a newcomer can emit at once (Modo sandbox).
-                outbox
-                    .configure_emisor(&sandbox::test_setup(), &sandbox::test_password(), &system)
-                    .await?;
-                tracing::info!("modo sandbox: emisor de prueba EKU9003173C9 configurado");
-            }
-            Some(s) if s.no_certificado == test_no_certificado => outbox.provide_csd_password(sandbox::test_password()),
-            Some(s) => {
+                let Some(s) = outbox.emisor_settings().await? else {
+                    return Err(AppError::Outbox(outbox::OutboxError::NotConfigured));
+                };
                 let slot = CredentialSlot::CsdPassword {
                     no_certificado: s.no_certificado.clone(),
                 };
