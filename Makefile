@@ -60,7 +60,7 @@ test-rust: ui-build
 
 ## make test-future: the cargo test suites (not the E2E) with the system clock past the end of
 ## SAT's test CSD (2027-05-18): every test binary runs under libfaketime (scripts/faketime-runner,
-## the clock starting at TIMBRA_FAKETIME, by default `@2027-06-01 12:00:00`; monotonic clocks
+## the clock moved to TIMBRA_FAKETIME, by default `2027-06-01 12:00:00` UTC; monotonic clocks
 ## untouched), one package at a time, then the desktop app's unit tests. A test that judges a certificate by the system clock fails
 ## here; tests pass their clock in. Not part of `make test` (its time).
 FUTURE_PACKAGES ?= timbra-rules timbra-cfdi timbra-pac timbra-pac-sim timbra-pac-clients timbra-pdf timbra-outbox timbra-services timbra-api timbra-cli
@@ -68,7 +68,7 @@ test-future: deps-test
 	export TIMBRA_TEST_POSTGRES_URL="$$(./scripts/test-postgres-url)" && \
 	export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$(CURDIR)/scripts/faketime-runner" && \
 	for p in $(FUTURE_PACKAGES); do \
-	  echo "== $$p (reloj: $${TIMBRA_FAKETIME:-@2027-06-01 12:00:00})" >&2; \
+	  echo "== $$p (reloj: $${TIMBRA_FAKETIME:-2027-06-01 12:00:00} UTC)" >&2; \
 	  $(CARGO) test -p $$p --locked || exit 1; \
 	done && \
 	$(CARGO) test -p timbra-app --locked --lib

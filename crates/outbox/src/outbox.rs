@@ -401,10 +401,12 @@ impl Outbox {
                 return Ok(csd.clone());
             }
         }
-        // Modo sandbox's certificates open with their public test password.
+        // Modo sandbox's emisor (its certificates, stored with the sandbox's variable name)
+        // opens with the public test password.
+        let sandbox = s.password_env == crate::sandbox::PASSWORD_ENV && crate::sandbox::is_sandbox_certificate(&s.no_certificado);
         let password = lock(&self.password)
             .clone()
-            .or_else(|| crate::sandbox::is_sandbox_certificate(&s.no_certificado).then(crate::sandbox::password))
+            .or_else(|| sandbox.then(crate::sandbox::password))
             .ok_or_else(|| OutboxError::CsdLocked {
                 password_env: s.password_env.clone(),
             })?;

@@ -203,11 +203,31 @@ async fn renewing_the_csd_keeps_the_old_certificate_for_what_it_sealed(backend: 
         outbox.verify_sello(tampered.as_bytes()).await,
         Err(OutboxError::Invalid(_))
     ));
-    let foreign = String::from_utf8(old_xml).unwrap().replace(SAT_NO, "30001000000400002451");
+    let foreign = String::from_utf8(old_xml.clone()).unwrap().replace(SAT_NO, "30001000000400002451");
     assert!(matches!(
         outbox.verify_sello(foreign.as_bytes()).await,
         Err(OutboxError::NotFound { .. })
     ));
+
+    // The reconciliation import verifies by NoCertificado too: the old CFDI is known, and one
+    // whose Certificado is not the certificate its NoCertificado names is refused.
+    let timbra_b64 = outbox.certificate_for(TIMBRA_NO).await.unwrap().unwrap().to_base64();
+    let sat_b64 = outbox.certificate_for(SAT_NO).await.unwrap().unwrap().to_base64();
+    let swapped = String::from_utf8(old_xml.clone()).unwrap().replace(&sat_b64, &timbra_b64);
+    assert_ne!(swapped.as_bytes(), old_xml.as_slice());
+    let contador = common::unlocked_contador(&outbox).await;
+    let report = outbox
+        .import_cfdis(
+            &[("viejo.xml".into(), old_xml), ("cambiado.xml".into(), swapped.into_bytes())],
+            outbox::reconciliation::SaleIdField::None,
+            &contador,
+        )
+        .await
+        .unwrap();
+    let files = serde_json::to_value(&report.files).unwrap();
+    assert_eq!(files[0]["result"], "already_known", "{files}");
+    assert_eq!(files[1]["result"], "refused", "{files}");
+    assert_eq!(files[1]["code"], "certificado_distinto", "{files}");
 }
 
 /// What *Renovar CSD* refuses, in words naming the problem, writing nothing: the e.firma,

@@ -4,8 +4,8 @@
 //! Timbra's own sandbox certificate for the same RFC (`tests/fixtures/cfdi/certs/
 //! EKU9003173C9-TIMBRA-PRUEBA.*`, OU "CSD de PRUEBA de Timbra, no es del SAT": not SAT's, no
 //! real PAC accepts it, only the PAC simulator). Both keys open with the public test password
-//! `12345678a`, which the outbox uses by itself for these two certificates (no credential store,
-//! no variable). Nothing sealed with either is fiscal; the PDF's sandbox mark follows the RFC.
+//! `12345678a`, which the outbox uses by itself for the sandbox's emisor (one of these two
+//! certificates stored with [`PASSWORD_ENV`]: no credential store, no variable to set). Nothing sealed with either is fiscal; the PDF's sandbox mark follows the RFC.
 //!
 //! `Outbox::start_sandbox` (in [`crate::csd`]) configures the emisor on a new database, and on a
 //! sandbox database whose certificate has ended renews it to the one valid now, so the sandbox
@@ -28,7 +28,8 @@ pub const TIMBRA_TEST_CER: &[u8] = include_bytes!("../../../../tests/fixtures/cf
 pub const TIMBRA_TEST_KEY: &[u8] = include_bytes!("../../../../tests/fixtures/cfdi/certs/EKU9003173C9-TIMBRA-PRUEBA.key");
 /// The public password of both test keys (test material, not anyone's secret).
 const TEST_KEY_PASSWORD: &str = "12345678a";
-/// The variable name stored with the sandbox emisor (never needed: see the module docs).
+/// The variable name stored with the sandbox emisor: it marks the emisor as the sandbox's (never
+/// needs to be set, see the module docs).
 pub const PASSWORD_ENV: &str = "TIMBRA_SANDBOX_CSD_PASSWORD";
 
 /// The test keys' public password.
