@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test bench package deps-test deps-run deps-bench check-fixtures lint lint-workflows test-rust test-installed ui-build ui-test api-fuzz fuzz-short
+.PHONY: run test test-future bench package deps-test deps-run deps-bench check-fixtures lint lint-workflows test-rust test-installed ui-build ui-test api-fuzz fuzz-short
 
 ## make run: builds the UI and the desktop app and starts it. With nothing configured it opens in
 ## Modo sandbox (database in the app-data folder, PAC simulator, SAT's test CSD). Without a
@@ -57,6 +57,21 @@ test-rust: ui-build
 	$(CARGO) test -p timbra-cli --locked --features failpoints --test drain_crash
 	$(MAKE) api-fuzz
 	$(MAKE) fuzz-short
+
+## make test-future: the cargo test suites (not the E2E) with the system clock past the end of
+## SAT's test CSD (2027-05-18): every test binary runs under libfaketime (scripts/faketime-runner,
+## the clock moved to TIMBRA_FAKETIME, by default `2027-06-01 12:00:00` UTC; monotonic clocks
+## untouched), one package at a time, then the desktop app's unit tests. A test that judges a certificate by the system clock fails
+## here; tests pass their clock in. Not part of `make test` (its time).
+FUTURE_PACKAGES ?= timbra-rules timbra-cfdi timbra-pac timbra-pac-sim timbra-pac-clients timbra-pdf timbra-outbox timbra-services timbra-api timbra-cli
+test-future: deps-test
+	export TIMBRA_TEST_POSTGRES_URL="$$(./scripts/test-postgres-url)" && \
+	export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$(CURDIR)/scripts/faketime-runner" && \
+	for p in $(FUTURE_PACKAGES); do \
+	  echo "== $$p (reloj: $${TIMBRA_FAKETIME:-2027-06-01 12:00:00} UTC)" >&2; \
+	  $(CARGO) test -p $$p --locked || exit 1; \
+	done && \
+	$(CARGO) test -p timbra-app --locked --lib
 
 ## Coverage-guided fuzzing (fuzz/, cargo-fuzz on stable via RUSTC_BOOTSTRAP=1) of the CFDI XML
 ## reader, the sale JSON parser and each PAC's response parsers: 20 s per target. Longer runs:

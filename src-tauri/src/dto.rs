@@ -283,6 +283,18 @@ pub struct EmisorSetupDto {
     pub password: SecretText,
 }
 
+/// *Renovar CSD* as Ajustes sends it: the new CSD's two files and its password.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct CsdRenewalDto {
+    /// The new `.cer` the person chose (an absolute path; Rust reads it).
+    pub cer_path: String,
+    /// The new `.key` (encrypted, as SAT issues it).
+    pub key_path: String,
+    /// The new key's password: stored in the OS credential store, never in the database.
+    pub password: SecretText,
+}
+
 /// A PAC to save, with new credentials (empty: keep the stored ones).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, TS)]
 pub struct PacInputDto {

@@ -13,6 +13,7 @@ use cfdi::sale_draft::SaleDraft;
 use outbox::backup_schedule::BackupPolicy;
 use outbox::bulk::BulkRow;
 use outbox::counter::{DayTickets, InvoiceAside};
+use outbox::csd::CertificateInfo;
 use outbox::csd_validity::CsdStanding;
 use outbox::customers::{Customer, CustomerInput};
 use outbox::dashboard::Dashboard;

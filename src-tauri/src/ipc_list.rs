@@ -31,6 +31,8 @@ macro_rules! ipc_surface {
                 resolve_note(note_id: i64) -> Note;
                 export_xml(invoice_id: i64, source: XmlSourceDto) -> SavedFileDto;
                 save_emisor(setup: EmisorSetupDto) -> EmisorDto;
+                renew_csd(renewal: CsdRenewalDto) -> EmisorDto;
+                csd_certificates() -> Vec<CertificateInfo>;
                 save_pacs(primary: PacInputDto, backup: Option<PacInputDto>) -> PacsDto;
                 test_pac_connection(name: String) -> ConnectionReport;
                 save_drain(drain: DrainSettings) -> DrainSettings;

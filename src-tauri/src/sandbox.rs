@@ -1,57 +1,46 @@
-//! Modo sandbox: what the app runs on when nothing is configured — SAT's public test CSD
-//! (EKU9003173C9, password `12345678a`, published by SAT as test material) as the emisor, and the
-//! in-process PAC simulator as the PAC. Nothing stamped in this mode is fiscal; the UI labels it
-//! everywhere.
+//! Modo sandbox: what the app runs on when nothing is configured — the sandbox emisor of
+//! `outbox::sandbox` (EKU9003173C9 with SAT's public test CSD while it is valid, then Timbra's own
+//! test certificate, which only the simulator accepts; shared with `timbra init --sandbox`) and
+//! the in-process PAC simulator as the PAC. Nothing stamped in this mode is fiscal; the UI labels
+//! it everywhere.
 
 use std::path::Path;
 
 use cfdi::sale::EmisorProfile;
 use cfdi::secret::Secret;
-use outbox::EmisorSetup;
 use pac_sim::{Faults, Flavor, SimConfig, SimHandle};
 
 use crate::dto::SandboxFaultDto;
 
-/// SAT's test certificate (persona moral EKU9003173C9, régimen 601).
-pub const TEST_CER: &[u8] = include_bytes!("../../tests/fixtures/cfdi/certs/EKU9003173C9.cer");
+/// SAT's test certificate (persona moral EKU9003173C9, régimen 601); the sandbox's emisor and
+/// its certificates are `outbox::sandbox`'s, shared with `timbra init --sandbox`.
+pub const TEST_CER: &[u8] = outbox::sandbox::SAT_TEST_CER;
 /// Its encrypted private key, exactly as SAT publishes it.
-pub const TEST_KEY: &[u8] = include_bytes!("../../tests/fixtures/cfdi/certs/EKU9003173C9.key");
-/// The test key's public password (SAT's test material, not a secret of anyone's).
-const TEST_KEY_PASSWORD: &str = "12345678a";
+pub const TEST_KEY: &[u8] = outbox::sandbox::SAT_TEST_KEY;
 
 /// The backup simulator's PAC name in Modo sandbox (the primary is the outbox's default PAC
 /// name, `sandbox`).
 pub const SANDBOX_BACKUP: &str = "sandbox-respaldo";
 
-/// The variable name stored with the sandbox emisor (the app hands the password over itself).
-pub const TEST_PASSWORD_ENV: &str = "TIMBRA_SANDBOX_CSD_PASSWORD";
-
+/// The test keys' public password.
 pub fn test_password() -> Secret {
-    Secret::new(TEST_KEY_PASSWORD)
+    outbox::sandbox::password()
 }
 
-/// The emisor the test CSD belongs to; LugarExpedicion 42501 (Pachuca, as in SAT's samples).
+/// The sandbox emisor; LugarExpedicion 42501 (Pachuca, as in SAT's samples).
 pub fn test_profile() -> EmisorProfile {
-    EmisorProfile {
-        rfc: "EKU9003173C9".into(),
-        nombre: "ESCUELA KEMPER URGATE".into(),
-        regimen_fiscal: "601".into(),
-        lugar_expedicion: "42501".into(),
-    }
+    outbox::sandbox::profile()
 }
 
-pub fn test_setup() -> EmisorSetup {
-    EmisorSetup {
-        profile: test_profile(),
-        cer: TEST_CER.to_vec(),
-        key: TEST_KEY.to_vec(),
-        password_env: TEST_PASSWORD_ENV.into(),
-    }
-}
-
-/// NoCertificado of the test CSD, to recognise the sandbox emisor in a database.
+/// NoCertificado of SAT's test CSD (the sandbox's first certificate).
 pub fn test_no_certificado() -> Result<String, cfdi::csd::CsdError> {
     Ok(cfdi::csd::Certificate::from_der(TEST_CER)?.no_certificado().to_string())
+}
+
+/// Whether the emisor's certificate `no_certificado` is one of the sandbox's (SAT's test CSD,
+/// or Timbra's once SAT's has ended).
+pub fn is_test_certificate(no_certificado: &str) -> bool {
+    outbox::sandbox::is_sandbox_certificate(no_certificado)
 }
 
 /// Which simulator is the primary: `TIMBRA_SANDBOX_PRIMARY=finkok` makes the primary
@@ -87,8 +76,8 @@ impl SandboxPacs {
     pub async fn start(database_dir: &Path) -> Result<SandboxPacs, pac_sim::SimError> {
         let primary_flavor = primary_flavor(std::env::var(PRIMARY_FLAVOR_ENV).ok().as_deref());
         let backup_flavor = if primary_flavor == Flavor::Sw { Flavor::Finkok } else { Flavor::Sw };
-        let organization =
-            pac_sim::Organization::sat_test().map_err(|e| pac_sim::SimError::Engine(pac_sim::engine::EngineError::Certificate(e)))?;
+        let organization = pac_sim::Organization::sandbox_at(chrono::Utc::now())
+            .map_err(|e| pac_sim::SimError::Engine(pac_sim::engine::EngineError::Certificate(e)))?;
         let config = |flavor: Flavor| {
             let name = flavor.as_str();
             let mut c = SimConfig::new(flavor);

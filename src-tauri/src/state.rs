@@ -346,16 +346,14 @@ impl Ready {
     ) -> Result<Ready, AppError> {
         let test_no_certificado = sandbox::test_no_certificado()?;
         let system = Actor::system(CHANNEL);
-        match outbox.emisor_settings().await? {
+        // First start: the sandbox's test emisor, so a newcomer can emit at once (Modo sandbox);
+        // a sandbox whose test CSD ended moves to the certificate valid now (`outbox::sandbox`).
+        match outbox.start_sandbox(&system).await? {
+            Some(_) => outbox.provide_csd_password(outbox::sandbox::password()),
             None => {
-                // First start: SAT's test emisor, so a newcomer can emit at once (Modo sandbox).
-                outbox
-                    .configure_emisor(&sandbox::test_setup(), &sandbox::test_password(), &system)
-                    .await?;
-                tracing::info!("modo sandbox: emisor de prueba EKU9003173C9 configurado");
-            }
-            Some(s) if s.no_certificado == test_no_certificado => outbox.provide_csd_password(sandbox::test_password()),
-            Some(s) => {
+                let Some(s) = outbox.emisor_settings().await? else {
+                    return Err(AppError::Outbox(outbox::OutboxError::NotConfigured));
+                };
                 let slot = CredentialSlot::CsdPassword {
                     no_certificado: s.no_certificado.clone(),
                 };
@@ -579,7 +577,12 @@ mod tests {
             .unwrap()
             .expect("the test emisor is configured");
         assert_eq!(emisor.profile.rfc, "EKU9003173C9");
-        assert_eq!(emisor.no_certificado, ready.test_no_certificado);
+        // SAT's test CSD, or Timbra's after SAT's has ended (the app's clock is the system's).
+        assert!(
+            crate::sandbox::is_test_certificate(&emisor.no_certificado),
+            "{}",
+            emisor.no_certificado
+        );
         assert!(ready.sandbox_pacs.is_some(), "{:?}", ready.sandbox_error);
         // A new seat is the cashier's until the first-run form says otherwise.
         assert_eq!(ready.operator().role, Role::Personal);

@@ -9,6 +9,7 @@ const standing = (over: Record<string, unknown>) => ({
   days_left: 20,
   warning: 'dias_30',
   waiting_attempts: 0,
+  waiting: [],
   ...over,
 });
 
@@ -27,6 +28,24 @@ describe('CsdNotice', () => {
     expect(notice.dataset.warning).toBe('dias_30');
     expect(notice.textContent).toContain('vence en 20 días');
     expect(notice.textContent).toContain('2 venta(s) selladas con él esperan su timbre');
+  });
+
+  test('names each sale sealed with a certificate that ends soon, with a link, even after a renewal', async () => {
+    answer(
+      standing({
+        no_certificado: '99990000000000000001',
+        days_left: 3300,
+        warning: 'vigente',
+        waiting: [{ invoice_id: 7, sale_id: 'pedido-7', no_certificado: '30001000000500003416', valid_to: '2027-05-18T11:43:51Z' }],
+      }),
+    );
+    render(CsdNotice);
+    const list = await waitFor(() => screen.getByTestId('csd-waiting'));
+    const link = list.querySelector('a')!;
+    expect(link.getAttribute('href')).toBe('#/factura/7');
+    expect(link.textContent).toBe('pedido-7');
+    expect(list.textContent).toContain('sellada con 30001000000500003416');
+    expect(screen.getByTestId('csd-notice').textContent).not.toContain('vence en');
   });
 
   test('after the end it says new sales are refused until the new CSD is loaded', async () => {

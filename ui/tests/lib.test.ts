@@ -17,6 +17,10 @@ const SAMPLES = {
   not_configured: { code: 'not_configured' },
   csd_locked: { code: 'csd_locked', details: { password_env: 'TIMBRA_CSD_PASSWORD' } },
   csd: { code: 'csd', details: { problem: 'wrong_password', message: 'x' } },
+  csd_not_newer: {
+    code: 'csd_not_newer',
+    details: { no_certificado: '2', valid_to: '2027-05-18', current_no_certificado: '1', current_valid_to: '2027-05-18' },
+  },
   seal: { code: 'seal', details: { message: 'm' } },
   not_found: { code: 'not_found', details: { what: 'invoice', id: '9' } },
   note_already_resolved: { code: 'note_already_resolved', details: { note_id: 1 } },

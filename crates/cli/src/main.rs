@@ -11,6 +11,7 @@ mod action_cmd;
 mod backup_cmd;
 mod catalog_cmd;
 mod cfdi_cmd;
+mod csd_cmd;
 mod document_cmd;
 mod drain_cmd;
 mod duplicates_cmd;
@@ -96,6 +97,9 @@ enum Command {
     /// Varios emisores, cada uno con su base de datos: agregar, listar, elegir, archivar.
     #[command(subcommand, after_help = EXIT_CODES)]
     Emisor(emisor_cmd::EmisorCommand),
+    /// El CSD del emisor: estado (vigencia, avisos) y renovar.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Csd(csd_cmd::CsdCommand),
     /// Clientes (receptores con sus datos por omisión): alta, cambios, lista, importar y exportar CSV.
     #[command(subcommand, after_help = EXIT_CODES)]
     Customer(master_data_cmd::CustomerCommand),
@@ -223,6 +227,7 @@ fn main() -> ExitCode {
         Command::PacSim(args) => pac_sim_cmd::run(args),
         Command::Init(args) => outbox_cmd::init(cli.db.as_deref(), args),
         Command::Emisor(cmd) => emisor_cmd::run(cli.db.as_deref(), cmd),
+        Command::Csd(cmd) => csd_cmd::run(cli.db.as_deref(), cmd),
         Command::Sale(cmd) => outbox_cmd::sale(cli.db.as_deref(), cmd),
         Command::Customer(cmd) => master_data_cmd::customer(cli.db.as_deref(), cmd),
         Command::Product(cmd) => master_data_cmd::product(cli.db.as_deref(), cmd),

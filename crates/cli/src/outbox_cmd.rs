@@ -1,4 +1,4 @@
-//! `timbra init`, `timbra sale add|import`, `timbra invoice list|show|note|resolve-note`,
+//! `timbra init` (or `init --sandbox`: `outbox::sandbox`'s emisor), `timbra sale add|import`, `timbra invoice list|show|note|resolve-note`,
 //! `timbra status`: the outbox from the command line.
 //!
 //! Opens the database named by `--db` / `TIMBRA_DATABASE_URL` (default: the OS app-data
@@ -19,15 +19,21 @@ use crate::{exit, Failure};
 
 #[derive(Args)]
 pub struct InitArgs {
+    /// Modo sandbox, como la app sin configurar: el emisor de prueba EKU9003173C9 con el CSD de
+    /// prueba del SAT mientras esté vigente y, cuando termine (2027-05-18), con el certificado de
+    /// prueba de Timbra (no es del SAT: solo el simulador de PAC lo acepta). Nada es fiscal;
+    /// timbre con `timbra drain --sandbox`.
+    #[arg(long, conflicts_with_all = ["emisor", "cer", "key"])]
+    sandbox: bool,
     /// El perfil del emisor (TOML con rfc, nombre, regimen_fiscal, lugar_expedicion).
-    #[arg(long, value_name = "EMISOR.toml")]
-    emisor: PathBuf,
+    #[arg(long, value_name = "EMISOR.toml", required_unless_present = "sandbox")]
+    emisor: Option<PathBuf>,
     /// Certificado del CSD (.cer).
-    #[arg(long)]
-    cer: PathBuf,
+    #[arg(long, required_unless_present = "sandbox")]
+    cer: Option<PathBuf>,
     /// Llave privada del CSD (.key, cifrada como la emite el SAT; se guarda cifrada).
-    #[arg(long)]
-    key: PathBuf,
+    #[arg(long, required_unless_present = "sandbox")]
+    key: Option<PathBuf>,
     /// Nombre de la variable de entorno con la contraseña de la llave; se guarda el nombre,
     /// nunca la contraseña.
     #[arg(long, value_name = "VAR", default_value = outbox::settings::DEFAULT_PASSWORD_ENV)]
@@ -136,21 +142,47 @@ pub struct StatusArgs {
 /// What `timbra init` and `timbra emisor add` read: the profile, the CSD, its password and who
 /// acts (setting up an emisor is the contador's, or soporte's, job).
 pub(crate) fn setup_of(a: InitArgs) -> Result<(EmisorSetup, cfdi::secret::Secret, outbox::Actor), Failure> {
-    let text = read_text(&a.emisor, "el perfil del emisor")?;
+    let actor = a.who.actor_or("cli", "contador")?;
+    let (Some(emisor), Some(cer), Some(key)) = (&a.emisor, &a.cer, &a.key) else {
+        return Err(Failure::invalid("indique --emisor PERFIL.toml, --cer y --key"));
+    };
+    let text = read_text(emisor, "el perfil del emisor")?;
     let profile: EmisorProfile =
-        toml::from_str(&text).map_err(|e| Failure::invalid(format!("{}: {}", a.emisor.display(), e.message().trim())))?;
+        toml::from_str(&text).map_err(|e| Failure::invalid(format!("{}: {}", emisor.display(), e.message().trim())))?;
     let password = secret_from_env(&a.password_env, "contraseña de la llave del CSD")?;
     let setup = EmisorSetup {
         profile,
-        cer: read_file(&a.cer, "el certificado")?,
-        key: read_file(&a.key, "la llave privada")?,
+        cer: read_file(cer, "el certificado")?,
+        key: read_file(key, "la llave privada")?,
         password_env: a.password_env,
     };
-    let actor = a.who.actor_or("cli", "contador")?;
     Ok((setup, password, actor))
 }
 
 pub fn init(db: Option<&str>, a: InitArgs) -> Result<u8, Failure> {
+    if a.emisor.is_none() || a.cer.is_none() || a.key.is_none() {
+        // `--sandbox` (clap requires the three files otherwise): the app's Modo sandbox emisor.
+        let actor = a.who.actor_or("cli", "contador")?;
+        return runtime()?.block_on(async {
+            let o = open(db, true).await?;
+            let r = o.start_sandbox(&actor).await;
+            let path = o.store().path().display().to_string();
+            o.store().close().await;
+            let Some(s) = r.map_err(|e| failure(e, ""))? else {
+                return Err(Failure::invalid(format!(
+                    "{path} ya tiene un emisor propio; el modo sandbox usa una base de datos sin configurar"
+                )));
+            };
+            print_out(&format!(
+                "base de datos: {path}\nmodo sandbox: emisor de prueba {} {} (nada de lo timbrado es fiscal)\nCSD de prueba: {} vigente hasta {}\ntimbre con `timbra drain --sandbox`",
+                s.profile.rfc,
+                s.profile.nombre,
+                s.no_certificado,
+                s.certificate_valid_to.format("%Y-%m-%d"),
+            ))?;
+            Ok(exit::OK)
+        });
+    }
     let (setup, password, actor) = setup_of(a)?;
     runtime()?.block_on(async {
         let o = open(db, true).await?;

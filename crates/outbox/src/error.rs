@@ -118,6 +118,16 @@ outbox_errors! {
         #[ts(as = "wire::CsdDetails")]
         CsdError,
     ) => "csd", exit 2, http 503;
+    /// *Renovar CSD* with a certificate that does not end after the current one.
+    #[error(
+        "el certificado {no_certificado} vence el {valid_to}, no después del CSD actual {current_no_certificado} (vence el {current_valid_to}); el CSD renovado debe terminar después del actual"
+    )]
+    CsdNotNewer {
+        no_certificado: String,
+        valid_to: String,
+        current_no_certificado: String,
+        current_valid_to: String,
+    } => "csd_not_newer", exit 2, http 409;
     #[error("no se pudo sellar el comprobante: {0}")]
     Seal(
         #[serde(serialize_with = "wire::message")]
@@ -286,6 +296,12 @@ impl OutboxError {
             OutboxError::NotConfigured,
             OutboxError::CsdLocked { password_env: "P".into() },
             OutboxError::Csd(CsdError::WrongPassword),
+            OutboxError::CsdNotNewer {
+                no_certificado: "2".into(),
+                valid_to: "2027-05-18".into(),
+                current_no_certificado: "1".into(),
+                current_valid_to: "2027-05-18".into(),
+            },
             OutboxError::Seal(SealError::NotCfdi40),
             OutboxError::NotFound {
                 what: "factura",
@@ -351,6 +367,7 @@ impl OutboxError {
                 | OutboxError::NotConfigured
                 | OutboxError::CsdLocked { .. }
                 | OutboxError::Csd(_)
+                | OutboxError::CsdNotNewer { .. }
                 | OutboxError::Seal(_)
                 | OutboxError::NotFound { .. }
                 | OutboxError::NoteAlreadyResolved { .. }

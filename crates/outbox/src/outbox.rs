@@ -363,6 +363,12 @@ impl Outbox {
         self.emisor_settings().await?.ok_or(OutboxError::NotConfigured)
     }
 
+    /// Keeps a CSD just stored (settings row `id`) and its password for the next sales.
+    pub(crate) fn cache_csd(&self, id: i64, csd: Csd, password: &Secret) {
+        *lock(&self.csd) = Some((id, Arc::new(csd)));
+        *lock(&self.password) = Some(password.clone());
+    }
+
     /// The current emisor settings, if any.
     pub async fn emisor_settings(&self) -> Result<Option<EmisorSettings>> {
         match self.store.current_emisor_settings().await? {
@@ -401,9 +407,15 @@ impl Outbox {
                 return Ok(csd.clone());
             }
         }
-        let password = lock(&self.password).clone().ok_or_else(|| OutboxError::CsdLocked {
-            password_env: s.password_env.clone(),
-        })?;
+        // Modo sandbox's emisor (its certificates, stored with the sandbox's variable name)
+        // opens with the public test password.
+        let sandbox = s.password_env == crate::sandbox::PASSWORD_ENV && crate::sandbox::is_sandbox_certificate(&s.no_certificado);
+        let password = lock(&self.password)
+            .clone()
+            .or_else(|| sandbox.then(crate::sandbox::password))
+            .ok_or_else(|| OutboxError::CsdLocked {
+                password_env: s.password_env.clone(),
+            })?;
         let csd = Arc::new(Csd::load(&s.cer_der, &s.key_encrypted, &password)?);
         *cache = Some((s.id, csd.clone()));
         Ok(csd)

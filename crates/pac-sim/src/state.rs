@@ -82,10 +82,29 @@ impl std::fmt::Debug for Organization {
 const SAT_TEST_CER: &[u8] = include_bytes!("../../../tests/fixtures/cfdi/certs/EKU9003173C9.cer");
 const SAT_TEST_KEY: &[u8] = include_bytes!("../../../tests/fixtures/cfdi/certs/EKU9003173C9.key");
 
+/// Timbra's own test certificate for EKU9003173C9 (not SAT's; valid 2026-01-01 to 2036-01-01):
+/// Modo sandbox's emisor once SAT's test CSD has ended (`outbox::sandbox`).
+const TIMBRA_TEST_CER: &[u8] = include_bytes!("../../../tests/fixtures/cfdi/certs/EKU9003173C9-TIMBRA-PRUEBA.cer");
+const TIMBRA_TEST_KEY: &[u8] = include_bytes!("../../../tests/fixtures/cfdi/certs/EKU9003173C9-TIMBRA-PRUEBA.key");
+
 impl Organization {
     /// The organization of SAT's test CSD: ESCUELA KEMPER URGATE, régimen 601, 42501.
     pub fn sat_test() -> Result<Organization, String> {
-        let csd = Csd::load(SAT_TEST_CER, SAT_TEST_KEY, &cfdi::secret::Secret::new("12345678a")).map_err(|e| e.to_string())?;
+        Organization::eku(SAT_TEST_CER, SAT_TEST_KEY)
+    }
+
+    /// The sandbox's organization at `now`: SAT's test CSD while it is valid, then Timbra's
+    /// test certificate for the same emisor (as Modo sandbox's emisor does).
+    pub fn sandbox_at(now: chrono::DateTime<chrono::Utc>) -> Result<Organization, String> {
+        let sat = Organization::sat_test()?;
+        if sat.csd.certificate().check_valid_at(now).is_ok() {
+            return Ok(sat);
+        }
+        Organization::eku(TIMBRA_TEST_CER, TIMBRA_TEST_KEY)
+    }
+
+    fn eku(cer: &[u8], key: &[u8]) -> Result<Organization, String> {
+        let csd = Csd::load(cer, key, &cfdi::secret::Secret::new("12345678a")).map_err(|e| e.to_string())?;
         Ok(Organization {
             profile: EmisorProfile {
                 rfc: "EKU9003173C9".into(),

@@ -39,12 +39,23 @@ fn sealed(sale_file: &str, now: DateTime<Utc>, age: chrono::Duration, edit: impl
     cfdi::build(&sale, &emisor, fecha, Some(&eku())).unwrap().to_xml().into_bytes()
 }
 
+/// The tests' clock: it runs at real speed from a day inside the validity of SAT's test CSD (it
+/// ends 2027-05-18), whatever the system date (the suite passes under `make test-future`).
+fn clock() -> SimClock {
+    SimClock::with_base(std::sync::Arc::new(pac::RunningClock::at("2026-12-01T18:00:00Z")))
+}
+
+/// A simulator on [`clock`].
+async fn start(config: SimConfig) -> pac_sim::SimHandle {
+    pac_sim::start_with_clock(config, clock()).await.unwrap()
+}
+
 fn hour() -> chrono::Duration {
     chrono::Duration::hours(1)
 }
 
 fn engine() -> Engine {
-    Engine::new(Flavor::Sw, Faults::default(), SimClock::system(), None).unwrap()
+    Engine::new(Flavor::Sw, Faults::default(), clock(), None).unwrap()
 }
 
 fn stamped(d: StampDecision) -> pac_sim::CfdiRecord {
@@ -56,7 +67,7 @@ fn stamped(d: StampDecision) -> pac_sim::CfdiRecord {
 
 #[tokio::test]
 async fn a_third_party_sw_client_stamps_and_the_sello_sat_verifies_with_the_served_certificate() {
-    let sim = pac_sim::start(SimConfig::new(Flavor::Sw)).await.unwrap();
+    let sim = start(SimConfig::new(Flavor::Sw)).await;
     let http = reqwest::Client::new();
     let clock: Value = http
         .get(format!("{}/_sim/clock", sim.base_url))
@@ -149,13 +160,13 @@ async fn the_ledger_survives_a_restart_with_a_state_dir_and_still_dedups() {
         state_dir: Some(dir.path().to_path_buf()),
         ..SimConfig::new(Flavor::Sw)
     };
-    let sim = pac_sim::start(config.clone()).await.unwrap();
+    let sim = start(config.clone()).await;
     let xml = sealed("ingreso-pedido-4471.json", sim.clock().now(), hour(), |_| {});
     let first = stamped(sim.engine().stamp(&xml, Some("k-1"), None, false));
     sim.engine().advance_clock(chrono::Duration::minutes(5));
     sim.shutdown().await;
 
-    let sim = pac_sim::start(config).await.unwrap();
+    let sim = start(config).await;
     let ledger: Value = reqwest::get(format!("{}/_sim/ledger", sim.base_url))
         .await
         .unwrap()
@@ -245,7 +256,7 @@ fn dedup_by_cadena_and_by_key_within_72_hours() {
 }
 
 fn engine_with(faults: &str) -> Engine {
-    Engine::new(Flavor::Sw, Faults::parse(faults).unwrap(), SimClock::system(), None).unwrap()
+    Engine::new(Flavor::Sw, Faults::parse(faults).unwrap(), clock(), None).unwrap()
 }
 
 #[test]
@@ -439,7 +450,7 @@ fn a_cfdi_with_a_live_credit_note_is_not_cancelable_and_sat_knows_nothing_else()
 
 #[tokio::test]
 async fn faults_change_at_runtime_and_an_outage_refuses_connections_while_control_stays_up() {
-    let sim = pac_sim::start(SimConfig::new(Flavor::Finkok)).await.unwrap();
+    let sim = start(SimConfig::new(Flavor::Finkok)).await;
     let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
     let r = http
         .post(format!("{}/_sim/faults", sim.control_url))

@@ -33,6 +33,25 @@ pub struct CsdStanding {
     /// Sales sealed with this certificate still waiting for their CFDI: they must be stamped
     /// before it ends.
     pub waiting_attempts: i64,
+    /// Sales sealed with a certificate (this one or an older one of the emisor) that ends
+    /// within [`WAITING_WINDOW_DAYS`], still waiting for their CFDI, the certificate ending
+    /// first first: the Tablero names them (at most [`WAITING_LISTED`]) before that day.
+    pub waiting: Vec<WaitingSealed>,
+}
+
+/// How far ahead the Tablero looks for sales sealed with a certificate that ends.
+pub const WAITING_WINDOW_DAYS: i64 = 30;
+/// How many of them it names.
+pub const WAITING_LISTED: i64 = 50;
+
+/// A sale sealed with a certificate that ends soon, still waiting for its CFDI.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct WaitingSealed {
+    pub invoice_id: i64,
+    pub sale_id: String,
+    pub no_certificado: String,
+    /// When its certificate ends: it must be stamped before.
+    pub valid_to: DateTime<Utc>,
 }
 
 /// The warning for a certificate ending at `valid_to`, seen at `now`.

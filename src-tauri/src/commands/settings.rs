@@ -34,10 +34,44 @@ pub async fn save_emisor(state: State<'_, AppState>, setup: EmisorSetupDto) -> R
     // before storing; only then does the password go to the OS credential store.
     let cert_no = cfdi::csd::Certificate::from_der(&domain.cer)?.no_certificado().to_string();
     let stored = ready.outbox.configure_emisor(&domain, &password, &ready.actor()).await?;
-    if cert_no != ready.test_no_certificado {
+    if !crate::sandbox::is_test_certificate(&cert_no) {
         CredentialSlot::CsdPassword { no_certificado: cert_no }.store(&password)?;
     }
-    Ok(convert::emisor(&stored, stored.no_certificado == ready.test_no_certificado))
+    Ok(convert::emisor(
+        &stored,
+        crate::sandbox::is_test_certificate(&stored.no_certificado),
+    ))
+}
+
+/// *Renovar CSD*: the outbox checks the new CSD (a CSD, not the e.firma; the emisor's RFC; the
+/// key matches and opens; valid now and ending after the current one) and keeps the old
+/// certificate; only then does the password go to the OS credential store.
+#[tauri::command]
+pub async fn renew_csd(state: State<'_, AppState>, renewal: CsdRenewalDto) -> Res<EmisorDto> {
+    let ready = state.ready()?;
+    outbox::settings::may_change_settings(&ready.actor(), "renovar el CSD")?;
+    let password = renewal.password.secret().clone();
+    let domain = outbox::csd::CsdRenewal {
+        cer: read_chosen(&renewal.cer_path, CSD_CER)?.bytes,
+        key: read_chosen(&renewal.key_path, CSD_KEY)?.bytes,
+        password_env: outbox::settings::DEFAULT_PASSWORD_ENV.to_string(),
+    };
+    let stored = ready.outbox.renew_csd(&domain, &password, &ready.actor()).await?;
+    let test = crate::sandbox::is_test_certificate(&stored.no_certificado);
+    if !test {
+        CredentialSlot::CsdPassword {
+            no_certificado: stored.no_certificado.clone(),
+        }
+        .store(&password)?;
+    }
+    Ok(convert::emisor(&stored, test))
+}
+
+/// The certificates the emisor held (the current one and those kept after a renewal).
+#[tauri::command]
+pub async fn csd_certificates(state: State<'_, AppState>) -> Res<Vec<outbox::csd::CertificateInfo>> {
+    let ready = state.ready()?;
+    Ok(ready.outbox.certificates().await?)
 }
 
 /// Configures the primary (and backup) PAC; the drain restarts on them. From then on the app is

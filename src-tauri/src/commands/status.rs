@@ -31,7 +31,7 @@ pub async fn app_status(state: State<'_, AppState>) -> Res<AppStatusDto> {
         }
     };
     let emisor = ready.outbox.emisor_settings().await?.map(|s| {
-        let test = s.no_certificado == ready.test_no_certificado;
+        let test = crate::sandbox::is_test_certificate(&s.no_certificado);
         convert::emisor(&s, test)
     });
     Ok(AppStatusDto {

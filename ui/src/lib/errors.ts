@@ -16,6 +16,8 @@ export function errorMessage(e: UiError): string {
       return t('error.idempotency_in_progress', { s: e.details.retry_after_seconds });
     case 'csd':
       return `${t('error.csd')} ${tDynamic(`csd.${e.details.problem}`) ?? e.details.message}`;
+    case 'csd_not_newer':
+      return t('error.csd_not_newer', { no: e.details.no_certificado, current: e.details.current_no_certificado });
     case 'seal':
       return `${t('error.seal')} ${e.details.message}`;
     case 'not_found':

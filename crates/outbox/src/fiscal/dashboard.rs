@@ -365,13 +365,28 @@ impl Outbox {
     }
 
     /// The emisor's CSD as the Tablero and Emitir show it: when it ends, the warning 30, 15 and
-    /// 7 days before, and the sales sealed with it still waiting for their CFDI.
+    /// 7 days before, the sales sealed with it still waiting for their CFDI, and those sealed
+    /// with any of the emisor's certificates that ends within 30 days, by name.
     pub async fn csd_standing(&self, now: DateTime<Utc>) -> Result<Option<crate::csd_validity::CsdStanding>> {
         let Some(settings) = self.emisor_settings().await? else {
             return Ok(None);
         };
         let valid_to = settings.certificate_valid_to;
+        let until = now + Duration::days(crate::csd_validity::WAITING_WINDOW_DAYS);
+        let waiting = self
+            .store()
+            .waiting_sealed_before(until.timestamp_millis(), crate::csd_validity::WAITING_LISTED)
+            .await?
+            .into_iter()
+            .map(|w| crate::csd_validity::WaitingSealed {
+                invoice_id: w.invoice_id,
+                sale_id: w.sale_id,
+                no_certificado: w.no_certificado,
+                valid_to: instant(w.not_after_ms),
+            })
+            .collect();
         Ok(Some(crate::csd_validity::CsdStanding {
+            waiting,
             waiting_attempts: self.store().waiting_attempts_with_certificate(&settings.no_certificado).await?,
             no_certificado: settings.no_certificado,
             valid_to,

@@ -2,7 +2,9 @@
 //! bulk download) loaded into the outbox, each verified and matched to a sale.
 //!
 //! Every file is checked before anything of it is written: it parses as a stamped CFDI 4.0,
-//! its Sello verifies against its own certificate over SAT's cadena original, the TFD's
+//! its Sello verifies over SAT's cadena original against its certificate — the emisor's
+//! certificate its NoCertificado names when this outbox ever held it (`csd_certificates`,
+//! kept across a renewal; a different Certificado is refused), else the one it carries —, the TFD's
 //! SelloCFD is that Sello, and the emisor is this outbox's. A file that fails is refused with the
 //! reason and writes nothing; each accepted file is written on its own (nothing half-imported).
 //!
@@ -178,7 +180,9 @@ fn refuse(code: &str, message: impl Into<String>) -> (String, String) {
 }
 
 /// Parses and verifies one file; the error is `(code, Spanish reason)`.
-fn check(bytes: &[u8], emisor_rfc: &str) -> std::result::Result<Checked, (String, String)> {
+/// `known` are the emisor's certificates by NoCertificado (`csd_certificates`): a CFDI whose
+/// NoCertificado names one is verified against that certificate (its Certificado must be it).
+fn check(bytes: &[u8], emisor_rfc: &str, known: &[(String, Vec<u8>)]) -> std::result::Result<Checked, (String, String)> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let doc = cfdi::xml::Document::parse(bytes).map_err(|e| refuse("xml_invalido", format!("no es un XML legible: {e}")))?;
     let summary = cfdi::read::summary(&doc).map_err(|e| refuse("no_es_cfdi40", format!("no es un CFDI 4.0: {e}")))?;
@@ -193,6 +197,14 @@ fn check(bytes: &[u8], emisor_rfc: &str) -> std::result::Result<Checked, (String
         .ok_or_else(|| refuse("sin_certificado", "no trae Certificado"))?;
     let cert = cfdi::csd::Certificate::from_base64(&cert_b64)
         .map_err(|e| refuse("certificado_invalido", format!("su Certificado no se puede leer: {e}")))?;
+    if let Some(no) = summary.no_certificado.as_deref() {
+        if known.iter().any(|(n, der)| n == no && der.as_slice() != cert.der()) {
+            return Err(refuse(
+                "certificado_distinto",
+                format!("su Certificado no es el certificado {no} del emisor"),
+            ));
+        }
+    }
     let cadena =
         cfdi::cadena::cadena_original(&doc).map_err(|e| refuse("cadena", format!("no se pudo calcular su cadena original: {e}")))?;
     cert.verify(cadena.as_bytes(), &sello).map_err(|e| {
@@ -247,9 +259,16 @@ impl Outbox {
         }
         self.spend_unlock(actor, "importar CFDI").await?;
         let emisor = self.emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
+        let known: Vec<(String, Vec<u8>)> = self
+            .store()
+            .list_certificates()
+            .await?
+            .into_iter()
+            .map(|c| (c.no_certificado, c.cer_der))
+            .collect();
         let mut report = ImportReport::default();
         for (source, bytes) in files {
-            let file = match check(bytes, &emisor.profile.rfc) {
+            let file = match check(bytes, &emisor.profile.rfc, &known) {
                 Err((code, message)) => ImportedFile::Refused {
                     source: source.clone(),
                     code,

@@ -5,7 +5,7 @@
 
 use super::super::{
     CancellationRow, CandidateRow, DecisionRow, ExistingSale, FolioUse, ForeignCfdiRow, KeyState, NewAttempt, NewCandidate, NewEvent, NewRecord, RecordOutcome, StepFacts,
-    TicketRow, WorkerRow,
+    StoredCertificate, TicketRow, WorkerRow,
 };
 use super::{Db, DbRow, ThisStore};
 use crate::actor::{Actor, Role};
@@ -917,4 +917,17 @@ impl ThisStore {
         }
         Ok(RecordOutcome::Recorded { invoice_id, attempt_id })
     }
+}
+
+/// A `csd_certificates` row.
+pub(crate) fn stored_certificate(r: &DbRow) -> Result<StoredCertificate> {
+    Ok(StoredCertificate {
+        no_certificado: get(r, "no_certificado")?,
+        rfc: get(r, "rfc")?,
+        cer_der: get(r, "cer_der")?,
+        not_before_ms: get(r, "cer_not_before_ms")?,
+        not_after_ms: get(r, "cer_not_after_ms")?,
+        added_at_ms: get(r, "added_at_ms")?,
+        actor: acted(r, "actor", "actor_role")?,
+    })
 }

@@ -28,7 +28,8 @@ macro_rules! dialect_migrations {
             10 "0010" "credit_notes",
             11 "0011" "folios",
             12 "0012" "bandeja_search",
-            13 "0013" "emisores"
+            13 "0013" "emisores",
+            14 "0014" "csd_history"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

@@ -250,6 +250,28 @@ pub struct StoredEmisorSettings {
     pub actor: ActedBy,
 }
 
+/// A certificate the emisor ever held (`csd_certificates`, migration 0014): kept by
+/// NoCertificado, never changed, so a CFDI sealed with it keeps verifying after a renewal.
+#[derive(Debug, Clone)]
+pub struct StoredCertificate {
+    pub no_certificado: String,
+    pub rfc: String,
+    pub cer_der: Vec<u8>,
+    pub not_before_ms: i64,
+    pub not_after_ms: i64,
+    pub added_at_ms: i64,
+    pub actor: ActedBy,
+}
+
+/// A sale sealed with a certificate that ends soon, still waiting for its CFDI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingSealedRow {
+    pub invoice_id: i64,
+    pub sale_id: String,
+    pub no_certificado: String,
+    pub not_after_ms: i64,
+}
+
 /// A new emisor settings version.
 #[derive(Debug, Clone)]
 pub struct NewEmisorSettings {

@@ -58,6 +58,29 @@ impl AnyStore {
         })
     }
 
+    /// A certificate the emisor ever held, by NoCertificado.
+    pub async fn certificate_by_no(&self, no_certificado: &str) -> Result<Option<StoredCertificate>> {
+        on_dialect!(self, |db| {
+            let row = sqlx::query(sql!("certificate_by_no"))
+                .bind(no_certificado)
+                .fetch_optional(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            row.as_ref().map(stored_certificate).transpose()
+        })
+    }
+
+    /// Every certificate the emisor ever held, the one ending last first.
+    pub async fn list_certificates(&self) -> Result<Vec<StoredCertificate>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("list_certificates"))
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter().map(stored_certificate).collect()
+        })
+    }
+
     /// A JSON setting.
     pub async fn setting(&self, key: &str) -> Result<Option<String>> {
         on_dialect!(self, |db| {

@@ -134,6 +134,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "1f1b34181fa573da6439eaed31da5887a711b174bb6e6340332457b94fc4a7e9690fdb92f064b358c1192c071ea0a1b3",
         statements: "cd26b7bbdc89b290bef9227b7de5a63ab8a3fe7283c63f859464185bff24a7d6",
     },
+    Released {
+        version: 14,
+        checksum: "77583d601fe50245350e6541204f86c8a0a59ca2a5c84e10134f5a908fd68e6d3a8bd9ef4fd25f95181c9762243519b3",
+        statements: "551a8b46811e4e34d58277b06e8f0e60e765b3107cc8da323c6bb96cae6c477c",
+    },
 ];
 
 #[derive(Debug)]

@@ -354,6 +354,29 @@ impl AnyStore {
                 .map_err(|e| db.err(e))
         })
     }
+
+    /// Sales sealed with a certificate ending at or before `until_ms` that still wait for
+    /// their CFDI, the certificate ending first first; at most `limit`.
+    pub async fn waiting_sealed_before(&self, until_ms: i64, limit: i64) -> Result<Vec<WaitingSealedRow>> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("waiting_sealed_before"))
+                .bind(until_ms)
+                .bind(limit)
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            rows.iter()
+                .map(|r| {
+                    Ok(WaitingSealedRow {
+                        invoice_id: get(r, "invoice_id")?,
+                        sale_id: get(r, "sale_id")?,
+                        no_certificado: get(r, "no_certificado")?,
+                        not_after_ms: get(r, "cer_not_after_ms")?,
+                    })
+                })
+                .collect()
+        })
+    }
 }
 
 /// A customer filter as the list's SQL takes it: a LIKE pattern for a part of the name (`%`, `_`

@@ -116,6 +116,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "e52471159996e7c20bdb2b99d5e2717eee22c36976fb7c9ee1cc9fe6023e18428565c62b1bd506348856c0befd1665ee",
         statements: "8798b4218dd579f8d9a5530cf0bc1727c1e773abfe4f5cacb339da5f69cc0c4c",
     },
+    Released {
+        version: 14,
+        checksum: "75e98e48d90ddbb536319539b3cbd9ffd446563f3d5b3ad1e580e601f6ddc0d984bdfad9ba7e2f3fc83ef33243a24831",
+        statements: "be197ab799a55af85ed6ad87bc2d0a56cab118709b4d96e6ac2ea127bac8a71d",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

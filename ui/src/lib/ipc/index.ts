@@ -14,11 +14,13 @@ import type { CancellationPreview } from './bindings/CancellationPreview';
 import type { CatalogEntryDto } from './bindings/CatalogEntryDto';
 import type { CatalogVersionDto } from './bindings/CatalogVersionDto';
 import type { Catalogo } from './bindings/Catalogo';
+import type { CertificateInfo } from './bindings/CertificateInfo';
 import type { ChannelsDto } from './bindings/ChannelsDto';
 import type { ConnectionReport } from './bindings/ConnectionReport';
 import type { Counts } from './bindings/Counts';
 import type { CreatedTokenDto } from './bindings/CreatedTokenDto';
 import type { CredentialStoreDto } from './bindings/CredentialStoreDto';
+import type { CsdRenewalDto } from './bindings/CsdRenewalDto';
 import type { CsdStanding } from './bindings/CsdStanding';
 import type { CsvImport } from './bindings/CsvImport';
 import type { Customer } from './bindings/Customer';
@@ -101,6 +103,8 @@ export const api = {
   resolveNote: (noteId: number) => call<Note>('resolve_note', { noteId }),
   exportXml: (invoiceId: number, source: XmlSourceDto) => call<SavedFileDto>('export_xml', { invoiceId, source }),
   saveEmisor: (setup: EmisorSetupDto) => call<EmisorDto>('save_emisor', { setup }),
+  renewCsd: (renewal: CsdRenewalDto) => call<EmisorDto>('renew_csd', { renewal }),
+  csdCertificates: () => call<Array<CertificateInfo>>('csd_certificates'),
   savePacs: (primary: PacInputDto, backup: PacInputDto | null) => call<PacsDto>('save_pacs', { primary, backup }),
   testPacConnection: (name: string) => call<ConnectionReport>('test_pac_connection', { name }),
   saveDrain: (drain: DrainSettings) => call<DrainSettings>('save_drain', { drain }),
