@@ -100,7 +100,8 @@ pub fn start(app: tauri::AppHandle) {
     tauri::async_runtime::spawn(async move {
         tokio::time::sleep(FIRST_CHECK).await;
         loop {
-            if let Ok(ready) = app.state::<AppState>().ready() {
+            // Every emisor's database, each into its own `respaldos/`.
+            for ready in app.state::<AppState>().readies() {
                 // A failure is kept for Ajustes; the next tick tries again.
                 let _ = tick(ready).await;
             }
