@@ -157,7 +157,9 @@ pub async fn restore_preview(ready: &Ready, src: &Path) -> Result<RestorePreview
 pub async fn restore(app: &tauri::AppHandle, state: &AppState, src: &Path) -> Result<RestoredDto, AppError> {
     let (next, restored) = restore_database(state, src).await?;
     next.start_drain(app.clone()).await;
-    next.channels.start(&next.outbox).await;
+    next.start_channels().await;
+    // The home's API serves the reopened database (and, the home reopened, every other one).
+    state.refresh_api_emisores().await;
     restored
 }
 

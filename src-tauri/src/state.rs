@@ -261,6 +261,13 @@ impl AppState {
         next
     }
 
+    /// The home's local API serves every emisor opened (called whenever one opens or reopens).
+    pub async fn refresh_api_emisores(&self) {
+        let Ok(home) = self.home() else { return };
+        let others = self.readies().into_iter().filter(|r| !r.home).map(|r| r.outbox.clone()).collect();
+        home.channels.set_emisores(&home.outbox, others).await;
+    }
+
     /// The current emisor's RFC changed (its emisor was set up again in Ajustes).
     pub fn note_rfc(&self, rfc: &str) {
         let current = read(&self.current).clone();
@@ -317,6 +324,7 @@ impl AppState {
                 rfc: chosen.rfc.clone(),
                 ready: ready.map(|r| &*Box::leak(Box::new(r))),
             });
+            self.refresh_api_emisores().await;
         }
         self.set_current(&chosen.place);
         Ok(chosen)
@@ -375,6 +383,7 @@ impl AppState {
             rfc: entry.rfc.clone(),
             ready: ready.map(|r| &*Box::leak(Box::new(r))),
         });
+        self.refresh_api_emisores().await;
         Ok(entry)
     }
 
@@ -471,6 +480,7 @@ impl AppState {
                 ready: ready.map(|r| &*Box::leak(Box::new(r))),
             });
         }
+        self.refresh_api_emisores().await;
         let seat = self.seat();
         let chosen = home.outbox.resolve_emisor(None).await.ok();
         let place = match chosen {
@@ -918,8 +928,17 @@ impl Ready {
     /// shared database, the watch of other consoles' changes.
     pub async fn start_all(&self, app: tauri::AppHandle) {
         self.start_drain(app.clone()).await;
-        self.channels.start(&self.outbox).await;
+        self.start_channels().await;
         self.watch_others(app);
+    }
+
+    /// Its notifier; the home's also the local API (when enabled), which serves every emisor.
+    pub async fn start_channels(&self) {
+        if self.home {
+            self.channels.start(&self.outbox).await;
+        } else {
+            self.channels.start_notifier(&self.outbox);
+        }
     }
 
     /// On a shared (PostgreSQL) database, tells the UI what other consoles and workers changed:
@@ -1159,7 +1178,8 @@ mod tests {
 
     /// Two emisores, each its own outbox: the second one added opens with its own database and
     /// sandbox PACs, the current one does not change until switched, commands follow the
-    /// switch, a restart opens both on the one chosen last, and a seat limited to one emisor
+    /// switch, the home's one local API records with the second emisor's token in the second
+    /// emisor, a restart opens both on the one chosen last, and a seat limited to one emisor
     /// neither sees nor acts for the other.
     #[tokio::test]
     async fn two_emisores_open_side_by_side_switch_and_a_limited_seat_sees_only_its_own() {
@@ -1205,6 +1225,38 @@ mod tests {
             .expect("the second emisor records with its own CSD");
         assert_eq!(home.outbox.counts().await.unwrap().total, 1);
         assert_eq!(other.outbox.counts().await.unwrap().total, 1);
+        // One local API (the home's) serves both: a token of the second emisor records there.
+        crate::channels::save_api(&home.outbox, &home.channels, true, "127.0.0.1:0", &other.actor())
+            .await
+            .expect("api");
+        let addr = home
+            .channels
+            .running_at()
+            .expect("listening")
+            .trim_start_matches("http://")
+            .to_string();
+        let (_, token) = other.outbox.create_api_token("caja", &other.actor()).await.expect("token");
+        let body = String::from_utf8(sale("api-1", &now_local)).unwrap();
+        let token = token.expose().to_string();
+        let answer = tokio::task::spawn_blocking(move || {
+            use std::io::{Read, Write};
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            let req = format!(
+                "POST /v1/sales HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nIdempotency-Key: api-1\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            s.write_all(req.as_bytes()).unwrap();
+            let mut answer = String::new();
+            s.read_to_string(&mut answer).unwrap();
+            answer
+        })
+        .await
+        .unwrap();
+        assert!(answer.starts_with("HTTP/1.1 20"), "{answer}");
+        assert_eq!(other.outbox.counts().await.unwrap().total, 2);
+        assert_eq!(home.outbox.counts().await.unwrap().total, 1);
+        home.channels.stop_all();
         let listed = state.emisores().await.unwrap();
         assert_eq!(listed.len(), 2);
         assert!(listed[1].0.chosen && !listed[0].0.chosen);
@@ -1220,7 +1272,7 @@ mod tests {
         let state = AppState::start_with(Some(file.clone()), Some(db.clone())).await;
         assert_eq!(state.readies().len(), 2);
         assert_eq!(state.current().1, "CACX7605101P8");
-        assert_eq!(state.ready().unwrap().outbox.counts().await.unwrap().total, 1);
+        assert_eq!(state.ready().unwrap().outbox.counts().await.unwrap().total, 2);
 
         // A seat limited to the home: the other is neither listed nor current, nor switched to.
         let limit = state.check_seat_limit(Some(vec!["eku9003173c9".into()])).await.unwrap();
