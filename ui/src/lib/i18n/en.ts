@@ -1237,4 +1237,8 @@ export const en: Record<keyof typeof es, string> = {
   'emitir.csd_missing': 'The emisor {rfc} has no CSD: nothing can be issued until it is set up.',
   'emitir.csd_expired': 'The CSD of the emisor {rfc} has expired: nothing can be issued until the new one is loaded.',
   'emitir.csd_go_ajustes': 'Go to Settings › Emisor and CSD',
+  'field.emisor_fuera_del_puesto': 'This computer does not serve that emisor (Settings › Emisores, this computer’s emisores).',
+  'field.emisor_cambiado': 'The row belongs to another emisor than the one on screen: switch to that emisor and try again.',
+  'field.emisor_en_uso': 'It is the emisor on screen: put another on screen before archiving it.',
+  'field.sin_emisores': 'A computer serves at least one emisor.',
 };

@@ -1234,4 +1234,8 @@ export const es = {
   'emitir.csd_missing': 'El emisor {rfc} no tiene CSD: no se puede emitir hasta configurarlo.',
   'emitir.csd_expired': 'El CSD del emisor {rfc} venció: no se puede emitir hasta cargar el nuevo.',
   'emitir.csd_go_ajustes': 'Ir a Ajustes › Emisor y CSD',
+  'field.emisor_fuera_del_puesto': 'Este equipo no atiende a ese emisor (Ajustes › Emisores, emisores del equipo).',
+  'field.emisor_cambiado': 'La fila es de otro emisor que el que está en pantalla: cambie a ese emisor y vuelva a intentarlo.',
+  'field.emisor_en_uso': 'Es el emisor en pantalla: ponga otro en pantalla antes de archivarlo.',
+  'field.sin_emisores': 'Un equipo atiende al menos a un emisor.',
 };
