@@ -2612,6 +2612,8 @@ pub async fn dos_emisores(app: &App) -> Res {
     switch_to(app, SEGUNDO).await?;
     app.wait_contains("[data-testid=current-emisor-name]", "XOCHILT CASAS CHAVEZ")
         .await?;
+    app.wait_contains("[data-testid=sandbox-banner]", "PAC simulado para el emisor CACX7605101P8")
+        .await?;
     let xml2 = emit_stamped(app, "7001").await?;
     let text2 = std::fs::read_to_string(&xml2).map_err(|e| e.to_string())?;
     check(

@@ -1241,4 +1241,5 @@ export const en: Record<keyof typeof es, string> = {
   'field.emisor_cambiado': 'The row belongs to another emisor than the one on screen: switch to that emisor and try again.',
   'field.emisor_en_uso': 'It is the emisor on screen: put another on screen before archiving it.',
   'field.sin_emisores': 'A computer serves at least one emisor.',
+  'sandbox.body_emisor': 'Simulated PAC for the emisor {rfc}. Nothing stamped here is fiscally valid. Set up your PAC in Settings.',
 };

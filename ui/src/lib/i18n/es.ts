@@ -1238,4 +1238,5 @@ export const es = {
   'field.emisor_cambiado': 'La fila es de otro emisor que el que está en pantalla: cambie a ese emisor y vuelva a intentarlo.',
   'field.emisor_en_uso': 'Es el emisor en pantalla: ponga otro en pantalla antes de archivarlo.',
   'field.sin_emisores': 'Un equipo atiende al menos a un emisor.',
+  'sandbox.body_emisor': 'PAC simulado para el emisor {rfc}. Nada de lo que se timbra aquí tiene validez fiscal. Configure su PAC en Ajustes.',
 };
