@@ -100,7 +100,8 @@ pub fn start(app: tauri::AppHandle) {
     tauri::async_runtime::spawn(async move {
         tokio::time::sleep(FIRST_CHECK).await;
         loop {
-            if let Ok(ready) = app.state::<AppState>().ready() {
+            // Every emisor's database, each into its own `respaldos/`.
+            for ready in app.state::<AppState>().readies() {
                 // A failure is kept for Ajustes; the next tick tries again.
                 let _ = tick(ready).await;
             }
@@ -156,7 +157,9 @@ pub async fn restore_preview(ready: &Ready, src: &Path) -> Result<RestorePreview
 pub async fn restore(app: &tauri::AppHandle, state: &AppState, src: &Path) -> Result<RestoredDto, AppError> {
     let (next, restored) = restore_database(state, src).await?;
     next.start_drain(app.clone()).await;
-    next.channels.start(&next.outbox).await;
+    next.start_channels().await;
+    // The home's API serves the reopened database (and, the home reopened, every other one).
+    state.refresh_api_emisores().await;
     restored
 }
 

@@ -74,6 +74,9 @@ pub struct ChannelHosts {
     api: Mutex<Option<(SocketAddr, Running)>>,
     api_error: Mutex<Option<AppError>>,
     notifier: Mutex<Option<Running>>,
+    /// The other emisores the API serves beside this outbox (the home's API serves every
+    /// emisor the console opened: a request acts in the emisor whose token it presents).
+    others: Mutex<Vec<Arc<Outbox>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -109,7 +112,19 @@ impl ChannelHosts {
         }
     }
 
-    fn start_notifier(&self, outbox: &Arc<Outbox>) {
+    /// The other emisores the API serves from now on; a running API starts again with them.
+    pub async fn set_emisores(&self, outbox: &Arc<Outbox>, others: Vec<Arc<Outbox>>) {
+        *lock(&self.others) = others;
+        let running = lock(&self.api).as_ref().map(|(addr, _)| addr.to_string());
+        if let Some(listen) = running {
+            if let Err(e) = self.start_api(outbox, &listen).await {
+                tracing::error!(code = e.code(), error = %e, "la API local no pudo reiniciar con los emisores");
+            }
+        }
+    }
+
+    /// The notification worker of this outbox (its webhooks and e-mail).
+    pub fn start_notifier(&self, outbox: &Arc<Outbox>) {
         let notifier = match api::workers::Notifier::standard(outbox.clone(), Arc::new(StoredSecrets), "app") {
             Ok(n) => n,
             Err(e) => {
@@ -145,8 +160,7 @@ impl ChannelHosts {
             })?;
             let state = api::ApiState {
                 outbox: outbox.clone(),
-                // The console's other emisores join here once it opens them (issue 27).
-                emisores: Vec::new(),
+                emisores: lock(&self.others).clone(),
                 secrets: Arc::new(StoredSecrets),
             };
             let (stop, mut rx) = watch::channel(false);

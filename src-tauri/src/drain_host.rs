@@ -5,6 +5,7 @@
 //! their credentials from the OS credential store (or, as the CLI does, the environment).
 //! The engine, the strategy and every rule live in the outbox; this only wires them up.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cfdi::secret::Secret;
@@ -41,14 +42,14 @@ impl SecretSource for StoredSecrets {
 /// attempts are frozen for (`sandbox`, the outbox's default) and the backup as
 /// [`crate::sandbox::SANDBOX_BACKUP`]. Their URLs change at every start, so their identity is
 /// their flavor alone.
-pub fn sandbox_set(sims: &SandboxPacs) -> Result<PacSet, AppError> {
+pub fn sandbox_set(sims: &SandboxPacs, rfc: Option<String>) -> Result<PacSet, AppError> {
     // A "timeout after certify" shows up after 4 s, not after a minute.
     let timeouts = pac::connect::Timeouts {
         connect: std::time::Duration::from_millis(700),
         total: std::time::Duration::from_secs(4),
     };
     let entry = |name: &str, sim: &pac_sim::SimHandle| -> Result<PacEntry, AppError> {
-        let spec = sim.spec(timeouts, Some(crate::sandbox::test_profile().rfc));
+        let spec = sim.spec(timeouts, Some(rfc.clone().unwrap_or_else(|| crate::sandbox::test_profile().rfc)));
         let kind = spec.flavor;
         let client = HttpConnector
             .connect(&spec, Arc::new(pac::SystemClock))
@@ -66,13 +67,13 @@ pub fn sandbox_set(sims: &SandboxPacs) -> Result<PacSet, AppError> {
     ]))
 }
 
-/// The live PAC clients for this outbox.
-pub async fn pac_set(outbox: &Outbox, sims: Option<&SandboxPacs>) -> Result<PacSet, AppError> {
+/// The live PAC clients for this outbox (`rfc`: its emisor's, the simulators' taxpayer).
+pub async fn pac_set(outbox: &Outbox, sims: Option<&SandboxPacs>, rfc: Option<String>) -> Result<PacSet, AppError> {
     // Modo sandbox's simulators are in no stored setting: the outbox is told that this
     // process reaches them (and, out of sandbox, that it reaches the stored PACs again).
     match sims {
         Some(sims) => {
-            let set = sandbox_set(sims)?;
+            let set = sandbox_set(sims, rfc)?;
             outbox.use_process_pacs(Some(set.directory()));
             Ok(set)
         }
@@ -93,10 +94,18 @@ struct WebviewSink {
     app: AppHandle,
     outbox: Arc<Outbox>,
     last: Arc<Mutex<Option<DrainProgress>>>,
+    /// The window shows this emisor (another emisor's drain reports nothing to it).
+    shown: Arc<AtomicBool>,
 }
 
 impl DrainSink for WebviewSink {
     fn event(&self, event: DrainEvent) {
+        if let DrainEvent::Progress(p) = &event {
+            *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(p.clone());
+        }
+        if !self.shown.load(Ordering::SeqCst) {
+            return;
+        }
         match event {
             DrainEvent::InvoiceChanged { invoice_id, .. } => {
                 emit::invoice_changed(&self.app, &InvoiceChangedDto { invoice_id });
@@ -107,10 +116,7 @@ impl DrainSink for WebviewSink {
                     }
                 });
             }
-            DrainEvent::Progress(p) => {
-                emit::drain_progress(&self.app, &p);
-                *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(p);
-            }
+            DrainEvent::Progress(p) => emit::drain_progress(&self.app, &p),
             // The drain pauses itself while the database refuses writes (logged by the outbox).
             DrainEvent::Storage { .. } => {}
         }
@@ -135,7 +141,13 @@ pub struct DrainHost {
 
 impl DrainHost {
     /// Builds the drain over `pacs` and starts it in the app's async runtime.
-    pub fn start(app: AppHandle, outbox: Arc<Outbox>, pacs: PacSet, settings: outbox::settings::DrainSettings) -> DrainHost {
+    pub fn start(
+        app: AppHandle,
+        outbox: Arc<Outbox>,
+        pacs: PacSet,
+        settings: outbox::settings::DrainSettings,
+        shown: Arc<AtomicBool>,
+    ) -> DrainHost {
         let policy = outbox::strategy::Policy {
             max_tries: settings.max_tries.clamp(1, outbox::settings::DrainSettings::MAX_TRIES),
             ..outbox::strategy::Policy::default()
@@ -153,6 +165,7 @@ impl DrainHost {
             app,
             outbox: outbox.clone(),
             last: last.clone(),
+            shown,
         });
         let drain = Arc::new(Drain::new(outbox, pacs, config, sink));
         let (shutdown, mut rx) = watch::channel(false);

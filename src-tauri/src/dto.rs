@@ -934,3 +934,43 @@ mod tests {
         assert!(SecretText::new("").is_empty());
     }
 }
+
+// Emisores -------------------------------------------------------------------------------------
+
+/// One emisor of this Timbra as the switcher and Ajustes › Emisores show it.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct EmisorEntryDto {
+    pub rfc: String,
+    pub nombre: String,
+    /// The home database's emisor (it keeps the list; never archived).
+    pub home: bool,
+    pub archived: bool,
+    /// The one every command acts for now.
+    pub current: bool,
+    /// Its CSD (None: not set up, or its database did not open).
+    pub csd: Option<outbox::csd_validity::CsdStanding>,
+    /// Why its database did not open (its drain does not run either).
+    pub error: Option<AppError>,
+}
+
+/// The emisores this seat may see, and the seat's limit.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct EmisoresDto {
+    pub emisores: Vec<EmisorEntryDto>,
+    /// The RFCs this seat is limited to (None: every emisor).
+    pub seat_limit: Option<Vec<String>>,
+    /// Every RFC of the directory (to set the limit; only soporte sees them all).
+    pub all_rfcs: Vec<String>,
+}
+
+/// One emisor's part of the contador's queue.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct EmisorDuplicatesDto {
+    pub rfc: String,
+    pub nombre: String,
+    /// The emisor the window acts for now (acting on another's row switches first).
+    pub current: bool,
+    pub groups: Vec<outbox::duplicates::DuplicateGroup>,
+    /// Why its queue could not be read.
+    pub error: Option<AppError>,
+}

@@ -46,8 +46,14 @@ macro_rules! ipc_surface {
                 invoice_action(invoice_id: i64, action: ActionKindDto, note: Option<String>, found: Option<FoundCfdiDto>) -> InvoiceDetailDto;
                 set_sandbox_fault(fault: SandboxFaultDto) -> SandboxFaultDto;
                 duplicate_groups() -> Vec<DuplicateGroup>;
-                decide_duplicate(invoice_id: i64, survivor: String, order_dto: CancelOrderDto) -> InvoiceDetailDto;
-                decide_candidate(candidate_id: i64, survivor: Option<String>, order_dto: Option<CancelOrderDto>, note: String) -> Vec<DuplicateGroup>;
+                decide_duplicate(invoice_id: i64, survivor: String, order_dto: CancelOrderDto, emisor: Option<String>) -> InvoiceDetailDto;
+                decide_candidate(candidate_id: i64, survivor: Option<String>, order_dto: Option<CancelOrderDto>, note: String, emisor: Option<String>) -> Vec<DuplicateGroup>;
+                duplicate_queue() -> Vec<EmisorDuplicatesDto>;
+                list_emisores() -> EmisoresDto;
+                add_emisor(setup: EmisorSetupDto) -> EmisoresDto;
+                switch_emisor(rfc: String) -> EmisoresDto;
+                archive_emisor(rfc: String, archived: bool) -> EmisoresDto;
+                save_seat_emisores(emisores: Option<Vec<String>>) -> EmisoresDto;
                 cancellation_preview(uuid: String) -> CancellationPreview;
                 cancel_cfdi(invoice_id: i64, uuid: String, order_dto: CancelOrderDto) -> InvoiceDetailDto;
                 import_cfdis(paths: Vec<String>) -> ImportReport;

@@ -5,7 +5,8 @@
 //! Map:
 //! - [`state`]: start-up (database from `TIMBRA_DATABASE_URL`, else the one saved in Ajustes,
 //!   else the app-data folder; Modo sandbox when nothing is configured) and who acts at this
-//!   desktop; [`seat`]: this machine's own settings (the operator's name and role, the database);
+//!   desktop, every emisor of the home's directory opened, one current; [`seat`]: this machine's
+//!   own settings (the operator's name and role, the database, the emisores it may see);
 //! - [`ipc_list`]: the one list of commands and events; [`ipc`] renders from it the capability
 //!   file, the UI's typed `api`/`events` module and the TypeScript of every type, and emits events;
 //! - [`commands`]: the command functions; [`dto`]: the shapes that exist only in the app (the
@@ -89,11 +90,13 @@ pub fn run() {
         .plugin(updates::plugin())
         .setup(|app| {
             let state = tauri::async_runtime::block_on(state::AppState::start());
-            if let Ok(ready) = state.ready() {
-                tracing::info!(database = %state.database_path, operator = %ready.operator().name, "Timbra iniciado");
-                tauri::async_runtime::block_on(ready.start_drain(app.handle().clone()));
-                tauri::async_runtime::block_on(ready.channels.start(&ready.outbox));
-                ready.watch_others(app.handle().clone());
+            // Every emisor's drain runs, whichever the window shows (`state`).
+            let readies = state.readies();
+            for ready in &readies {
+                tauri::async_runtime::block_on(ready.start_all(app.handle().clone()));
+            }
+            if let Ok(home) = state.home() {
+                tracing::info!(database = %state.database_path, operator = %home.operator().name, emisores = readies.len(), "Timbra iniciado");
                 backups::start(app.handle().clone());
             }
             app.manage(state);
@@ -113,10 +116,10 @@ pub fn run() {
             // In-flight tries get the drain's grace period; unanswered ones stay unknown and
             // are resumed on the next start (the same bytes and key).
             if let Some(state) = handle.try_state::<state::AppState>() {
-                if let Ok(host) = state.ready().and_then(|r| r.drain()) {
-                    host.stop();
-                }
-                if let Ok(ready) = state.ready() {
+                for ready in state.readies() {
+                    if let Ok(host) = ready.drain() {
+                        host.stop();
+                    }
                     ready.channels.stop_all();
                 }
             }

@@ -38,6 +38,10 @@ pub struct Seat {
     /// A team's PostgreSQL database, without its password (None: this machine's SQLite file).
     #[serde(default)]
     pub postgres_url: Option<String>,
+    /// The emisores (RFCs) this desk may see and act for (None: every emisor). Set from Ajustes
+    /// by soporte; the switcher, the contador's queue and every command honour it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emisores: Option<Vec<String>>,
 }
 
 /// A new seat (and a file that names no role) is a cashier's: soporte is chosen, in the first
@@ -52,6 +56,7 @@ impl Default for Seat {
             operator: None,
             role: default_role(),
             postgres_url: None,
+            emisores: None,
         }
     }
 }
@@ -60,6 +65,14 @@ impl Seat {
     /// The name actions are recorded with: the confirmed one, else the OS user's.
     pub fn name(&self) -> String {
         self.operator.clone().unwrap_or_else(os_user_name)
+    }
+
+    /// Whether this desk may see and act for the emisor `rfc` (every one when no list is set).
+    pub fn may_see(&self, rfc: &str) -> bool {
+        match &self.emisores {
+            None => true,
+            Some(list) => list.iter().any(|r| r.eq_ignore_ascii_case(rfc.trim())),
+        }
     }
 
     /// The seat's role, never contador or sistema (a hand-edited file declaring one is a
@@ -279,6 +292,7 @@ mod tests {
             operator: Some("Lucía Pérez".into()),
             role: Role::Personal,
             postgres_url: Some("postgres://timbra@db.caja.lan:5432/timbra".into()),
+            emisores: Some(vec!["EKU9003173C9".into()]),
         };
         file.save(&seat).unwrap();
         assert_eq!(file.load().unwrap(), seat);

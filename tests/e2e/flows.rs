@@ -2505,3 +2505,176 @@ pub async fn pagos_y_bandeja(app: &App) -> Res {
     app.screenshot("bandeja-seleccion").await?;
     Ok(())
 }
+
+/// A CFDI stamped elsewhere that looks like the one at `stamped` (the same serie and folio, a
+/// minute earlier, sealed again with the emisor's CSD, a TFD of another UUID whose SelloCFD is
+/// the new Sello): imported in Duplicados it is a *posible duplicado* of that sale.
+fn stamped_twin(stamped: &std::path::Path, cer: &std::path::Path, key: &std::path::Path) -> Res<Vec<u8>> {
+    use cfdi::xml::{Document, Node};
+    let bytes = std::fs::read(stamped).map_err(|e| format!("{}: {e}", stamped.display()))?;
+    let mut doc = Document::parse(&bytes).map_err(|e| format!("XML timbrado: {e}"))?;
+    let at = doc
+        .root
+        .children
+        .iter()
+        .position(|n| matches!(n, Node::Element(e) if e.is(cfdi::NS_CFDI, "Complemento")))
+        .ok_or("el XML timbrado no tiene Complemento")?;
+    let Node::Element(mut complemento) = doc.root.children.remove(at) else {
+        return Err("Complemento".into());
+    };
+    let fecha = doc.root.attr("Fecha").ok_or("sin Fecha")?;
+    let fecha =
+        chrono::NaiveDateTime::parse_from_str(fecha, cfdi::write::FECHA_FORMAT).map_err(|e| e.to_string())? - chrono::Duration::minutes(1);
+    doc.root.set_attr("Fecha", fecha.format(cfdi::write::FECHA_FORMAT).to_string());
+    let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let csd = cfdi::csd::Csd::load(&read(cer)?, &read(key)?, &cfdi::secret::Secret::new("12345678a")).map_err(|e| format!("CSD: {e}"))?;
+    cfdi::seal::seal(&mut doc, &csd).map_err(|e| format!("sellar: {e}"))?;
+    let sello = doc.root.attr("Sello").unwrap_or_default().to_string();
+    for node in complemento.children.iter_mut() {
+        if let Node::Element(tfd) = node {
+            if tfd.is(cfdi::NS_TFD, "TimbreFiscalDigital") {
+                let uuid = tfd.attr("UUID").unwrap_or_default().to_string();
+                tfd.set_attr("UUID", format!("{}ABCDEF012345", &uuid[..uuid.len().saturating_sub(12)]));
+                tfd.set_attr("SelloCFD", sello.clone());
+            }
+        }
+    }
+    doc.root.children.insert(at, Node::Element(complemento));
+    Ok(doc.to_xml().into_bytes())
+}
+
+/// Emits the sale with `folio` for the emisor on screen and waits until it is Timbrada;
+/// downloads its XML. Returns the XML's path.
+async fn emit_stamped(app: &App, folio: &str) -> Res<std::path::PathBuf> {
+    emit_and_open(app, folio).await?;
+    app.wait_badge("timbrada").await?;
+    app.click("button[data-action=download_xml]").await?;
+    let saved = app.wait_contains(".notice[role=status]", "Guardado en").await?;
+    Ok(std::path::PathBuf::from(saved.trim().trim_start_matches("Guardado en").trim()))
+}
+
+/// Puts `rfc` on screen from the sidebar's switcher.
+async fn switch_to(app: &App, rfc: &str) -> Res {
+    app.select("[data-testid=emisor-select]", rfc).await?;
+    app.wait_text("[data-testid=current-emisor-rfc]", rfc, |t| t.trim() == rfc).await?;
+    Ok(())
+}
+
+/// Several emisores in one console (issue 27): soporte adds a second emisor in Ajustes ›
+/// Emisores (Timbra's own test CSD for CACX7605101P8), each emisor emits from Emitir with its
+/// own CSD and its own sandbox PAC (the switcher names the emisor on screen), and the
+/// contador's queue in Duplicados shows both emisores' *posibles duplicados*, each row naming
+/// its emisor; a row of the other emisor is decided only after switching to it.
+pub async fn dos_emisores(app: &App) -> Res {
+    const SEGUNDO: &str = "CACX7605101P8";
+    app.wait_contains("[data-testid=current-emisor-rfc]", "EKU9003173C9").await?;
+    check(
+        app.all("[data-testid=emisor-select]").await?.is_empty(),
+        "con un solo emisor no hay nada que elegir",
+    )?;
+    let certs = crate::harness::repo_root()
+        .join("tests/fixtures/cfdi/certs")
+        .canonicalize()
+        .map_err(|e| format!("certificados de prueba: {e}"))?;
+    let (cer2, key2) = (
+        certs.join("segundo-emisor/CACX7605101P8-TIMBRA-PRUEBA.cer"),
+        certs.join("segundo-emisor/CACX7605101P8-TIMBRA-PRUEBA.key"),
+    );
+
+    // Soporte adds the second emisor: the same inputs as Ajustes › Emisor y CSD.
+    app.go("#/ajustes/emisores").await?;
+    let form = "[data-testid=emisor-add-form]";
+    app.type_into(&format!("{form} input[name=rfc]"), SEGUNDO).await?;
+    app.type_into(&format!("{form} input[name=nombre]"), "XOCHILT CASAS CHAVEZ").await?;
+    app.choose(form, "regimen_fiscal", "612", "612").await?;
+    app.type_into(&format!("{form} input[name=lugar_expedicion]"), "42501").await?;
+    app.choose_next(&[&cer2])?;
+    app.click("[data-testid=add-choose-cer]").await?;
+    app.wait_contains("[data-testid=add-chosen-cer]", "CACX7605101P8-TIMBRA-PRUEBA.cer")
+        .await?;
+    app.choose_next(&[&key2])?;
+    app.click("[data-testid=add-choose-key]").await?;
+    app.wait_contains("[data-testid=add-chosen-key]", "CACX7605101P8-TIMBRA-PRUEBA.key")
+        .await?;
+    app.type_into(&format!("{form} input[name=password]"), "12345678a").await?;
+    app.click("[data-testid=emisor-add]").await?;
+    app.wait_contains(".notice[role=status]", "Emisor agregado: CACX7605101P8").await?;
+    app.wait_contains(&format!("[data-testid=emisor-row][data-rfc={SEGUNDO}]"), "XOCHILT CASAS CHAVEZ")
+        .await?;
+    app.wait_contains(&format!("[data-testid=emisor-row][data-rfc={SEGUNDO}]"), "CSD vigente")
+        .await?;
+    // Adding does not change the emisor on screen.
+    app.wait_contains("[data-testid=current-emisor-rfc]", "EKU9003173C9").await?;
+    app.screenshot("ajustes-emisores").await?;
+
+    // Each emisor emits with its own CSD and PAC.
+    let xml1 = emit_stamped(app, "7001").await?;
+    switch_to(app, SEGUNDO).await?;
+    app.wait_contains("[data-testid=current-emisor-name]", "XOCHILT CASAS CHAVEZ")
+        .await?;
+    app.wait_contains("[data-testid=sandbox-banner]", "PAC simulado para el emisor CACX7605101P8")
+        .await?;
+    let xml2 = emit_stamped(app, "7001").await?;
+    let text2 = std::fs::read_to_string(&xml2).map_err(|e| e.to_string())?;
+    check(
+        text2.contains("Rfc=\"CACX7605101P8\"") && text2.contains("99990000000000000002"),
+        "la factura del segundo emisor va sellada con su propio CSD",
+    )?;
+    app.go("#/bandeja").await?;
+    app.wait_text("[data-testid=count-total]", "1 factura", |t| t.trim() == "1").await?;
+
+    // Each emisor imports a look-alike stamped elsewhere (the contador's, with each emisor's
+    // own PIN): a posible duplicado in each database.
+    for (rfc, xml, cer, key) in [
+        (SEGUNDO, &xml2, cer2.clone(), key2.clone()),
+        (
+            "EKU9003173C9",
+            &xml1,
+            certs.join("EKU9003173C9.cer"),
+            certs.join("EKU9003173C9.key"),
+        ),
+    ] {
+        switch_to(app, rfc).await?;
+        let twin = app.dir().join(format!("gemelo-{rfc}.xml"));
+        std::fs::write(&twin, stamped_twin(xml, &cer, &key)?).map_err(|e| e.to_string())?;
+        set_contador_pin(app).await?;
+        act_as_contador(app).await?;
+        app.go("#/duplicados").await?;
+        app.choose_next(&[&twin])?;
+        app.click("[data-testid=import-files]").await?;
+        app.wait_contains("[data-testid=import-result]", "1 posibles duplicados").await?;
+        leave_contador(app).await?;
+    }
+
+    // ONE queue across the emisores, each group naming its emisor.
+    app.go("#/duplicados").await?;
+    app.wait_contains("[data-testid=current-emisor-rfc]", "EKU9003173C9").await?;
+    let mut named = Vec::new();
+    for _ in 0..40 {
+        named.clear();
+        for g in app.all("[data-testid=duplicate-group]").await? {
+            named.push(g.text().await.map_err(|e| e.to_string())?);
+        }
+        if named.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    check(
+        named.iter().any(|t| t.contains("ESCUELA KEMPER URGATE · EKU9003173C9"))
+            && named.iter().any(|t| t.contains("XOCHILT CASAS CHAVEZ · CACX7605101P8")),
+        format!("la cola del contador nombra a cada emisor: {named:?}"),
+    )?;
+    // The other emisor's row is decided after switching to it (never on the wrong emisor).
+    let other = format!("[data-testid=duplicate-group][data-emisor={SEGUNDO}]");
+    app.find(&format!("{other} [data-testid=switch-to-emisor]")).await?;
+    check(
+        app.all(&format!("{other} [data-testid=decide-form]")).await?.is_empty(),
+        "la fila del otro emisor no ofrece decidir sin cambiar de emisor",
+    )?;
+    app.screenshot("duplicados-dos-emisores").await?;
+    app.click(&format!("{other} [data-testid=switch-to-emisor]")).await?;
+    app.wait_text("[data-testid=current-emisor-rfc]", SEGUNDO, |t| t.trim() == SEGUNDO)
+        .await?;
+    Ok(())
+}

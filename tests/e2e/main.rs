@@ -82,6 +82,7 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
     ("acerca_y_diagnostico", flows::soporte_seat, |app| {
         Box::pin(flows::acerca_y_diagnostico(app))
     }),
+    ("dos_emisores", flows::soporte_seat, |app| Box::pin(flows::dos_emisores(app))),
     ("equipo_postgres", flows::team_database, |app| Box::pin(flows::equipo_postgres(app))),
     ("sin_almacen_de_contrasenas", installed::no_secret_service, |app| {
         Box::pin(installed::sin_almacen_de_contrasenas(app))

@@ -15,9 +15,10 @@ use crate::harness::{App, Res};
 const SIZES: [(u32, u32); 3] = [(1024, 600), (1280, 720), (1366, 768)];
 const THEMES: [(&str, &str); 2] = [("claro", "light"), ("oscuro", "dark")];
 /// Ajustes' sections (ui/src/pages/ajustes/sections.ts), each its own page.
-const SECTIONS: [&str; 9] = [
+const SECTIONS: [&str; 10] = [
     "equipo",
     "emisor",
+    "emisores",
     "pac",
     "base",
     "respaldos",

@@ -247,6 +247,7 @@ describe('Ajustes', () => {
     expect(links.map((a) => a.getAttribute('href'))).toEqual([
       '#/ajustes/equipo',
       '#/ajustes/emisor',
+      '#/ajustes/emisores',
       '#/ajustes/pac',
       '#/ajustes/base',
       '#/ajustes/respaldos',

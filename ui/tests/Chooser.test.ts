@@ -28,6 +28,7 @@ function backend(chosen: string | string[] | null, extra: (cmd: string, a: Recor
       case 'customers':
       case 'products':
       case 'duplicate_groups':
+      case 'duplicate_queue':
         return [];
       case 'screening_check':
         return { rfc: '', list: null, entry: null, warns: false };

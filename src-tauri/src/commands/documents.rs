@@ -108,21 +108,31 @@ pub async fn export_selected(app: AppHandle, state: State<'_, AppState>, invoice
     })
 }
 
-pub(super) async fn channels_view(ready: &Ready) -> Res<ChannelsDto> {
-    crate::channels::view(&ready.outbox, &ready.channels).await
+/// The current emisor's channels; the local API is the home's (one server for every emisor:
+/// a token acts in its own emisor).
+pub(super) async fn channels_view(state: &AppState, ready: &Ready) -> Res<ChannelsDto> {
+    let mut view = crate::channels::view(&ready.outbox, &ready.channels).await?;
+    if !ready.home {
+        if let Ok(home) = state.home() {
+            view.api = crate::channels::view(&home.outbox, &home.channels).await?.api;
+        }
+    }
+    Ok(view)
 }
 
 #[tauri::command]
 pub async fn channel_settings(state: State<'_, AppState>) -> Res<ChannelsDto> {
-    channels_view(state.ready()?).await
+    channels_view(&state, state.ready()?).await
 }
 
 /// Enables (starts) or disables (stops) the local intake API on `listen`.
 #[tauri::command]
 pub async fn save_api(state: State<'_, AppState>, enabled: bool, listen: String) -> Res<ChannelsDto> {
     let ready = state.ready()?;
-    crate::channels::save_api(&ready.outbox, &ready.channels, enabled, &listen, &ready.actor()).await?;
-    channels_view(ready).await
+    // The home's setting and server: the one API of every emisor, the actor the current desk's.
+    let home = state.home()?;
+    crate::channels::save_api(&home.outbox, &home.channels, enabled, &listen, &ready.actor()).await?;
+    channels_view(&state, ready).await
 }
 
 /// Creates an API token; the answer is the only place the token ever appears.
@@ -141,7 +151,7 @@ pub async fn create_api_token(state: State<'_, AppState>, name: String) -> Res<C
 pub async fn revoke_api_token(state: State<'_, AppState>, name: String) -> Res<ChannelsDto> {
     let ready = state.ready()?;
     ready.outbox.revoke_api_token(&name, &ready.actor()).await?;
-    channels_view(ready).await
+    channels_view(&state, ready).await
 }
 
 /// The outgoing webhook: URL and signing secret (empty URL removes it; empty secret keeps it).
@@ -149,12 +159,12 @@ pub async fn revoke_api_token(state: State<'_, AppState>, name: String) -> Res<C
 pub async fn save_webhook(state: State<'_, AppState>, url: String, secret: SecretText) -> Res<ChannelsDto> {
     let ready = state.ready()?;
     crate::channels::save_webhook(&ready.outbox, &url, secret.secret(), &ready.actor()).await?;
-    channels_view(ready).await
+    channels_view(&state, ready).await
 }
 
 #[tauri::command]
 pub async fn save_smtp(state: State<'_, AppState>, smtp: SmtpInputDto) -> Res<ChannelsDto> {
     let ready = state.ready()?;
     crate::channels::save_smtp(&ready.outbox, &smtp, &ready.actor()).await?;
-    channels_view(ready).await
+    channels_view(&state, ready).await
 }

@@ -19,6 +19,7 @@ pub async fn duplicate_groups(state: State<'_, AppState>) -> Res<Vec<DuplicateGr
 }
 
 /// The contador decides a sale's duplicate: `survivor` stays, the others are cancelled.
+/// `emisor`: the RFC of the row's emisor (refused unless it is the current one).
 #[tauri::command]
 pub async fn decide_duplicate(
     app: AppHandle,
@@ -26,8 +27,9 @@ pub async fn decide_duplicate(
     invoice_id: i64,
     survivor: String,
     order_dto: CancelOrderDto,
+    emisor: Option<String>,
 ) -> Res<InvoiceDetailDto> {
-    let ready = state.ready()?;
+    let ready = state.ready_as(emisor.as_deref())?;
     ready
         .outbox
         .decide_duplicate(&InvoiceRef::Id(invoice_id), &survivor, &order(&order_dto), &ready.actor())
@@ -46,8 +48,9 @@ pub async fn decide_candidate(
     survivor: Option<String>,
     order_dto: Option<CancelOrderDto>,
     note: String,
+    emisor: Option<String>,
 ) -> Res<Vec<DuplicateGroup>> {
-    let ready = state.ready()?;
+    let ready = state.ready_as(emisor.as_deref())?;
     let o = order_dto.as_ref().map(order);
     ready
         .outbox

@@ -19,21 +19,12 @@ pub async fn save_emisor(state: State<'_, AppState>, setup: EmisorSetupDto) -> R
     let ready = state.ready()?;
     outbox::settings::may_change_settings(&ready.actor(), "configurar el emisor y el CSD")?;
     let password = setup.password.secret().clone();
-    let domain = EmisorSetup {
-        profile: cfdi::sale::EmisorProfile {
-            rfc: setup.rfc.trim().to_uppercase(),
-            nombre: setup.nombre.trim().to_string(),
-            regimen_fiscal: setup.regimen_fiscal.trim().to_string(),
-            lugar_expedicion: setup.lugar_expedicion.trim().to_string(),
-        },
-        cer: read_chosen(&setup.cer_path, CSD_CER)?.bytes,
-        key: read_chosen(&setup.key_path, CSD_KEY)?.bytes,
-        password_env: outbox::settings::DEFAULT_PASSWORD_ENV.to_string(),
-    };
+    let domain = super::emisores::setup_of(&setup)?;
     // The outbox checks everything (profile, key encrypted, password, pair, RFC, validity)
     // before storing; only then does the password go to the OS credential store.
     let cert_no = cfdi::csd::Certificate::from_der(&domain.cer)?.no_certificado().to_string();
     let stored = ready.outbox.configure_emisor(&domain, &password, &ready.actor()).await?;
+    state.note_rfc(&stored.profile.rfc);
     if !crate::sandbox::is_test_certificate(&cert_no) {
         CredentialSlot::CsdPassword { no_certificado: cert_no }.store(&password)?;
     }

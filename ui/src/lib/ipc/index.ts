@@ -36,7 +36,9 @@ import type { DrainSettings } from './bindings/DrainSettings';
 import type { DuplicateGroup } from './bindings/DuplicateGroup';
 import type { EmailRequestedDto } from './bindings/EmailRequestedDto';
 import type { EmisorDto } from './bindings/EmisorDto';
+import type { EmisorDuplicatesDto } from './bindings/EmisorDuplicatesDto';
 import type { EmisorSetupDto } from './bindings/EmisorSetupDto';
+import type { EmisoresDto } from './bindings/EmisoresDto';
 import type { ExportDoneDto } from './bindings/ExportDoneDto';
 import type { ExportProgressDto } from './bindings/ExportProgressDto';
 import type { FollowUpDraft } from './bindings/FollowUpDraft';
@@ -118,8 +120,14 @@ export const api = {
   invoiceAction: (invoiceId: number, action: ActionKindDto, note: string | null, found: FoundCfdiDto | null) => call<InvoiceDetailDto>('invoice_action', { invoiceId, action, note, found }),
   setSandboxFault: (fault: SandboxFaultDto) => call<SandboxFaultDto>('set_sandbox_fault', { fault }),
   duplicateGroups: () => call<Array<DuplicateGroup>>('duplicate_groups'),
-  decideDuplicate: (invoiceId: number, survivor: string, orderDto: CancelOrderDto) => call<InvoiceDetailDto>('decide_duplicate', { invoiceId, survivor, orderDto }),
-  decideCandidate: (candidateId: number, survivor: string | null, orderDto: CancelOrderDto | null, note: string) => call<Array<DuplicateGroup>>('decide_candidate', { candidateId, survivor, orderDto, note }),
+  decideDuplicate: (invoiceId: number, survivor: string, orderDto: CancelOrderDto, emisor: string | null) => call<InvoiceDetailDto>('decide_duplicate', { invoiceId, survivor, orderDto, emisor }),
+  decideCandidate: (candidateId: number, survivor: string | null, orderDto: CancelOrderDto | null, note: string, emisor: string | null) => call<Array<DuplicateGroup>>('decide_candidate', { candidateId, survivor, orderDto, note, emisor }),
+  duplicateQueue: () => call<Array<EmisorDuplicatesDto>>('duplicate_queue'),
+  listEmisores: () => call<EmisoresDto>('list_emisores'),
+  addEmisor: (setup: EmisorSetupDto) => call<EmisoresDto>('add_emisor', { setup }),
+  switchEmisor: (rfc: string) => call<EmisoresDto>('switch_emisor', { rfc }),
+  archiveEmisor: (rfc: string, archived: boolean) => call<EmisoresDto>('archive_emisor', { rfc, archived }),
+  saveSeatEmisores: (emisores: Array<string> | null) => call<EmisoresDto>('save_seat_emisores', { emisores }),
   cancellationPreview: (uuid: string) => call<CancellationPreview>('cancellation_preview', { uuid }),
   cancelCfdi: (invoiceId: number, uuid: string, orderDto: CancelOrderDto) => call<InvoiceDetailDto>('cancel_cfdi', { invoiceId, uuid, orderDto }),
   importCfdis: (paths: Array<string>) => call<ImportReport>('import_cfdis', { paths }),

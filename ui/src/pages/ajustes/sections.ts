@@ -8,6 +8,7 @@ import RolePinSettings from '../../components/RolePinSettings.svelte';
 import CredentialStoreNotice from '../../components/CredentialStoreNotice.svelte';
 import EmisorSettings from '../../components/EmisorSettings.svelte';
 import CsdRenewSettings from '../../components/CsdRenewSettings.svelte';
+import EmisoresSettings from '../../components/EmisoresSettings.svelte';
 import LogoSettings from '../../components/LogoSettings.svelte';
 import PacSettings from '../../components/PacSettings.svelte';
 import SandboxFaultSettings from '../../components/SandboxFaultSettings.svelte';
@@ -31,6 +32,7 @@ export interface SettingsSection {
 export const SECTIONS: SettingsSection[] = [
   { id: 'equipo', title: 'ajustes.section.equipo', parts: [SeatSettings, RolePinSettings] },
   { id: 'emisor', title: 'ajustes.section.emisor', parts: [CredentialStoreNotice, EmisorSettings, CsdRenewSettings, LogoSettings] },
+  { id: 'emisores', title: 'ajustes.section.emisores', parts: [EmisoresSettings] },
   { id: 'pac', title: 'ajustes.section.pac', parts: [CredentialStoreNotice, PacSettings, SandboxFaultSettings, DrainSettings] },
   { id: 'base', title: 'ajustes.section.base', parts: [DatabaseSettings] },
   { id: 'respaldos', title: 'ajustes.section.respaldos', parts: [BackupSettings] },
