@@ -63,7 +63,7 @@ test-rust: ui-build
 ## the clock moved to TIMBRA_FAKETIME, by default `2027-06-01 12:00:00` UTC; monotonic clocks
 ## untouched), one package at a time, then the desktop app's unit tests. A test that judges a certificate by the system clock fails
 ## here; tests pass their clock in. Not part of `make test` (its time).
-FUTURE_PACKAGES ?= timbra-rules timbra-cfdi timbra-pac timbra-pac-sim timbra-pac-clients timbra-pdf timbra-outbox timbra-services timbra-api timbra-cli
+FUTURE_PACKAGES ?= timbra-rules timbra-cfdi timbra-sat-ws timbra-pac timbra-pac-sim timbra-pac-clients timbra-pdf timbra-outbox timbra-services timbra-api timbra-cli
 test-future: deps-test
 	export TIMBRA_TEST_POSTGRES_URL="$$(./scripts/test-postgres-url)" && \
 	export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$(CURDIR)/scripts/faketime-runner" && \
