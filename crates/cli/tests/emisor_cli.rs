@@ -169,6 +169,33 @@ fn two_emisores_through_the_cli() {
         }
     }
 
+    // The bulk export of each emisor holds its own CFDIs only (XML and PDF by UUID).
+    for (rfc, n) in [("EKU9003173C9", 2), ("CACX7605101P8", 2)] {
+        let out = dir.path().join(format!("export-{rfc}"));
+        ok(&run(
+            &db,
+            &[
+                "--emisor",
+                rfc,
+                "export",
+                "--desde",
+                "2023-06-01",
+                "--hasta",
+                "2023-06-01",
+                "--dir",
+                out.to_str().unwrap(),
+            ],
+        ));
+        let xmls: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "xml"))
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        assert_eq!(xmls.len(), n, "{rfc}");
+        assert!(xmls.iter().all(|x| x.contains(&format!("Rfc=\"{rfc}\""))), "{rfc}");
+    }
+
     // The contador's one queue: each emisor's two look-alike sales are a group to decide,
     // each group naming its emisor, and each holds only its own emisor's CFDIs.
     let queue: serde_json::Value = serde_json::from_str(&ok(&run(&db, &["duplicates", "list", "--json"]))).unwrap();
