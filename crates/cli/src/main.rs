@@ -26,6 +26,7 @@ mod payment_cmd;
 mod report_cmd;
 mod role_cmd;
 mod sale_import;
+mod sat_cmd;
 mod screening_cmd;
 mod serie_cmd;
 mod serve_cmd;
@@ -100,6 +101,9 @@ enum Command {
     /// El CSD del emisor: estado (vigencia, avisos) y renovar.
     #[command(subcommand, after_help = EXIT_CODES)]
     Csd(csd_cmd::CsdCommand),
+    /// El SAT como fuente de verdad: dónde están sus servicios.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Sat(sat_cmd::SatCommand),
     /// Clientes (receptores con sus datos por omisión): alta, cambios, lista, importar y exportar CSV.
     #[command(subcommand, after_help = EXIT_CODES)]
     Customer(master_data_cmd::CustomerCommand),
@@ -228,6 +232,7 @@ fn main() -> ExitCode {
         Command::Init(args) => outbox_cmd::init(cli.db.as_deref(), args),
         Command::Emisor(cmd) => emisor_cmd::run(cli.db.as_deref(), cmd),
         Command::Csd(cmd) => csd_cmd::run(cli.db.as_deref(), cmd),
+        Command::Sat(cmd) => sat_cmd::run(cli.db.as_deref(), cmd),
         Command::Sale(cmd) => outbox_cmd::sale(cli.db.as_deref(), cmd),
         Command::Customer(cmd) => master_data_cmd::customer(cli.db.as_deref(), cmd),
         Command::Product(cmd) => master_data_cmd::product(cli.db.as_deref(), cmd),

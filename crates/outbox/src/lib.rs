@@ -30,7 +30,7 @@
 //! - [`master_data`]: [`customers`], [`products`], [`master_csv`] (a sale copies what it uses,
 //!   so edits never reach it);
 //! - [`ops`]: [`settings`], [`emisores`] (one database per emisor, the directory), [`csd`] (*Renovar CSD*, the
-//!   certificates kept, Modo sandbox at start), [`sandbox`] (Modo sandbox's emisor), [`logo`], [`location`], [`backup`], [`backup_schedule`],
+//!   certificates kept, Modo sandbox at start), [`sandbox`] (Modo sandbox's emisor), [`sat_service`] (where SAT's services are), [`logo`], [`location`], [`backup`], [`backup_schedule`],
 //!   [`role_credentials`], [`workers`], [`changes`];
 //! - [`channel_rows`] (the rows of the channels, which the drain writes too), [`clock`],
 //!   [`error`].
@@ -54,7 +54,7 @@ pub use fiscal::{
     counter, dashboard, duplicates, exchange_rates, follow_up, global_invoice, history_gap, payments, reconciliation, reports, screening,
 };
 pub use master_data::{customers, master_csv, products};
-pub use ops::{backup, backup_schedule, changes, csd, emisores, location, logo, role_credentials, sandbox, settings, workers};
+pub use ops::{backup, backup_schedule, changes, csd, emisores, location, logo, role_credentials, sandbox, sat_service, settings, workers};
 
 // The pure rules live in `crates/rules`; their modules keep their paths here.
 pub use rules::{actor, cancellation, code_enum, csd_validity, evidence, intake, model, strategy, timeline_words};

@@ -400,6 +400,31 @@ impl Outbox {
             .await
     }
 
+    /// Where SAT's services are for this emisor (`sat.url`; SAT's own when unset).
+    pub async fn sat_service(&self) -> Result<crate::sat_service::SatService> {
+        use crate::sat_service::{SatService, SETTING_SAT_URL};
+        match self.store.setting(SETTING_SAT_URL).await? {
+            Some(v) => {
+                let url =
+                    serde_json::from_str::<Option<String>>(&v).map_err(|e| OutboxError::Database(format!("{SETTING_SAT_URL}: {e}")))?;
+                Ok(SatService { url })
+            }
+            None => Ok(SatService::sat()),
+        }
+    }
+
+    /// Sets the base URL of SAT's services (`None`: SAT's own); checked before it is written.
+    pub async fn set_sat_url(&self, url: Option<&str>, actor: &Actor) -> Result<crate::sat_service::SatService> {
+        use crate::sat_service::{check_url, SatService, SETTING_SAT_URL};
+        settings::may_change_settings(actor, "cambiar la dirección del SAT")?;
+        let url = url.map(check_url).transpose()?;
+        let value = serde_json::to_string(&url).map_err(|e| OutboxError::Database(e.to_string()))?;
+        self.store
+            .put_setting(SETTING_SAT_URL, &value, actor, self.clock.now().timestamp_millis())
+            .await?;
+        Ok(SatService { url })
+    }
+
     pub(crate) fn csd_for(&self, s: &StoredEmisorSettings) -> Result<Arc<Csd>> {
         let mut cache = lock(&self.csd);
         if let Some((id, csd)) = cache.as_ref() {

@@ -9,5 +9,6 @@ pub mod location;
 pub mod logo;
 pub mod role_credentials;
 pub mod sandbox;
+pub mod sat_service;
 pub mod settings;
 pub mod workers;
