@@ -24,16 +24,16 @@ package: deps-run ui-build
 	./scripts/tauri build --ci --bundles deb,rpm
 	@dir="$${CARGO_TARGET_DIR:-target}/release/bundle"; echo "Instaladores:"; ls -1 "$$dir"/deb/*.deb "$$dir"/rpm/*.rpm
 
-## The installed app: a debug .deb of the debug build (no release build here), unpacked into a
+## The installed app: a debug .deb of the debug build of `make test` (no release build here), unpacked into a
 ## scratch root (dpkg -x), and the E2E flow `instalada_emitir` run against usr/bin/timbra-app in
 ## it (tests/e2e/installed.rs): sandbox, emit, Timbrada, data in the identifier's folders.
 test-installed: ui-build
-	$(CARGO) build -p timbra-app --locked
+	$(TEST_BUILD) --no-run
 	./scripts/tauri bundle --ci --debug --bundles deb
 	@root=$$(mktemp -d) && trap 'rm -rf "$$root"' EXIT && \
 	deb=$$(ls -t "$${CARGO_TARGET_DIR:-target}"/debug/bundle/deb/*.deb | head -1) && \
 	dpkg-deb -x "$$deb" "$$root" && echo "Instalado $$deb en $$root" && \
-	TIMBRA_E2E_APP="$$root/usr/bin/timbra-app" $(CARGO) test -p timbra-app --locked --test e2e -- instalada
+	TIMBRA_E2E_APP="$$root/usr/bin/timbra-app" $(TEST_BUILD) --test e2e -- instalada
 
 ## The release workflow (.github/workflows/) checked by zizmor (from PyPI, in a virtualenv under
 ## the target folder: scripts/install-deps test installs it), offline: syntax, expressions and
@@ -46,6 +46,12 @@ lint: ui-build
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
+# One build serves every step of `make test`: the workspace's tests with the drain's failpoints
+# compiled in (inert unless TIMBRA_FAILPOINT names one; drain_crash.rs needs them). Every later
+# step (api-fuzz, test-installed) takes its binaries from this same build: `cargo build -p X`
+# resolves other features (no dev-dependencies) and would compile most of the tree again.
+TEST_BUILD = $(CARGO) test --workspace --locked --features timbra-cli/failpoints
+
 # Includes the desktop app's webview E2E suite (src-tauri, test `e2e`: Xvfb + tauri-driver),
 # which needs the built UI; screenshots go to artifacts/screenshots/. The outbox's conformance
 # suite runs every store, intake, drain, duplicate and cancellation test on SQLite and on
@@ -53,8 +59,7 @@ lint: ui-build
 # deps-test starts one); drain_crash adds the four-worker kill -9 chaos run on PostgreSQL.
 test-rust: ui-build
 	export TIMBRA_TEST_POSTGRES_URL="$$(./scripts/test-postgres-url)" && \
-	$(CARGO) test --workspace --locked && \
-	$(CARGO) test -p timbra-cli --locked --features failpoints --test drain_crash
+	$(TEST_BUILD)
 	$(MAKE) api-fuzz
 	$(MAKE) fuzz-short
 
@@ -82,7 +87,7 @@ fuzz-short:
 ## Property-based testing of the local API from its OpenAPI document (schemathesis, pinned, in a
 ## virtualenv under the target folder): no 5xx, every response as documented.
 api-fuzz:
-	$(CARGO) build -p timbra-cli --locked
+	$(TEST_BUILD) --no-run
 	TIMBRA_BIN=$${CARGO_TARGET_DIR:-target}/debug/timbra ./scripts/schemathesis
 
 ## The UI (ui/): dependencies from package-lock.json, the bundle the app embeds, its checks.
