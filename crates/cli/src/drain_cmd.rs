@@ -532,6 +532,8 @@ async fn drain_one(
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<DrainProgress, Failure> {
     let notifier = crate::serve_cmd::notifier(outbox.clone(), &config.worker_id)?;
+    // SAT's Descarga Masiva requests, when an e.firma is set (`outbox::sat_requests`).
+    let sat_lane = crate::sat_cmd::spawn_sat_lane(outbox.clone(), config.worker_id.clone(), stop.clone());
     let drain = Arc::new(Drain::new(outbox.clone(), pacs, config, line));
     let (notify_stop, mut notify_rx) = tokio::sync::watch::channel(false);
     let notify = {
@@ -553,6 +555,7 @@ async fn drain_one(
         .await;
     let _ = notify_stop.send(true);
     let _ = notify.await;
+    sat_lane.abort();
     if let Err(e) = notifier.once().await {
         eprintln!(
             "aviso: {}: webhooks y correos pendientes quedan para la próxima vez: {e}",

@@ -101,9 +101,12 @@ enum Command {
     /// El CSD del emisor: estado (vigencia, avisos) y renovar.
     #[command(subcommand, after_help = EXIT_CODES)]
     Csd(csd_cmd::CsdCommand),
-    /// El SAT como fuente de verdad: dónde están sus servicios.
+    /// El SAT como fuente de verdad: dónde están sus servicios, la descarga masiva y sus solicitudes.
     #[command(subcommand, after_help = EXIT_CODES)]
     Sat(sat_cmd::SatCommand),
+    /// La e.firma (FIEL) del emisor para los servicios web del SAT: guardar y ver su estado.
+    #[command(subcommand, after_help = EXIT_CODES)]
+    Efirma(sat_cmd::EFirmaCommand),
     /// Clientes (receptores con sus datos por omisión): alta, cambios, lista, importar y exportar CSV.
     #[command(subcommand, after_help = EXIT_CODES)]
     Customer(master_data_cmd::CustomerCommand),
@@ -233,6 +236,7 @@ fn main() -> ExitCode {
         Command::Emisor(cmd) => emisor_cmd::run(cli.db.as_deref(), cmd),
         Command::Csd(cmd) => csd_cmd::run(cli.db.as_deref(), cmd),
         Command::Sat(cmd) => sat_cmd::run(cli.db.as_deref(), cmd),
+        Command::Efirma(cmd) => sat_cmd::run_efirma(cli.db.as_deref(), cmd),
         Command::Sale(cmd) => outbox_cmd::sale(cli.db.as_deref(), cmd),
         Command::Customer(cmd) => master_data_cmd::customer(cli.db.as_deref(), cmd),
         Command::Product(cmd) => master_data_cmd::product(cli.db.as_deref(), cmd),

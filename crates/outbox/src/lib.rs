@@ -20,7 +20,8 @@
 //!   `sql/<dialect>/`, and the migrations (listed and pinned in `migrations`) at the top of the
 //!   repository;
 //! - [`engine`]: the drain and what it works with — [`drain`], [`cancel_step`],
-//!   [`facturapi_lane`], [`pacs`], [`attempts`], [`actions`], [`bulk`], [`facts`];
+//!   [`facturapi_lane`], [`pacs`], [`attempts`], [`actions`], [`bulk`], [`facts`],
+//!   [`sat_requests`] (SAT's *Descarga Masiva* requests as durable jobs);
 //! - [`fiscal`]: the workflows around a sale — [`payments`], [`global_invoice`], [`counter`],
 //!   `fiscal_intake`, [`reports`], [`screening`], [`duplicates`], [`reconciliation`],
 //!   [`history_gap`], [`dashboard`], [`follow_up`], [`exchange_rates`];
@@ -29,7 +30,7 @@
 //!   in `crates/api`);
 //! - [`master_data`]: [`customers`], [`products`], [`master_csv`] (a sale copies what it uses,
 //!   so edits never reach it);
-//! - [`ops`]: [`settings`], [`emisores`] (one database per emisor, the directory), [`csd`] (*Renovar CSD*, the
+//! - [`ops`]: [`settings`], [`efirma`] (the e.firma for SAT's web services), [`emisores`] (one database per emisor, the directory), [`csd`] (*Renovar CSD*, the
 //!   certificates kept, Modo sandbox at start), [`sandbox`] (Modo sandbox's emisor), [`sat_service`] (where SAT's services are), [`logo`], [`location`], [`backup`], [`backup_schedule`],
 //!   [`role_credentials`], [`workers`], [`changes`];
 //! - [`channel_rows`] (the rows of the channels, which the drain writes too), [`clock`],
@@ -49,12 +50,14 @@ pub mod outbox;
 pub mod store;
 
 pub use channels::{api_tokens, email, file_input, webhooks};
-pub use engine::{actions, attempts, bulk, cancel_step, drain, facts, facturapi_lane, pacs};
+pub use engine::{actions, attempts, bulk, cancel_step, drain, facts, facturapi_lane, pacs, sat_requests};
 pub use fiscal::{
     counter, dashboard, duplicates, exchange_rates, follow_up, global_invoice, history_gap, payments, reconciliation, reports, screening,
 };
 pub use master_data::{customers, master_csv, products};
-pub use ops::{backup, backup_schedule, changes, csd, emisores, location, logo, role_credentials, sandbox, sat_service, settings, workers};
+pub use ops::{
+    backup, backup_schedule, changes, csd, efirma, emisores, location, logo, role_credentials, sandbox, sat_service, settings, workers,
+};
 
 // The pure rules live in `crates/rules`; their modules keep their paths here.
 pub use rules::{actor, cancellation, code_enum, csd_validity, evidence, intake, model, strategy, timeline_words};

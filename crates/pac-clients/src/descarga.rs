@@ -313,6 +313,80 @@ impl DescargaClient {
     }
 }
 
+/// The outbox's seam ([`pac::descarga::SatDescarga`]) over this client: the token is asked for
+/// first, in its own exchange, so a failed authenticate is `NotSent` for the call after it; a
+/// refused token (HTTP 401) is `NotSent` too (SAT did nothing with the request). Evidence of
+/// the exchanges is logged, not kept.
+impl pac::descarga::SatDescarga for DescargaClient {
+    fn query<'a>(
+        &'a self,
+        direction: pac::descarga::QueryDirection,
+        params: &'a QueryParams,
+        now: DateTime<Utc>,
+    ) -> pac::descarga::SatCall<'a, QueryAnswer> {
+        Box::pin(async move {
+            let mut ev = Evidence::default();
+            self.ready(now, &mut ev).await?;
+            let r = match direction {
+                pac::descarga::QueryDirection::Emitidos => self.query_emitidos(params, now, &mut ev).await,
+                pac::descarga::QueryDirection::Recibidos => self.query_recibidos(params, now, &mut ev).await,
+            };
+            r.map_err(seam_error)
+        })
+    }
+
+    fn query_uuid<'a>(&'a self, uuid: &'a str, now: DateTime<Utc>) -> pac::descarga::SatCall<'a, QueryAnswer> {
+        Box::pin(async move {
+            let mut ev = Evidence::default();
+            self.ready(now, &mut ev).await?;
+            self.query_folio(uuid, now, &mut ev).await.map_err(seam_error)
+        })
+    }
+
+    fn verify<'a>(&'a self, id_solicitud: &'a str, now: DateTime<Utc>) -> pac::descarga::SatCall<'a, VerifyAnswer> {
+        Box::pin(async move {
+            let mut ev = Evidence::default();
+            self.ready(now, &mut ev).await?;
+            self.verify(id_solicitud, now, &mut ev).await.map_err(seam_error)
+        })
+    }
+
+    fn download<'a>(&'a self, id_paquete: &'a str, now: DateTime<Utc>) -> pac::descarga::SatCall<'a, DownloadAnswer> {
+        Box::pin(async move {
+            let mut ev = Evidence::default();
+            self.ready(now, &mut ev).await?;
+            self.download(id_paquete, now, &mut ev).await.map_err(seam_error)
+        })
+    }
+}
+
+impl DescargaClient {
+    /// A valid token before the call: a failure here is `NotSent` for the call.
+    async fn ready(&self, now: DateTime<Utc>, evidence: &mut Evidence) -> Result<(), pac::descarga::SatCallError> {
+        match self.session(now, evidence).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::warn!(error = %e, "autenticación con el SAT fallida");
+                Err(pac::descarga::SatCallError::NotSent(format!(
+                    "no se pudo autenticar con el SAT: {e}"
+                )))
+            }
+        }
+    }
+}
+
+/// A call's failure on the seam: NotSent only when nothing of the request can have reached SAT.
+fn seam_error(e: DescargaError) -> pac::descarga::SatCallError {
+    use pac::descarga::SatCallError;
+    tracing::warn!(error = %e, "llamada al SAT sin respuesta útil");
+    match e {
+        DescargaError::Setup(_) | DescargaError::Request(_) | DescargaError::NotSent { .. } | DescargaError::TokenRejected => {
+            SatCallError::NotSent(e.to_string())
+        }
+        DescargaError::Unknown { .. } | DescargaError::HttpStatus { .. } | DescargaError::Answer(_) => SatCallError::Unknown(e.to_string()),
+    }
+}
+
 /// A random UUID (v4) in the canonical form, for the BinarySecurityToken's id.
 fn uuid_v4() -> String {
     let mut b = [0u8; 16];

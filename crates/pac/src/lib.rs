@@ -3,7 +3,8 @@
 //! client is asked for ([`connect`]: a [`connect::PacSpec`] and a [`connect::PacConnector`]),
 //! the named presets ([`presets`]), the TFD identity a CFDI is matched by ([`tfd`]) and the
 //! Facturapi body of a sale ([`facturapi_body`]), and what *Probar conexión* finds about an
-//! account ([`account`]).
+//! account ([`account`]), and the seam of SAT's *Descarga Masiva* jobs ([`descarga`]: the
+//! `SatDescarga` trait the outbox's SAT requests call).
 //!
 //! **Architecture invariant:** this crate speaks no HTTP. The adapters that do — SW Sapién,
 //! Finkok, Facturapi and SAT's ConsultaCFDIService — are `timbra-pac-clients`, which the shells
@@ -17,6 +18,7 @@
 
 pub mod account;
 pub mod connect;
+pub mod descarga;
 pub mod evidence;
 pub mod facturapi_body;
 pub mod outcome;

@@ -5,8 +5,8 @@
 //! [`intake`] (keys and the recording transaction), [`reads`] (the console's reads), [`engine`]
 //! (the drain's claims, tries, evidence and fenced verdicts), [`duplicates`] (decisions,
 //! cancellations, imported CFDIs), [`fiscal`] (payments, tickets, the 69-B list), [`channels`]
-//! (API tokens, webhooks, e-mail), [`master_data`] (customers and products) and [`ops`] (settings,
-//! drain processes, history gaps).
+//! (API tokens, webhooks, e-mail), [`master_data`] (customers and products), [`ops`] (settings,
+//! drain processes, history gaps) and [`sat`] (the e.firma, SAT's download requests and packages).
 //!
 //! An operation's body is written once and runs on either database through
 //! [`any::on_dialect!`]: the body sees `db` (the dialect's store), `sql!("name")` (the statement
@@ -60,6 +60,7 @@ pub mod migrations;
 mod ops;
 pub mod postgres;
 mod reads;
+pub mod sat;
 pub mod sqlite;
 
 /// A sale recorded earlier, as idempotency needs to see it.

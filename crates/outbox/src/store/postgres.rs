@@ -139,6 +139,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "77583d601fe50245350e6541204f86c8a0a59ca2a5c84e10134f5a908fd68e6d3a8bd9ef4fd25f95181c9762243519b3",
         statements: "551a8b46811e4e34d58277b06e8f0e60e765b3107cc8da323c6bb96cae6c477c",
     },
+    Released {
+        version: 15,
+        checksum: "d188b8a28e2bf8df1fb7b5aae4533858a1b106fd9b5abef8ac5cb9e52ca287c8f98fb2aee269293a03b175b47258b1f8",
+        statements: "8e60fa18383604998e611847ceae877eb974782caaa98704a83382bbbfb11d58",
+    },
 ];
 
 #[derive(Debug)]

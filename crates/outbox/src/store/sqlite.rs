@@ -121,6 +121,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "75e98e48d90ddbb536319539b3cbd9ffd446563f3d5b3ad1e580e601f6ddc0d984bdfad9ba7e2f3fc83ef33243a24831",
         statements: "be197ab799a55af85ed6ad87bc2d0a56cab118709b4d96e6ac2ea127bac8a71d",
     },
+    Released {
+        version: 15,
+        checksum: "df4e1ca40a6a9d2f27445efa52948941bafc6d35a0a0c0f80668a19a50b83b14669d46909c35afa15b0c9b4e50881f5d",
+        statements: "4366fe09bbd75744c3e6fa2706787a6f4388d1b676cd004edd0076f8b239e859",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

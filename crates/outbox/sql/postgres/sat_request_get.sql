@@ -1,0 +1,2 @@
+-- One SAT request.
+SELECT * FROM sat_requests WHERE id = $1

@@ -1,0 +1,2 @@
+-- Every SAT request, the oldest first.
+SELECT * FROM sat_requests ORDER BY id
