@@ -29,7 +29,8 @@ macro_rules! dialect_migrations {
             11 "0011" "folios",
             12 "0012" "bandeja_search",
             13 "0013" "emisores",
-            14 "0014" "csd_history"
+            14 "0014" "csd_history",
+            16 "0016" "sat_reconciliation"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

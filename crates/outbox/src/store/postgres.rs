@@ -139,6 +139,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "77583d601fe50245350e6541204f86c8a0a59ca2a5c84e10134f5a908fd68e6d3a8bd9ef4fd25f95181c9762243519b3",
         statements: "551a8b46811e4e34d58277b06e8f0e60e765b3107cc8da323c6bb96cae6c477c",
     },
+    Released {
+        version: 16,
+        checksum: "88f512183b7d00a1d50a089bccebd68036ed266e4781cdb12db93befc527351b1576a6fcd551aec537b2c5c39fe42e1e",
+        statements: "2fb6ac98eb570b623ff6f50e02b0d01513f298f318294a04110442b8219e1f4a",
+    },
 ];
 
 #[derive(Debug)]

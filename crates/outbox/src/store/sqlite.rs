@@ -121,6 +121,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "75e98e48d90ddbb536319539b3cbd9ffd446563f3d5b3ad1e580e601f6ddc0d984bdfad9ba7e2f3fc83ef33243a24831",
         statements: "be197ab799a55af85ed6ad87bc2d0a56cab118709b4d96e6ac2ea127bac8a71d",
     },
+    Released {
+        version: 16,
+        checksum: "e2d6cec04a064426a4edb9be591a46c4a68050e6c17fc5fc6ebcd9df45d2186e60c05898a2847e9bcfa2e62125c2b540",
+        statements: "fa9ca36a3a9b0718aea1ae8799ea3f961c1c19a55817c411c7b6699517043e1c",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
