@@ -147,6 +147,28 @@ impl Outbox {
     }
 }
 
+impl Outbox {
+    /// The month's ZIP: `recibidos-AAAA-MM.csv` and every downloaded XML as `UUID.xml` (a
+    /// CFDI without its XML is in the CSV only, marked "sin XML").
+    pub async fn recibidos_zip(&self, mes: &str) -> Result<Vec<u8>> {
+        use std::io::Write as _;
+        let r = self.recibidos(mes).await?;
+        let (desde, hasta) = month_bounds(mes)?;
+        let bad = |e: &dyn std::fmt::Display| OutboxError::Database(format!("no se pudo armar el ZIP: {e}"));
+        let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let opts = zip::write::SimpleFileOptions::default();
+        z.start_file(format!("recibidos-{}.csv", r.mes), opts).map_err(|e| bad(&e))?;
+        z.write_all(&r.csv()).map_err(|e| bad(&e))?;
+        for (c, xml) in self.sat_cfdis_between(SatDirection::Recibidos, desde, hasta).await? {
+            if let Some(xml) = xml {
+                z.start_file(format!("{}.xml", c.uuid), opts).map_err(|e| bad(&e))?;
+                z.write_all(&xml).map_err(|e| bad(&e))?;
+            }
+        }
+        Ok(z.finish().map_err(|e| bad(&e))?.into_inner())
+    }
+}
+
 impl Recibidos {
     /// The rows as CSV (UTF-8, a header line): one line per CFDI.
     pub fn csv(&self) -> Vec<u8> {

@@ -332,7 +332,7 @@ impl Outbox {
                         rfc_pac: r.rfc_pac.clone(),
                         fecha_emision: r.fecha_emision.format(FECHA).to_string(),
                         fecha_certificacion: Some(r.fecha_certificacion_sat.format(FECHA).to_string()),
-                        total: r.monto.normalize().to_string(),
+                        total: r.monto.to_string(),
                         efecto: Some(efecto_word(r.efecto)),
                         estatus: Some(
                             match r.estatus {
@@ -418,7 +418,7 @@ impl Outbox {
                         rfc_pac: tfd.map(|t| t.rfc_prov_certif.clone()).unwrap_or_default(),
                         fecha_emision: c.fiscal.fecha.format(FECHA).to_string(),
                         fecha_certificacion: tfd.map(|t| t.fecha_timbrado.format(FECHA).to_string()),
-                        total: c.fiscal.total.normalize().to_string(),
+                        total: c.fiscal.total.to_string(),
                         efecto: efecto_of_letter(&c.fiscal.tipo_de_comprobante),
                         xml: Some(f.xml.clone()),
                         ..base(c.uuid.clone())
