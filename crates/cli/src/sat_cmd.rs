@@ -172,6 +172,9 @@ pub enum SatCommand {
         #[arg(long)]
         json: bool,
     },
+    // ---- Reconciliation and recibidos (issue 28 items 5 and 6): `SatRecordsCommand` below ----
+    #[command(flatten)]
+    Records(SatRecordsCommand),
 }
 
 /// The drain's SAT lane (`timbra drain`): with an e.firma set, the due SAT requests are stepped
@@ -308,51 +311,96 @@ pub fn run(db: Option<&str>, cmd: SatCommand) -> Result<u8, Failure> {
             let lines: Vec<String> = list.iter().map(request_line).collect();
             print_out(&lines.join("\n")).map(|_| exit::OK)
         }),
+        SatCommand::Records(cmd) => run_records(db, cmd),
     }
 }
 
+/// `timbra sat reconcile`: with an e.firma, the period's *Descarga Masiva* requests are
+/// enqueued (and with `--wait` stepped until they settle, their packages recorded); then what SAT
+/// holds is compared with what Timbra knows (`Outbox::reconcile_sat`), also for packages imported
+/// by hand (`import-package`) when there is no e.firma.
 async fn reconcile(o: &Outbox, desde: NaiveDate, hasta: NaiveDate, wait: bool, json: bool, actor: &outbox::Actor) -> Result<u8, Failure> {
-    if o.efirma().await.map_err(|e| failure(e, ""))?.is_none() {
+    let mut mine: Vec<SatRequest> = Vec::new();
+    if o.efirma().await.map_err(|e| failure(e, ""))?.is_some() {
+        let enqueued = o.enqueue_sat_days(desde, hasta, actor).await.map_err(|e| failure(e, ""))?;
+        for (p, e) in &enqueued {
+            let what = match e {
+                Enqueued::Created { id } => format!("solicitud #{id} creada"),
+                Enqueued::Existing { id, state } => format!("ya hay solicitud #{id} ({})", state.words()),
+                Enqueued::Forbidden { id, state } => format!(
+                    "el SAT no admite otra solicitud igual (#{id}, {}); Timbra no la vuelve a pedir",
+                    state.words()
+                ),
+            };
+            eprintln!(
+                "{} {} {}: {what}",
+                p.desde.format("%Y-%m-%d"),
+                p.direction.as_str(),
+                p.tipo.as_str()
+            );
+        }
+        if wait {
+            wait_settled(o, "timbra sat reconcile").await?;
+        }
+        let ids: Vec<i64> = enqueued.iter().map(|(_, e)| e.id()).collect();
+        mine = o
+            .sat_requests()
+            .await
+            .map_err(|e| failure(e, ""))?
+            .into_iter()
+            .filter(|r| ids.contains(&r.id) || r.parent_id.is_some_and(|p| ids.contains(&p)))
+            .collect();
+    } else if wait {
         return Err(Failure::invalid(
             "no hay e.firma configurada: cárguela con `timbra efirma set --cer F --key F --password-env VAR`",
         ));
     }
-    let enqueued = o.enqueue_sat_days(desde, hasta, actor).await.map_err(|e| failure(e, ""))?;
-    for (p, e) in &enqueued {
-        let what = match e {
-            Enqueued::Created { id } => format!("solicitud #{id} creada"),
-            Enqueued::Existing { id, state } => format!("ya hay solicitud #{id} ({})", state.words()),
-            Enqueued::Forbidden { id, state } => format!(
-                "el SAT no admite otra solicitud igual (#{id}, {}); Timbra no la vuelve a pedir",
-                state.words()
-            ),
-        };
-        eprintln!(
-            "{} {} {}: {what}",
-            p.desde.format("%Y-%m-%d"),
-            p.direction.as_str(),
-            p.tipo.as_str()
-        );
+    let read = o.record_downloaded_sat_packages(actor).await.map_err(|e| failure(e, ""))?;
+    if !read.is_empty() {
+        eprintln!("{} paquete(s) del SAT leído(s)", read.len());
     }
-    if wait {
-        wait_settled(o, "timbra sat reconcile").await?;
-        // The downloaded packages are read and compared with what Timbra knows HERE, and only
-        // here: at merge, the reconciliation (`Outbox::record_sat_package` / its reconcile over
-        // `o.unprocessed_sat_packages()`) is called at this point, once every request settled.
-        let unread = o.unprocessed_sat_packages().await.map_err(|e| failure(e, ""))?;
-        eprintln!("{} paquete(s) del SAT descargado(s) por leer", unread.len());
-    }
-    let ids: Vec<i64> = enqueued.iter().map(|(_, e)| e.id()).collect();
-    let all = o.sat_requests().await.map_err(|e| failure(e, ""))?;
-    let mine: Vec<&SatRequest> = all
-        .iter()
-        .filter(|r| ids.contains(&r.id) || r.parent_id.is_some_and(|p| ids.contains(&p)))
-        .collect();
+    let r = o.reconcile_sat(desde, hasta, actor).await.map_err(|e| failure(e, ""))?;
     if json {
-        return print_json(&serde_json::json!({ "requests": mine })).map(|_| exit::OK);
+        let mut v = serde_json::to_value(&r).map_err(|e| Failure::invalid(e.to_string()))?;
+        if let Some(m) = v.as_object_mut() {
+            m.insert("requests".into(), serde_json::to_value(&mine).map_err(|e| Failure::invalid(e.to_string()))?);
+        }
+        return print_json(&v).map(|_| exit::OK);
     }
-    let lines: Vec<String> = mine.iter().map(|r| request_line(r)).collect();
+    let mut lines: Vec<String> = mine.iter().map(request_line).collect();
+    lines.push(reconciliation_text(&r));
     print_out(&lines.join("\n")).map(|_| exit::OK)
+}
+
+fn reconciliation_text(r: &outbox::sat_reconcile::SatReconciliation) -> String {
+    let mut out = format!(
+        "{} a {}: el SAT tiene {} emitidos; {} desconocidos para Timbra; {} que el SAT aún no tiene tras {} h ({} dentro del plazo); {} estados del SAT actualizados",
+        r.desde,
+        r.hasta,
+        r.sat_cfdis,
+        r.unknown.len(),
+        r.lacking.len(),
+        r.publication_delay_hours,
+        r.awaiting_publication,
+        r.status_updates.len()
+    );
+    for u in &r.unknown {
+        out.push_str(&format!(
+            "\n  CFDI desconocido en el SAT {} a {} total {} ({}){}",
+            u.uuid,
+            u.rfc_receptor,
+            u.total,
+            u.fecha_emision,
+            u.invoice_id.map(|i| format!(", se parece a la factura {i}")).unwrap_or_default()
+        ));
+    }
+    for l in &r.lacking {
+        out.push_str(&format!(
+            "\n  el SAT aún no lista {} (factura {}, hace {} h); no prueba que no exista",
+            l.uuid, l.invoice_id, l.hours
+        ));
+    }
+    out
 }
 
 fn print_service(s: &outbox::sat_service::SatService, json: bool) -> Result<u8, Failure> {
@@ -364,4 +412,155 @@ fn print_service(s: &outbox::sat_service::SatService, json: bool) -> Result<u8, 
         None => format!("los servidores del propio SAT (estado de CFDI: {})", s.status_url()),
     };
     print_out(&out).map(|_| exit::OK)
+}
+
+// ---- Reconciliation and recibidos (issue 28 items 5 and 6) -----------------------------------
+// What SAT holds (`outbox::sat_reconcile`) and the month's received CFDIs (`outbox::recibidos`).
+
+/// `timbra sat import-package|reconcile|recibidos`.
+#[derive(Subcommand)]
+pub enum SatRecordsCommand {
+    /// Registra un paquete del SAT (metadatos o CFDI, p. ej. descargado del portal del SAT):
+    /// cada CFDI por su UUID; registrar el mismo paquete dos veces no cambia nada.
+    ImportPackage {
+        /// El ZIP del SAT.
+        file: std::path::PathBuf,
+        /// `emitidos` o `recibidos`.
+        #[arg(long)]
+        direction: String,
+        /// El identificador del paquete (por omisión, el nombre del archivo sin `.zip`).
+        #[arg(long)]
+        id_paquete: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
+    /// Los CFDI recibidos de un mes: totales por proveedor, IVA acreditable, cancelados y la
+    /// lista 69-B.
+    Recibidos {
+        /// AAAA-MM
+        #[arg(long)]
+        mes: String,
+        #[arg(long)]
+        json: bool,
+        /// Escribe los renglones en este CSV.
+        #[arg(long)]
+        csv: Option<std::path::PathBuf>,
+        /// Escribe un ZIP con los XML descargados y el CSV.
+        #[arg(long)]
+        zip: Option<std::path::PathBuf>,
+    },
+}
+
+fn run_records(db: Option<&str>, cmd: SatRecordsCommand) -> Result<u8, Failure> {
+    use outbox::sat_service::SatDirection;
+    match cmd {
+        SatRecordsCommand::ImportPackage {
+            file,
+            direction,
+            id_paquete,
+            json,
+            who,
+        } => {
+            let actor = who.actor_or("cli", "contador")?;
+            let direction = SatDirection::parse(direction.trim())
+                .ok_or_else(|| Failure::invalid(format!("--direction «{direction}»: debe ser emitidos o recibidos")))?;
+            let bytes = crate::input::read_file(&file, "el paquete del SAT")?;
+            let id = id_paquete.unwrap_or_else(|| {
+                let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                name.strip_suffix(".zip")
+                    .or_else(|| name.strip_suffix(".ZIP"))
+                    .unwrap_or(&name)
+                    .to_string()
+            });
+            runtime()?.block_on(async {
+                let o = open(db, false).await?;
+                let r = o.record_sat_package(direction, &id, &bytes, &actor).await;
+                o.store().close().await;
+                let r = r.map_err(|e| failure(e, ""))?;
+                if json {
+                    return print_json(&r).map(|_| exit::OK);
+                }
+                let mut out = format!(
+                    "paquete {} ({}, {}): {} nuevos, {} actualizados, {} sin cambio",
+                    r.id_paquete,
+                    r.direction.as_str(),
+                    match r.kind {
+                        outbox::sat_reconcile::SatPackageKind::Metadata => "metadatos",
+                        outbox::sat_reconcile::SatPackageKind::Cfdi => "CFDI",
+                    },
+                    r.nuevos,
+                    r.actualizados,
+                    r.sin_cambio
+                );
+                for x in &r.rechazados {
+                    out.push_str(&format!("\n  rechazado {}: {}", x.uuid, x.message));
+                }
+                if !r.omitidos.is_empty() {
+                    out.push_str(&format!("\n  omitidos (no son del SAT): {}", r.omitidos.join(", ")));
+                }
+                print_out(&out).map(|_| exit::OK)
+            })
+        }
+        SatRecordsCommand::Recibidos { mes, json, csv, zip } => runtime()?.block_on(async {
+            let o = open(db, false).await?;
+            let r = o.recibidos(&mes).await;
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    o.store().close().await;
+                    return Err(failure(e, ""));
+                }
+            };
+            let zipped = match &zip {
+                Some(_) => Some(o.recibidos_zip(&mes).await),
+                None => None,
+            };
+            o.store().close().await;
+            let table = r.csv();
+            if let Some(path) = &csv {
+                crate::document_cmd::write_atomically(path, &table)?;
+            }
+            if let (Some(path), Some(bytes)) = (&zip, zipped) {
+                crate::document_cmd::write_atomically(path, &bytes.map_err(|e| failure(e, ""))?)?;
+            }
+            if json {
+                return print_json(&r).map(|_| exit::OK);
+            }
+            let mut out = format!(
+                "recibidos de {}: {} CFDI, total {}, IVA acreditable {}{}{}",
+                r.mes,
+                r.cfdis.len(),
+                r.total,
+                r.iva_acreditable,
+                if r.sin_xml > 0 {
+                    format!(" ({} sin XML: su IVA no se cuenta aún)", r.sin_xml)
+                } else {
+                    String::new()
+                },
+                if r.cancelados > 0 {
+                    format!(", {} cancelados (fuera de los totales)", r.cancelados)
+                } else {
+                    String::new()
+                }
+            );
+            for p in &r.proveedores {
+                out.push_str(&format!(
+                    "\n  {} {}: {} CFDI, total {}, IVA {}{}",
+                    p.rfc,
+                    p.nombre,
+                    p.cfdis,
+                    p.total,
+                    p.iva_acreditable,
+                    match (&p.lista_69b, p.alerta_69b) {
+                        (Some(s), true) => format!(" · ¡en la lista 69-B del SAT ({s})!"),
+                        (Some(s), false) => format!(" · lista 69-B: {s}"),
+                        _ => String::new(),
+                    }
+                ));
+            }
+            print_out(&out).map(|_| exit::OK)
+        }),
+    }
 }

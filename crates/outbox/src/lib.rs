@@ -24,7 +24,9 @@
 //!   [`sat_requests`] (SAT's *Descarga Masiva* requests as durable jobs);
 //! - [`fiscal`]: the workflows around a sale — [`payments`], [`global_invoice`], [`counter`],
 //!   `fiscal_intake`, [`reports`], [`screening`], [`duplicates`], [`reconciliation`],
-//!   [`history_gap`], [`dashboard`], [`follow_up`], [`exchange_rates`];
+//!   [`sat_reconcile`] (SAT's record of the emisor's CFDIs and the reconciliation with it),
+//!   [`recibidos`] (the month's received CFDIs), [`history_gap`], [`dashboard`], [`follow_up`],
+//!   [`exchange_rates`];
 //! - [`channels`]: how sales arrive and documents leave — [`api_tokens`], [`webhooks`],
 //!   [`email`], [`file_input`] (HTTP and SMTP are behind traits implemented
 //!   in `crates/api`);
@@ -52,7 +54,8 @@ pub mod store;
 pub use channels::{api_tokens, email, file_input, webhooks};
 pub use engine::{actions, attempts, bulk, cancel_step, drain, facts, facturapi_lane, pacs, sat_requests};
 pub use fiscal::{
-    counter, dashboard, duplicates, exchange_rates, follow_up, global_invoice, history_gap, payments, reconciliation, reports, screening,
+    counter, dashboard, duplicates, exchange_rates, follow_up, global_invoice, history_gap, payments, recibidos, reconciliation, reports,
+    sat_reconcile, screening,
 };
 pub use master_data::{customers, master_csv, products};
 pub use ops::{

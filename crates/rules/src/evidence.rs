@@ -117,6 +117,18 @@ pub mod evidence_kind {
     /// old and new identities are in the evidence's detail.
     pub const PAC_IDENTITY_REPLACED: &str = "pac_identity_replaced";
 
+    /// SAT's record (the bulk download, the status service): SAT's `Estado` words. Presence at SAT
+    /// is proof a CFDI exists; **absence is never proof it does not** (SAT publishes late), so
+    /// evidence coded [`SAT_NOT_FOUND`] — or any [`SAT_CODES`] — is never read as an answer about
+    /// a stamp, whatever its outcome class (`crate::facts`).
+    pub const SAT_NOT_FOUND: &str = "No Encontrado";
+    pub const SAT_VIGENTE: &str = "Vigente";
+    pub const SAT_CANCELADO: &str = "Cancelado";
+    /// SAT holds a CFDI of the emisor that Timbra did not know, resembling this sale.
+    pub const SAT_UNKNOWN_CFDI: &str = "cfdi_desconocido";
+    /// Every code SAT's record writes on a reconciliation evidence.
+    pub const SAT_CODES: [&str; 4] = [SAT_NOT_FOUND, SAT_VIGENTE, SAT_CANCELADO, SAT_UNKNOWN_CFDI];
+
     /// Codes after which an attempt is abandoned: never sent again, only looked up.
     pub const ABANDONING: [&str; 2] = [FORCE_FAILOVER, REPROCESS_ACCEPTING_RISK];
 }

@@ -151,6 +151,10 @@ pub fn from_parts(d: Parts<'_>, can_lookup: CanLookup<'_>) -> Facts {
                         result: LookupResult::Failed,
                     }
                 }
+                // SAT's record says whether SAT lists a CFDI; SAT publishes late, so its absence
+                // (or any other SAT word) is never a lookup's answer about this attempt: no new
+                // attempt may ever follow from it (crates/rules/tests/sat_absence.rs).
+                EvidenceKind::Reconciliation if evidence_kind::SAT_CODES.contains(&code.as_str()) => continue,
                 EvidenceKind::Lookup | EvidenceKind::Reconciliation if code == evidence_kind::CFDI_NOT_THE_ATTEMPTS => {
                     AttemptEvent::Lookup {
                         evidence_id: Some(e.id),

@@ -37,6 +37,10 @@ pub enum GroupKind {
     SameSaleTwice,
     /// An imported CFDI that resembles one of ours (likeness).
     ImportedLikeness,
+    /// A CFDI of the emisor SAT holds that Timbra did not know (*CFDI desconocido en el SAT*,
+    /// [`crate::sat_reconcile`]). Read-only here: with its XML downloaded and a sale it
+    /// resembles, it becomes an `imported_likeness` group to decide.
+    CfdiDesconocido,
 }
 
 /// One CFDI of a group, side by side with the others.
@@ -84,6 +88,11 @@ pub struct DuplicateGroup {
     pub decided_by: Option<ActedBy>,
     /// Cancellations of this group still waiting for SAT.
     pub open_cancellations: usize,
+    /// A `cfdi_desconocido` group: what SAT says of the CFDI (`invoice_id` is then the sale it
+    /// resembles, or 0 when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub sat_unknown: Option<crate::sat_reconcile::SatUnknownCfdi>,
 }
 
 /// What the contador confirms.
@@ -646,6 +655,7 @@ impl Outbox {
                 evidence,
                 decided_by: duplicate_decision.map(|d| d.actor.clone()),
                 open_cancellations: detail.cancellations.iter().filter(|c| c.state != "final").count(),
+                sat_unknown: None,
             });
         }
         for c in self.store().duplicate_candidates().await? {
@@ -729,6 +739,38 @@ impl Outbox {
                 evidence,
                 decided_by: decisions.last().map(|d| d.actor.clone()),
                 open_cancellations: open,
+                sat_unknown: None,
+            });
+        }
+        for u in self.sat_unknown_cfdis().await? {
+            groups.push(DuplicateGroup {
+                key: format!("sat-{}", u.uuid),
+                kind: GroupKind::CfdiDesconocido,
+                invoice_id: u.invoice_id.unwrap_or(0),
+                reason: if u.invoice_id.is_some() { "likeness" } else { "cfdi_desconocido" }.into(),
+                cfdis: vec![GroupCfdi {
+                    invoice_id: None,
+                    sale_id: None,
+                    uuid: u.uuid.clone(),
+                    pac: u.rfc_pac.clone(),
+                    attempt_no: None,
+                    fecha: Some(u.fecha_emision.clone()),
+                    fecha_timbrado: None,
+                    total: Some(u.total.clone()),
+                    has_xml: u.has_xml,
+                    shown: false,
+                    sat_status: u
+                        .estatus
+                        .as_deref()
+                        .map(|e| if e == "cancelado" { "Cancelado" } else { "Vigente" }.to_string()),
+                    cancellation_status: None,
+                    foreign: true,
+                }],
+                differences: Vec::new(),
+                evidence: Vec::new(),
+                decided_by: None,
+                open_cancellations: 0,
+                sat_unknown: Some(u),
             });
         }
         Ok(groups)

@@ -167,12 +167,12 @@ fn unsafe_entry_name(name: &str) -> Option<&'static str> {
 }
 
 /// A verified stamped CFDI.
-struct Checked {
-    uuid: String,
+pub(crate) struct Checked {
+    pub(crate) uuid: String,
     sello: String,
-    summary: cfdi::read::CfdiSummary,
+    pub(crate) summary: cfdi::read::CfdiSummary,
     fecha_timbrado: String,
-    fiscal: cfdi::fiscal::FiscalDocument,
+    pub(crate) fiscal: cfdi::fiscal::FiscalDocument,
 }
 
 fn refuse(code: &str, message: impl Into<String>) -> (String, String) {
@@ -182,7 +182,7 @@ fn refuse(code: &str, message: impl Into<String>) -> (String, String) {
 /// Parses and verifies one file; the error is `(code, Spanish reason)`.
 /// `known` are the emisor's certificates by NoCertificado (`csd_certificates`): a CFDI whose
 /// NoCertificado names one is verified against that certificate (its Certificado must be it).
-fn check(bytes: &[u8], emisor_rfc: &str, known: &[(String, Vec<u8>)]) -> std::result::Result<Checked, (String, String)> {
+pub(crate) fn check(bytes: &[u8], emisor_rfc: &str, known: &[(String, Vec<u8>)]) -> std::result::Result<Checked, (String, String)> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let doc = cfdi::xml::Document::parse(bytes).map_err(|e| refuse("xml_invalido", format!("no es un XML legible: {e}")))?;
     let summary = cfdi::read::summary(&doc).map_err(|e| refuse("no_es_cfdi40", format!("no es un CFDI 4.0: {e}")))?;
@@ -281,7 +281,14 @@ impl Outbox {
         Ok(report)
     }
 
-    async fn import_one(&self, source: &str, bytes: &[u8], c: Checked, sale_id_field: SaleIdField, actor: &Actor) -> Result<ImportedFile> {
+    pub(crate) async fn import_one(
+        &self,
+        source: &str,
+        bytes: &[u8],
+        c: Checked,
+        sale_id_field: SaleIdField,
+        actor: &Actor,
+    ) -> Result<ImportedFile> {
         let now = self.now();
         let source = source.to_string();
         if self.store().cfdi_owner(&c.uuid).await?.is_some() {

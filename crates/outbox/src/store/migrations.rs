@@ -30,7 +30,8 @@ macro_rules! dialect_migrations {
             12 "0012" "bandeja_search",
             13 "0013" "emisores",
             14 "0014" "csd_history",
-            15 "0015" "sat_requests"
+            15 "0015" "sat_requests",
+            16 "0016" "sat_reconciliation"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

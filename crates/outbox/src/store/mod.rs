@@ -58,6 +58,8 @@ mod intake;
 mod master_data;
 pub mod migrations;
 mod ops;
+mod sat_records;
+pub use sat_records::{NewSatReconciliation, SatCfdiRow, SatReconciliationRow, SatUnknownRow, TimbraCfdiRow};
 pub mod postgres;
 mod reads;
 pub mod sat;

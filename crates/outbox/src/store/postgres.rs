@@ -144,6 +144,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "d188b8a28e2bf8df1fb7b5aae4533858a1b106fd9b5abef8ac5cb9e52ca287c8f98fb2aee269293a03b175b47258b1f8",
         statements: "8e60fa18383604998e611847ceae877eb974782caaa98704a83382bbbfb11d58",
     },
+    Released {
+        version: 16,
+        checksum: "88f512183b7d00a1d50a089bccebd68036ed266e4781cdb12db93befc527351b1576a6fcd551aec537b2c5c39fe42e1e",
+        statements: "2fb6ac98eb570b623ff6f50e02b0d01513f298f318294a04110442b8219e1f4a",
+    },
 ];
 
 #[derive(Debug)]

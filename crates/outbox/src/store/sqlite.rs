@@ -126,6 +126,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "df4e1ca40a6a9d2f27445efa52948941bafc6d35a0a0c0f80668a19a50b83b14669d46909c35afa15b0c9b4e50881f5d",
         statements: "4366fe09bbd75744c3e6fa2706787a6f4388d1b676cd004edd0076f8b239e859",
     },
+    Released {
+        version: 16,
+        checksum: "e2d6cec04a064426a4edb9be591a46c4a68050e6c17fc5fc6ebcd9df45d2186e60c05898a2847e9bcfa2e62125c2b540",
+        statements: "fa9ca36a3a9b0718aea1ae8799ea3f961c1c19a55817c411c7b6699517043e1c",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
