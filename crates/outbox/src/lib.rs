@@ -23,7 +23,7 @@
 //!   [`facturapi_lane`], [`pacs`], [`attempts`], [`actions`], [`bulk`], [`facts`];
 //! - [`fiscal`]: the workflows around a sale — [`payments`], [`global_invoice`], [`counter`],
 //!   `fiscal_intake`, [`reports`], [`screening`], [`duplicates`], [`reconciliation`],
-//!   [`history_gap`], [`dashboard`], [`follow_up`], [`exchange_rates`];
+//!   [`history_gap`], [`dashboard`], [`follow_up`], [`exchange_rates`], [`sat_status`] (SAT's status of one CFDI, now);
 //! - [`channels`]: how sales arrive and documents leave — [`api_tokens`], [`webhooks`],
 //!   [`email`], [`file_input`] (HTTP and SMTP are behind traits implemented
 //!   in `crates/api`);
@@ -51,7 +51,8 @@ pub mod store;
 pub use channels::{api_tokens, email, file_input, webhooks};
 pub use engine::{actions, attempts, bulk, cancel_step, drain, facts, facturapi_lane, pacs};
 pub use fiscal::{
-    counter, dashboard, duplicates, exchange_rates, follow_up, global_invoice, history_gap, payments, reconciliation, reports, screening,
+    counter, dashboard, duplicates, exchange_rates, follow_up, global_invoice, history_gap, payments, reconciliation, reports, sat_status,
+    screening,
 };
 pub use master_data::{customers, master_csv, products};
 pub use ops::{backup, backup_schedule, changes, csd, emisores, location, logo, role_credentials, sandbox, sat_service, settings, workers};

@@ -11,4 +11,5 @@ pub mod history_gap;
 pub mod payments;
 pub mod reconciliation;
 pub mod reports;
+pub mod sat_status;
 pub mod screening;
