@@ -80,7 +80,7 @@ pub async fn pac_set(outbox: &Outbox, sims: Option<&SandboxPacs>, rfc: Option<St
         None => {
             outbox.use_process_pacs(None);
             Ok(build_pac_set(
-                &outbox.pacs().await?,
+                &outbox.pacs_for_drain().await?,
                 &StoredSecrets,
                 Arc::new(pac::SystemClock),
                 &HttpConnector,

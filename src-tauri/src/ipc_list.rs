@@ -55,6 +55,7 @@ macro_rules! ipc_surface {
                 archive_emisor(rfc: String, archived: bool) -> EmisoresDto;
                 save_seat_emisores(emisores: Option<Vec<String>>) -> EmisoresDto;
                 cancellation_preview(uuid: String) -> CancellationPreview;
+                check_sat_status(uuid: String) -> SatCheck;
                 cancel_cfdi(invoice_id: i64, uuid: String, order_dto: CancelOrderDto) -> InvoiceDetailDto;
                 import_cfdis(paths: Vec<String>) -> ImportReport;
                 follow_up_draft(invoice_id: i64, kind: FollowUpKind) -> FollowUpDraft;

@@ -284,7 +284,7 @@ async fn test_connection(outbox: &Outbox, name: &str) -> Result<pac::account::Co
 
 /// The PAC set from the settings, plus the in-process sandbox simulator when asked.
 async fn pac_set(outbox: &Outbox, sandbox: Option<&pac_sim::SimHandle>) -> Result<PacSet, Failure> {
-    let configs = outbox.pacs().await.map_err(|e| failure(e, ""))?;
+    let configs = outbox.pacs_for_drain().await.map_err(|e| failure(e, ""))?;
     let set = build_pac_set(
         &configs,
         crate::input::secrets()?,

@@ -284,7 +284,11 @@ pub fn cancel(db: Option<&str>, a: CancelArgs) -> Result<u8, Failure> {
             };
             let state = match (c.state.as_str(), c.outcome.as_deref()) {
                 ("final", Some(o)) => outcome_words(o).to_string(),
-                ("requested", _) => "solicitada; esperando la respuesta del SAT o del receptor".into(),
+                // SAT not answering is not "waiting for SAT": say so, since when and how often.
+                ("requested", _) => match &c.sat_unreachable {
+                    Some(u) => format!("solicitada; {} ({})", u.words(), u.cause),
+                    None => "solicitada; esperando la respuesta del SAT o del receptor".into(),
+                },
                 _ => "registrada; por enviar".into(),
             };
             print_out(&format!("{}: {state} (motivo {}, {} intento(s))", c.uuid, c.motivo, c.tries)).map(|_| exit::OK)

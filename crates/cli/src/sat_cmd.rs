@@ -172,6 +172,20 @@ pub enum SatCommand {
         #[arg(long)]
         json: bool,
     },
+    // ---- timbra sat status (issue 28 item 7: SAT's status of one CFDI, now) ----
+    /// El estado de un CFDI en el SAT, consultado ahora: estado, es cancelable, estatus de
+    /// cancelación y validación EFOS. La respuesta queda como evidencia en la factura y, si el
+    /// SAT encontró el CFDI, como su estado. Si el SAT no responde lo dice (desde cuándo y
+    /// cuántos intentos) y no registra ningún estado; sale con 1.
+    Status {
+        /// El UUID del CFDI (uno de este emisor).
+        uuid: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
+    // ---- end timbra sat status ----
     // ---- Reconciliation and recibidos (issue 28 items 5 and 6): `SatRecordsCommand` below ----
     #[command(flatten)]
     Records(SatRecordsCommand),
@@ -312,6 +326,7 @@ pub fn run(db: Option<&str>, cmd: SatCommand) -> Result<u8, Failure> {
             print_out(&lines.join("\n")).map(|_| exit::OK)
         }),
         SatCommand::Records(cmd) => run_records(db, cmd),
+        SatCommand::Status { uuid, json, who } => status(db, &uuid, json, &who),
     }
 }
 
@@ -402,6 +417,27 @@ fn reconciliation_text(r: &outbox::sat_reconcile::SatReconciliation) -> String {
     }
     out
 }
+
+// ---- timbra sat status ----
+fn status(db: Option<&str>, uuid: &str, json: bool, who: &ActorArgs) -> Result<u8, Failure> {
+    let actor = who.actor_or("cli", "personal")?;
+    runtime()?.block_on(async {
+        let o = open(db, false).await?;
+        let r = o.check_sat_status(uuid, &pac_clients::HttpConnector, None, &actor).await;
+        o.store().close().await;
+        let check = r.map_err(|e| failure(e, &format!("{uuid}: ")))?;
+        let code = if check.unreachable.is_some() {
+            exit::NOT_VERIFIED
+        } else {
+            exit::OK
+        };
+        if json {
+            return print_json(&check).map(|_| code);
+        }
+        print_out(&check.words).map(|_| code)
+    })
+}
+// ---- end timbra sat status ----
 
 fn print_service(s: &outbox::sat_service::SatService, json: bool) -> Result<u8, Failure> {
     if json {

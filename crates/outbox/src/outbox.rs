@@ -688,6 +688,7 @@ impl Outbox {
         let id = self.find_invoice(r).await?;
         let mut detail = self.store.invoice_detail(id).await?.ok_or_else(|| not_found(r))?;
         merge_timeline(&mut detail);
+        self.fill_sat_unreachable(&mut detail).await?;
         Ok(detail)
     }
 

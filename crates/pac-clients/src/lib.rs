@@ -36,6 +36,29 @@ fn setup(e: http::HttpSetupError) -> ConnectError {
     ConnectError(e.to_string())
 }
 
+impl pac::connect::SatStatusConnector for HttpConnector {
+    fn consulta<'a>(
+        &'a self,
+        url: &'a str,
+        timeouts: pac::connect::Timeouts,
+        query: &'a pac::StatusQuery,
+    ) -> pac::BoxFuture<'a, pac::Reply<pac::StatusOutcome>> {
+        Box::pin(async move {
+            let config = sat::SatConfig {
+                url: url.to_string(),
+                timeouts,
+            };
+            match sat::SatClient::new(config) {
+                Ok(client) => client.consulta(query).await,
+                Err(e) => pac::Reply {
+                    outcome: pac::StatusOutcome::NotSent { cause: e.to_string() },
+                    evidence: pac::Evidence::default(),
+                },
+            }
+        })
+    }
+}
+
 impl PacConnector for HttpConnector {
     fn connect(&self, spec: &PacSpec, clock: Arc<dyn Clock>) -> Result<Arc<dyn PacClient>, ConnectError> {
         match spec.flavor {

@@ -65,3 +65,16 @@ pub struct ConnectError(pub String);
 pub trait PacConnector: Send + Sync {
     fn connect(&self, spec: &PacSpec, clock: Arc<dyn Clock>) -> Result<Arc<dyn PacClient>, ConnectError>;
 }
+
+/// Asks SAT's CFDI status service (ConsultaCFDIService) at `url` for one CFDI, now: the seam
+/// through which the outbox asks SAT without knowing HTTP (`pac_clients::HttpConnector`
+/// implements it; the shells hand it in). One call is one exchange, classified, with its
+/// evidence; no retries.
+pub trait SatStatusConnector: Send + Sync {
+    fn consulta<'a>(
+        &'a self,
+        url: &'a str,
+        timeouts: Timeouts,
+        query: &'a crate::StatusQuery,
+    ) -> crate::BoxFuture<'a, crate::Reply<crate::StatusOutcome>>;
+}

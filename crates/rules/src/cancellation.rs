@@ -338,6 +338,29 @@ fn from_status(s: &SatStatus, sent_before: usize, polls_since_send: usize, taken
     }
 }
 
+/// How many status queries in a row, counted back from the last try, SAT did not answer (not
+/// sent, unavailable, an unreadable answer, or nothing came back), with the index of the first
+/// of them; `None` when the last try is not such a query. The drain backs off on it (SAT
+/// unreachable must not be asked in a tight loop) and the request says it in words ("no se pudo
+/// consultar al SAT desde …, N intentos"). Derived from the recorded tries, so a restart keeps it.
+pub fn unanswered_status(tries: &[CancelTryRecord]) -> Option<(usize, usize)> {
+    let mut first = None;
+    for (i, t) in tries.iter().enumerate().rev() {
+        let unanswered = t.operation == CancelOperation::Status
+            && !matches!(
+                &t.answer,
+                Some(CancelAnswer::Status {
+                    outcome: StatusOutcome::Known { .. }
+                })
+            );
+        if !unanswered {
+            break;
+        }
+        first = Some(i);
+    }
+    first.map(|i| (tries.len() - i, i))
+}
+
 /// The next operation for a request with these tries, oldest first.
 pub fn plan(tries: &[CancelTryRecord]) -> CancelPlan {
     let sent_before = tries.iter().filter(|t| t.operation == CancelOperation::Cancel).count();
@@ -438,6 +461,47 @@ pub fn plan(tries: &[CancelTryRecord]) -> CancelPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unanswered_status_queries_are_counted_back_from_the_last_try() {
+        let t = |id, operation, answer| CancelTryRecord {
+            try_id: id,
+            operation,
+            answer,
+        };
+        let failed = || {
+            Some(CancelAnswer::Status {
+                outcome: StatusOutcome::NotSent { cause: "dns".into() },
+            })
+        };
+        let known = Some(CancelAnswer::Status {
+            outcome: StatusOutcome::Known {
+                status: SatStatus {
+                    codigo_estatus: "S - Comprobante obtenido satisfactoriamente.".into(),
+                    estado: "Vigente".into(),
+                    es_cancelable: "Cancelable sin aceptación".into(),
+                    estatus_cancelacion: String::new(),
+                    validacion_efos: "200".into(),
+                },
+            },
+        });
+        let sent = Some(CancelAnswer::Cancel {
+            outcome: CancelOutcome::NotSent { cause: "x".into() },
+        });
+        assert_eq!(unanswered_status(&[]), None);
+        assert_eq!(unanswered_status(&[t(1, CancelOperation::Cancel, sent.clone())]), None);
+        let tries = [
+            t(1, CancelOperation::Cancel, sent),
+            t(2, CancelOperation::Status, known.clone()),
+            t(3, CancelOperation::Status, failed()),
+            t(4, CancelOperation::Status, None),
+            t(5, CancelOperation::Status, failed()),
+        ];
+        assert_eq!(unanswered_status(&tries), Some((3, 2)));
+        let mut answered = tries.to_vec();
+        answered.push(t(6, CancelOperation::Status, known));
+        assert_eq!(unanswered_status(&answered), None);
+    }
 
     fn facts(tipo: &str, rfc: &str, total: &str, fecha: &str) -> PredictionFacts {
         PredictionFacts {

@@ -373,7 +373,11 @@ pub struct CfdiInfo {
     pub fecha_timbrado: Option<String>,
     pub has_xml: bool,
     pub xml_sha256: Option<String>,
+    /// SAT's last known status (`estado · es_cancelable · estatus_cancelacion`), from a
+    /// cancellation's status query, a live query (`timbra sat status`) or SAT's metadata.
     pub sat_status: Option<String>,
+    /// When SAT said `sat_status`.
+    pub sat_checked_at: Option<DateTime<Utc>>,
     pub cancellation_status: Option<crate::cancellation::CancellationStatus>,
     pub created_at: DateTime<Utc>,
 }
@@ -620,6 +624,30 @@ pub struct CancellationInfo {
     /// The contador's decision it carries out.
     pub decided_by: ActedBy,
     pub note: String,
+    /// While SAT's status service cannot be reached: since when and how many queries in a row
+    /// failed (the request is not "waiting for SAT", SAT is not answering).
+    pub sat_unreachable: Option<SatUnreachable>,
+}
+
+/// SAT's status service not answering: the first of the failed queries in a row and how many.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct SatUnreachable {
+    pub since: DateTime<Utc>,
+    pub tries: i64,
+    /// The last failure, in words.
+    pub cause: String,
+}
+
+impl SatUnreachable {
+    /// "no se pudo consultar al SAT desde 2026-12-06 10:15 UTC, 4 intentos".
+    pub fn words(&self) -> String {
+        format!(
+            "no se pudo consultar al SAT desde {}, {} {}",
+            self.since.format("%Y-%m-%d %H:%M UTC"),
+            self.tries,
+            if self.tries == 1 { "intento" } else { "intentos" }
+        )
+    }
 }
 
 /// How many invoices are in each state and badge.

@@ -91,6 +91,42 @@ pub async fn invoice_detail(state: State<'_, AppState>, invoice_id: i64) -> Res<
     detail_of(state.ready()?, invoice_id).await
 }
 
+/// The Factura page's *Consultar al SAT* and the cancellation dialog: SAT's status of one of the
+/// invoice's CFDIs, asked now and recorded (`outbox::sat_status`). In Modo sandbox (no SAT URL
+/// set) the simulator that stamped it answers as SAT.
+#[tauri::command]
+pub async fn check_sat_status(app: AppHandle, state: State<'_, AppState>, uuid: String) -> Res<outbox::sat_status::SatCheck> {
+    let ready = state.ready()?;
+    let mut url = None;
+    if let Some(sims) = &ready.sandbox_pacs {
+        if ready.outbox.sat_service().await?.url.is_none() {
+            let pac = match ready.outbox.store().cfdi_owner(&uuid.trim().to_uppercase()).await? {
+                Some(owner) => ready
+                    .outbox
+                    .invoice(&InvoiceRef::Id(owner))
+                    .await?
+                    .cfdis
+                    .into_iter()
+                    .find(|c| c.uuid.eq_ignore_ascii_case(uuid.trim()))
+                    .map(|c| c.pac),
+                None => None,
+            };
+            let sim = if pac.as_deref() == Some(crate::sandbox::SANDBOX_BACKUP) {
+                &sims.backup
+            } else {
+                &sims.primary
+            };
+            url = Some(format!("{}{}", sim.control_url, outbox::sat_service::CONSULTA_PATH));
+        }
+    }
+    let check = ready
+        .outbox
+        .check_sat_status(&uuid, &pac_clients::HttpConnector, url.as_deref(), &ready.actor())
+        .await?;
+    announce(&app, ready, Some(check.invoice_id)).await;
+    Ok(check)
+}
+
 #[tauri::command]
 pub async fn add_note(app: AppHandle, state: State<'_, AppState>, invoice_id: i64, text: String) -> Res<Note> {
     let ready = state.ready()?;

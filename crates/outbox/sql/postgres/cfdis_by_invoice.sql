@@ -1,5 +1,5 @@
 SELECT id, attempt_id, uuid, pac, fecha_timbrado, (xml IS NOT NULL)::int::bigint AS has_xml, xml_sha256, sat_status,
-       cancellation_status, created_at_ms
+       sat_checked_at_ms, cancellation_status, created_at_ms
 FROM cfdis
 WHERE invoice_id = $1
 ORDER BY id

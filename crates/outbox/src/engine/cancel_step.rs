@@ -37,6 +37,16 @@ pub mod failpoints {
     pub const AFTER_CANCEL_SEND: &str = "after_cancel_send";
 }
 
+/// How the drain waits between status queries SAT did not answer (its service unreachable, 5xx,
+/// an unreadable answer): exponential from 30 s up to 30 min, whatever the drain's own backoff
+/// (a drain set to retry stamps quickly must not ask an unreachable SAT in a tight loop). The
+/// count is derived from the request's recorded tries ([`cancellation::unanswered_status`]), so
+/// a restart does not reset it into a burst.
+pub const SAT_UNREACHABLE_BACKOFF: crate::drain::Backoff = crate::drain::Backoff {
+    base: Duration::seconds(30),
+    cap: Duration::minutes(30),
+};
+
 /// The evidence kind of every cancellation answer.
 pub const EVIDENCE_KIND: EvidenceKind = EvidenceKind::Cancellation;
 
@@ -276,12 +286,19 @@ impl Drain {
             CancelPlan::Poll { waiting_receptor, polls } => {
                 // Waiting for the receptor (up to three business days): poll slowly.
                 let n = if waiting_receptor { polls as u32 + 4 } else { polls as u32 + 1 };
+                let mut wait = backoff.delay(n, None, fastrand::f64());
+                // SAT did not answer the last queries: back off on SAT's own schedule.
+                if let Some((failed, _)) = cancellation::unanswered_status(&history) {
+                    wait = wait.max(SAT_UNREACHABLE_BACKOFF.delay(failed as u32, None, fastrand::f64()));
+                }
+                let outcome_detail = crate::sat_status::unreachable_from_tries(&self.outbox.store().cancellation_tries(row.id).await?)
+                    .map(|u| format!("{} ({})", u.words(), u.cause));
                 CancellationUpdate {
                     cancellation_id: row.id,
                     state: "requested",
                     outcome: None,
-                    outcome_detail: None,
-                    next_try_at_ms: (now + backoff.delay(n, None, fastrand::f64())).timestamp_millis(),
+                    outcome_detail,
+                    next_try_at_ms: (now + wait).timestamp_millis(),
                     cfdi_status: None,
                     sat_status,
                     at_ms: now.timestamp_millis(),

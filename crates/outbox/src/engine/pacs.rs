@@ -132,6 +132,16 @@ impl PacConfig {
             .unwrap_or_default()
     }
 
+    /// This entry as the drain uses it: without a SAT URL of its own it asks SAT's status where
+    /// the emisor says SAT is (`timbra sat set-url`), before its preset's or SAT's own host.
+    /// (Without this a PAC set up against a simulator asked SAT's real host, unreachable.)
+    pub fn with_sat_service(mut self, sat: &crate::sat_service::SatService) -> PacConfig {
+        if self.sat_url.is_none() && sat.url.is_some() {
+            self.sat_url = Some(sat.status_url());
+        }
+        self
+    }
+
     /// SW's api host (storage): its own setting, its preset's, else the services URL.
     pub fn storage_url(&self) -> String {
         self.api_url
@@ -374,6 +384,14 @@ impl Outbox {
             None => Ok(Vec::new()),
             Some(json) => serde_json::from_str(&json).map_err(|e| OutboxError::Database(format!("ajuste {SETTING_PACS} ilegible: {e}"))),
         }
+    }
+
+    /// The configured PACs as the drain builds its clients from them: each entry without a
+    /// SAT URL of its own asks SAT's status where the emisor's `sat.url` says
+    /// ([`PacConfig::with_sat_service`]).
+    pub async fn pacs_for_drain(&self) -> Result<Vec<PacConfig>> {
+        let sat = self.sat_service().await?;
+        Ok(self.pacs().await?.into_iter().map(|c| c.with_sat_service(&sat)).collect())
     }
 
     /// Adds (or replaces, by name) a PAC. A new primary demotes the previous one to backup and

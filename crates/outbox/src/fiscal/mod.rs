@@ -13,4 +13,5 @@ pub mod recibidos;
 pub mod reconciliation;
 pub mod reports;
 pub mod sat_reconcile;
+pub mod sat_status;
 pub mod screening;

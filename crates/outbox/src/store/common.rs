@@ -225,6 +225,7 @@ pub(crate) fn cfdi_info(r: &DbRow) -> Result<CfdiInfo> {
         has_xml: get::<i64>(r, "has_xml")? != 0,
         xml_sha256: get(r, "xml_sha256")?,
         sat_status: get(r, "sat_status")?,
+        sat_checked_at: get::<Option<i64>>(r, "sat_checked_at_ms")?.map(instant).transpose()?,
         cancellation_status: cancellation_status(r)?,
         created_at: instant(get(r, "created_at_ms")?)?,
     })
@@ -459,6 +460,8 @@ pub(crate) fn cancellation_info(r: &DbRow) -> Result<CancellationInfo> {
         updated_at: instant(get(r, "updated_at_ms")?)?,
         decided_by: acted(r, "actor", "actor_role")?,
         note: get(r, "note")?,
+        // Filled by the read that has the request's tries (`Outbox::invoice`).
+        sat_unreachable: None,
     })
 }
 

@@ -143,6 +143,47 @@ impl AnyStore {
         })
     }
 
+    /// Appends the evidence of a live SAT status query and, when SAT found the CFDI, writes its
+    /// status on the CFDI (`cfdis.sat_status`, `sat_checked_at_ms` = the evidence's time), in
+    /// one transaction: evidence first.
+    pub async fn record_sat_status(&self, e: &NewEvidence, cfdi_id: i64, sat_status: Option<&str>) -> Result<i64> {
+        on_dialect!(self, |db| {
+            let e = e.clone();
+            let sat_status = sat_status.map(str::to_string);
+            db.write(move |conn| {
+                Box::pin(async move {
+                    let id: i64 = sqlx::query_scalar(sql!("insert_evidence"))
+                        .bind(e.invoice_id)
+                        .bind(e.attempt_id)
+                        .bind(e.try_id)
+                        .bind(e.kind.as_str())
+                        .bind(e.outcome.map(crate::evidence::EvidenceOutcome::as_str))
+                        .bind(&e.code)
+                        .bind(&e.message)
+                        .bind(&e.uuid)
+                        .bind(e.retry_after_ms)
+                        .bind(e.detail.to_string())
+                        .bind(e.fencing_token)
+                        .bind(e.at_ms)
+                        .bind(&e.actor.name)
+                        .bind(e.actor.role.as_str())
+                        .fetch_one(&mut *conn)
+                        .await?;
+                    if let Some(status) = &sat_status {
+                        sqlx::query(sql!("set_cfdi_sat_status"))
+                            .bind(cfdi_id)
+                            .bind(status)
+                            .bind(e.at_ms)
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(id)
+                })
+            })
+            .await
+        })
+    }
+
     /// Records a CFDI (or gives a known one its XML) and marks its attempt created.
     pub async fn record_cfdi(&self, c: &NewCfdi) -> Result<()> {
         on_dialect!(self, |db| {
