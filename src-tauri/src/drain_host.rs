@@ -137,6 +137,8 @@ pub struct DrainHost {
     /// True once the run returned (its `workers` row deleted).
     finished: watch::Receiver<bool>,
     last: Arc<Mutex<Option<DrainProgress>>>,
+    /// Wakes the SAT lane (a period was just enqueued).
+    sat_wake: Arc<tokio::sync::Notify>,
 }
 
 impl DrainHost {
@@ -147,6 +149,7 @@ impl DrainHost {
         pacs: PacSet,
         settings: outbox::settings::DrainSettings,
         shown: Arc<AtomicBool>,
+        sandbox_sat: Option<String>,
     ) -> DrainHost {
         let policy = outbox::strategy::Policy {
             max_tries: settings.max_tries.clamp(1, outbox::settings::DrainSettings::MAX_TRIES),
@@ -167,8 +170,11 @@ impl DrainHost {
             last: last.clone(),
             shown,
         });
-        let drain = Arc::new(Drain::new(outbox, pacs, config, sink));
+        let worker = config.worker_id.clone();
+        let drain = Arc::new(Drain::new(outbox.clone(), pacs, config, sink));
         let (shutdown, mut rx) = watch::channel(false);
+        let sat_wake = Arc::new(tokio::sync::Notify::new());
+        spawn_sat_lane(outbox, sandbox_sat, worker, shutdown.subscribe(), sat_wake.clone());
         let runner = drain.clone();
         let (done, finished) = watch::channel(false);
         tauri::async_runtime::spawn(async move {
@@ -190,7 +196,13 @@ impl DrainHost {
             shutdown,
             finished,
             last,
+            sat_wake,
         }
+    }
+
+    /// Steps the SAT requests now instead of at the lane's next tick.
+    pub fn wake_sat(&self) {
+        self.sat_wake.notify_one();
     }
 
     /// The counters of the last progress report (for a page opened after it).
@@ -217,4 +229,92 @@ impl DrainHost {
     pub fn first_backup(&self) -> Option<String> {
         self.drain.pacs().backups().into_iter().next()
     }
+}
+
+// ---- The SAT lane (issue 28): SAT's *Descarga Masiva* requests, then the reconciliation ----
+
+/// The drain host's SAT lane: every 2 s (or when woken) it steps the due SAT requests
+/// (`Outbox::step_sat_requests`) with the emisor's e.firma; once none is live and some settled
+/// after the last reconciliation, it records the downloaded packages and reconciles the days
+/// they cover (`Outbox::reconcile_sat`). Without an e.firma (or its password on this machine)
+/// it does nothing; the SAT page says why. `sandbox_sat`: Modo sandbox's simulated SAT, used
+/// when the emisor has no `sat.url`.
+pub fn spawn_sat_lane(
+    outbox: Arc<Outbox>,
+    sandbox_sat: Option<String>,
+    worker: String,
+    mut stop: watch::Receiver<bool>,
+    wake: Arc<tokio::sync::Notify>,
+) {
+    tauri::async_runtime::spawn(async move {
+        loop {
+            if let Err(e) = sat_tick(&outbox, sandbox_sat.as_deref(), &worker).await {
+                tracing::warn!(code = e.code(), error = %e, "solicitudes al SAT: paso fallido");
+            }
+            tokio::select! {
+                _ = stop.wait_for(|s| *s) => return,
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
+            }
+        }
+    });
+}
+
+/// The SAT client of this emisor, or None without an e.firma or its password.
+pub async fn descarga_client(o: &Outbox, sandbox_sat: Option<&str>) -> Result<Option<pac_clients::descarga::DescargaClient>, AppError> {
+    use pac_clients::descarga::{DescargaClient, DescargaConfig};
+    let Some(info) = o.efirma().await? else {
+        return Ok(None);
+    };
+    let Some(password) = StoredSecrets.get(&info.password_env) else {
+        return Ok(None);
+    };
+    let efirma = o.open_efirma(&password).await?;
+    let service = o.sat_service().await?;
+    let timeouts = pac_clients::http::Timeouts {
+        connect: std::time::Duration::from_secs(10),
+        total: std::time::Duration::from_secs(120),
+    };
+    let config = match service.descarga_base().or(sandbox_sat) {
+        Some(base) => DescargaConfig::at(base, timeouts),
+        None => DescargaConfig::sat(timeouts).map_err(|e| AppError::unsupported(format!("sat_descarga: {e}")))?,
+    };
+    DescargaClient::new(config, Arc::new(efirma))
+        .map(Some)
+        .map_err(|e| AppError::unsupported(format!("sat_descarga: {e}")))
+}
+
+async fn sat_tick(o: &Outbox, sandbox_sat: Option<&str>, worker: &str) -> Result<(), AppError> {
+    let (live, next) = o.sat_requests_pending().await?;
+    if live > 0 {
+        if next.is_some_and(|t| t <= o.now()) {
+            if let Some(client) = descarga_client(o, sandbox_sat).await? {
+                o.step_sat_requests(&client, worker).await?;
+            }
+        }
+        return Ok(());
+    }
+    reconcile_settled(o).await
+}
+
+/// Once every request settled: the days of those settled since the last reconciliation.
+async fn reconcile_settled(o: &Outbox) -> Result<(), AppError> {
+    let last_at = o.store().last_sat_reconciliation().await?.map(|r| r.at_ms).unwrap_or(i64::MIN);
+    let settled: Vec<_> = o
+        .sat_requests()
+        .await?
+        .into_iter()
+        .filter(|r| !r.state.is_live() && r.settled_at.is_some_and(|t| t.timestamp_millis() > last_at))
+        .collect();
+    let (Some(desde), Some(hasta)) = (
+        settled.iter().map(|r| r.period.desde.date()).min(),
+        settled.iter().map(|r| r.period.hasta.date()).max(),
+    ) else {
+        return Ok(());
+    };
+    let actor = outbox::Actor::new("timbra-app", outbox::Role::Sistema, crate::state::CHANNEL);
+    o.record_downloaded_sat_packages(&actor).await?;
+    let r = o.reconcile_sat(desde, hasta, &actor).await?;
+    tracing::info!(desde = %r.desde, hasta = %r.hasta, desconocidos = r.unknown.len(), "conciliación con el SAT");
+    Ok(())
 }

@@ -974,3 +974,82 @@ pub struct EmisorDuplicatesDto {
     /// Why its queue could not be read.
     pub error: Option<AppError>,
 }
+
+// The SAT page ---------------------------------------------------------------------------------
+
+/// The stored e.firma (FIEL), without key material.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct EFirmaDto {
+    pub rfc: String,
+    pub no_certificado: String,
+    pub valid_from: DateTime<Utc>,
+    pub valid_to: DateTime<Utc>,
+    pub vigente: bool,
+    pub days_left: i64,
+    /// The key's password is kept on this machine (else the SAT requests wait).
+    pub password_kept: bool,
+}
+
+/// Where this emisor's SAT services are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct SatServiceDto {
+    /// The base URL set for this emisor (`sat.url`); None: SAT's own servers.
+    pub url: Option<String>,
+    /// Modo sandbox without a `sat.url`: the in-process simulator answers as SAT.
+    pub sandbox_url: Option<String>,
+    /// Where a CFDI's status is asked.
+    pub status_url: String,
+}
+
+/// One *Descarga Masiva* request, as the page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct SatRequestDto {
+    pub id: i64,
+    /// `emitidos` / `recibidos`.
+    pub direction: String,
+    /// `metadata` / `cfdi`.
+    pub tipo: String,
+    pub desde: String,
+    pub hasta: String,
+    /// The state's code (`pendiente`, `en_proceso`, `terminada`, …).
+    pub state: String,
+    /// Still moving (the drain host steps it).
+    pub live: bool,
+    pub state_words: String,
+    /// "Solicitud al SAT en proceso desde hace 3 h".
+    pub progress: String,
+    pub message: String,
+    pub id_solicitud: Option<String>,
+    pub numero_cfdis: Option<i64>,
+    pub paquetes: i64,
+    pub created_at: DateTime<Utc>,
+    pub settled_at: Option<DateTime<Utc>>,
+}
+
+/// The last reconciliation run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct SatReconciliationDto {
+    pub desde: String,
+    pub hasta: String,
+    pub at: DateTime<Utc>,
+    pub sat_count: i64,
+    pub unknown_count: i64,
+    pub linked_count: i64,
+    /// Timbra's CFDIs SAT still lacks after the publication delay.
+    pub lacking_count: i64,
+    pub status_updates: i64,
+    pub actor: String,
+}
+
+/// Everything the SAT page shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct SatPageDto {
+    pub efirma: Option<EFirmaDto>,
+    pub service: SatServiceDto,
+    pub requests: Vec<SatRequestDto>,
+    pub last_reconciliation: Option<SatReconciliationDto>,
+    pub unknown: Vec<outbox::sat_reconcile::SatUnknownCfdi>,
+    pub publication_delay_hours: i64,
+    /// Today, local (AAAA-MM-DD), to propose the period.
+    pub today: String,
+}

@@ -121,6 +121,9 @@ macro_rules! ipc_surface {
                 save_update_url(url: Option<String>) -> UpdatesDto;
                 check_update() -> Option<UpdateOfferDto>;
                 install_update(version: String) -> UpdateInstalledDto;
+                sat_page() -> SatPageDto;
+                save_efirma(cer_path: String, key_path: String, password: SecretText) -> SatPageDto;
+                sat_reconcile(desde: String, hasta: String) -> SatPageDto;
             }
             events {
                 /// An invoice's state, notes or evidence changed.

@@ -917,7 +917,8 @@ impl Ready {
             let rfc = self.outbox.emisor_settings().await?.map(|s| s.profile.rfc);
             let pacs = crate::drain_host::pac_set(&self.outbox, sims, rfc).await?;
             let settings = self.outbox.drain_settings().await?;
-            Ok(DrainHost::start(app, self.outbox.clone(), pacs, settings, self.shown.clone()))
+            let sandbox_sat = sims.map(|s| s.primary.sat_url().to_string());
+            Ok(DrainHost::start(app, self.outbox.clone(), pacs, settings, self.shown.clone(), sandbox_sat))
         }
         .await;
         if let Err(e) = &result {

@@ -2,7 +2,7 @@
 // #/emitir/sust/<id> (a credit note or a substitute of invoice <id>), #/ajustes and
 // #/ajustes/<section> (one of Ajustes' pages: equipo, emisor, pac…), #/tablero,
 // #/duplicados, #/global (factura global), #/mostrador (venta de mostrador), #/reportes,
-// #/clientes, #/productos, #/pagos and #/pagos/<id> (a payment starting with invoice <id>).
+// #/clientes, #/productos, #/sat (the SAT page), #/pagos and #/pagos/<id> (a payment starting with invoice <id>).
 export type Route =
   | { page: 'bandeja' }
   | { page: 'factura'; id: number }
@@ -15,6 +15,7 @@ export type Route =
   | { page: 'reportes' }
   | { page: 'clientes' }
   | { page: 'productos' }
+  | { page: 'sat' }
   | { page: 'pagos'; invoice?: number };
 
 export function parseRoute(hash: string): Route {
@@ -42,6 +43,7 @@ export function parseRoute(hash: string): Route {
     case 'reportes':
     case 'clientes':
     case 'productos':
+    case 'sat':
       return { page: parts[0] };
     default:
       return { page: 'bandeja' };
