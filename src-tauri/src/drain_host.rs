@@ -3,7 +3,9 @@
 //! sandbox the in-process simulators (SW-flavoured `sandbox`, Finkok-flavoured
 //! `sandbox-respaldo`); otherwise the PACs configured in the outbox (`Outbox::pacs`), with
 //! their credentials from the OS credential store (or, as the CLI does, the environment).
-//! The engine, the strategy and every rule live in the outbox; this only wires them up.
+//! The engine, the strategy and every rule live in the outbox; this only wires them up. With an
+//! e.firma set, SAT's *Descarga Masiva* requests (`outbox::sat_requests`) are stepped beside
+//! the drain ([`sat_lane`]), the e.firma's password found like a PAC's credential.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -167,8 +169,11 @@ impl DrainHost {
             last: last.clone(),
             shown,
         });
+        let sat_worker = config.worker_id.clone();
+        let sat_outbox = outbox.clone();
         let drain = Arc::new(Drain::new(outbox, pacs, config, sink));
         let (shutdown, mut rx) = watch::channel(false);
+        tauri::async_runtime::spawn(sat_lane(sat_outbox, sat_worker, rx.clone()));
         let runner = drain.clone();
         let (done, finished) = watch::channel(false);
         tauri::async_runtime::spawn(async move {
@@ -216,5 +221,68 @@ impl DrainHost {
     /// The first backup PAC (where *Usar PAC de respaldo* goes).
     pub fn first_backup(&self) -> Option<String> {
         self.drain.pacs().backups().into_iter().next()
+    }
+}
+
+/// SAT's *Descarga Masiva* requests of this emisor while the drain runs: nothing without an
+/// e.firma (or without its password); otherwise the due requests are stepped every few seconds
+/// (`Outbox::step_sat_requests`), one indexed read when nothing is due.
+async fn sat_lane(outbox: Arc<Outbox>, worker: String, mut stop: watch::Receiver<bool>) {
+    use pac_clients::descarga::{DescargaClient, DescargaConfig};
+    let info = match outbox.efirma().await {
+        Ok(Some(info)) => info,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(error = %e, "e.firma ilegible; las solicitudes al SAT esperan");
+            return;
+        }
+    };
+    let Some(password) = StoredSecrets.get(&info.password_env) else {
+        tracing::warn!(variable = %info.password_env, "falta la contraseña de la e.firma; las solicitudes al SAT esperan");
+        return;
+    };
+    let efirma = match outbox.open_efirma(&password).await {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::warn!(error = %e, "la e.firma no abre; las solicitudes al SAT esperan");
+            return;
+        }
+    };
+    let timeouts = pac_clients::http::Timeouts {
+        connect: std::time::Duration::from_secs(10),
+        total: std::time::Duration::from_secs(120),
+    };
+    let config = match outbox.sat_service().await.map(|s| s.descarga_base().map(str::to_string)) {
+        Ok(Some(base)) => DescargaConfig::at(&base, timeouts),
+        Ok(None) => match DescargaConfig::sat(timeouts) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "sin servidores del SAT");
+                return;
+            }
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "dirección del SAT ilegible");
+            return;
+        }
+    };
+    let client = match DescargaClient::new(config, Arc::new(efirma)) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "cliente del SAT");
+            return;
+        }
+    };
+    loop {
+        let due = matches!(outbox.sat_requests_pending().await, Ok((live, Some(next))) if live > 0 && next <= outbox.now());
+        if due {
+            if let Err(e) = outbox.step_sat_requests(&client, &worker).await {
+                tracing::warn!(error = %e, "solicitudes al SAT: paso fallido");
+            }
+        }
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => return,
+            _ = tokio::time::sleep(std::time::Duration::from_secs(5)) => {}
+        }
     }
 }
