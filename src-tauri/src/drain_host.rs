@@ -3,7 +3,10 @@
 //! sandbox the in-process simulators (SW-flavoured `sandbox`, Finkok-flavoured
 //! `sandbox-respaldo`); otherwise the PACs configured in the outbox (`Outbox::pacs`), with
 //! their credentials from the OS credential store (or, as the CLI does, the environment).
-//! The engine, the strategy and every rule live in the outbox; this only wires them up.
+//! The engine, the strategy and every rule live in the outbox; this only wires them up. With an
+//! e.firma set, SAT's *Descarga Masiva* requests (`outbox::sat_requests`) are stepped beside
+//! the drain ([`spawn_sat_lane`]), the e.firma's password found like a PAC's credential, and
+//! once they settle SAT's packages are recorded and the days reconciled.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -16,7 +16,7 @@
 //! - [`outbox`]: the `Outbox` API and the intake flow (one sale, and in bulk; its serie-folio
 //!   numbering in `outbox::numbering`);
 //! - [`store`]: storage written once for both databases ([`AnyStore`] in `any`, a file per
-//!   role), with the dialects' own code in `sqlite` and `postgres`, their SQL in
+//!   role, SAT's requests and packages in `sat`), with the dialects' own code in `sqlite` and `postgres`, their SQL in
 //!   `sql/<dialect>/`, and the migrations (listed and pinned in `migrations`) at the top of the
 //!   repository;
 //! - [`engine`]: the drain and what it works with — [`drain`], [`cancel_step`],

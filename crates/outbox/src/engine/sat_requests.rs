@@ -59,8 +59,8 @@ pub mod failpoint {
 }
 
 /// How long a claim holds a request.
-pub const LEASE_MS: i64 = 5 * 60 * 1000;
-/// How many requests one step claims.
+pub const LEASE_MS: i64 = 2 * 60 * 1000;
+/// How many requests one step moves (claimed one at a time).
 pub const CLAIM_LIMIT: i64 = 8;
 /// After a query whose answer was lost: wait this long before sending it once more.
 pub const LOST_QUERY_WAIT_MS: i64 = 60 * 60 * 1000;
@@ -562,13 +562,15 @@ impl Outbox {
     /// One drain step over SAT's requests: claims the due ones and moves each as far as SAT's
     /// answers allow (see the module docs). Cheap when nothing is due (one indexed UPDATE).
     pub async fn step_sat_requests(&self, sat: &dyn SatDescarga, worker: &str) -> Result<SatStepReport> {
-        let now = self.now().timestamp_millis();
-        let claimed = self.store().claim_sat_requests(worker, now, now + LEASE_MS, CLAIM_LIMIT).await?;
-        let mut report = SatStepReport {
-            claimed: claimed.len(),
-            ..SatStepReport::default()
-        };
-        for (id, token) in claimed {
+        let mut report = SatStepReport::default();
+        // One at a time: a worker that dies holds only the request it was moving.
+        for _ in 0..CLAIM_LIMIT {
+            let now = self.now().timestamp_millis();
+            let claimed = self.store().claim_sat_requests(worker, now, now + LEASE_MS, 1).await?;
+            let Some((id, token)) = claimed.first().copied() else {
+                break;
+            };
+            report.claimed += 1;
             if !self.move_sat_request(sat, id, token).await? {
                 report.fenced_out += 1;
             }
