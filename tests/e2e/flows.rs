@@ -151,6 +151,9 @@ pub async fn emitir_y_notas(app: &App) -> Res {
     app.wait_badge("timbrada").await?;
     let uuid = app.wait_text("[data-testid=uuid]", "un UUID", |t| t.trim().len() == 36).await?;
     app.wait_contains("[data-testid=cfdis]", uuid.trim()).await?;
+    // SAT's status, asked live (Modo sandbox: the simulator that stamped it answers as SAT).
+    app.click("[data-testid=sat-check]").await?;
+    app.wait_contains("[data-testid=sat-line]", "Vigente · consultado").await?;
     app.wait_contains("[data-testid=reasons]", "Timbrada por sandbox").await?;
     app.find("[data-testid=timeline] li[data-kind=pac_response]").await?;
 

@@ -10,7 +10,7 @@ import { detail, row, timbrada } from './fixtures';
 const stamped = () =>
   detail(timbrada, {
     invoice: row(5, { badge: 'timbrada', state: 'stamped', uuid: 'U-1' }),
-    cfdis: [{ id: 1, attempt_id: 1, uuid: 'U-1', pac: 'sw', fecha_timbrado: '2026-11-29T12:00:05', has_xml: true, xml_sha256: null, sat_status: null, cancellation_status: null, created_at: '2026-11-29T18:00:05Z' }],
+    cfdis: [{ id: 1, attempt_id: 1, uuid: 'U-1', pac: 'sw', fecha_timbrado: '2026-11-29T12:00:05', has_xml: true, xml_sha256: null, sat_status: null, sat_checked_at: null, cancellation_status: null, created_at: '2026-11-29T18:00:05Z' }],
   });
 
 describe('Documentos on the Factura page', () => {

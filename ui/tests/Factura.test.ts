@@ -101,7 +101,7 @@ describe('Factura', () => {
         if (cmd === 'invoice_detail')
           return detail(timbrada, {
             invoice: row(5, { badge: 'timbrada', state: 'stamped', uuid: 'U-1' }),
-            cfdis: [{ id: 1, attempt_id: 1, uuid: 'U-1', pac: 'sw', fecha_timbrado: '2026-11-29T12:00:05', has_xml: true, xml_sha256: null, sat_status: null, cancellation_status: null, created_at: '2026-11-29T18:00:05Z' }],
+            cfdis: [{ id: 1, attempt_id: 1, uuid: 'U-1', pac: 'sw', fecha_timbrado: '2026-11-29T12:00:05', has_xml: true, xml_sha256: null, sat_status: null, sat_checked_at: null, cancellation_status: null, created_at: '2026-11-29T18:00:05Z' }],
           });
         if (cmd === 'export_xml') return { path: '/home/ana/Descargas/U-1.xml' };
       },

@@ -75,6 +75,7 @@ import type { RoleProofDto } from './bindings/RoleProofDto';
 import type { SaleDraft } from './bindings/SaleDraft';
 import type { SalePreviewDto } from './bindings/SalePreviewDto';
 import type { SandboxFaultDto } from './bindings/SandboxFaultDto';
+import type { SatCheck } from './bindings/SatCheck';
 import type { SavedFileDto } from './bindings/SavedFileDto';
 import type { ScreeningImport } from './bindings/ScreeningImport';
 import type { ScreeningStatus } from './bindings/ScreeningStatus';
@@ -129,6 +130,7 @@ export const api = {
   archiveEmisor: (rfc: string, archived: boolean) => call<EmisoresDto>('archive_emisor', { rfc, archived }),
   saveSeatEmisores: (emisores: Array<string> | null) => call<EmisoresDto>('save_seat_emisores', { emisores }),
   cancellationPreview: (uuid: string) => call<CancellationPreview>('cancellation_preview', { uuid }),
+  checkSatStatus: (uuid: string) => call<SatCheck>('check_sat_status', { uuid }),
   cancelCfdi: (invoiceId: number, uuid: string, orderDto: CancelOrderDto) => call<InvoiceDetailDto>('cancel_cfdi', { invoiceId, uuid, orderDto }),
   importCfdis: (paths: Array<string>) => call<ImportReport>('import_cfdis', { paths }),
   followUpDraft: (invoiceId: number, kind: FollowUpKind) => call<FollowUpDraft>('follow_up_draft', { invoiceId, kind }),

@@ -4,4 +4,13 @@ import type { CancellationStatus } from "./CancellationStatus";
 /**
  * A stamped document known for the invoice.
  */
-export type CfdiInfo = { id: number, attempt_id: number | null, uuid: string, pac: string, fecha_timbrado: string | null, has_xml: boolean, xml_sha256: string | null, sat_status: string | null, cancellation_status: CancellationStatus | null, created_at: string, };
+export type CfdiInfo = { id: number, attempt_id: number | null, uuid: string, pac: string, fecha_timbrado: string | null, has_xml: boolean, xml_sha256: string | null, 
+/**
+ * SAT's last known status (`estado · es_cancelable · estatus_cancelacion`), from a
+ * cancellation's status query, a live query (`timbra sat status`) or SAT's metadata.
+ */
+sat_status: string | null, 
+/**
+ * When SAT said `sat_status`.
+ */
+sat_checked_at: string | null, cancellation_status: CancellationStatus | null, created_at: string, };
