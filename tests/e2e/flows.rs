@@ -2681,3 +2681,132 @@ pub async fn dos_emisores(app: &App) -> Res {
         .await?;
     Ok(())
 }
+
+/// `POST {base}{path}` with a text body (the simulator's control endpoints); the status and body.
+fn post_text(base: &str, path: &str, body: &str) -> Res<(u16, String)> {
+    use std::io::{Read, Write};
+    let host = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .ok_or_else(|| format!("dirección ilegible: {base}"))?
+        .to_string();
+    let mut s = std::net::TcpStream::connect(&host).map_err(|e| format!("{host}: {e}"))?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).map_err(|e| e.to_string())?;
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("respuesta HTTP ilegible: {answer:?}"))?;
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    Ok((status, body))
+}
+
+/// Issue 28 in the console: the contador loads SAT's test e.firma on the SAT page, a sale is
+/// stamped through Timbra (Modo sandbox: the simulator answers as SAT too), a CFDI of the same
+/// emisor stamped elsewhere appears at SAT (`/_sim/sat/inject`), and *Conciliar con el SAT*
+/// enqueues the month's requests: the drain steps them, records SAT's packages and reconciles.
+/// The page shows finished requests, the last reconciliation and the *CFDI desconocido en el
+/// SAT* (linked to the look-alike sale, pointing to Duplicados); the Factura page says *Vigente*
+/// from SAT's own record, without asking SAT live.
+pub async fn sat_conciliacion(app: &App) -> Res {
+    app.wait_contains("[data-testid=current-emisor-rfc]", "EKU9003173C9").await?;
+    let factura = emit_and_open(app, "8128").await?;
+    app.wait_badge("timbrada").await?;
+    app.click("button[data-action=download_xml]").await?;
+    let saved = app.wait_contains(".notice[role=status]", "Guardado en").await?;
+    let xml_path = std::path::PathBuf::from(saved.trim().trim_start_matches("Guardado en").trim());
+    let xml = std::fs::read_to_string(&xml_path).map_err(|e| format!("{}: {e}", xml_path.display()))?;
+    let uuid = xml
+        .split("UUID=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .ok_or("el XML timbrado no trae UUID")?
+        .to_string();
+    check(uuid.len() == 36, format!("UUID ilegible: {uuid:?}"))?;
+
+    // The SAT page: no e.firma yet, nothing asked.
+    app.go("#/sat").await?;
+    app.wait_contains("[data-testid=efirma-state]", "No hay e.firma").await?;
+    app.wait_contains("[data-testid=sat-requests]", "Todavía no hay solicitudes").await?;
+    let fiel = crate::harness::repo_root()
+        .join("tests/fixtures/sat-descarga-masiva/fake-fiel")
+        .canonicalize()
+        .map_err(|e| format!("e.firma de prueba: {e}"))?;
+    let (cer, key) = (fiel.join("EKU9003173C9.cer"), fiel.join("EKU9003173C9.key"));
+    app.choose_next(&[&cer])?;
+    app.click("[data-testid=efirma-choose-cer]").await?;
+    app.wait_contains("[data-testid=efirma-chosen-cer]", "EKU9003173C9.cer").await?;
+    app.choose_next(&[&key])?;
+    app.click("[data-testid=efirma-choose-key]").await?;
+    app.wait_contains("[data-testid=efirma-chosen-key]", "EKU9003173C9.key").await?;
+    app.type_into("[data-testid=efirma-form] input[name=password]", "12345678a").await?;
+    app.click("[data-testid=efirma-save]").await?;
+    app.wait_contains("[data-testid=efirma-state]", "e.firma de EKU9003173C9 cargada").await?;
+    app.wait_contains("[data-testid=sat-url]", "Modo sandbox").await?;
+
+    // SAT (the sandbox simulator) publishes at once and holds a CFDI stamped elsewhere: the
+    // same sale's XML under another UUID (same receptor, total and date).
+    let sat = app
+        .attr("[data-testid=sat-url]", "data-url")
+        .await?
+        .filter(|u| u.starts_with("http://"))
+        .ok_or("la página SAT no dice dónde está el SAT")?;
+    let (code, body) = post_text(&sat, "/_sim/sat/publish-delay", "0")?;
+    check(code == 200, format!("publish-delay: {code} {body}"))?;
+    let other = "5A7E0C1D-28E2-4E00-9A11-0000000028E2";
+    let (code, body) = post_text(&sat, "/_sim/sat/inject", &xml.replace(&uuid, other))?;
+    check(code == 200, format!("inject: {code} {body}"))?;
+
+    app.click("[data-testid=sat-reconcile]").await?;
+    app.wait_contains(".notice[role=status]", "Solicitudes al SAT enviadas").await?;
+    app.wait_text_for(
+        "[data-testid=sat-requests]",
+        "solicitudes terminadas",
+        |t| t.contains("Terminada") || t.contains("terminada"),
+        std::time::Duration::from_secs(120),
+    )
+    .await?;
+    app.wait_text_for(
+        "[data-testid=sat-unknown]",
+        "el CFDI desconocido en el SAT",
+        |t| t.contains(other),
+        std::time::Duration::from_secs(120),
+    )
+    .await?;
+    let row = format!("[data-testid=sat-unknown-row][data-uuid='{other}']");
+    app.wait_contains(&row, "URE180429TM6").await?;
+    app.wait_contains(&row, "116.00").await?;
+    let sale = app
+        .attr(&format!("{row} [data-testid=sat-unknown-sale]"), "href")
+        .await?
+        .ok_or("el CFDI desconocido no enlaza la venta parecida")?;
+    check(sale == factura, format!("la venta parecida es {factura}; el enlace dice {sale}"))?;
+    check(
+        !app.all("[data-testid=sat-to-duplicados]").await?.is_empty(),
+        "la página SAT lleva a la cola de Duplicados",
+    )?;
+    app.wait_contains("[data-testid=sat-last-summary]", "1 desconocidos para Timbra").await?;
+    check(
+        app.all("[data-testid=sat-request][data-live=true]").await?.is_empty(),
+        "ninguna solicitud sigue en curso",
+    )?;
+    app.screenshot("sat-conciliacion").await?;
+
+    // The Factura page: SAT's record says Vigente (nobody pressed Consultar al SAT).
+    app.go(&factura).await?;
+    app.wait_contains("[data-testid=sat-line]", "Vigente").await?;
+    check(
+        app.all("[data-testid=sat-check-result]").await?.is_empty(),
+        "el estado viene de la conciliación, no de una consulta en vivo",
+    )?;
+    Ok(())
+}

@@ -83,6 +83,9 @@ const FLOWS: &[(&str, Prepare, Flow)] = &[
         Box::pin(flows::acerca_y_diagnostico(app))
     }),
     ("dos_emisores", flows::soporte_seat, |app| Box::pin(flows::dos_emisores(app))),
+    ("sat_conciliacion", flows::soporte_seat, |app| {
+        Box::pin(flows::sat_conciliacion(app))
+    }),
     ("equipo_postgres", flows::team_database, |app| Box::pin(flows::equipo_postgres(app))),
     ("sin_almacen_de_contrasenas", installed::no_secret_service, |app| {
         Box::pin(installed::sin_almacen_de_contrasenas(app))

@@ -4,6 +4,7 @@
 //! [`crate::drain_host::spawn_sat_lane`]).
 
 use super::*;
+use outbox::pacs::SecretSource;
 
 pub(super) const EFIRMA_CER: Accept = Accept {
     field: "cer",
