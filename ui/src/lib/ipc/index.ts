@@ -76,6 +76,7 @@ import type { SaleDraft } from './bindings/SaleDraft';
 import type { SalePreviewDto } from './bindings/SalePreviewDto';
 import type { SandboxFaultDto } from './bindings/SandboxFaultDto';
 import type { SatCheck } from './bindings/SatCheck';
+import type { SatPageDto } from './bindings/SatPageDto';
 import type { SavedFileDto } from './bindings/SavedFileDto';
 import type { ScreeningImport } from './bindings/ScreeningImport';
 import type { ScreeningStatus } from './bindings/ScreeningStatus';
@@ -196,6 +197,9 @@ export const api = {
   saveUpdateUrl: (url: string | null) => call<UpdatesDto>('save_update_url', { url }),
   checkUpdate: () => call<UpdateOfferDto | null>('check_update'),
   installUpdate: (version: string) => call<UpdateInstalledDto>('install_update', { version }),
+  satPage: () => call<SatPageDto>('sat_page'),
+  saveEfirma: (cerPath: string, keyPath: string, password: SecretText) => call<SatPageDto>('save_efirma', { cerPath, keyPath, password }),
+  satReconcile: (desde: string, hasta: string) => call<SatPageDto>('sat_reconcile', { desde, hasta }),
 };
 
 export type Api = typeof api;
