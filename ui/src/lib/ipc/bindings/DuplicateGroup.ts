@@ -3,6 +3,7 @@ import type { ActedBy } from "./ActedBy";
 import type { EvidenceInfo } from "./EvidenceInfo";
 import type { GroupCfdi } from "./GroupCfdi";
 import type { GroupKind } from "./GroupKind";
+import type { SatUnknownCfdi } from "./SatUnknownCfdi";
 import type { XmlDifference } from "./XmlDifference";
 
 /**
@@ -25,4 +26,9 @@ decided_by: ActedBy | null,
 /**
  * Cancellations of this group still waiting for SAT.
  */
-open_cancellations: number, };
+open_cancellations: number, 
+/**
+ * A `cfdi_desconocido` group: what SAT says of the CFDI (`invoice_id` is then the sale it
+ * resembles, or 0 when none).
+ */
+sat_unknown?: SatUnknownCfdi, };

@@ -3,4 +3,4 @@
 /**
  * What kind of group it is.
  */
-export type GroupKind = "same_sale" | "same_sale_twice" | "imported_likeness";
+export type GroupKind = "same_sale" | "same_sale_twice" | "imported_likeness" | "cfdi_desconocido";
