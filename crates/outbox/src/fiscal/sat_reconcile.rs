@@ -789,7 +789,8 @@ impl Outbox {
 
     /// Records every package the SAT requests downloaded (`sat_requests`) into SAT's record of
     /// the emisor's CFDIs, through [`Outbox::record_sat_package`]: recording a package twice
-    /// changes nothing, so this is safe to call after every step. A package that cannot be read
+    /// changes nothing, so this is safe to call after every step; a package recorded is marked read
+    /// (`processed_at_ms`) and not read again. A package that cannot be read
     /// is skipped with a warning (its request stays finished; the contador sees it on the next try).
     pub async fn record_downloaded_sat_packages(&self, actor: &Actor) -> Result<Vec<SatPackageReport>> {
         may_record(actor, "registrar un paquete del SAT")?;
@@ -800,7 +801,14 @@ impl Outbox {
                 continue;
             };
             match self.record_sat_package(direction, &p.id_paquete, &p.bytes, actor).await {
-                Ok(r) => out.push(r),
+                Ok(r) => {
+                    // Recorded (idempotently, by UUID) before it is marked read: a crash between
+                    // the two reads it again and changes nothing.
+                    self.store()
+                        .mark_sat_package_processed(&p.id_paquete, self.now().timestamp_millis())
+                        .await?;
+                    out.push(r)
+                }
                 Err(e @ OutboxError::Invalid(_)) => {
                     tracing::warn!(paquete = %p.id_paquete, error = %e, "paquete del SAT ilegible");
                 }

@@ -339,6 +339,20 @@ impl AnyStore {
         })
     }
 
+    /// Marks a package read (once; the table's trigger refuses a second change).
+    pub async fn mark_sat_package_processed(&self, id_paquete: &str, at_ms: i64) -> Result<bool> {
+        on_dialect!(self, |db| {
+            let n = sqlx::query(sql!("sat_package_processed"))
+                .bind(id_paquete)
+                .bind(at_ms)
+                .execute(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?
+                .rows_affected();
+            Ok(n > 0)
+        })
+    }
+
     pub async fn sat_package_ids(&self, request_id: i64) -> Result<Vec<String>> {
         on_dialect!(self, |db| {
             sqlx::query_scalar(sql!("sat_package_ids_of_request"))
