@@ -29,7 +29,8 @@ macro_rules! dialect_migrations {
             11 "0011" "folios",
             12 "0012" "bandeja_search",
             13 "0013" "emisores",
-            14 "0014" "csd_history"
+            14 "0014" "csd_history",
+            18 "0018" "api_token_limits"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

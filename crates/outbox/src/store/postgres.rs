@@ -139,6 +139,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "77583d601fe50245350e6541204f86c8a0a59ca2a5c84e10134f5a908fd68e6d3a8bd9ef4fd25f95181c9762243519b3",
         statements: "551a8b46811e4e34d58277b06e8f0e60e765b3107cc8da323c6bb96cae6c477c",
     },
+    Released {
+        version: 18,
+        checksum: "33d74d9cddc71f29eea913cd547faed198c6fa317f2232f2beb9e11d7b2e123a5f1fc072e538f1c5bc7138a0929c929e",
+        statements: "302875399b954fc72d2a776d261ee790a31f792eaa712c6519601fcfe9cc47e9",
+    },
 ];
 
 #[derive(Debug)]

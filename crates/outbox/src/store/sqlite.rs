@@ -121,6 +121,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "75e98e48d90ddbb536319539b3cbd9ffd446563f3d5b3ad1e580e601f6ddc0d984bdfad9ba7e2f3fc83ef33243a24831",
         statements: "be197ab799a55af85ed6ad87bc2d0a56cab118709b4d96e6ac2ea127bac8a71d",
     },
+    Released {
+        version: 18,
+        checksum: "921b7a3213848ad3e36044447a845654f618ff8e874f7e7b01ae81151a4c297822d6b5f0b37ce0b04d7709caec2ecbcb",
+        statements: "3f24bc531d5a12d12054da6d99382b844f77b5496e29af8e016c471ffdca4642",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
