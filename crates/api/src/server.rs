@@ -217,14 +217,12 @@ struct WriteBudget {
 }
 
 impl WriteBudget {
-    fn take(&self, n: u32) -> Result<(), Response> {
+    /// `Ok`, or how long until `n` more writes fit.
+    fn take(&self, n: u32) -> Result<(), std::time::Duration> {
         if n == 0 {
             return Ok(());
         }
-        self.limits
-            .per_token
-            .take_n(&self.key, self.rate, n, std::time::Instant::now())
-            .map_err(|wait| token_limited(wait, &self.token))
+        self.limits.per_token.take_n(&self.key, self.rate, n, std::time::Instant::now())
     }
 }
 
@@ -525,8 +523,8 @@ async fn create_sales_batch(
     })?;
     // The first write was taken by the auth layer.
     let n = u32::try_from(batch.items.len()).unwrap_or(u32::MAX);
-    if let Err(resp) = budget.take(n.saturating_sub(1)) {
-        return Ok(resp);
+    if let Err(wait) = budget.take(n.saturating_sub(1)) {
+        return Ok(token_limited(wait, &budget.token));
     }
     let bodies: Vec<Vec<u8>> = batch
         .items

@@ -131,7 +131,16 @@ fn tokens_are_shown_once_listed_without_the_token_and_revoked() {
 #[test]
 fn a_token_carries_its_own_rate_limits() {
     let db = Db::new();
-    let created = db.ok(&["token", "create", "erp", "--limite-por-segundo", "200", "--rafaga", "2000", "--json"]);
+    let created = db.ok(&[
+        "token",
+        "create",
+        "erp",
+        "--limite-por-segundo",
+        "200",
+        "--rafaga",
+        "2000",
+        "--json",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&created).unwrap();
     assert_eq!(v["limits"], serde_json::json!({"per_second": 200, "burst": 2000}), "{created}");
     assert!(db.ok(&["token", "list"]).contains("límite por segundo 200, ráfaga 2000"));
