@@ -244,6 +244,8 @@ pub async fn view(outbox: &Outbox, hosts: &ChannelHosts) -> Result<ChannelsDto, 
             created_at: t.created_at.to_rfc3339(),
             created_by: t.created_by.name,
             revoked_at: t.revoked_at.map(|r| r.to_rfc3339()),
+            limit_per_second: t.limits.per_second,
+            limit_burst: t.limits.burst,
         })
         .collect();
     let webhook = outbox

@@ -626,6 +626,10 @@ pub struct ApiTokenDto {
     pub created_at: String,
     pub created_by: String,
     pub revoked_at: Option<String>,
+    /// Its own requests per second in the local API (`None`: the server's, 5000/s on loopback).
+    pub limit_per_second: Option<u32>,
+    /// Its own burst (`None`: the server's, 20000 on loopback).
+    pub limit_burst: Option<u32>,
 }
 
 /// The outgoing webhook Ajustes configures (the endpoint named `app`).

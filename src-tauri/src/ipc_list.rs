@@ -69,6 +69,7 @@ macro_rules! ipc_surface {
                 save_api(enabled: bool, listen: String) -> ChannelsDto;
                 create_api_token(name: String) -> CreatedTokenDto;
                 revoke_api_token(name: String) -> ChannelsDto;
+                set_api_token_limits(name: String, per_second: Option<u32>, burst: Option<u32>) -> ChannelsDto;
                 save_webhook(url: String, secret: SecretText) -> ChannelsDto;
                 save_smtp(smtp: SmtpInputDto) -> ChannelsDto;
                 invoice_balance(invoice_id: i64) -> InvoiceBalance;

@@ -73,7 +73,7 @@ describe('Canales in Ajustes', () => {
       (cmd, args) => {
         calls.push([cmd, args]);
         if (cmd === 'channel_settings')
-          return channels({ tokens: [{ name: 'pos-1', prefix: 'tbr_12345678', created_at: '2026-12-01T12:00:00Z', created_by: 'Soporte', revoked_at: null }] });
+          return channels({ tokens: [{ name: 'pos-1', prefix: 'tbr_12345678', created_at: '2026-12-01T12:00:00Z', created_by: 'Soporte', revoked_at: null, limit_per_second: null, limit_burst: null }] });
         if (cmd === 'create_api_token') return { name: 'pos-1', prefix: 'tbr_12345678', token: 'tbr_' + 'a'.repeat(64) };
         if (cmd === 'save_api')
           throw { code: 'validation', details: { errors: [{ field: 'listen', code: 'direccion_no_local', message: 'no es local' }] } };
@@ -93,6 +93,34 @@ describe('Canales in Ajustes', () => {
     await fireEvent.submit(screen.getByTestId('api-form'));
     await waitFor(() => expect(screen.getByTestId('api-form').querySelector('.field-error')?.textContent).toContain('solo 127.0.0.1'));
     expect(calls).toContainEqual(['save_api', { enabled: false, listen: '0.0.0.0:8787' }]);
+  });
+
+  test("a token's rate limits are shown and edited in place; empty is the server's default", async () => {
+    const calls: [string, unknown][] = [];
+    const token = (limit_per_second: number | null, limit_burst: number | null) => ({
+      name: 'erp',
+      prefix: 'tbr_12345678',
+      created_at: '2026-12-01T12:00:00Z',
+      created_by: 'Soporte',
+      revoked_at: null,
+      limit_per_second,
+      limit_burst,
+    });
+    mockIPC(
+      (cmd, args) => {
+        calls.push([cmd, args]);
+        if (cmd === 'channel_settings') return channels({ tokens: [token(null, null)] });
+        if (cmd === 'set_api_token_limits') return channels({ tokens: [token(200, null)] });
+      },
+      { shouldMockEvents: true },
+    );
+    render(ChannelSettings, { disabled: false });
+    await waitFor(() => expect(screen.getByTestId('token-limits').textContent).toContain('del servidor/s · ráfaga del servidor'));
+    await fireEvent.click(screen.getByTestId('edit-limits'));
+    await fireEvent.input(document.querySelector('input[name=limit_per_second]')!, { target: { value: '200' } });
+    await fireEvent.click(screen.getByTestId('save-limits'));
+    await waitFor(() => expect(screen.getByTestId('token-limits').textContent).toContain('200/s · ráfaga del servidor'));
+    expect(calls).toContainEqual(['set_api_token_limits', { name: 'erp', perSecond: 200, burst: null }]);
   });
 
   test('a bulk export shows its progress from export-progress and says where it wrote', async () => {

@@ -66,12 +66,20 @@ pub fn status_for(code: ErrorCode) -> StatusCode {
     StatusCode::from_u16(code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+impl ApiError {
+    /// The JSON body of this error (also each failed item of a batch).
+    pub fn body(&self) -> serde_json::Value {
         let mut body = json!({"error": self.code, "message": self.message, "fields": self.fields});
         if let Some(s) = self.retry_after_seconds {
             body["retryAfterSeconds"] = json!(s);
         }
+        body
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = self.body();
         let mut resp = (self.status, axum::Json(body)).into_response();
         if let Some(s) = self.retry_after_seconds {
             if let Ok(v) = HeaderValue::from_str(&s.to_string()) {

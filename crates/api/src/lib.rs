@@ -1,10 +1,13 @@
 //! Timbra's local intake API and its notification channels, over the `Outbox` API only.
 //!
 //! - [`server`]: the axum router — `POST /v1/sales` (`docs/intake.md`'s idempotency, mapped from the
-//!   outbox's errors), `GET /v1/sales/{sale_id}`, `GET /v1/invoices/{id}/xml|pdf`,
+//!   outbox's errors), `POST /v1/sales/batch` (the same table per item, on the outbox's bulk
+//!   intake path, [`outbox::Outbox::record_sales_json_keyed`]), `GET /v1/sales/{sale_id}`, `GET /v1/invoices/{id}/xml|pdf`,
 //!   `GET /v1/health`, `GET /v1/openapi.json`, `POST /v1/webhooks/{source}` — with bearer
 //!   tokens, a body size limit, JSON errors with stable codes everywhere, and graceful shutdown
 //!   as an injected future; [`server::check_listen`] keeps it on loopback unless told otherwise.
+//! - [`rate_limit`]: token buckets — per token (writes and reads apart; the token's own limits or
+//!   the listen address's defaults), failed authentications, webhook sources.
 //! - [`error`]: [`error::ApiError`], the one JSON error shape (`{"error", "message", "fields"}`).
 //! - The stamped XML and its PDF (the one sandbox rule) are the shared use cases of
 //!   `services::documents`, which the CLI and the app call too.

@@ -5,14 +5,17 @@
 //! | `GET /v1/health` | none | the server and its database answer |
 //! | `GET /v1/openapi.json` | none | this API's OpenAPI 3 document |
 //! | `POST /v1/sales` | bearer | records a sale (`Idempotency-Key` header; `docs/intake.md` table) |
+//! | `POST /v1/sales/batch` | bearer | up to [`MAX_BATCH_ITEMS`] sales, each with its own key, one answer each |
 //! | `GET /v1/sales/{sale_id}` | bearer | state, badge, reasons, UUID, links |
 //! | `GET /v1/invoices/{id}/xml` | bearer | the stamped XML (`id`: invoice id or sale_id) |
 //! | `GET /v1/invoices/{id}/pdf` | bearer | its PDF |
 //! | `POST /v1/webhooks/{source}` | signature | a payment webhook (generic or Stripe) |
 //!
 //! Bodies are read up to [`MAX_BODY_BYTES`]; anything larger is `413 payload_too_large`.
-//! Requests are rate-limited per token, failed authentications together, and webhooks per
-//! source (`crate::rate_limit`): `429 rate_limited` with `Retry-After`.
+//! Requests are rate-limited per token (writes and reads in separate buckets, a batch taking
+//! one per sale; each token may carry its own limits, the rest is the listen address's
+//! default), failed authentications together, and webhooks per source (`crate::rate_limit`):
+//! `429 rate_limited` with `Retry-After`.
 //! Unknown routes and methods answer JSON too. Intake and reads only: nothing here stamps.
 
 use std::future::Future;
@@ -34,10 +37,13 @@ use outbox::{Actor, Outbox, OutboxError, Role};
 use serde_json::{json, Value};
 
 use crate::error::ApiError;
-use crate::rate_limit::{retry_after_secs, ApiLimiters, RateLimits, FAILED_AUTH};
+use crate::rate_limit::{retry_after_secs, ApiLimiters, Rate, RateLimits, FAILED_AUTH};
 
 /// Largest request body accepted (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Most sales one `POST /v1/sales/batch` carries; more is `413 batch_too_large`, nothing written.
+pub const MAX_BATCH_ITEMS: usize = 500;
 
 /// An HTTP method of a route, as the OpenAPI document names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -98,6 +104,7 @@ fn route_table() -> Vec<Route> {
         route(Method::Get, "/v1/health", Access::Open, health),
         route(Method::Get, "/v1/openapi.json", Access::Open, openapi),
         route(Method::Post, "/v1/sales", Access::Bearer, create_sale),
+        route(Method::Post, "/v1/sales/batch", Access::Bearer, create_sales_batch),
         route(Method::Get, "/v1/sales/{sale_id}", Access::Bearer, get_sale),
         route(Method::Get, "/v1/invoices/{id}/xml", Access::Bearer, invoice_xml),
         route(Method::Get, "/v1/invoices/{id}/pdf", Access::Bearer, invoice_pdf),
@@ -135,7 +142,8 @@ pub fn check_listen(addr: SocketAddr, allow_remote: bool) -> Result<(), String> 
     }
 }
 
-/// The router with every route, auth and the JSON fallbacks.
+/// The router with every route, auth and the JSON fallbacks, and the loopback defaults of
+/// the rate limits ([`RateLimits::loopback`]; [`serve`] picks them by the listen address).
 pub fn router(state: ApiState) -> Router {
     router_with_limits(state, RateLimits::default())
 }
@@ -182,7 +190,10 @@ pub async fn serve(
     state: ApiState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    let limits = RateLimits::for_listen(listener.local_addr()?.ip());
+    axum::serve(listener, router_with_limits(state, limits))
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 // Auth -------------------------------------------------------------------------------------------
@@ -194,6 +205,34 @@ pub struct ApiActor(pub Actor);
 /// The outbox of the emisor whose token a request presented: the only one it reads or writes.
 #[derive(Clone)]
 pub struct TokenEmisor(pub Arc<Outbox>);
+
+/// What is left of a request's token writes: a batch takes one more per sale after the first
+/// (which the auth layer took).
+#[derive(Clone)]
+struct WriteBudget {
+    limits: Arc<ApiLimiters>,
+    key: String,
+    rate: Rate,
+    token: String,
+}
+
+impl WriteBudget {
+    /// `Ok`, or how long until `n` more writes fit.
+    fn take(&self, n: u32) -> Result<(), std::time::Duration> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.limits.per_token.take_n(&self.key, self.rate, n, std::time::Instant::now())
+    }
+}
+
+fn token_limited(wait: std::time::Duration, token: &str) -> Response {
+    tracing::warn!(token, "límite de peticiones del token alcanzado");
+    rate_limited(
+        wait,
+        &format!("demasiadas peticiones con el token {token}; espere y reintente (o suba su límite: timbra token limits)"),
+    )
+}
 
 impl ApiState {
     /// The home first, then every other emisor.
@@ -246,13 +285,24 @@ async fn require_token(State(guard): State<Guard>, mut req: Request, next: Next)
     match found {
         Ok(Some((n, outbox, token))) => {
             // Two emisores may each have a token of one name: one bucket per emisor's token.
-            if let Err(wait) = guard.limits.per_token.take(&format!("{n}:{}", token.name), now) {
-                tracing::warn!(token = %token.name, "límite de peticiones del token alcanzado");
-                return rate_limited(
-                    wait,
-                    &format!("demasiadas peticiones con el token {}; espere y reintente", token.name),
-                );
+            // Reads and writes have separate buckets: reads never starve writes.
+            let key = format!("{n}:{}", token.name);
+            let reads = req.method() == axum::http::Method::GET || req.method() == axum::http::Method::HEAD;
+            let limiter = if reads {
+                &guard.limits.per_token_reads
+            } else {
+                &guard.limits.per_token
+            };
+            let rate = limiter.rate().with(token.limits);
+            if let Err(wait) = limiter.take_n(&key, rate, 1, now) {
+                return token_limited(wait, &token.name);
             }
+            req.extensions_mut().insert(WriteBudget {
+                limits: guard.limits.clone(),
+                key,
+                rate,
+                token: token.name.clone(),
+            });
             req.extensions_mut()
                 .insert(ApiActor(Actor::new(format!("api:{}", token.name), Role::Personal, "api")));
             req.extensions_mut().insert(TokenEmisor(outbox));
@@ -424,6 +474,113 @@ async fn create_sale(
         resp.headers_mut().insert(header::LOCATION, loc);
     }
     Ok(resp)
+}
+
+/// One sale of a batch: its key (optional, as the single endpoint's header) and the sale.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchItem {
+    #[serde(rename = "idempotencyKey", default)]
+    idempotency_key: Option<String>,
+    sale: Value,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchIn {
+    items: Vec<BatchItem>,
+}
+
+/// `POST /v1/sales/batch`: each item answered as `POST /v1/sales` would answer it with its key
+/// (201 new, 200 replayed, 409 conflict, 409 in progress with `retryAfterSeconds`, 4xx
+/// invalid), recorded on the bulk intake path (a few sales per durable transaction, sealed on
+/// every core). The batch takes one write per sale from the token's bucket, all before
+/// anything is written.
+async fn create_sales_batch(
+    Extension(TokenEmisor(outbox)): Extension<TokenEmisor>,
+    Extension(ApiActor(actor)): Extension<ApiActor>,
+    Extension(budget): Extension<WriteBudget>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let bytes = read_body(&headers, body).await?;
+    let value: Value =
+        serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request("malformed_json", format!("el cuerpo no es JSON válido: {e}")))?;
+    let count = value.get("items").and_then(Value::as_array).map(Vec::len);
+    if let Some(n) = count.filter(|n| *n > MAX_BATCH_ITEMS) {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "batch_too_large",
+            format!("el lote trae {n} ventas y el máximo es {MAX_BATCH_ITEMS} por petición: envíe las demás en otro lote (no se registró ninguna)"),
+        ));
+    }
+    let batch: BatchIn = serde_json::from_value(value).map_err(|e| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_batch",
+            format!("el lote debe ser {{\"items\": [{{\"idempotencyKey\": \"…\", \"sale\": {{…}}}}]}}: {e}"),
+        )
+    })?;
+    // The first write was taken by the auth layer.
+    let n = u32::try_from(batch.items.len()).unwrap_or(u32::MAX);
+    if let Err(wait) = budget.take(n.saturating_sub(1)) {
+        return Ok(token_limited(wait, &budget.token));
+    }
+    let bodies: Vec<Vec<u8>> = batch
+        .items
+        .iter()
+        .map(|i| serde_json::to_vec(&i.sale).unwrap_or_default())
+        .collect();
+    let items: Vec<(&[u8], Option<&str>)> = batch
+        .items
+        .iter()
+        .zip(&bodies)
+        .map(|(i, b)| (b.as_slice(), i.idempotency_key.as_deref()))
+        .collect();
+    let results = outbox.record_sales_json_keyed(&items, &actor, |_| false).await;
+    let mut results = results.into_iter();
+    let (mut recorded, mut replayed, mut failed) = (0u32, 0u32, 0u32);
+    let answers: Vec<Value> = batch
+        .items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let result = results
+                .next()
+                .unwrap_or_else(|| Err(OutboxError::Database("el lote no devolvió el resultado de esta venta".into())));
+            let (status, body) = match result {
+                Ok(r) => {
+                    if r.replayed {
+                        replayed += 1;
+                    } else {
+                        recorded += 1;
+                    }
+                    (if r.replayed { StatusCode::OK } else { StatusCode::CREATED }, recorded_json(&r))
+                }
+                Err(e) => {
+                    failed += 1;
+                    let e = ApiError::from(e);
+                    (e.status, e.body())
+                }
+            };
+            json!({
+                "index": index,
+                "idempotencyKey": item.idempotency_key,
+                "status": status.as_u16(),
+                "body": body,
+            })
+        })
+        .collect();
+    Ok((
+        StatusCode::OK,
+        Json(json!({
+            "items": answers,
+            "recorded": recorded,
+            "replayed": replayed,
+            "failed": failed,
+        })),
+    )
+        .into_response())
 }
 
 async fn get_sale(

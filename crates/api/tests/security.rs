@@ -13,6 +13,7 @@ fn limits(per_token: u32, failed_auth: u32, per_source: u32) -> RateLimits {
     let rate = |burst| Rate { burst, per_second: 0.0001 };
     RateLimits {
         per_token: rate(per_token),
+        per_token_reads: rate(per_token),
         failed_auth: rate(failed_auth),
         per_webhook_source: rate(per_source),
     }

@@ -1,5 +1,5 @@
-//! `timbra serve` (the local intake API) and `timbra token create|list|revoke` (its bearer
-//! tokens): thin calls into `api` and the outbox.
+//! `timbra serve` (the local intake API) and `timbra token create|list|limits|revoke` (its
+//! bearer tokens and each one's rate limits): thin calls into `api` and the outbox.
 //!
 //! `timbra serve` prints `listening on http://HOST:PORT` as its first stdout line (flushed at
 //! once, so a script or a test reads the port), serves until SIGTERM or Ctrl-C and then stops
@@ -35,12 +35,53 @@ pub struct ServeArgs {
     notify_interval_ms: u64,
 }
 
+/// A token's own rate limits (`api::rate_limit`); what is not given is the server's default.
+#[derive(Args, Clone, Copy)]
+pub struct LimitArgs {
+    /// Peticiones por segundo que el token recupera (escrituras; las lecturas tienen otro
+    /// cubo del mismo tamaño). Sin la opción: el valor del servidor (5000/s escuchando en
+    /// 127.0.0.1, 20/s en cualquier otra dirección).
+    #[arg(long = "limite-por-segundo", value_name = "N")]
+    per_second: Option<u32>,
+    /// Peticiones que el token puede enviar de golpe (un lote cuenta una por venta). Sin la
+    /// opción: el valor del servidor (20000 en 127.0.0.1, 200 en otra dirección).
+    #[arg(long = "rafaga", value_name = "N")]
+    burst: Option<u32>,
+}
+
+impl LimitArgs {
+    fn limits(self) -> outbox::api_tokens::TokenLimits {
+        outbox::api_tokens::TokenLimits {
+            per_second: self.per_second,
+            burst: self.burst,
+        }
+    }
+}
+
+fn limits_text(l: outbox::api_tokens::TokenLimits) -> String {
+    let part = |v: Option<u32>| v.map_or_else(|| "el del servidor".to_string(), |v| v.to_string());
+    format!("límite por segundo {}, ráfaga {}", part(l.per_second), part(l.burst))
+}
+
 #[derive(Subcommand)]
 pub enum TokenCommand {
     /// Crea un token para la API local e imprime el token UNA sola vez (solo se guarda su hash).
     Create {
         /// Nombre del token (p. ej. el sistema que lo usa: pos-caja-1).
         name: String,
+        #[command(flatten)]
+        limits: LimitArgs,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        who: ActorArgs,
+    },
+    /// Cambia los límites de peticiones del token activo con ese nombre (o prefijo); lo que
+    /// no se da vuelve al valor del servidor. Vale desde la siguiente petición.
+    Limits {
+        name: String,
+        #[command(flatten)]
+        limits: LimitArgs,
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -135,17 +176,32 @@ pub fn token(db: Option<&str>, cmd: TokenCommand) -> Result<u8, Failure> {
     runtime()?.block_on(async {
         let o = open(db, false).await?;
         match cmd {
-            TokenCommand::Create { name, json, who } => {
+            TokenCommand::Create { name, limits, json, who } => {
                 let actor = who.actor_or("cli", "soporte")?;
-                let (t, secret) = o.create_api_token(&name, &actor).await.map_err(|e| failure(e, "token: "))?;
+                let (t, secret) = o
+                    .create_api_token_with(&name, limits.limits(), &actor)
+                    .await
+                    .map_err(|e| failure(e, "token: "))?;
                 if json {
-                    print_json(&serde_json::json!({"name": t.name, "prefix": t.prefix, "token": secret.expose()}))?;
+                    print_json(&serde_json::json!({"name": t.name, "prefix": t.prefix, "token": secret.expose(), "limits": t.limits}))?;
                 } else {
                     print_out(secret.expose())?;
                     eprintln!(
                         "token {:?} creado; guárdelo ahora: no se vuelve a mostrar (se guarda solo su hash).",
                         t.name
                     );
+                }
+            }
+            TokenCommand::Limits { name, limits, json, who } => {
+                let actor = who.actor_or("cli", "soporte")?;
+                let t = o
+                    .set_api_token_limits(&name, limits.limits(), &actor)
+                    .await
+                    .map_err(|e| failure(e, "token: "))?;
+                if json {
+                    print_json(&t)?;
+                } else {
+                    print_out(&format!("token {:?} ({}…): {}", t.name, t.prefix, limits_text(t.limits)))?;
                 }
             }
             TokenCommand::List { json } => {
@@ -159,12 +215,13 @@ pub fn token(db: Option<&str>, cmd: TokenCommand) -> Result<u8, Failure> {
                             None => "activo".into(),
                         };
                         print_out(&format!(
-                            "{}\t{}…\t{}\tcreado {} por {}",
+                            "{}\t{}…\t{}\tcreado {} por {}\t{}",
                             t.name,
                             t.prefix,
                             state,
                             t.created_at.to_rfc3339(),
-                            t.created_by.name
+                            t.created_by.name,
+                            limits_text(t.limits)
                         ))?;
                     }
                 }

@@ -128,6 +128,33 @@ fn tokens_are_shown_once_listed_without_the_token_and_revoked() {
     assert_eq!(again.status.code(), Some(2));
 }
 
+#[test]
+fn a_token_carries_its_own_rate_limits() {
+    let db = Db::new();
+    let created = db.ok(&[
+        "token",
+        "create",
+        "erp",
+        "--limite-por-segundo",
+        "200",
+        "--rafaga",
+        "2000",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&created).unwrap();
+    assert_eq!(v["limits"], serde_json::json!({"per_second": 200, "burst": 2000}), "{created}");
+    assert!(db.ok(&["token", "list"]).contains("límite por segundo 200, ráfaga 2000"));
+    // What is not given goes back to the server's default.
+    let out = db.ok(&["token", "limits", "erp", "--limite-por-segundo", "50"]);
+    assert!(out.contains("límite por segundo 50, ráfaga el del servidor"), "{out}");
+    let zero = db.run(&["token", "limits", "erp", "--rafaga", "0"]);
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(stderr(&zero).contains("ráfaga"), "{}", stderr(&zero));
+    db.ok(&["token", "revoke", "erp"]);
+    let revoked = db.run(&["token", "limits", "erp", "--limite-por-segundo", "10"]);
+    assert_ne!(revoked.status.code(), Some(0), "a revoked token's limits do not change");
+}
+
 /// The `curl` lines of docs/reference.md's "Local API" section (and its `timbra drain`), in order.
 fn readme_commands() -> Vec<String> {
     let readme = std::fs::read_to_string(root().join("docs/reference.md")).unwrap();

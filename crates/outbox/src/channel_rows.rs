@@ -21,6 +21,22 @@ pub struct ApiToken {
     pub created_by: ActedBy,
     pub revoked_at: Option<DateTime<Utc>>,
     pub revoked_by: Option<ActedBy>,
+    /// Its own rate limits in the local API (each `None`: the server's default).
+    pub limits: TokenLimits,
+}
+
+/// The rate limits of one API token (`api_tokens.limit_per_second`, `limit_burst`): requests
+/// per second it refills with and how many it may send at once. `None` is the server's
+/// default for that part (sized to the engine on loopback, conservative elsewhere).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenLimits {
+    pub per_second: Option<u32>,
+    pub burst: Option<u32>,
+}
+
+impl TokenLimits {
+    /// The highest value either part may take.
+    pub const MAX: u32 = 1_000_000;
 }
 
 impl ApiToken {

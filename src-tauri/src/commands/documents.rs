@@ -147,6 +147,20 @@ pub async fn create_api_token(state: State<'_, AppState>, name: String) -> Res<C
     })
 }
 
+/// A token's own rate limits in the local API (`None`: the server's default for that part).
+#[tauri::command]
+pub async fn set_api_token_limits(
+    state: State<'_, AppState>,
+    name: String,
+    per_second: Option<u32>,
+    burst: Option<u32>,
+) -> Res<ChannelsDto> {
+    let ready = state.ready()?;
+    let limits = outbox::api_tokens::TokenLimits { per_second, burst };
+    ready.outbox.set_api_token_limits(&name, limits, &ready.actor()).await?;
+    channels_view(&state, ready).await
+}
+
 #[tauri::command]
 pub async fn revoke_api_token(state: State<'_, AppState>, name: String) -> Res<ChannelsDto> {
     let ready = state.ready()?;

@@ -10,7 +10,7 @@
 use cfdi::secret::Secret;
 
 use crate::actor::Actor;
-pub use crate::channel_rows::{ApiToken, TokenCandidate};
+pub use crate::channel_rows::{ApiToken, TokenCandidate, TokenLimits};
 use crate::error::{OutboxError, Result};
 use crate::intake::sha256_hex;
 use crate::outbox::Outbox;
@@ -52,18 +52,46 @@ fn check_name(name: &str) -> Result<&str> {
     Ok(n)
 }
 
+/// Refuses a limit of 0 or above [`TokenLimits::MAX`], naming the field.
+pub fn check_limits(limits: TokenLimits) -> Result<TokenLimits> {
+    for (value, field, what) in [
+        (limits.per_second, "limite_por_segundo", "el límite por segundo"),
+        (limits.burst, "rafaga", "la ráfaga"),
+    ] {
+        if let Some(v) = value {
+            if v == 0 || v > TokenLimits::MAX {
+                return Err(OutboxError::invalid(
+                    field,
+                    "rango",
+                    format!(
+                        "{what} del token debe ser de 1 a {} peticiones (o vacío para el valor del servidor); llegó {v}",
+                        TokenLimits::MAX
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(limits)
+}
+
 impl Outbox {
     /// Creates a token named `name` (soporte or contador). Returns it with the token itself,
     /// which exists nowhere else: show it once. Two active tokens never share a name.
     pub async fn create_api_token(&self, name: &str, actor: &Actor) -> Result<(ApiToken, Secret)> {
+        self.create_api_token_with(name, TokenLimits::default(), actor).await
+    }
+
+    /// [`Outbox::create_api_token`] with its own rate limits.
+    pub async fn create_api_token_with(&self, name: &str, limits: TokenLimits, actor: &Actor) -> Result<(ApiToken, Secret)> {
         crate::settings::may_change_settings(actor, "crear tokens de la API")?;
         let name = check_name(name)?;
+        let limits = check_limits(limits)?;
         let token = format!("{TOKEN_PREFIX}{}", random_hex32()?);
         let prefix: String = token.chars().take(PREFIX_CHARS).collect();
         let sha = sha256_hex(token.as_bytes());
         let row = self
             .store()
-            .insert_api_token(name, &prefix, &sha, actor, self.now().timestamp_millis())
+            .insert_api_token(name, &prefix, &sha, limits, actor, self.now().timestamp_millis())
             .await
             .map_err(|e| match e {
                 OutboxError::Integrity(_) => OutboxError::invalid(
@@ -80,6 +108,42 @@ impl Outbox {
     /// Every token, active and revoked, oldest first.
     pub async fn api_tokens(&self) -> Result<Vec<ApiToken>> {
         self.store().api_tokens().await
+    }
+
+    /// Sets the rate limits of the active token named `name` (or with this prefix); `None`
+    /// parts go back to the server's default. Takes effect on the server's next request.
+    pub async fn set_api_token_limits(&self, name_or_prefix: &str, limits: TokenLimits, actor: &Actor) -> Result<ApiToken> {
+        crate::settings::may_change_settings(actor, "cambiar los límites de los tokens de la API")?;
+        let limits = check_limits(limits)?;
+        let target = self.active_token(name_or_prefix).await?;
+        let row = self
+            .store()
+            .set_api_token_limits(target.id, limits)
+            .await?
+            .ok_or_else(|| OutboxError::NotFound {
+                what: "el token activo",
+                id: format!("{name_or_prefix:?}"),
+            })?;
+        tracing::info!(name = %row.name, per_second = ?limits.per_second, burst = ?limits.burst, actor = %actor.name, "límites del token de la API cambiados");
+        Ok(row)
+    }
+
+    async fn active_token(&self, name_or_prefix: &str) -> Result<ApiToken> {
+        let key = check_name(name_or_prefix)?;
+        let active: Vec<ApiToken> = self
+            .store()
+            .api_tokens()
+            .await?
+            .into_iter()
+            .filter(|t| t.is_active() && (t.name == key || t.prefix == key))
+            .collect();
+        match <[ApiToken; 1]>::try_from(active) {
+            Ok([t]) => Ok(t),
+            Err(_) => Err(OutboxError::NotFound {
+                what: "el token activo",
+                id: format!("{key:?}"),
+            }),
+        }
     }
 
     /// Revokes the active token named `name` (or with this prefix); it never authenticates again.

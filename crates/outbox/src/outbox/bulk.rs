@@ -15,6 +15,10 @@
 //! Sales with fiscal links (tickets, payments, global invoices, screening warnings) take the
 //! one-sale path, in their place. The same sale_id twice in one batch ends the batch before
 //! the second, which then replays (or conflicts with) the first as it would one at a time.
+//! [`Outbox::record_sales_json_keyed`] is the same with an idempotency key per sale (the local
+//! API's `POST /v1/sales/batch`): each key checked, looked up and reserved as
+//! [`Outbox::record_sale_json`] does with that key; the same key twice in one batch ends the
+//! batch before the second as a repeated sale_id does.
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -51,6 +55,8 @@ struct Context {
 
 /// A sale checked and ready, waiting for its seal and its transaction (which reserves its key).
 struct Reserved {
+    /// Its idempotency key (its sale_id unless one was given).
+    key: String,
     /// The sale as it is sealed (with the folio it was given; `body` is the one received).
     sale: Sale,
     /// Taken for it in [`Outbox::number_batch`], or the folio it brought.
@@ -74,6 +80,19 @@ impl Outbox {
     /// order; after the first error for which `stop` is true the list ends (that error is its
     /// last element) and the sales after it are left untouched.
     pub async fn record_sales_json(&self, sales: &[Vec<u8>], actor: &Actor, stop: impl Fn(&OutboxError) -> bool) -> Vec<Result<Recorded>> {
+        let items: Vec<(&[u8], Option<&str>)> = sales.iter().map(|s| (s.as_slice(), None)).collect();
+        self.record_sales_json_keyed(&items, actor, stop).await
+    }
+
+    /// [`Outbox::record_sales_json`] with an idempotency key per sale (`None`: its sale_id),
+    /// each answered as [`Outbox::record_sale_json`] answers that sale under that key: new,
+    /// replayed, a conflict or in progress.
+    pub async fn record_sales_json_keyed(
+        &self,
+        sales: &[(&[u8], Option<&str>)],
+        actor: &Actor,
+        stop: impl Fn(&OutboxError) -> bool,
+    ) -> Vec<Result<Recorded>> {
         let mut out: Vec<Result<Recorded>> = Vec::with_capacity(sales.len());
         let size = batch_size();
         while out.len() < sales.len() {
@@ -90,7 +109,7 @@ impl Outbox {
     /// `stop` names.
     async fn record_batch(
         &self,
-        lines: &[Vec<u8>],
+        lines: &[(&[u8], Option<&str>)],
         actor: &Actor,
         stop: &impl Fn(&OutboxError) -> bool,
         out: &mut Vec<Result<Recorded>>,
@@ -99,18 +118,20 @@ impl Outbox {
         let mut context: Option<Context> = None;
         let mut stopped = false;
         // Phase 1: in order, as one sale at a time would.
-        for bytes in lines {
-            let answer = match parse(bytes) {
+        for (bytes, key) in lines {
+            let answer = match parse(bytes, *key) {
                 Ok(sale) => {
-                    // The same sale_id, or a look-alike the duplicate screening would link,
-                    // waits for this batch's commit: it must see the earlier one recorded.
+                    let key = key.unwrap_or(sale.sale_id.as_str());
+                    // The same key or sale_id, or a look-alike the duplicate screening would
+                    // link, waits for this batch's commit: it must see the earlier one recorded.
                     if slots
                         .iter()
-                        .any(|s| matches!(s, Slot::Waiting(r) if r.sale.sale_id == sale.sale_id || alike(&r.sale, &sale)))
+                        .any(|s| matches!(s, Slot::Waiting(r) if r.key == key || r.sale.sale_id == sale.sale_id || alike(&r.sale, &sale)))
                     {
                         break;
                     }
-                    self.reserve_in_batch(sale, actor, &mut context).await
+                    let key = key.to_string();
+                    self.reserve_in_batch(sale, key, actor, &mut context).await
                 }
                 Err(e) => Err(e),
             };
@@ -208,12 +229,11 @@ impl Outbox {
 
     /// Phase 1 for one sale: the lookups and validation of `record_sale_with` (its key is
     /// reserved later, inside the recording transaction).
-    async fn reserve_in_batch(&self, sale: Sale, actor: &Actor, context: &mut Option<Context>) -> Result<Slot> {
+    async fn reserve_in_batch(&self, sale: Sale, key: String, actor: &Actor, context: &mut Option<Context>) -> Result<Slot> {
         let now = self.clock.now();
-        let key = sale.sale_id.as_str();
         let body = sale.to_canonical_json();
         let body_sha256 = sha256_hex(body.as_bytes());
-        if let Some(done) = self.settled(key, &sale.sale_id, &body_sha256, now).await? {
+        if let Some(done) = self.settled(&key, &sale.sale_id, &body_sha256, now).await? {
             return Ok(Slot::Done(Ok(done)));
         }
         let ctx = match context {
@@ -262,7 +282,8 @@ impl Outbox {
         self.check_brought_folio(&sale).await?;
         if sale.ticket || !links.is_empty() || !warnings.is_empty() {
             // The fiscal workflows' own transaction.
-            return Ok(Slot::Done(self.record_sale(&sale, None, actor).await));
+            let given = (key != sale.sale_id).then_some(key.as_str());
+            return Ok(Slot::Done(self.record_sale(&sale, given, actor).await));
         }
         let owner = format!(
             "{}:{}",
@@ -275,6 +296,7 @@ impl Outbox {
             Numbering::Take(_) => FolioUse::None,
         };
         Ok(Slot::Waiting(Box::new(Reserved {
+            key,
             sale,
             numbering,
             folio,
@@ -346,7 +368,7 @@ impl Outbox {
 
     /// Phase 3 for one sale: its outcome, as `record_sale_with` answers it.
     async fn settle_in_batch(&self, r: &Reserved, record: &NewRecord, outcome: Result<RecordOutcome>) -> Result<Recorded> {
-        let key = r.sale.sale_id.as_str();
+        let key = r.key.as_str();
         match outcome {
             Ok(RecordOutcome::Recorded { invoice_id, .. }) => {
                 tracing::info!(sale_id = %r.sale.sale_id, invoice_id, "venta registrada");
@@ -384,7 +406,7 @@ fn seal_all(waiting: &[&Reserved], ctx: &Context, actor: &Actor) -> Vec<Result<N
     let seal = |r: &Reserved| {
         sealed_record(
             &r.sale,
-            &r.sale.sale_id,
+            &r.key,
             &r.owner,
             &ctx.emisor,
             ctx.csd.as_deref(),
@@ -428,7 +450,10 @@ fn alike(a: &Sale, b: &Sale) -> bool {
         && serde_json::to_value(&a.conceptos).ok() == serde_json::to_value(&b.conceptos).ok()
 }
 
-fn parse(bytes: &[u8]) -> Result<Sale> {
+fn parse(bytes: &[u8], key: Option<&str>) -> Result<Sale> {
+    if let Some(k) = key {
+        crate::intake::check_idempotency_key(k)?;
+    }
     if bytes.len() > MAX_SALE_JSON_BYTES {
         return Err(OutboxError::invalid(
             "(json)",

@@ -8,14 +8,22 @@ use super::*;
 use crate::actor::Actor;
 use crate::channel_rows::{
     ApiToken, AttemptResult, Delivery, DeliveryAttempt, DeliveryStatus, EmailAttempt, EmailSend, EventSettlement, EventStatus, NewDelivery,
-    NewEmailSend, NewWebhookEvent, TokenCandidate, WebhookEvent, WebhookReview,
+    NewEmailSend, NewWebhookEvent, TokenCandidate, TokenLimits, WebhookEvent, WebhookReview,
 };
 use crate::error::Result;
 
 impl AnyStore {
     /// Stores a new API token (its prefix and SHA-256 only). A second active token with the
     /// same name is an [`crate::OutboxError::Integrity`] error.
-    pub async fn insert_api_token(&self, name: &str, prefix: &str, token_sha256: &str, actor: &Actor, at_ms: i64) -> Result<ApiToken> {
+    pub async fn insert_api_token(
+        &self,
+        name: &str,
+        prefix: &str,
+        token_sha256: &str,
+        limits: TokenLimits,
+        actor: &Actor,
+        at_ms: i64,
+    ) -> Result<ApiToken> {
         on_dialect!(self, |db| {
             let row = sqlx::query(sql!("channels/insert_api_token"))
                 .bind(name)
@@ -24,6 +32,8 @@ impl AnyStore {
                 .bind(at_ms)
                 .bind(&actor.name)
                 .bind(actor.role.as_str())
+                .bind(limits.per_second.map(i64::from))
+                .bind(limits.burst.map(i64::from))
                 .fetch_one(&db.pool)
                 .await
                 .map_err(|e| db.err(e))?;
@@ -58,6 +68,20 @@ impl AnyStore {
                     })
                 })
                 .collect()
+        })
+    }
+
+    /// Sets an active token's rate limits; None when it was not active.
+    pub async fn set_api_token_limits(&self, id: i64, limits: TokenLimits) -> Result<Option<ApiToken>> {
+        on_dialect!(self, |db| {
+            let row = sqlx::query(sql!("channels/set_api_token_limits"))
+                .bind(id)
+                .bind(limits.per_second.map(i64::from))
+                .bind(limits.burst.map(i64::from))
+                .fetch_optional(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            row.as_ref().map(api_token).transpose()
         })
     }
 

@@ -9,7 +9,7 @@ use super::super::{
 };
 use super::{Db, DbRow, ThisStore};
 use crate::actor::{Actor, Role};
-use crate::channel_rows::{ApiToken, AttemptResult, Delivery, DeliveryStatus, EmailSend, EventStatus, NewDelivery, NewEmailSend, WebhookEvent};
+use crate::channel_rows::{ApiToken, TokenLimits, AttemptResult, Delivery, DeliveryStatus, EmailSend, EventStatus, NewDelivery, NewEmailSend, WebhookEvent};
 use crate::error::{OutboxError, Result};
 use crate::model::{
     ActedBy, AttemptInfo, AttemptReason, Badge, BodyFormat, CfdiInfo, EvidenceInfo, FechaSource, InvoiceState, InvoiceSummary, ListFilter,
@@ -265,6 +265,12 @@ pub(crate) async fn insert_event(
         .map(|_| ())
 }
 
+fn limit_of(r: &DbRow, column: &'static str) -> Result<Option<u32>> {
+    get::<Option<i64>>(r, column)?
+        .map(|v| u32::try_from(v).map_err(|_| OutboxError::Database(format!("api_tokens.{column} fuera de rango: {v}"))))
+        .transpose()
+}
+
 pub(crate) fn api_token(r: &DbRow) -> Result<ApiToken> {
     let revoked_by = match (
         get::<Option<String>>(r, "revoked_by")?,
@@ -284,6 +290,10 @@ pub(crate) fn api_token(r: &DbRow) -> Result<ApiToken> {
         created_by: acted(r, "actor", "actor_role")?,
         revoked_at: opt_instant(get(r, "revoked_at_ms")?)?,
         revoked_by,
+        limits: TokenLimits {
+            per_second: limit_of(r, "limit_per_second")?,
+            burst: limit_of(r, "limit_burst")?,
+        },
     })
 }
 

@@ -31,7 +31,8 @@ macro_rules! dialect_migrations {
             13 "0013" "emisores",
             14 "0014" "csd_history",
             15 "0015" "sat_requests",
-            16 "0016" "sat_reconciliation"
+            16 "0016" "sat_reconciliation",
+            17 "0017" "api_token_limits"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

@@ -149,6 +149,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "88f512183b7d00a1d50a089bccebd68036ed266e4781cdb12db93befc527351b1576a6fcd551aec537b2c5c39fe42e1e",
         statements: "2fb6ac98eb570b623ff6f50e02b0d01513f298f318294a04110442b8219e1f4a",
     },
+    Released {
+        version: 17,
+        checksum: "33d74d9cddc71f29eea913cd547faed198c6fa317f2232f2beb9e11d7b2e123a5f1fc072e538f1c5bc7138a0929c929e",
+        statements: "302875399b954fc72d2a776d261ee790a31f792eaa712c6519601fcfe9cc47e9",
+    },
 ];
 
 #[derive(Debug)]

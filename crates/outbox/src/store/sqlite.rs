@@ -131,6 +131,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "e2d6cec04a064426a4edb9be591a46c4a68050e6c17fc5fc6ebcd9df45d2186e60c05898a2847e9bcfa2e62125c2b540",
         statements: "fa9ca36a3a9b0718aea1ae8799ea3f961c1c19a55817c411c7b6699517043e1c",
     },
+    Released {
+        version: 17,
+        checksum: "921b7a3213848ad3e36044447a845654f618ff8e874f7e7b01ae81151a4c297822d6b5f0b37ce0b04d7709caec2ecbcb",
+        statements: "3f24bc531d5a12d12054da6d99382b844f77b5496e29af8e016c471ffdca4642",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

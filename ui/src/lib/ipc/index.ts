@@ -145,6 +145,7 @@ export const api = {
   saveApi: (enabled: boolean, listen: string) => call<ChannelsDto>('save_api', { enabled, listen }),
   createApiToken: (name: string) => call<CreatedTokenDto>('create_api_token', { name }),
   revokeApiToken: (name: string) => call<ChannelsDto>('revoke_api_token', { name }),
+  setApiTokenLimits: (name: string, perSecond: number | null, burst: number | null) => call<ChannelsDto>('set_api_token_limits', { name, perSecond, burst }),
   saveWebhook: (url: string, secret: SecretText) => call<ChannelsDto>('save_webhook', { url, secret }),
   saveSmtp: (smtp: SmtpInputDto) => call<ChannelsDto>('save_smtp', { smtp }),
   invoiceBalance: (invoiceId: number) => call<InvoiceBalance>('invoice_balance', { invoiceId }),

@@ -3,4 +3,12 @@
 /**
  * An API token without the token (only its prefix).
  */
-export type ApiTokenDto = { name: string, prefix: string, created_at: string, created_by: string, revoked_at: string | null, };
+export type ApiTokenDto = { name: string, prefix: string, created_at: string, created_by: string, revoked_at: string | null, 
+/**
+ * Its own requests per second in the local API (`None`: the server's, 5000/s on loopback).
+ */
+limit_per_second: number | null, 
+/**
+ * Its own burst (`None`: the server's, 20000 on loopback).
+ */
+limit_burst: number | null, };
