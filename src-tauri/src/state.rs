@@ -918,7 +918,14 @@ impl Ready {
             let pacs = crate::drain_host::pac_set(&self.outbox, sims, rfc).await?;
             let settings = self.outbox.drain_settings().await?;
             let sandbox_sat = sims.map(|s| s.primary.sat_url().to_string());
-            Ok(DrainHost::start(app, self.outbox.clone(), pacs, settings, self.shown.clone(), sandbox_sat))
+            Ok(DrainHost::start(
+                app,
+                self.outbox.clone(),
+                pacs,
+                settings,
+                self.shown.clone(),
+                sandbox_sat,
+            ))
         }
         .await;
         if let Err(e) = &result {

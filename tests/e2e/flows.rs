@@ -2736,7 +2736,8 @@ pub async fn sat_conciliacion(app: &App) -> Res {
     // The SAT page: no e.firma yet, nothing asked.
     app.go("#/sat").await?;
     app.wait_contains("[data-testid=efirma-state]", "No hay e.firma").await?;
-    app.wait_contains("[data-testid=sat-requests]", "Todavía no hay solicitudes").await?;
+    app.wait_contains("[data-testid=sat-requests]", "Todavía no hay solicitudes")
+        .await?;
     let fiel = crate::harness::repo_root()
         .join("tests/fixtures/sat-descarga-masiva/fake-fiel")
         .canonicalize()
@@ -2750,7 +2751,8 @@ pub async fn sat_conciliacion(app: &App) -> Res {
     app.wait_contains("[data-testid=efirma-chosen-key]", "EKU9003173C9.key").await?;
     app.type_into("[data-testid=efirma-form] input[name=password]", "12345678a").await?;
     app.click("[data-testid=efirma-save]").await?;
-    app.wait_contains("[data-testid=efirma-state]", "e.firma de EKU9003173C9 cargada").await?;
+    app.wait_contains("[data-testid=efirma-state]", "e.firma de EKU9003173C9 cargada")
+        .await?;
     app.wait_contains("[data-testid=sat-url]", "Modo sandbox").await?;
 
     // SAT (the sandbox simulator) publishes at once and holds a CFDI stamped elsewhere: the
@@ -2794,7 +2796,8 @@ pub async fn sat_conciliacion(app: &App) -> Res {
         !app.all("[data-testid=sat-to-duplicados]").await?.is_empty(),
         "la página SAT lleva a la cola de Duplicados",
     )?;
-    app.wait_contains("[data-testid=sat-last-summary]", "1 desconocidos para Timbra").await?;
+    app.wait_contains("[data-testid=sat-last-summary]", "1 desconocidos para Timbra")
+        .await?;
     check(
         app.all("[data-testid=sat-request][data-live=true]").await?.is_empty(),
         "ninguna solicitud sigue en curso",

@@ -378,7 +378,10 @@ async fn reconcile(o: &Outbox, desde: NaiveDate, hasta: NaiveDate, wait: bool, j
     if json {
         let mut v = serde_json::to_value(&r).map_err(|e| Failure::invalid(e.to_string()))?;
         if let Some(m) = v.as_object_mut() {
-            m.insert("requests".into(), serde_json::to_value(&mine).map_err(|e| Failure::invalid(e.to_string()))?);
+            m.insert(
+                "requests".into(),
+                serde_json::to_value(&mine).map_err(|e| Failure::invalid(e.to_string()))?,
+            );
         }
         return print_json(&v).map(|_| exit::OK);
     }

@@ -100,7 +100,11 @@ pub async fn sat_page(state: State<'_, AppState>) -> Res<SatPageDto> {
 pub async fn save_efirma(state: State<'_, AppState>, cer_path: String, key_path: String, password: SecretText) -> Res<SatPageDto> {
     let ready = state.ready()?;
     if password.is_empty() {
-        return Err(AppError::validation("password", "requerido", "escriba la contraseña de la llave de la e.firma"));
+        return Err(AppError::validation(
+            "password",
+            "requerido",
+            "escriba la contraseña de la llave de la e.firma",
+        ));
     }
     let setup = outbox::efirma::EFirmaSetup {
         cer: read_chosen(&cer_path, EFIRMA_CER)?.bytes,
