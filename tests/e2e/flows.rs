@@ -151,9 +151,6 @@ pub async fn emitir_y_notas(app: &App) -> Res {
     app.wait_badge("timbrada").await?;
     let uuid = app.wait_text("[data-testid=uuid]", "un UUID", |t| t.trim().len() == 36).await?;
     app.wait_contains("[data-testid=cfdis]", uuid.trim()).await?;
-    // SAT's status, asked live (Modo sandbox: the simulator that stamped it answers as SAT).
-    app.click("[data-testid=sat-check]").await?;
-    app.wait_contains("[data-testid=sat-line]", "Vigente · consultado").await?;
     app.wait_contains("[data-testid=reasons]", "Timbrada por sandbox").await?;
     app.find("[data-testid=timeline] li[data-kind=pac_response]").await?;
 
@@ -208,6 +205,10 @@ pub async fn emitir_y_notas(app: &App) -> Res {
     // A credit note of it from its Factura page: Emitir opens prefilled by Rust (egreso,
     // relation 01 to the UUID) under the derived id nc-<sale>, and the drain stamps it.
     app.click(&format!("a.tr[data-sale-id='{click_id}']")).await?;
+    // SAT's status, asked live (Modo sandbox: the simulator that stamped it answers as SAT).
+    app.wait_contains("[data-testid=cfdis]", uuid.trim()).await?;
+    app.click("[data-testid=sat-check]").await?;
+    app.wait_contains("[data-testid=sat-line]", "Vigente · consultado").await?;
     app.click("[data-testid=credit-note]").await?;
     app.wait_contains("[data-testid=emitir-related]", uuid.trim()).await?;
     app.screenshot("emitir-nota-de-credito").await?;
