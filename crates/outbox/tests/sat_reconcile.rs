@@ -561,8 +561,10 @@ async fn recibidos_have_totals_by_supplier_iva_cancelled_marked_and_the_69b_flag
         .import_screening_list(list.as_bytes(), "69b.csv", Some(day), false, &common::admin())
         .await
         .unwrap();
+    // The supplier cancels it at its PAC (the simulator's engine, not Timbra).
+    let supplier_cancels = pac_sim::engine::Engine::cancel;
     assert!(matches!(
-        w.sim.engine().cancel(&b, Some("CACX7605101P8"), "02", None),
+        supplier_cancels(w.sim.engine(), b.as_str(), Some("CACX7605101P8"), "02", None),
         pac_sim::engine::CancelDecision::Accepted { .. }
     ));
     let (id, bytes) = w

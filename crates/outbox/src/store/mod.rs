@@ -34,7 +34,8 @@
 //! `cancellations`, `cancellation_tries`, `foreign_cfdis`, `duplicate_candidates`), 0005 the
 //! intake channels (`api_tokens`, `webhook_events`, deliveries, e-mail sends and their attempts),
 //! 0006 customers and products, 0007 `workers`, 0008 one live document (`ticket_claims`,
-//! `cfdi_fates`, `group_verdicts`, `history_gaps`). Instants are UTC epoch milliseconds
+//! `cfdi_fates`, `group_verdicts`, `history_gaps`), …, 0016 what SAT holds (`sat_cfdis`,
+//! `sat_unknown_cfdis`, `sat_reconciliations`; operations in `sat_records`). Instants are UTC epoch milliseconds
 //! (`*_ms`); Fecha is text as the CFDI writes it; amounts are decimal text; every action row
 //! carries `actor` and `actor_role`.
 
