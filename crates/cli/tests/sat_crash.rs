@@ -161,9 +161,10 @@ fn a_request_survives_a_crash_between_request_and_verification(postgres: bool) {
         "TIMBRA_CSD_PASSWORD",
     ]);
     db.run(&["sat", "set-url", &sim.sat]);
-    // Without an e.firma, reconcile is refused in words.
+    // Without an e.firma, waiting for SAT's requests is refused in words (without `--wait`,
+    // reconcile compares only the packages imported by hand).
     let out = db
-        .timbra(&["sat", "reconcile", "--desde", "2026-11-29", "--hasta", "2026-11-29"])
+        .timbra(&["sat", "reconcile", "--desde", "2026-11-29", "--hasta", "2026-11-29", "--wait"])
         .output()
         .unwrap();
     assert!(!out.status.success());
