@@ -28,6 +28,9 @@ use crate::error::AppError;
 use crate::ipc::emit;
 use crate::sandbox::SandboxPacs;
 
+/// The channel every action from this app is recorded with.
+pub const CHANNEL: &str = "app";
+
 /// A configured PAC's credential: the name in its settings is looked up in the OS credential
 /// store first, then as an environment variable (the CLI's convention).
 pub struct StoredSecrets;
@@ -315,7 +318,7 @@ async fn reconcile_settled(o: &Outbox) -> Result<(), AppError> {
     ) else {
         return Ok(());
     };
-    let actor = outbox::Actor::new("timbra-app", outbox::Role::Sistema, crate::state::CHANNEL);
+    let actor = outbox::Actor::new("timbra-app", outbox::Role::Sistema, CHANNEL);
     o.record_downloaded_sat_packages(&actor).await?;
     let r = o.reconcile_sat(desde, hasta, &actor).await?;
     tracing::info!(desde = %r.desde, hasta = %r.hasta, desconocidos = r.unknown.len(), "conciliación con el SAT");

@@ -42,8 +42,9 @@ use crate::error::AppError;
 use crate::sandbox::{self, SandboxPacs};
 use crate::seat::{DatabaseChoice, Seat, SeatFile};
 
-/// The channel every action from this app is recorded with.
-pub const CHANNEL: &str = "app";
+/// The channel every action from this app is recorded with (defined beside the drain host,
+/// which records under it too).
+pub use crate::drain_host::CHANNEL;
 
 /// The folder of the scheduled backups, beside the database.
 pub const BACKUP_FOLDER: &str = "respaldos";
