@@ -177,6 +177,48 @@ fn xmlsec1_accepts_the_authenticate_requests_the_builder_makes_and_refuses_a_tam
     }
 }
 
+/// Why `xmlsec1` is not the oracle for query, verify and download: it refuses SAT's own published
+/// requests of those operations (signed by SAT with its test e.firma, accepted by SAT's service)
+/// on the digest, and refuses the requests the builders make — which are those same bytes — the
+/// same way. Their `Reference URI=""` without the enveloped-signature transform makes XML-DSig
+/// digest the signature itself. If a future `xmlsec1` accepts SAT's examples, this fails, and
+/// `xmlsec1` should become the oracle for them too.
+#[test]
+fn xmlsec1_refuses_sats_own_enveloped_requests_on_the_digest_as_it_does_the_builders() {
+    need("xmlsec1", "xmlsec1");
+    let dir = tempfile::tempdir().unwrap();
+    let e = efirma();
+    let mut cases: Vec<(String, String)> = ["query/request-issued.xml", "verify/request.xml", "download/request.xml"]
+        .iter()
+        .map(|f| (format!("SAT's {f}"), std::fs::read_to_string(fixtures().join(f)).unwrap()))
+        .collect();
+    cases.push((
+        "the builder's verify".into(),
+        request::verify(&e, "3f30a4e1-af73-4085-8991-e4d97eef16bd").unwrap(),
+    ));
+    cases.push((
+        "the builder's download".into(),
+        request::download(&e, "4e80345d-917f-40bb-a98f-4a73939343c5_02").unwrap(),
+    ));
+    for (name, xml) in cases {
+        let file = dir.path().join("enveloped.xml");
+        std::fs::write(&file, &xml).unwrap();
+        // --insecure: the test certificate's chain (SAT's test CA) is not what is checked here.
+        let out = Command::new("xmlsec1")
+            .args(["--verify", "--insecure", "--pubkey-cert-der"])
+            .arg(fixtures().join("fake-fiel/EKU9003173C9.cer"))
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "xmlsec1 accepted {name}: SAT's form is verifiable after all");
+        assert!(
+            stderr.contains("data and digest do not match"),
+            "xmlsec1 refused {name} for another reason than the digest: {stderr}"
+        );
+    }
+}
+
 /// `xmllint --exc-c14n` of a standalone document.
 fn exc_c14n(xml: &str, dir: &Path) -> Vec<u8> {
     need("xmllint", "libxml2-utils");
