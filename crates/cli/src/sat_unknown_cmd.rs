@@ -80,5 +80,8 @@ fn line(u: &SatUnknownCfdi) -> String {
         ),
         None => "sin decisión".into(),
     };
-    format!("{} a {} total {} ({}) · {decision}", u.uuid, u.rfc_receptor, u.total, u.fecha_emision)
+    format!(
+        "{} a {} total {} ({}) · {decision}",
+        u.uuid, u.rfc_receptor, u.total, u.fecha_emision
+    )
 }

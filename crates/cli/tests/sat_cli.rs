@@ -192,7 +192,10 @@ fn an_unknown_cfdi_of_another_system_is_registered_once_by_the_contador_and_kept
     assert_eq!(r["decision"]["kind"].as_str(), Some("otro_sistema"), "{r}");
     assert_eq!(r["decision"]["decided_by"]["role"].as_str(), Some("contador"), "{r}");
     let groups = db.json(&["duplicates", "list", "--json"]);
-    assert!(!groups.as_array().unwrap().iter().any(|g| g["kind"] == "cfdi_desconocido"), "{groups}");
+    assert!(
+        !groups.as_array().unwrap().iter().any(|g| g["kind"] == "cfdi_desconocido"),
+        "{groups}"
+    );
     let h = db.json(&["duplicates", "historial", "--json"]);
     assert_eq!(h["decididos"][0]["uuid"].as_str(), Some(UNKNOWN), "{h}");
     assert_eq!(h["decididos"][0]["decision"]["note"].as_str(), Some(note), "{h}");
@@ -208,6 +211,17 @@ fn an_unknown_cfdi_of_another_system_is_registered_once_by_the_contador_and_kept
         String::from_utf8_lossy(&out.stderr)
     );
     // `decide` points a sat- group to its own command.
-    let out = db.timbra(&["duplicates", "decide", &format!("sat-{UNKNOWN}"), "--no-es-duplicado", "--note", "x"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("otro-sistema"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = db.timbra(&[
+        "duplicates",
+        "decide",
+        &format!("sat-{UNKNOWN}"),
+        "--no-es-duplicado",
+        "--note",
+        "x",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("otro-sistema"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -26,8 +26,8 @@ use outbox::model::{Badge, InvoiceRef};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::sat_reconcile::SatPackageKind;
 use outbox::sat_requests::{Enqueued, SatPeriod, SatRequestState, SatTipo};
-use outbox::sat_unknowns::SatUnknownDecisionKind;
 use outbox::sat_service::SatDirection;
+use outbox::sat_unknowns::SatUnknownDecisionKind;
 use outbox::{Actor, Clock, Outbox, OutboxError};
 use pac::evidence::Evidence;
 use pac::{PacClient, PacKind, StampOutcome};
@@ -74,7 +74,9 @@ async fn world_on(backend: Backend, clock: Arc<dyn Clock>) -> World {
     outbox.provide_csd_password(password());
     let mut cfg = SimConfig::new(Flavor::Sw);
     cfg.faults = Faults::parse("stamped_lag_ms=100,no_xml_307=0").unwrap();
-    let sim = pac_sim::start_with_clock(cfg, pac_sim::SimClock::with_base(clock.clone())).await.unwrap();
+    let sim = pac_sim::start_with_clock(cfg, pac_sim::SimClock::with_base(clock.clone()))
+        .await
+        .unwrap();
     // SAT publishes at once here (the delay itself is the simulator's own test's).
     sim.state.sat.set_publish_delay(chrono::Duration::zero());
     let config = PacConfig {
@@ -604,11 +606,7 @@ const FIEL: &str = "sat-descarga-masiva/fake-fiel/EKU9003173C9";
 
 /// The emisor's e.firma (SAT's test FIEL) stored in the outbox: what makes a reconciliation ask SAT.
 async fn with_efirma(w: &World) {
-    let password = Secret::new(
-        String::from_utf8(common::fixture(&format!("{FIEL}-password.txt")))
-            .unwrap()
-            .trim(),
-    );
+    let password = Secret::new(String::from_utf8(common::fixture(&format!("{FIEL}-password.txt"))).unwrap().trim());
     let setup = outbox::efirma::EFirmaSetup {
         cer: common::fixture(&format!("{FIEL}.cer")),
         key: common::fixture(&format!("{FIEL}.key")),
@@ -707,9 +705,7 @@ async fn an_open_unknown(w: &World, folio: &str, until: (u32, u32, u32)) -> Stri
     let json = common::with_folio(&common::ingreso(&format!("tercero-{folio}")), folio).replace("\"cantidad\":\"2\"", "\"cantidad\":\"7\"");
     let uuid = third_party_stamp(w, sealed_json(&json, now - chrono::Duration::minutes(5)), folio).await;
     let day = now.date();
-    let (id, bytes) = w
-        .sat_package(SatDirection::Emitidos, TipoSolicitud::Metadata, day, until)
-        .await;
+    let (id, bytes) = w.sat_package(SatDirection::Emitidos, TipoSolicitud::Metadata, day, until).await;
     w.outbox
         .record_sat_package(SatDirection::Emitidos, &id, &bytes, &sistema())
         .await
@@ -738,8 +734,14 @@ async fn an_unknown_cfdi_of_another_system_is_registered_once_by_the_contador(ba
     }
     // A note is required.
     let contador = common::unlocked_contador(&w.outbox).await;
-    assert_eq!(code(w.outbox.acknowledge_sat_unknown(&uuid, "  ", &contador).await.unwrap_err()), "requerido");
-    assert!(w.outbox.decided_sat_unknowns().await.unwrap().is_empty(), "a refusal writes nothing");
+    assert_eq!(
+        code(w.outbox.acknowledge_sat_unknown(&uuid, "  ", &contador).await.unwrap_err()),
+        "requerido"
+    );
+    assert!(
+        w.outbox.decided_sat_unknowns().await.unwrap().is_empty(),
+        "a refusal writes nothing"
+    );
     let contador = common::unlocked_contador(&w.outbox).await;
     let d = w
         .outbox

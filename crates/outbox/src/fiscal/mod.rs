@@ -13,6 +13,6 @@ pub mod recibidos;
 pub mod reconciliation;
 pub mod reports;
 pub mod sat_reconcile;
-pub mod sat_unknowns;
 pub mod sat_status;
+pub mod sat_unknowns;
 pub mod screening;
