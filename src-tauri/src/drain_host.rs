@@ -242,7 +242,8 @@ impl DrainHost {
 /// The drain host's SAT lane: every 2 s (or when woken) it steps the due SAT requests
 /// (`Outbox::step_sat_requests`) with the emisor's e.firma; once none is live and some settled
 /// after the last reconciliation, it records the downloaded packages and reconciles the days
-/// they cover (`Outbox::reconcile_sat`). Without an e.firma (or its password on this machine)
+/// they cover (`Outbox::reconcile_sat`), which enqueues the CFDI requests that bring the XML of
+/// unknown CFDIs; the next rounds step and import them. Without an e.firma (or its password on this machine)
 /// it does nothing; the SAT page says why. `sandbox_sat`: Modo sandbox's simulated SAT, used
 /// when the emisor has no `sat.url`.
 pub fn spawn_sat_lane(
@@ -303,24 +304,11 @@ async fn sat_tick(o: &Outbox, sandbox_sat: Option<&str>, worker: &str) -> Result
     reconcile_settled(o).await
 }
 
-/// Once every request settled: the days of those settled since the last reconciliation.
+/// Once every request settled: the days of those settled since the last reconciliation
+/// (`Outbox::reconcile_settled_sat_requests`, which also asks SAT for the XML of unknown CFDIs
+/// listed without it, once per day).
 async fn reconcile_settled(o: &Outbox) -> Result<(), AppError> {
-    let last_at = o.store().last_sat_reconciliation().await?.map(|r| r.at_ms).unwrap_or(i64::MIN);
-    let settled: Vec<_> = o
-        .sat_requests()
-        .await?
-        .into_iter()
-        .filter(|r| !r.state.is_live() && r.settled_at.is_some_and(|t| t.timestamp_millis() > last_at))
-        .collect();
-    let (Some(desde), Some(hasta)) = (
-        settled.iter().map(|r| r.period.desde.date()).min(),
-        settled.iter().map(|r| r.period.hasta.date()).max(),
-    ) else {
-        return Ok(());
-    };
     let actor = outbox::Actor::new("timbra-app", outbox::Role::Sistema, CHANNEL);
-    o.record_downloaded_sat_packages(&actor).await?;
-    let r = o.reconcile_sat(desde, hasta, &actor).await?;
-    tracing::info!(desde = %r.desde, hasta = %r.hasta, desconocidos = r.unknown.len(), "conciliación con el SAT");
+    o.reconcile_settled_sat_requests(&actor).await?;
     Ok(())
 }

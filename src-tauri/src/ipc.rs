@@ -27,6 +27,7 @@ use outbox::model::{Counts, InvoicePage, Note, Recorded};
 use outbox::payments::{InvoiceBalance, PaymentPage};
 use outbox::products::ProductInput;
 use outbox::reconciliation::ImportReport;
+use outbox::sat_reconcile::SatUnknownCfdi;
 use outbox::sat_status::SatCheck;
 use outbox::screening::{ScreeningImport, ScreeningStatus};
 use outbox::settings::DrainSettings;

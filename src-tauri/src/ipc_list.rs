@@ -48,6 +48,8 @@ macro_rules! ipc_surface {
                 duplicate_groups() -> Vec<DuplicateGroup>;
                 decide_duplicate(invoice_id: i64, survivor: String, order_dto: CancelOrderDto, emisor: Option<String>) -> InvoiceDetailDto;
                 decide_candidate(candidate_id: i64, survivor: Option<String>, order_dto: Option<CancelOrderDto>, note: String, emisor: Option<String>) -> Vec<DuplicateGroup>;
+                acknowledge_sat_unknown(uuid: String, note: String, emisor: Option<String>) -> Vec<DuplicateGroup>;
+                decided_sat_unknowns() -> Vec<SatUnknownCfdi>;
                 duplicate_queue() -> Vec<EmisorDuplicatesDto>;
                 list_emisores() -> EmisoresDto;
                 add_emisor(setup: EmisorSetupDto) -> EmisoresDto;

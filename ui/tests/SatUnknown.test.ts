@@ -1,8 +1,8 @@
-// The contador's Duplicados queue shows a *CFDI desconocido en el SAT* (issue 28) as a
-// read-only row in Spanish: what SAT says of it, the sale it resembles, and why it cannot be
-// decided yet — no survivor radio, no decision form.
+// The contador's Duplicados queue shows a *CFDI desconocido en el SAT* (issue 28) in Spanish:
+// what SAT says of it, the sale it resembles, no survivor radio nor cancellation form, and its
+// own decision: "Es de otro sistema: registrar" with a note (contador only), then the history.
 import { beforeEach, describe, expect, test } from 'vitest';
-import { render, screen, waitFor } from '@testing-library/svelte';
+import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import { mockIPC } from '@tauri-apps/api/mocks';
 import Duplicados from '../src/pages/Duplicados.svelte';
 import { session } from '../src/lib/session.svelte';
@@ -59,8 +59,9 @@ const unknown = (invoice_id: number, has_xml: boolean, UUID = invoice_id ? UUID1
 describe('Duplicados: CFDI desconocido en el SAT', () => {
   beforeEach(() => setLocale('es-MX'));
 
-  test('a read-only row in words, linked to the sale it resembles', async () => {
+  test('a row in words, linked to the sale it resembles', async () => {
     mockIPC((cmd) => {
+      if (cmd === 'decided_sat_unknowns') return [];
       if (cmd === 'duplicate_queue') {
         return [{ rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', current: true, groups: [unknown(7, false), unknown(0, true)], error: null }];
       }
@@ -73,12 +74,73 @@ describe('Duplicados: CFDI desconocido en el SAT', () => {
     expect(linked.textContent).toContain('CFDI desconocido en el SAT');
     expect(linked.querySelector('a[href="#/factura/7"]')).not.toBeNull();
     expect(linked.querySelector('[data-testid=sat-unknown]')?.textContent).toContain('URE180429TM6');
-    expect(linked.textContent).toContain('descárguelo del SAT');
+    expect(linked.textContent).toContain('Timbra lo pide al SAT por sí solo');
     expect(alone.querySelector('a[href^="#/factura/"]')).toBeNull();
     expect(alone.textContent).toContain('no se parece a ninguna venta');
     for (const g of [linked, alone]) {
       expect(g.querySelector('[data-testid=decide-form]')).toBeNull();
       expect(g.querySelector('[data-testid=survivor]')).toBeNull();
     }
+  });
+
+  test('the contador registers one as another system\'s with a note; it moves to the history', async () => {
+    let decided = false;
+    const calls: Record<string, unknown>[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd === 'duplicate_queue') {
+        return [{ rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', current: true, groups: decided ? [] : [unknown(0, true)], error: null }];
+      }
+      if (cmd === 'decided_sat_unknowns') {
+        return decided
+          ? [
+              {
+                ...unknown(0, true).sat_unknown,
+                decision: {
+                  kind: 'otro_sistema',
+                  invoice_id: null,
+                  note: 'lo emitió la tienda en línea',
+                  decided_by: { name: 'Carla', role: 'contador' },
+                  decided_at: '2026-12-01T18:00:00Z',
+                },
+              },
+            ]
+          : [];
+      }
+      if (cmd === 'acknowledge_sat_unknown') {
+        calls.push(args as Record<string, unknown>);
+        decided = true;
+        return [];
+      }
+      return undefined;
+    });
+    session.set({ operator: { name: 'Carla', role: 'contador' } } as unknown as AppStatusDto);
+    render(Duplicados);
+    const button = (await screen.findByTestId('sat-unknown-otro-sistema')) as HTMLButtonElement;
+    expect(button.textContent).toContain('Es de otro sistema: registrar');
+    expect(button.disabled).toBe(true);
+    await fireEvent.input(screen.getByTestId('sat-unknown-note'), { target: { value: 'lo emitió la tienda en línea' } });
+    expect(button.disabled).toBe(false);
+    await fireEvent.click(button);
+    await waitFor(() => expect(calls.length).toBe(1));
+    expect(calls[0]).toMatchObject({ uuid: UUID2, note: 'lo emitió la tienda en línea', emisor: 'EKU9003173C9' });
+    const history = await screen.findByTestId('sat-unknown-history');
+    expect(history.textContent).toContain('CFDI desconocidos ya decididos (1)');
+    expect(history.textContent).toContain('de otro sistema');
+    expect(history.textContent).toContain('lo emitió la tienda en línea');
+    expect(screen.queryByTestId('sat-unknown-form')).toBeNull();
+  });
+
+  test('only the contador sees the decision', async () => {
+    mockIPC((cmd) => {
+      if (cmd === 'decided_sat_unknowns') return [];
+      if (cmd === 'duplicate_queue') {
+        return [{ rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', current: true, groups: [unknown(0, true)], error: null }];
+      }
+      return undefined;
+    });
+    session.set({ operator: { name: 'Ana', role: 'personal' } } as unknown as AppStatusDto);
+    render(Duplicados);
+    await waitFor(() => expect(screen.getAllByTestId('duplicate-group').length).toBe(1));
+    expect(screen.queryByTestId('sat-unknown-form')).toBeNull();
   });
 });

@@ -46,6 +46,9 @@ pub enum DuplicatesCommand {
         #[command(flatten)]
         who: ActorArgs,
     },
+    // A CFDI desconocido en el SAT: `crates/cli/src/sat_unknown_cmd.rs`.
+    #[command(flatten)]
+    SatUnknown(crate::sat_unknown_cmd::SatUnknownCommand),
 }
 
 #[derive(Subcommand)]
@@ -121,6 +124,7 @@ fn outcome_words(o: &str) -> &'static str {
 
 pub fn duplicates(db: Option<&str>, cmd: DuplicatesCommand) -> Result<u8, Failure> {
     match cmd {
+        DuplicatesCommand::SatUnknown(cmd) => crate::sat_unknown_cmd::run(db, cmd),
         DuplicatesCommand::List { json } => runtime()?.block_on(async {
             // The contador's one queue: every emisor's groups (or the one --emisor names),
             // each naming its emisor; decide one with `timbra --emisor RFC duplicates decide`.
@@ -208,6 +212,10 @@ pub fn duplicates(db: Option<&str>, cmd: DuplicatesCommand) -> Result<u8, Failur
                 } else if let Some(id) = group.strip_prefix("candidate-") {
                     let id: i64 = id.parse().map_err(|_| Failure::invalid(format!("grupo {group:?} no existe")))?;
                     o.decide_candidate(id, survivor.as_deref(), order.as_ref(), &note, &actor).await
+                } else if let Some(uuid) = group.strip_prefix("sat-") {
+                    return Err(Failure::invalid(format!(
+                        "{group} es un CFDI desconocido en el SAT: si es de otro sistema, `timbra duplicates otro-sistema {uuid} --note \"…\"`"
+                    )));
                 } else {
                     return Err(Failure::invalid(format!(
                         "grupo {group:?}: use invoice-N o candidate-N (timbra duplicates list)"

@@ -27,6 +27,7 @@ mod report_cmd;
 mod role_cmd;
 mod sale_import;
 mod sat_cmd;
+mod sat_unknown_cmd;
 mod screening_cmd;
 mod serie_cmd;
 mod serve_cmd;

@@ -192,10 +192,12 @@ pub enum SatCommand {
 }
 
 /// The drain's SAT lane (`timbra drain`): with an e.firma set, the due SAT requests are stepped
-/// every few seconds until `stop`; without one it ends at once. Cheap when nothing is due: one
-/// indexed read.
+/// every few seconds until `stop`, and once none is live what they downloaded is recorded and
+/// reconciled (`Outbox::reconcile_settled_sat_requests`: it asks for the XML of unknown CFDIs
+/// too); without an e.firma it ends at once. Cheap when nothing is due: one or two indexed reads.
 pub fn spawn_sat_lane(o: Arc<Outbox>, worker: String, mut stop: tokio::sync::watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        let actor = outbox::Actor::new(worker.clone(), outbox::Role::Sistema, "drain");
         let client = match descarga_for(&o).await {
             Ok(Some(c)) => c,
             Ok(None) => return,
@@ -205,16 +207,22 @@ pub fn spawn_sat_lane(o: Arc<Outbox>, worker: String, mut stop: tokio::sync::wat
             }
         };
         loop {
-            let due = match o.sat_requests_pending().await {
-                Ok((live, next)) => live > 0 && next.is_some_and(|t| t <= o.now()),
+            let (live, due) = match o.sat_requests_pending().await {
+                Ok((live, next)) => (live, live > 0 && next.is_some_and(|t| t <= o.now())),
                 Err(e) => {
                     tracing::warn!(error = %e, "solicitudes al SAT: no se pudo leer");
-                    false
+                    (1, false)
                 }
             };
             if due {
                 if let Err(e) = o.step_sat_requests(&client, &worker).await {
                     tracing::warn!(error = %e, "solicitudes al SAT: paso fallido");
+                }
+            } else if live == 0 {
+                // Every request settled: record and reconcile what they brought (which may ask
+                // for the XML of unknown CFDIs, stepped on the next rounds).
+                if let Err(e) = o.reconcile_settled_sat_requests(&actor).await {
+                    tracing::warn!(error = %e, "conciliación con el SAT fallida");
                 }
             }
             tokio::select! {
@@ -374,7 +382,31 @@ async fn reconcile(o: &Outbox, desde: NaiveDate, hasta: NaiveDate, wait: bool, j
     if !read.is_empty() {
         eprintln!("{} paquete(s) del SAT leído(s)", read.len());
     }
-    let r = o.reconcile_sat(desde, hasta, actor).await.map_err(|e| failure(e, ""))?;
+    let mut r = o.reconcile_sat(desde, hasta, actor).await.map_err(|e| failure(e, ""))?;
+    // Unknown CFDIs SAT listed without their XML: the reconciliation enqueued their days' CFDI
+    // requests (once per day ever); with --wait they are stepped and imported now. Bounded: a
+    // day is never asked twice, so the second round enqueues nothing new.
+    for _ in 0..2 {
+        let asked: Vec<&outbox::sat_reconcile::SatXmlRequest> = r.xml_requests.iter().filter(|x| x.created).collect();
+        if asked.is_empty() {
+            break;
+        }
+        for x in &asked {
+            eprintln!(
+                "{} emitidos cfdi: solicitud #{} creada (el XML de CFDI desconocidos en el SAT)",
+                x.day, x.request_id
+            );
+        }
+        if !wait {
+            break;
+        }
+        wait_settled(o, "timbra sat reconcile").await?;
+        let read = o.record_downloaded_sat_packages(actor).await.map_err(|e| failure(e, ""))?;
+        if !read.is_empty() {
+            eprintln!("{} paquete(s) del SAT leído(s)", read.len());
+        }
+        r = o.reconcile_sat(desde, hasta, actor).await.map_err(|e| failure(e, ""))?;
+    }
     if json {
         let mut v = serde_json::to_value(&r).map_err(|e| Failure::invalid(e.to_string()))?;
         if let Some(m) = v.as_object_mut() {

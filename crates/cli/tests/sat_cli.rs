@@ -1,5 +1,6 @@
-//! `timbra sat import-package`, `timbra sat reconcile`, `timbra sat recibidos` and the unknown
-//! CFDIs in `timbra duplicates list --json`, as a contador runs them with packages shaped as
+//! `timbra sat import-package`, `timbra sat reconcile`, `timbra sat recibidos`, the unknown
+//! CFDIs in `timbra duplicates list --json` and the contador's `timbra duplicates otro-sistema` /
+//! `historial`, as a contador runs them with packages shaped as
 //! SAT's portal delivers them (metadata `~` rows in a ZIP). No simulator: what SAT says is the
 //! package; the outbox's conformance tests fetch real packages from the SAT simulator.
 
@@ -29,6 +30,8 @@ impl Db {
             .arg(self.dir.path().join("timbra.db"))
             .args(args)
             .env("TIMBRA_CSD_PASSWORD", "12345678a")
+            .env("TIMBRA_CONTADOR_PIN", "contador-4821")
+            .env("TIMBRA_CONTADOR_PIN_NUEVO", "contador-4821")
             .env_remove("TIMBRA_ROLE")
             .output()
             .unwrap()
@@ -166,4 +169,59 @@ fn recibidos_of_a_month_as_json_csv_and_zip() {
     let text = String::from_utf8(db.ok(&["sat", "recibidos", "--mes", "2026-11"]).stdout).unwrap();
     assert!(text.contains("1 sin XML") && text.contains("CACX7605101P8"), "{text}");
     assert!(!db.timbra(&["sat", "recibidos", "--mes", "noviembre"]).status.success());
+}
+
+#[test]
+fn an_unknown_cfdi_of_another_system_is_registered_once_by_the_contador_and_kept_in_the_history() {
+    let db = init();
+    let pkg = db.file("emitidos.zip");
+    let row = format!("{UNKNOWN}~EKU9003173C9~ESCUELA KEMPER URGATE~URE180429TM6~UNIVERSIDAD ROBOTICA ESPAÑOLA~SPR190613I52~2026-11-29 10:00:00~2026-11-29 10:00:30~116.00~I~1~");
+    zip_of(&pkg, &[("ABC_01.txt", format!("{HEADER}\n{row}\n").as_bytes())]);
+    db.ok(&["sat", "import-package", pkg.to_str().unwrap(), "--direction", "emitidos"]);
+    db.ok(&["sat", "reconcile", "--desde", "2026-11-29", "--hasta", "2026-11-29"]);
+    let note = "lo emitió la tienda en línea";
+    // Not the personal; not the contador before the contador has a PIN.
+    let out = db.timbra(&["duplicates", "otro-sistema", UNKNOWN, "--note", note, "--role", "personal"]);
+    assert!(!out.status.success());
+    let out = db.timbra(&["duplicates", "otro-sistema", UNKNOWN, "--note", note]);
+    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(db.json(&["duplicates", "historial", "--json"])["decididos"], serde_json::json!([]));
+
+    db.ok(&["role", "set-credential", "contador"]);
+    let r = db.json(&["duplicates", "otro-sistema", &format!("sat-{UNKNOWN}"), "--note", note, "--json"]);
+    assert_eq!(r["decision"]["kind"].as_str(), Some("otro_sistema"), "{r}");
+    assert_eq!(r["decision"]["decided_by"]["role"].as_str(), Some("contador"), "{r}");
+    let groups = db.json(&["duplicates", "list", "--json"]);
+    assert!(
+        !groups.as_array().unwrap().iter().any(|g| g["kind"] == "cfdi_desconocido"),
+        "{groups}"
+    );
+    let h = db.json(&["duplicates", "historial", "--json"]);
+    assert_eq!(h["decididos"][0]["uuid"].as_str(), Some(UNKNOWN), "{h}");
+    assert_eq!(h["decididos"][0]["decision"]["note"].as_str(), Some(note), "{h}");
+    let text = String::from_utf8(db.ok(&["duplicates", "historial"]).stdout).unwrap();
+    assert!(text.contains("es de otro sistema") && text.contains(note), "{text}");
+
+    // Once: a second decision is refused in words.
+    let out = db.timbra(&["duplicates", "otro-sistema", UNKNOWN, "--note", "otra vez"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ya fue decidido"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // `decide` points a sat- group to its own command.
+    let out = db.timbra(&[
+        "duplicates",
+        "decide",
+        &format!("sat-{UNKNOWN}"),
+        "--no-es-duplicado",
+        "--note",
+        "x",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("otro-sistema"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -25,6 +25,7 @@
 //! - [`fiscal`]: the workflows around a sale — [`payments`], [`global_invoice`], [`counter`],
 //!   `fiscal_intake`, [`reports`], [`screening`], [`duplicates`], [`reconciliation`],
 //!   [`sat_reconcile`] (SAT's record of the emisor's CFDIs and the reconciliation with it),
+//!   [`sat_unknowns`] (the contador's decisions about a CFDI desconocido en el SAT),
 //!   [`recibidos`] (the month's received CFDIs), [`history_gap`], [`dashboard`], [`follow_up`],
 //!   [`exchange_rates`], [`sat_status`] (SAT's status of one CFDI, now);
 //! - [`channels`]: how sales arrive and documents leave — [`api_tokens`], [`webhooks`],
@@ -55,7 +56,7 @@ pub use channels::{api_tokens, email, file_input, webhooks};
 pub use engine::{actions, attempts, bulk, cancel_step, drain, facts, facturapi_lane, pacs, sat_requests};
 pub use fiscal::{
     counter, dashboard, duplicates, exchange_rates, follow_up, global_invoice, history_gap, payments, recibidos, reconciliation, reports,
-    sat_reconcile, sat_status, screening,
+    sat_reconcile, sat_status, sat_unknowns, screening,
 };
 pub use master_data::{customers, master_csv, products};
 pub use ops::{

@@ -25,7 +25,9 @@ use outbox::duplicates::{CancelOrder, GroupKind};
 use outbox::model::{Badge, InvoiceRef};
 use outbox::pacs::{build_pac_set, PacConfig, PacRole, SecretSource};
 use outbox::sat_reconcile::SatPackageKind;
+use outbox::sat_requests::{Enqueued, SatPeriod, SatRequestState, SatTipo};
 use outbox::sat_service::SatDirection;
+use outbox::sat_unknowns::SatUnknownDecisionKind;
 use outbox::{Actor, Clock, Outbox, OutboxError};
 use pac::evidence::Evidence;
 use pac::{PacClient, PacKind, StampOutcome};
@@ -50,7 +52,7 @@ impl SecretSource for SimSecrets {
 
 struct World {
     _db: common::TestDb,
-    clock: Arc<outbox::RunningClock>,
+    clock: Arc<dyn Clock>,
     outbox: Arc<Outbox>,
     sim: SimHandle,
     drain: Arc<Drain>,
@@ -61,14 +63,20 @@ fn sistema() -> Actor {
 }
 
 async fn world(backend: Backend) -> World {
-    let clock = common::running_clock();
+    world_on(backend, common::running_clock()).await
+}
+
+/// The world on `clock` (a test clock for the SAT requests' waits).
+async fn world_on(backend: Backend, clock: Arc<dyn Clock>) -> World {
     let db = common::TestDb::new(backend).await;
     let outbox = Arc::new(db.open(clock.clone()).await.unwrap());
     outbox.configure_emisor(&setup(), &password(), &sistema()).await.unwrap();
     outbox.provide_csd_password(password());
     let mut cfg = SimConfig::new(Flavor::Sw);
     cfg.faults = Faults::parse("stamped_lag_ms=100,no_xml_307=0").unwrap();
-    let sim = pac_sim::start_with_clock(cfg, common::sim_clock(&clock)).await.unwrap();
+    let sim = pac_sim::start_with_clock(cfg, pac_sim::SimClock::with_base(clock.clone()))
+        .await
+        .unwrap();
     // SAT publishes at once here (the delay itself is the simulator's own test's).
     sim.state.sat.set_publish_delay(chrono::Duration::zero());
     let config = PacConfig {
@@ -201,7 +209,11 @@ impl World {
 
 /// The ingreso fixture sealed by someone else (not Timbra) with the emisor's CSD, dated `fecha`.
 fn sealed_elsewhere(folio: &str, fecha: NaiveDateTime) -> Vec<u8> {
-    let json = common::with_folio(&common::ingreso(&format!("tercero-{folio}")), folio);
+    sealed_json(&common::with_folio(&common::ingreso(&format!("tercero-{folio}")), folio), fecha)
+}
+
+/// A sale's JSON sealed by someone else (not Timbra) with the emisor's CSD, dated `fecha`.
+fn sealed_json(json: &str, fecha: NaiveDateTime) -> Vec<u8> {
     let sale = cfdi::sale::Sale::from_json(json.as_bytes()).unwrap();
     let csd = cfdi::csd::Csd::load(
         &common::fixture("cfdi/certs/EKU9003173C9.cer"),
@@ -590,9 +602,212 @@ async fn recibidos_have_totals_by_supplier_iva_cancelled_marked_and_the_69b_flag
     assert!(matches!(w.outbox.recibidos("diciembre").await, Err(OutboxError::Invalid(_))));
 }
 
+const FIEL: &str = "sat-descarga-masiva/fake-fiel/EKU9003173C9";
+
+/// The emisor's e.firma (SAT's test FIEL) stored in the outbox: what makes a reconciliation ask SAT.
+async fn with_efirma(w: &World) {
+    let password = Secret::new(String::from_utf8(common::fixture(&format!("{FIEL}-password.txt"))).unwrap().trim());
+    let setup = outbox::efirma::EFirmaSetup {
+        cer: common::fixture(&format!("{FIEL}.cer")),
+        key: common::fixture(&format!("{FIEL}.key")),
+        password_env: "TIMBRA_EFIRMA_PASSWORD".into(),
+    };
+    w.outbox.set_efirma(&setup, &password, &common::admin()).await.unwrap();
+}
+
+/// Issue 28's missing link, on the test clock: only the day's metadata is asked by hand; the
+/// reconciliation finds the unknown CFDIs without XML and enqueues the day's CFDI request
+/// itself; stepped and recorded like the drain does (`reconcile_settled_sat_requests`), the
+/// third party's CFDI that resembles our sale becomes a posible duplicado to decide, the one that
+/// resembles nothing stays a CFDI desconocido, now with its XML. The day is asked once, ever.
+async fn unknown_cfdis_get_their_xml_by_themselves_and_become_a_duplicate_to_decide(backend: Backend) {
+    let clock = Arc::new(outbox::TestClock::at(common::RUNNING_FROM));
+    let w = world_on(backend, clock.clone()).await;
+    let (invoice_id, ours) = w.stamped_sale("pedido-s5").await;
+    let inv = w.outbox.invoice(&InvoiceRef::Id(invoice_id)).await.unwrap();
+    let fecha = NaiveDateTime::parse_from_str(&inv.invoice.fecha, "%Y-%m-%dT%H:%M:%S").unwrap();
+    let day = fecha.date();
+    // Someone stamps the same sale elsewhere, and another sale that resembles nothing here.
+    let theirs = third_party_stamp(&w, sealed_elsewhere("T-5", fecha - chrono::Duration::minutes(1)), "tercero-5").await;
+    let other_json = common::with_folio(&common::ingreso("tercero-T-6"), "T-6").replace("\"cantidad\":\"2\"", "\"cantidad\":\"3\"");
+    let other = third_party_stamp(&w, sealed_json(&other_json, fecha - chrono::Duration::minutes(2)), "tercero-6").await;
+    with_efirma(&w).await;
+    let client = w.descarga();
+
+    // By hand: the day's emitidos metadata, nothing else.
+    let meta = SatPeriod::day(SatDirection::Emitidos, SatTipo::Metadata, day);
+    assert!(matches!(
+        w.outbox.enqueue_sat_request(&meta, &sistema()).await.unwrap(),
+        Enqueued::Created { .. }
+    ));
+    // What the drain's SAT lane does, round after round.
+    let mut runs = Vec::new();
+    for _ in 0..60 {
+        w.outbox.step_sat_requests(&client, "w1").await.unwrap();
+        if let Some(r) = w.outbox.reconcile_settled_sat_requests(&sistema()).await.unwrap() {
+            runs.push(r);
+        }
+        clock.advance(chrono::Duration::seconds(30));
+        let settled = w.outbox.sat_requests_pending().await.unwrap().0 == 0;
+        if settled && runs.len() >= 2 {
+            break;
+        }
+    }
+    assert!(runs.len() >= 2, "the metadata's reconciliation, then the XML's: {runs:?}");
+    // The first reconciliation found both unknown without XML and asked for the day's CFDI.
+    let first = &runs[0];
+    let unknown: Vec<&str> = first.unknown.iter().map(|u| u.uuid.as_str()).collect();
+    assert!(unknown.contains(&theirs.as_str()) && unknown.contains(&other.as_str()), "{first:?}");
+    assert!(first.unknown.iter().all(|u| !u.has_xml));
+    assert_eq!(first.xml_requests.len(), 1, "{first:?}");
+    assert!(first.xml_requests[0].created);
+    assert_eq!(first.xml_requests[0].day, day.format("%Y-%m-%d").to_string());
+    let requests = w.outbox.sat_requests().await.unwrap();
+    let cfdi_requests: Vec<_> = requests.iter().filter(|r| r.period.tipo == SatTipo::Cfdi).collect();
+    assert_eq!(cfdi_requests.len(), 1, "{requests:?}");
+    assert_eq!(cfdi_requests[0].period, SatPeriod::day(SatDirection::Emitidos, SatTipo::Cfdi, day));
+    assert_eq!(cfdi_requests[0].state, SatRequestState::Terminada, "{:?}", cfdi_requests[0]);
+
+    // No human step: theirs is a posible duplicado of our sale, decided as any other.
+    let groups = w.outbox.duplicate_groups().await.unwrap();
+    let g = groups
+        .iter()
+        .find(|g| g.kind == GroupKind::ImportedLikeness && g.invoice_id == invoice_id)
+        .unwrap_or_else(|| panic!("a posible duplicado of our sale: {groups:?}"));
+    assert!(g.cfdis.iter().any(|c| c.uuid == theirs && c.foreign));
+    assert!(!groups.iter().any(|g| g.key == format!("sat-{theirs}")), "left the unknown queue");
+    // The other stays a CFDI desconocido, now with its XML (for the contador to decide).
+    let open = w.outbox.sat_unknown_cfdis().await.unwrap();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].uuid, other);
+    assert!(open[0].has_xml);
+    assert!(w.outbox.sat_cfdi(&theirs).await.unwrap().unwrap().has_xml);
+    assert!(w.outbox.sat_cfdi(&ours).await.unwrap().unwrap().has_xml);
+    let d = w.outbox.invoice(&InvoiceRef::Id(invoice_id)).await.unwrap();
+    assert_eq!(d.attempts.len(), 1, "nothing was re-stamped");
+
+    // Never twice, never a loop: more rounds and reconciliations ask SAT nothing new.
+    for _ in 0..5 {
+        w.outbox.step_sat_requests(&client, "w1").await.unwrap();
+        w.outbox.reconcile_settled_sat_requests(&sistema()).await.unwrap();
+        clock.advance(chrono::Duration::minutes(5));
+    }
+    let again = w.outbox.reconcile_sat(day, day, &sistema()).await.unwrap();
+    assert!(again.xml_requests.iter().all(|x| !x.created), "{again:?}");
+    assert_eq!(w.outbox.sat_requests().await.unwrap().len(), requests.len());
+    assert_eq!(w.outbox.sat_requests_pending().await.unwrap().0, 0);
+}
+
+/// A CFDI desconocido in the queue (recorded from SAT's metadata by hand, no e.firma): its UUID.
+/// `until`: the period's last second (a new one per request: SAT limits repeats).
+async fn an_open_unknown(w: &World, folio: &str, until: (u32, u32, u32)) -> String {
+    let now = cfdi::tz::local_at(w.clock.now(), "42501");
+    let json = common::with_folio(&common::ingreso(&format!("tercero-{folio}")), folio).replace("\"cantidad\":\"2\"", "\"cantidad\":\"7\"");
+    let uuid = third_party_stamp(w, sealed_json(&json, now - chrono::Duration::minutes(5)), folio).await;
+    let day = now.date();
+    let (id, bytes) = w.sat_package(SatDirection::Emitidos, TipoSolicitud::Metadata, day, until).await;
+    w.outbox
+        .record_sat_package(SatDirection::Emitidos, &id, &bytes, &sistema())
+        .await
+        .unwrap();
+    let rec = w.outbox.reconcile_sat(day, day, &sistema()).await.unwrap();
+    assert!(rec.unknown.iter().any(|u| u.uuid == uuid), "{rec:?}");
+    assert!(rec.xml_requests.is_empty(), "no e.firma: nothing asked of SAT");
+    uuid
+}
+
+/// *Es de otro sistema: registrar*: contador only, with a note; the entry leaves the queue for
+/// the history; a second decision is refused, by the outbox and by the database.
+async fn an_unknown_cfdi_of_another_system_is_registered_once_by_the_contador(backend: Backend) {
+    let w = world(backend).await;
+    let uuid = an_open_unknown(&w, "T-7", (23, 59, 59)).await;
+    let code = |e: OutboxError| match e {
+        OutboxError::Invalid(v) => v.0[0].code.to_string(),
+        other => panic!("{other:?}"),
+    };
+    // Not the personal, not soporte, not the system.
+    for who in [common::staff(), common::admin(), sistema()] {
+        match w.outbox.acknowledge_sat_unknown(&uuid, "de la tienda en línea", &who).await {
+            Err(OutboxError::Forbidden { .. }) => {}
+            other => panic!("{who:?}: {other:?}"),
+        }
+    }
+    // A note is required.
+    let contador = common::unlocked_contador(&w.outbox).await;
+    assert_eq!(
+        code(w.outbox.acknowledge_sat_unknown(&uuid, "  ", &contador).await.unwrap_err()),
+        "requerido"
+    );
+    assert!(
+        w.outbox.decided_sat_unknowns().await.unwrap().is_empty(),
+        "a refusal writes nothing"
+    );
+    let contador = common::unlocked_contador(&w.outbox).await;
+    let d = w
+        .outbox
+        .acknowledge_sat_unknown(&uuid.to_lowercase(), "lo emitió la tienda en línea", &contador)
+        .await
+        .unwrap();
+    assert_eq!(d.kind, SatUnknownDecisionKind::OtroSistema);
+    assert_eq!(d.note, "lo emitió la tienda en línea");
+    assert_eq!(d.decided_by.role, outbox::Role::Contador);
+    assert_eq!(d.invoice_id, None);
+    // Out of the queue, into the history.
+    assert!(w.outbox.sat_unknown_cfdis().await.unwrap().is_empty());
+    assert!(!w
+        .outbox
+        .duplicate_groups()
+        .await
+        .unwrap()
+        .iter()
+        .any(|g| g.kind == GroupKind::CfdiDesconocido));
+    let history = w.outbox.decided_sat_unknowns().await.unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].uuid, uuid);
+    assert_eq!(history[0].decision.as_ref(), Some(&d));
+    let text = serde_json::to_string(&history).unwrap();
+    assert!(text.contains("\"kind\":\"otro_sistema\""), "{text}");
+    // A reconciliation does not bring it back.
+    let day = cfdi::tz::local_at(w.clock.now(), "42501").date();
+    let rec = w.outbox.reconcile_sat(day, day, &sistema()).await.unwrap();
+    assert!(rec.unknown.is_empty(), "{rec:?}");
+    // A second decision: refused in words, and by the database whoever writes it.
+    let contador = common::unlocked_contador(&w.outbox).await;
+    assert_eq!(
+        code(w.outbox.acknowledge_sat_unknown(&uuid, "otra vez", &contador).await.unwrap_err()),
+        "ya_decidido"
+    );
+    let at = w.clock.now().timestamp_millis();
+    let direct = w
+        .outbox
+        .store()
+        .insert_sat_unknown_decision(&uuid, "otro_sistema", None, "otra vez", at, &contador)
+        .await;
+    assert!(matches!(direct, Err(OutboxError::Integrity(_))), "{direct:?}");
+    assert_eq!(w.outbox.decided_sat_unknowns().await.unwrap().len(), 1);
+    // Only the contador, in the database too; an unknown UUID is not found.
+    let second = an_open_unknown(&w, "T-8", (23, 59, 58)).await;
+    let direct = w
+        .outbox
+        .store()
+        .insert_sat_unknown_decision(&second, "otro_sistema", None, "personal", at, &common::staff())
+        .await;
+    assert!(matches!(direct, Err(OutboxError::Integrity(_))), "{direct:?}");
+    let contador = common::unlocked_contador(&w.outbox).await;
+    assert!(matches!(
+        w.outbox
+            .acknowledge_sat_unknown("00000000-0000-0000-0000-000000000000", "nada", &contador)
+            .await,
+        Err(OutboxError::NotFound { .. })
+    ));
+    assert_eq!(w.outbox.sat_unknown_cfdis().await.unwrap().len(), 1, "the second one is still open");
+}
+
 crate::conformance!(
     the_held_out_scenario_a_third_party_cfdi_is_unknown_then_a_duplicate_then_cancelado,
     recording_a_package_twice_changes_nothing_and_junk_is_refused,
     a_cfdi_sat_lacks_is_flagged_only_after_the_delay_and_never_opens_an_attempt,
     recibidos_have_totals_by_supplier_iva_cancelled_marked_and_the_69b_flag,
+    unknown_cfdis_get_their_xml_by_themselves_and_become_a_duplicate_to_decide,
+    an_unknown_cfdi_of_another_system_is_registered_once_by_the_contador,
 );

@@ -60,6 +60,29 @@ pub async fn decide_candidate(
     Ok(ready.outbox.duplicate_groups().await?)
 }
 
+/// *Es de otro sistema: registrar*: the contador acknowledges, with a note, that a CFDI
+/// desconocido en el SAT was issued by another program; it leaves the queue for the history.
+/// `emisor`: the RFC of the row's emisor (refused unless it is the current one).
+#[tauri::command]
+pub async fn acknowledge_sat_unknown(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    uuid: String,
+    note: String,
+    emisor: Option<String>,
+) -> Res<Vec<DuplicateGroup>> {
+    let ready = state.ready_as(emisor.as_deref())?;
+    ready.outbox.acknowledge_sat_unknown(&uuid, &note, &ready.actor()).await?;
+    announce(&app, ready, None).await;
+    Ok(ready.outbox.duplicate_groups().await?)
+}
+
+/// The CFDI desconocidos en el SAT already decided (the history), each with its decision.
+#[tauri::command]
+pub async fn decided_sat_unknowns(state: State<'_, AppState>) -> Res<Vec<SatUnknownCfdi>> {
+    Ok(state.ready()?.outbox.decided_sat_unknowns().await?)
+}
+
 /// What a cancellation of `uuid` would look like, before the contador confirms.
 #[tauri::command]
 pub async fn cancellation_preview(state: State<'_, AppState>, uuid: String) -> Res<CancellationPreview> {

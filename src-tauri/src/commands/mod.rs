@@ -13,6 +13,7 @@ use outbox::follow_up::{FollowUpDraft, FollowUpKind};
 use outbox::model::InvoiceRef;
 use outbox::model::{Counts, InvoicePage, Note, Recorded};
 use outbox::reconciliation::ImportReport;
+use outbox::sat_reconcile::SatUnknownCfdi;
 use outbox::strategy::RefusalCode;
 use outbox::Role;
 use outbox::{EmisorSetup, OutboxError};

@@ -38,8 +38,9 @@ pub enum GroupKind {
     /// An imported CFDI that resembles one of ours (likeness).
     ImportedLikeness,
     /// A CFDI of the emisor SAT holds that Timbra did not know (*CFDI desconocido en el SAT*,
-    /// [`crate::sat_reconcile`]). Read-only here: with its XML downloaded and a sale it
-    /// resembles, it becomes an `imported_likeness` group to decide.
+    /// [`crate::sat_reconcile`]). With its XML downloaded and a sale it resembles, it becomes
+    /// an `imported_likeness` group to decide; otherwise the contador decides it with its own
+    /// decisions ([`crate::sat_unknowns`]: *Es de otro sistema: registrar*).
     CfdiDesconocido,
 }
 

@@ -37,8 +37,10 @@ use crate::facts::normalize_uuid;
 use crate::model::InvoiceRef;
 use crate::outbox::Outbox;
 use crate::reconciliation::{check, ImportedFile, SaleIdField};
+use crate::sat_requests::{Enqueued, SatPeriod, SatTipo};
 use crate::sat_service::SatDirection;
-use crate::store::{NewEvidence, NewSatReconciliation, SatCfdiRow};
+use crate::sat_unknowns::SatUnknownDecision;
+use crate::store::{NewEvidence, NewSatReconciliation, SatCfdiRow, SatUnknownRow};
 
 /// Setting (JSON number): hours SAT may take to publish a CFDI in its bulk download before a
 /// CFDI Timbra holds and SAT lacks is flagged. UNVERIFIED: SAT documents no figure; 72 h is a
@@ -146,6 +148,32 @@ pub struct SatUnknownCfdi {
     pub fecha_cancelacion: Option<String>,
     pub has_xml: bool,
     pub found_at_ms: i64,
+    /// The contador's decision (only in the history, [`Outbox::decided_sat_unknowns`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub decision: Option<SatUnknownDecision>,
+}
+
+impl SatUnknownCfdi {
+    pub(crate) fn of(u: &SatUnknownRow) -> Result<SatUnknownCfdi> {
+        Ok(SatUnknownCfdi {
+            uuid: u.uuid.clone(),
+            invoice_id: u.invoice_id,
+            rfc_emisor: u.rfc_emisor.clone(),
+            nombre_emisor: u.nombre_emisor.clone(),
+            rfc_receptor: u.rfc_receptor.clone(),
+            nombre_receptor: u.nombre_receptor.clone(),
+            rfc_pac: u.rfc_pac.clone(),
+            fecha_emision: u.fecha_emision.clone(),
+            total: u.total.clone(),
+            efecto: u.efecto.clone(),
+            estatus: u.estatus.clone(),
+            fecha_cancelacion: u.fecha_cancelacion.clone(),
+            has_xml: u.has_xml,
+            found_at_ms: u.found_at_ms,
+            decision: u.decision.as_ref().map(SatUnknownDecision::of).transpose()?,
+        })
+    }
 }
 
 /// A CFDI Timbra holds that SAT's bulk download does not list (yet).
@@ -184,6 +212,21 @@ pub struct SatReconciliation {
     pub awaiting_publication: usize,
     pub publication_delay_hours: i64,
     pub status_updates: Vec<SatStatusUpdate>,
+    /// The CFDI requests (emitidos, one per day) that download the XML of the unknown CFDIs
+    /// SAT listed without it; only with an e.firma, and once per day ever.
+    pub xml_requests: Vec<SatXmlRequest>,
+}
+
+/// The CFDI request of one day, for the XML of unknown CFDIs SAT listed without it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct SatXmlRequest {
+    /// The day (AAAA-MM-DD, the CFDI's FechaEmision).
+    pub day: String,
+    /// The request (`sat_requests.id`).
+    pub request_id: i64,
+    /// True: enqueued by this reconciliation; false: that day's CFDI were asked before (never
+    /// twice, whatever became of that request).
+    pub created: bool,
 }
 
 fn may_record(actor: &Actor, action: &'static str) -> Result<()> {
@@ -622,7 +665,13 @@ impl Outbox {
             }
         }
         let open: BTreeMap<String, SatUnknownCfdi> = self.sat_unknown_cfdis().await?.into_iter().map(|u| (u.uuid.clone(), u)).collect();
-        let unknown = unknown.iter().filter_map(|(r, _)| open.get(&r.uuid).cloned()).collect();
+        let unknown: Vec<SatUnknownCfdi> = unknown.iter().filter_map(|(r, _)| open.get(&r.uuid).cloned()).collect();
+        // Without an e.firma nothing can be asked of SAT: the packages were imported by hand.
+        let xml_requests = if self.efirma().await?.is_some() {
+            self.request_unknown_xml(&unknown, actor).await?
+        } else {
+            Vec::new()
+        };
         Ok(SatReconciliation {
             run_id,
             desde: d,
@@ -634,7 +683,72 @@ impl Outbox {
             awaiting_publication: awaiting,
             publication_delay_hours: delay,
             status_updates,
+            xml_requests,
         })
+    }
+
+    /// Enqueues the CFDI request (emitidos) of each day with open unknown CFDIs SAT listed
+    /// without their XML, so the drain downloads it and the next reconciliation imports it
+    /// (an attempt's CFDI by Sello, a *posible duplicado*, or a CFDI desconocido with its XML).
+    /// A day is asked **once, ever**: when any request with the same parameters exists (live,
+    /// answered, expired or refused) nothing is enqueued, so a package without the XML never
+    /// leads to a loop; `enqueue_sat_request` keeps SAT's 5002/5005 fences and its unique index
+    /// makes two processes enqueue one request.
+    async fn request_unknown_xml(&self, unknown: &[SatUnknownCfdi], actor: &Actor) -> Result<Vec<SatXmlRequest>> {
+        let days: BTreeSet<NaiveDate> = unknown
+            .iter()
+            .filter(|u| !u.has_xml)
+            .filter_map(|u| NaiveDate::parse_from_str(u.fecha_emision.get(..10)?, "%Y-%m-%d").ok())
+            .collect();
+        let mut out = Vec::new();
+        for day in days {
+            let period = SatPeriod::day(SatDirection::Emitidos, SatTipo::Cfdi, day);
+            let (request_id, created) = match self.store().latest_sat_request(&period.params_key()).await? {
+                Some((id, _)) => (id, false),
+                None => {
+                    let e = self.enqueue_sat_request(&period, actor).await?;
+                    (e.id(), matches!(e, Enqueued::Created { .. }))
+                }
+            };
+            if created {
+                tracing::info!(%day, request_id, "CFDI desconocidos sin XML: se pide al SAT el XML del día");
+            }
+            out.push(SatXmlRequest {
+                day: day.format("%Y-%m-%d").to_string(),
+                request_id,
+                created,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The automatic half of the reconciliation, after the drain stepped SAT's requests (the
+    /// desktop app's SAT lane, `timbra drain`, tests): once no request is live and some settled
+    /// after the last reconciliation, records the downloaded packages and reconciles the days
+    /// those requests cover. The reconciliation may enqueue the CFDI requests of unknown CFDIs
+    /// without XML ([`SatReconciliation::xml_requests`]); when they settle, the next call
+    /// imports their XML. `None` when there was nothing to do.
+    pub async fn reconcile_settled_sat_requests(&self, actor: &Actor) -> Result<Option<SatReconciliation>> {
+        if self.sat_requests_pending().await?.0 > 0 {
+            return Ok(None);
+        }
+        let last_at = self.store().last_sat_reconciliation().await?.map(|r| r.at_ms).unwrap_or(i64::MIN);
+        let settled: Vec<_> = self
+            .sat_requests()
+            .await?
+            .into_iter()
+            .filter(|r| !r.state.is_live() && r.settled_at.is_some_and(|t| t.timestamp_millis() > last_at))
+            .collect();
+        let (Some(desde), Some(hasta)) = (
+            settled.iter().map(|r| r.period.desde.date()).min(),
+            settled.iter().map(|r| r.period.hasta.date()).max(),
+        ) else {
+            return Ok(None);
+        };
+        self.record_downloaded_sat_packages(actor).await?;
+        let r = self.reconcile_sat(desde, hasta, actor).await?;
+        tracing::info!(desde = %r.desde, hasta = %r.hasta, desconocidos = r.unknown.len(), "conciliación con el SAT");
+        Ok(Some(r))
     }
 
     /// A sale with the same receptor, total and local date as a CFDI SAT holds (the first).
@@ -726,7 +840,8 @@ impl Outbox {
     }
 
     /// The *CFDI desconocido en el SAT* entries still open: the UUID is still not a CFDI of a
-    /// sale, and no *posible duplicado* was made of it (that one is decided in its own group).
+    /// sale, no *posible duplicado* was made of it (that one is decided in its own group) and
+    /// the contador has not decided it ([`crate::sat_unknowns`]).
     pub async fn sat_unknown_cfdis(&self) -> Result<Vec<SatUnknownCfdi>> {
         let mut in_candidates = BTreeSet::new();
         for c in self.store().duplicate_candidates().await? {
@@ -738,25 +853,11 @@ impl Outbox {
         }
         let mut out = Vec::new();
         for u in self.store().sat_unknowns().await? {
-            if in_candidates.contains(&u.uuid) || self.store().cfdi_owner(&u.uuid).await?.is_some() {
+            // Decided by the contador (`outbox::sat_unknowns`): in the history, not the queue.
+            if u.decision.is_some() || in_candidates.contains(&u.uuid) || self.store().cfdi_owner(&u.uuid).await?.is_some() {
                 continue;
             }
-            out.push(SatUnknownCfdi {
-                uuid: u.uuid,
-                invoice_id: u.invoice_id,
-                rfc_emisor: u.rfc_emisor,
-                nombre_emisor: u.nombre_emisor,
-                rfc_receptor: u.rfc_receptor,
-                nombre_receptor: u.nombre_receptor,
-                rfc_pac: u.rfc_pac,
-                fecha_emision: u.fecha_emision,
-                total: u.total,
-                efecto: u.efecto,
-                estatus: u.estatus,
-                fecha_cancelacion: u.fecha_cancelacion,
-                has_xml: u.has_xml,
-                found_at_ms: u.found_at_ms,
-            });
+            out.push(SatUnknownCfdi::of(&u)?);
         }
         Ok(out)
     }

@@ -32,7 +32,8 @@ macro_rules! dialect_migrations {
             14 "0014" "csd_history",
             15 "0015" "sat_requests",
             16 "0016" "sat_reconciliation",
-            17 "0017" "api_token_limits"
+            17 "0017" "api_token_limits",
+            18 "0018" "sat_unknown_decisions"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

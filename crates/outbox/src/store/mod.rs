@@ -35,7 +35,8 @@
 //! intake channels (`api_tokens`, `webhook_events`, deliveries, e-mail sends and their attempts),
 //! 0006 customers and products, 0007 `workers`, 0008 one live document (`ticket_claims`,
 //! `cfdi_fates`, `group_verdicts`, `history_gaps`), …, 0016 what SAT holds (`sat_cfdis`,
-//! `sat_unknown_cfdis`, `sat_reconciliations`; operations in `sat_records`). Instants are UTC epoch milliseconds
+//! `sat_unknown_cfdis`, `sat_reconciliations`; operations in `sat_records`), …, 0018 the contador's
+//! decisions about an unknown one (`sat_unknown_decisions`, in `sat_records`). Instants are UTC epoch milliseconds
 //! (`*_ms`); Fecha is text as the CFDI writes it; amounts are decimal text; every action row
 //! carries `actor` and `actor_role`.
 
@@ -60,7 +61,7 @@ mod master_data;
 pub mod migrations;
 mod ops;
 mod sat_records;
-pub use sat_records::{NewSatReconciliation, SatCfdiRow, SatReconciliationRow, SatUnknownRow, TimbraCfdiRow};
+pub use sat_records::{NewSatReconciliation, SatCfdiRow, SatReconciliationRow, SatUnknownDecisionRow, SatUnknownRow, TimbraCfdiRow};
 pub mod postgres;
 mod reads;
 pub mod sat;

@@ -154,6 +154,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "33d74d9cddc71f29eea913cd547faed198c6fa317f2232f2beb9e11d7b2e123a5f1fc072e538f1c5bc7138a0929c929e",
         statements: "302875399b954fc72d2a776d261ee790a31f792eaa712c6519601fcfe9cc47e9",
     },
+    Released {
+        version: 18,
+        checksum: "ead70410ccbd191493e5715592286f846a719c001dbd90f33aea9d2dded2bc88ba92226152baf211dbc12dad8a46068f",
+        statements: "76555074eea30cc933b11cb8055b436aae48983c9237806e30d5786c47456082",
+    },
 ];
 
 #[derive(Debug)]

@@ -8,6 +8,7 @@
 use super::any::{on_dialect, AnyStore};
 use crate::actor::Actor;
 use crate::error::Result;
+use crate::model::ActedBy;
 
 /// One CFDI SAT holds, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +83,19 @@ pub struct SatUnknownRow {
     pub estatus: Option<String>,
     pub fecha_cancelacion: Option<String>,
     pub has_xml: bool,
+    /// The contador's decision about it, when there is one.
+    pub decision: Option<SatUnknownDecisionRow>,
+}
+
+/// A `sat_unknown_decisions` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SatUnknownDecisionRow {
+    /// `otro_sistema` or `importado`.
+    pub kind: String,
+    pub invoice_id: Option<i64>,
+    pub note: String,
+    pub decided_at_ms: i64,
+    pub actor: ActedBy,
 }
 
 /// The latest reconciliation run.
@@ -349,9 +363,46 @@ impl AnyStore {
                         estatus: get(r, "estatus")?,
                         fecha_cancelacion: get(r, "fecha_cancelacion")?,
                         has_xml: get(r, "has_xml")?,
+                        decision: match get::<Option<String>>(r, "decision_kind")? {
+                            None => None,
+                            Some(kind) => Some(SatUnknownDecisionRow {
+                                kind,
+                                invoice_id: get(r, "decision_invoice_id")?,
+                                note: get(r, "decision_note")?,
+                                decided_at_ms: get(r, "decision_at_ms")?,
+                                actor: acted(r, "decision_actor", "decision_actor_role")?,
+                            }),
+                        },
                     })
                 })
                 .collect()
+        })
+    }
+
+    /// Records the contador's decision about an unknown CFDI: its id. A second decision about
+    /// the same UUID is refused by the database ([`OutboxError::Integrity`] naming
+    /// `sat_unknown_decisions`).
+    pub async fn insert_sat_unknown_decision(
+        &self,
+        uuid: &str,
+        kind: &str,
+        invoice_id: Option<i64>,
+        note_text: &str,
+        at_ms: i64,
+        actor: &Actor,
+    ) -> Result<i64> {
+        on_dialect!(self, |db| {
+            sqlx::query_scalar(sql!("insert_sat_unknown_decision"))
+                .bind(uuid)
+                .bind(kind)
+                .bind(invoice_id)
+                .bind(note_text)
+                .bind(at_ms)
+                .bind(&actor.name)
+                .bind(actor.role.as_str())
+                .fetch_one(&db.pool)
+                .await
+                .map_err(|e| db.err(e))
         })
     }
 }

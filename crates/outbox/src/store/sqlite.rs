@@ -136,6 +136,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "921b7a3213848ad3e36044447a845654f618ff8e874f7e7b01ae81151a4c297822d6b5f0b37ce0b04d7709caec2ecbcb",
         statements: "3f24bc531d5a12d12054da6d99382b844f77b5496e29af8e016c471ffdca4642",
     },
+    Released {
+        version: 18,
+        checksum: "ba66cb2ad43dd30120108bd8b8bff546c1fe94e053924bee63ff964069859df47a59f366be095a0bb15c6925723a8c78",
+        statements: "cb7f6445630044d2690d5119a4b0ea1702fec801cf94dbacf0940f7175a11208",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.

@@ -77,6 +77,7 @@ import type { SalePreviewDto } from './bindings/SalePreviewDto';
 import type { SandboxFaultDto } from './bindings/SandboxFaultDto';
 import type { SatCheck } from './bindings/SatCheck';
 import type { SatPageDto } from './bindings/SatPageDto';
+import type { SatUnknownCfdi } from './bindings/SatUnknownCfdi';
 import type { SavedFileDto } from './bindings/SavedFileDto';
 import type { ScreeningImport } from './bindings/ScreeningImport';
 import type { ScreeningStatus } from './bindings/ScreeningStatus';
@@ -124,6 +125,8 @@ export const api = {
   duplicateGroups: () => call<Array<DuplicateGroup>>('duplicate_groups'),
   decideDuplicate: (invoiceId: number, survivor: string, orderDto: CancelOrderDto, emisor: string | null) => call<InvoiceDetailDto>('decide_duplicate', { invoiceId, survivor, orderDto, emisor }),
   decideCandidate: (candidateId: number, survivor: string | null, orderDto: CancelOrderDto | null, note: string, emisor: string | null) => call<Array<DuplicateGroup>>('decide_candidate', { candidateId, survivor, orderDto, note, emisor }),
+  acknowledgeSatUnknown: (uuid: string, note: string, emisor: string | null) => call<Array<DuplicateGroup>>('acknowledge_sat_unknown', { uuid, note, emisor }),
+  decidedSatUnknowns: () => call<Array<SatUnknownCfdi>>('decided_sat_unknowns'),
   duplicateQueue: () => call<Array<EmisorDuplicatesDto>>('duplicate_queue'),
   listEmisores: () => call<EmisoresDto>('list_emisores'),
   addEmisor: (setup: EmisorSetupDto) => call<EmisoresDto>('add_emisor', { setup }),
