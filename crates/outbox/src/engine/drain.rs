@@ -3,14 +3,16 @@
 //!
 //! One step of one invoice ([`Drain::step`]):
 //! 1. the row was claimed in one statement with a lease and a new fencing token;
-//! 2. facts are read and [`strategy::derive`] names the next step (send, look up, finalize,
-//!    fail over, reprocess, or nothing);
+//! 2. facts are read (one statement) and [`strategy::derive`] names the next step (send, look
+//!    up, finalize, fail over, reprocess, or nothing);
 //! 3. a try row is committed *before* a request leaves, so a crash mid-request leaves a try
 //!    without an answer, which the strategy reads as an unknown outcome (resume, never redo);
 //! 4. the PAC's answer is appended as evidence, never fenced (a zombie's late "stamped" is
 //!    still a fiscal fact), and a CFDI it carries is persisted;
-//! 5. the verdict is derived again and written with `WHERE fencing_token = claimed`: a worker
-//!    that lost its lease cannot move the row.
+//! 5. the verdict is derived again — from the facts read plus the rows the step's own writes
+//!    returned, at the facts version they brought the row to (a fact written by anyone else
+//!    meanwhile leaves the row's version ahead, so it is claimed again) — and written with
+//!    `WHERE fencing_token = claimed`: a worker that lost its lease cannot move the row.
 //!
 //! Scheduling: exponential backoff with full jitter, capped, never sooner than a PAC's
 //! Retry-After. Concurrency: at most `concurrency` invoices in flight. Shutdown is a future:
