@@ -1212,6 +1212,16 @@ pub async fn deliver_due(
     Ok(report)
 }
 
+/// A JSON setting's stored text, parsed (None when the key has no row).
+pub(crate) fn parse_setting<T: serde::de::DeserializeOwned>(key: &str, text: Option<String>) -> Result<Option<T>> {
+    match text {
+        None => Ok(None),
+        Some(v) => serde_json::from_str(&v)
+            .map(Some)
+            .map_err(|e| OutboxError::Database(format!("{key}: {e}"))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1312,15 +1322,5 @@ mod tests {
         assert_eq!(u.len(), 36);
         assert_eq!(&u[14..15], "4");
         assert!("89ab".contains(&u[19..20]));
-    }
-}
-
-/// A JSON setting's stored text, parsed (None when the key has no row).
-pub(crate) fn parse_setting<T: serde::de::DeserializeOwned>(key: &str, text: Option<String>) -> Result<Option<T>> {
-    match text {
-        None => Ok(None),
-        Some(v) => serde_json::from_str(&v)
-            .map(Some)
-            .map_err(|e| OutboxError::Database(format!("{key}: {e}"))),
     }
 }

@@ -689,6 +689,7 @@ impl Drain {
     }
 
     /// Appends a stamp answer as evidence, and the CFDI it carries when it is the attempt's.
+    #[allow(clippy::too_many_arguments)] // plus `wrote`: what the step wrote so far
     async fn record_stamp(
         &self,
         invoice_id: i64,
@@ -799,6 +800,7 @@ impl Drain {
     }
 
     /// Stores a CFDI of the attempt (its XML, once matched to the attempt).
+    #[allow(clippy::too_many_arguments)] // plus `wrote`: what the step wrote so far
     async fn persist_cfdi(
         &self,
         invoice_id: i64,
@@ -904,6 +906,7 @@ impl Drain {
 
     /// Appends a lookup answer; a found CFDI that is the attempt's is persisted. Returns
     /// whether nothing was learned.
+    #[allow(clippy::too_many_arguments)] // plus `wrote`: what the step wrote so far
     async fn record_lookup(
         &self,
         invoice_id: i64,
