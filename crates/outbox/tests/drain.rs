@@ -1091,7 +1091,53 @@ fn lookups_of_an_attempt_back_off_with_every_lookup() {
     assert!((300_000..=600_000).contains(&wait(20)));
 }
 
+/// A step reads its facts in one statement (`step_facts`) and settles from them plus what it
+/// wrote, without reading them again: the one-statement read is the part-by-part read, row for
+/// row, with the live attempt's body; and after the drain every invoice's verdict was derived
+/// from all of its facts (the versions the step counted are the database's: nothing is claimed
+/// again for a verdict it already has).
+async fn a_step_reads_its_facts_in_one_statement_and_settles_on_all_of_them(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "timeout_after_certify=1")]).await;
+    let first = w.record("pedido-f1").await;
+    w.until_badge(first, Badge::Reanudar).await;
+    w.faults("sw", "");
+    w.outbox.retry(&InvoiceRef::Id(first), &soporte()).await.unwrap();
+    let mut ids = vec![first];
+    for i in 2..5 {
+        ids.push(w.record(&format!("pedido-f{i}")).await);
+    }
+    w.until_idle().await;
+    w.until_badge(first, Badge::Timbrada).await;
+    let store = w.outbox.store();
+    for id in ids {
+        let one = store.step_facts(id).await.unwrap().expect("the invoice");
+        let parts = store.step_facts_by_parts(id).await.unwrap().expect("the invoice");
+        assert_eq!(
+            outbox::store::StepFacts {
+                live_body: None,
+                ..one.clone()
+            },
+            parts
+        );
+        assert!(!one.tries.is_empty() && !one.evidence.is_empty() && one.cfdis.len() == 1, "{one:?}");
+        let live = one
+            .attempts
+            .iter()
+            .find(|a| a.attempt_no == one.invoice.current_attempt_no)
+            .expect("the live attempt");
+        let body = w.outbox.attempt_body(live.id).await.unwrap().1;
+        assert_eq!(one.live_body.as_deref(), Some(body.as_slice()));
+        let (facts, verdict): (i64, i64) = sqlx::query_as("SELECT facts_version, verdict_version FROM invoices WHERE id = $1")
+            .bind(id)
+            .fetch_one(&w._db.raw)
+            .await
+            .unwrap();
+        assert_eq!(verdict, facts, "invoice {id}: the last verdict saw every fact");
+    }
+}
+
 crate::conformance!(
+    a_step_reads_its_facts_in_one_statement_and_settles_on_all_of_them,
     replacing_a_pac_under_an_unknown_outcome_is_a_forced_failover,
     sales_are_stamped_once_and_their_xml_verifies,
     timeout_after_certify_resumes_to_the_same_uuid,

@@ -10,4 +10,4 @@ JOIN attempts a ON a.invoice_id = i.id AND a.id = $2
 WHERE i.id = $1 AND i.fencing_token = $6
   AND ($3 = 'lookup' OR (a.attempt_no = i.current_attempt_no AND a.resolution <> 'abandoned'))
 FOR UPDATE OF i, a
-RETURNING id
+RETURNING id, attempt_id, try_no, operation, pac, worker, fencing_token, started_at_ms, actor, actor_role

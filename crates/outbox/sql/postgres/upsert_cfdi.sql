@@ -6,3 +6,5 @@ ON CONFLICT (uuid) DO UPDATE SET
     xml_sha256 = COALESCE(cfdis.xml_sha256, excluded.xml_sha256),
     fecha_timbrado = COALESCE(cfdis.fecha_timbrado, excluded.fecha_timbrado),
     updated_at_ms = excluded.updated_at_ms
+RETURNING invoice_id, id, attempt_id, uuid, pac, fecha_timbrado, (xml IS NOT NULL)::int::bigint AS has_xml, xml_sha256, sat_status,
+          sat_checked_at_ms, cancellation_status, created_at_ms

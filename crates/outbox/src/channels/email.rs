@@ -282,8 +282,14 @@ impl Outbox {
 
     /// The automatic send for a just-stamped invoice, when the settings ask for it and know
     /// the receptor's addresses (request id `auto:<invoice>:<uuid>`: at most one per CFDI).
-    pub(crate) async fn automatic_email(&self, invoice: &InvoiceSummary, uuid: &str) -> Result<Option<NewEmailSend>> {
-        let Some(settings) = self.email_settings().await? else {
+    /// `settings`: the e-mail settings as just read.
+    pub(crate) async fn automatic_email(
+        &self,
+        invoice: &InvoiceSummary,
+        uuid: &str,
+        settings: Option<EmailSettings>,
+    ) -> Result<Option<NewEmailSend>> {
+        let Some(settings) = settings else {
             return Ok(None);
         };
         if !settings.auto_send {

@@ -613,12 +613,7 @@ impl Outbox {
     }
 
     pub(crate) async fn json_setting<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
-        match self.store().setting(key).await? {
-            None => Ok(None),
-            Some(v) => serde_json::from_str(&v)
-                .map(Some)
-                .map_err(|e| OutboxError::Database(format!("{key}: {e}"))),
-        }
+        parse_setting(key, self.store().setting(key).await?)
     }
 
     pub(crate) async fn put_json_setting<T: Serialize>(&self, key: &str, value: &T, actor: &Actor) -> Result<()> {
@@ -1026,9 +1021,21 @@ impl Outbox {
         invoice_id: Option<i64>,
         payload: impl Fn(&str) -> Value,
     ) -> Result<Vec<NewDelivery>> {
+        let endpoints = self.webhook_endpoints().await?;
+        self.deliveries_to(endpoints, event, invoice_id, payload)
+    }
+
+    /// Deliveries of `event` to each of `endpoints` that wants it (not written yet).
+    fn deliveries_to(
+        &self,
+        endpoints: Vec<WebhookEndpoint>,
+        event: EventType,
+        invoice_id: Option<i64>,
+        payload: impl Fn(&str) -> Value,
+    ) -> Result<Vec<NewDelivery>> {
         let at_ms = self.now().timestamp_millis();
         let mut out = Vec::new();
-        for e in self.webhook_endpoints().await?.into_iter().filter(|e| e.wants(event)) {
+        for e in endpoints.into_iter().filter(|e| e.wants(event)) {
             let delivery_id = random_uuid()?;
             out.push(NewDelivery {
                 payload: payload(&delivery_id),
@@ -1057,14 +1064,19 @@ impl Outbox {
             _ => return Ok(Notifications::default()),
         };
         let now = self.now();
-        let deliveries = self
-            .deliveries_for(event, Some(invoice.id), |id| {
-                invoice_payload(id, event, now, invoice, after, verdict, uuid)
-            })
+        // Both settings in one read: the endpoints, and the e-mail settings a stamp may need.
+        let (endpoints, email) = self
+            .store()
+            .two_settings(SETTING_ENDPOINTS, crate::channels::email::SETTING_EMAIL)
             .await?;
+        let endpoints: Vec<WebhookEndpoint> = parse_setting(SETTING_ENDPOINTS, endpoints)?.unwrap_or_default();
+        let deliveries = self.deliveries_to(endpoints, event, Some(invoice.id), |id| {
+            invoice_payload(id, event, now, invoice, after, verdict, uuid)
+        })?;
         let mut emails = Vec::new();
         if let (EventType::InvoiceStamped, Some(uuid)) = (event, uuid) {
-            if let Some(send) = self.automatic_email(invoice, uuid).await? {
+            let settings = parse_setting(crate::channels::email::SETTING_EMAIL, email)?;
+            if let Some(send) = self.automatic_email(invoice, uuid, settings).await? {
                 emails.push(send);
             }
         }
@@ -1198,6 +1210,16 @@ pub async fn deliver_due(
             .await?;
     }
     Ok(report)
+}
+
+/// A JSON setting's stored text, parsed (None when the key has no row).
+pub(crate) fn parse_setting<T: serde::de::DeserializeOwned>(key: &str, text: Option<String>) -> Result<Option<T>> {
+    match text {
+        None => Ok(None),
+        Some(v) => serde_json::from_str(&v)
+            .map(Some)
+            .map_err(|e| OutboxError::Database(format!("{key}: {e}"))),
+    }
 }
 
 #[cfg(test)]

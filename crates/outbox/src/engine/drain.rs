@@ -3,14 +3,16 @@
 //!
 //! One step of one invoice ([`Drain::step`]):
 //! 1. the row was claimed in one statement with a lease and a new fencing token;
-//! 2. facts are read and [`strategy::derive`] names the next step (send, look up, finalize,
-//!    fail over, reprocess, or nothing);
+//! 2. facts are read (one statement) and [`strategy::derive`] names the next step (send, look
+//!    up, finalize, fail over, reprocess, or nothing);
 //! 3. a try row is committed *before* a request leaves, so a crash mid-request leaves a try
 //!    without an answer, which the strategy reads as an unknown outcome (resume, never redo);
 //! 4. the PAC's answer is appended as evidence, never fenced (a zombie's late "stamped" is
 //!    still a fiscal fact), and a CFDI it carries is persisted;
-//! 5. the verdict is derived again and written with `WHERE fencing_token = claimed`: a worker
-//!    that lost its lease cannot move the row.
+//! 5. the verdict is derived again — from the facts read plus the rows the step's own writes
+//!    returned, at the facts version they brought the row to (a fact written by anyone else
+//!    meanwhile leaves the row's version ahead, so it is claimed again) — and written with
+//!    `WHERE fencing_token = claimed`: a worker that lost its lease cannot move the row.
 //!
 //! Scheduling: exponential backoff with full jitter, capped, never sooner than a PAC's
 //! Retry-After. Concurrency: at most `concurrency` invoices in flight. Shutdown is a future:
@@ -33,6 +35,7 @@ use crate::facts::{self, evidence_kind, normalize_uuid};
 use crate::model::PacDirectory;
 use crate::model::TryOperation;
 use crate::model::{AttemptInfo, Badge, InvoiceDetail, InvoiceRef, InvoiceState};
+use crate::model::{EvidenceInfo, TryInfo};
 use crate::outbox::Outbox;
 use crate::pacs::{PacEntry, PacSet};
 use crate::store::{Claim, InvoiceUpdate, NewCfdi, NewEvidence, NewTry, StepFacts};
@@ -463,17 +466,20 @@ impl Drain {
         }
         let mut retry_after = None;
         let mut failed_try = false;
+        // What this step writes of the invoice's facts, as the writes returned it: `settle`
+        // adds it to the facts read above instead of reading them all again.
+        let mut wrote = Wrote::default();
         match verdict.next.clone() {
             NextStep::Send { attempt_no } => {
-                let r = self.send(&detail, attempt_no, &claim).await?;
+                let r = self.send(&detail, attempt_no, &claim, &mut wrote).await?;
                 retry_after = r.0;
                 failed_try = r.1;
             }
             NextStep::Lookup { attempt_no } => {
-                failed_try = self.lookup(&detail, attempt_no, &claim).await?;
+                failed_try = self.lookup(&detail, attempt_no, &claim, &mut wrote).await?;
             }
             NextStep::Finalize { uuid, attempt_no } => {
-                failed_try = self.fetch_xml(&detail, uuid.as_deref(), attempt_no, &claim).await?;
+                failed_try = self.fetch_xml(&detail, uuid.as_deref(), attempt_no, &claim, &mut wrote).await?;
             }
             NextStep::Failover { to } => {
                 let full = whole.as_ref().expect("read above for a failover");
@@ -482,6 +488,7 @@ impl Drain {
                 self.outbox
                     .open_failover_at(full, &to, identity, Some(claim.fencing_token), &self.actor, None)
                     .await?;
+                wrote.reread = true;
             }
             NextStep::Reprocess => {
                 let full = whole.as_ref().expect("read above for a reprocess");
@@ -495,28 +502,43 @@ impl Drain {
                         Some(&self.directory),
                     )
                     .await?;
+                wrote.reread = true;
             }
             NextStep::Hold | NextStep::Done => {}
         }
         failpoint::hit(failpoint::BEFORE_COMMIT);
+        let held = (!wrote.reread).then(|| wrote.add_to(detail));
         let report = self
-            .settle(claim.invoice_id, claim.fencing_token, retry_after, failed_try, &verdict.next)
+            .settle(claim.invoice_id, claim.fencing_token, held, retry_after, failed_try, &verdict.next)
             .await?;
         failpoint::hit(failpoint::AFTER_COMMIT);
         Ok(report)
     }
 
-    /// Derives the verdict again and writes it, fenced by `token`.
+    /// Derives the verdict again and writes it, fenced by `token`: from `held`, the facts the
+    /// step read plus what it wrote, or (None: a step that opened an attempt) read again.
+    ///
+    /// The verdict records the facts version it was derived from, and every fact written bumps
+    /// the row's version in the database: when anything but this step wrote facts meanwhile, the
+    /// row's version is past `held`'s, and the row is claimed again for a verdict on all of them
+    /// (`claim_due`'s second half). So holding the facts in memory never hides a late answer.
     async fn settle(
         &self,
         invoice_id: i64,
         token: i64,
+        held: Option<StepFacts>,
         retry_after: Option<Duration>,
         failed_try: bool,
         previous: &NextStep,
     ) -> Result<StepReport> {
-        // Only the facts again (what this step wrote, and whatever landed meanwhile).
-        let detail = self.step_facts(invoice_id).await?;
+        let detail = match held {
+            Some(held) => {
+                #[cfg(debug_assertions)]
+                self.check_held(&held).await?;
+                held
+            }
+            None => self.step_facts(invoice_id).await?,
+        };
         let facts = facts::from_step(&detail, &|p, id| self.directory.can_lookup_at(p, id));
         let verdict = strategy::derive(&facts, &self.config.policy, self.outbox.now());
         // No progress (the same non-sending step again) backs off like a failed try.
@@ -575,7 +597,7 @@ impl Drain {
     /// The PAC client for an attempt, when it may be used: configured here, and reaching the
     /// PAC the attempt was frozen for (or one the operator accepted when replacing it). `None`
     /// after recording why not (evidence the strategy reads).
-    async fn client_for(&self, detail: &StepFacts, attempt: &AttemptInfo) -> Result<Option<PacEntry>> {
+    async fn client_for(&self, detail: &StepFacts, attempt: &AttemptInfo, wrote: &mut Wrote) -> Result<Option<PacEntry>> {
         let expected = facts::expected_identity(&detail.evidence, attempt);
         // The entry of the attempt's name; when that name reaches another service now, the
         // entry (of any name) that still reaches the attempt's own identity.
@@ -593,6 +615,7 @@ impl Drain {
                 evidence_kind::PAC_NOT_CONFIGURED,
                 json!({ "pac": attempt.pac }),
                 format!("el PAC {} no está configurado en este equipo", attempt.pac),
+                wrote,
             )
             .await?;
             return Ok(None);
@@ -615,21 +638,22 @@ impl Drain {
                 attempt.attempt_no,
                 changed.join(", ")
             ),
+            wrote,
         )
         .await?;
         Ok(None)
     }
 
     /// Sends the live attempt. Returns (Retry-After, whether the try failed).
-    async fn send(&self, detail: &StepFacts, attempt_no: i64, claim: &Claim) -> Result<(Option<Duration>, bool)> {
+    async fn send(&self, detail: &StepFacts, attempt_no: i64, claim: &Claim, wrote: &mut Wrote) -> Result<(Option<Duration>, bool)> {
         let attempt = find_attempt(detail, attempt_no)?;
-        if detail.invoice.kind == "pago" && self.paid_document_cancelled(detail, attempt).await? {
+        if detail.invoice.kind == "pago" && self.paid_document_cancelled(detail, attempt, wrote).await? {
             return Ok((None, true));
         }
-        let Some(entry) = self.client_for(detail, attempt).await? else {
+        let Some(entry) = self.client_for(detail, attempt, wrote).await? else {
             return Ok((None, true));
         };
-        let (_, body) = self.outbox.attempt_body(attempt.id).await?;
+        let body = self.body_of(detail, attempt).await?;
         let Some(try_id) = self
             .begin(
                 detail.invoice.id,
@@ -637,6 +661,7 @@ impl Drain {
                 TryOperation::Stamp,
                 &attempt.pac,
                 claim.fencing_token,
+                wrote,
             )
             .await?
         else {
@@ -658,12 +683,13 @@ impl Drain {
             } => Some(Duration::seconds(*s as i64)),
             _ => None,
         };
-        self.record_stamp(detail.invoice.id, attempt, &body, try_id, claim.fencing_token, reply)
+        self.record_stamp(detail.invoice.id, attempt, &body, try_id, claim.fencing_token, reply, wrote)
             .await?;
         Ok((retry_after, failed))
     }
 
     /// Appends a stamp answer as evidence, and the CFDI it carries when it is the attempt's.
+    #[allow(clippy::too_many_arguments)] // plus `wrote`: what the step wrote so far
     async fn record_stamp(
         &self,
         invoice_id: i64,
@@ -672,6 +698,7 @@ impl Drain {
         try_id: i64,
         token: i64,
         reply: Reply<StampOutcome>,
+        wrote: &mut Wrote,
     ) -> Result<()> {
         // The whole CFDI when the PAC sent it; else the timbre alone (checked, not stored).
         let (uuid, xml, tfd, code, message) = match &reply.outcome {
@@ -717,10 +744,10 @@ impl Drain {
             _ => (code, message),
         };
         let now = self.outbox.now();
-        let evidence_id = self
+        let evidence = self
             .outbox
             .store()
-            .append_evidence(&NewEvidence {
+            .append_evidence_row(&NewEvidence {
                 invoice_id,
                 attempt_id: Some(attempt.id),
                 try_id: Some(try_id),
@@ -736,6 +763,7 @@ impl Drain {
                 actor: self.actor.clone(),
             })
             .await?;
+        let evidence_id = wrote.evidence(evidence);
         match (uuid, matched) {
             (Some(uuid), _) if another_sale.is_some() => tracing::warn!(
                 invoice_id,
@@ -751,10 +779,13 @@ impl Drain {
                 "el CFDI del PAC no es el documento del intento; no se adjunta"
             ),
             (Some(uuid), Some(Ok(fecha))) => {
-                self.persist_cfdi(invoice_id, attempt, evidence_id, &uuid, xml.map(String::into_bytes), fecha)
+                self.persist_cfdi(invoice_id, attempt, evidence_id, &uuid, xml.map(String::into_bytes), fecha, wrote)
                     .await?
             }
-            (Some(uuid), None) => self.persist_cfdi(invoice_id, attempt, evidence_id, &uuid, None, None).await?,
+            (Some(uuid), None) => {
+                self.persist_cfdi(invoice_id, attempt, evidence_id, &uuid, None, None, wrote)
+                    .await?
+            }
             (None, _) => {}
         }
         Ok(())
@@ -769,6 +800,7 @@ impl Drain {
     }
 
     /// Stores a CFDI of the attempt (its XML, once matched to the attempt).
+    #[allow(clippy::too_many_arguments)] // plus `wrote`: what the step wrote so far
     async fn persist_cfdi(
         &self,
         invoice_id: i64,
@@ -777,11 +809,13 @@ impl Drain {
         uuid: &str,
         xml: Option<Vec<u8>>,
         fecha_timbrado: Option<String>,
+        wrote: &mut Wrote,
     ) -> Result<()> {
         let now = self.outbox.now();
-        self.outbox
+        let written = self
+            .outbox
             .store()
-            .record_cfdi(&NewCfdi {
+            .record_cfdi_row(&NewCfdi {
                 invoice_id,
                 attempt_id: Some(attempt.id),
                 evidence_id: Some(evidence_id),
@@ -791,16 +825,18 @@ impl Drain {
                 xml,
                 at_ms: now.timestamp_millis(),
             })
-            .await
+            .await?;
+        wrote.cfdi(invoice_id, written);
+        Ok(())
     }
 
     /// A non-creating lookup. Returns whether it failed to learn anything.
-    async fn lookup(&self, detail: &StepFacts, attempt_no: i64, claim: &Claim) -> Result<bool> {
+    async fn lookup(&self, detail: &StepFacts, attempt_no: i64, claim: &Claim, wrote: &mut Wrote) -> Result<bool> {
         let attempt = find_attempt(detail, attempt_no)?;
-        let Some(entry) = self.client_for(detail, attempt).await? else {
+        let Some(entry) = self.client_for(detail, attempt, wrote).await? else {
             return Ok(true);
         };
-        let (_, body) = self.outbox.attempt_body(attempt.id).await?;
+        let body = self.body_of(detail, attempt).await?;
         let Some(try_id) = self
             .begin(
                 detail.invoice.id,
@@ -808,6 +844,7 @@ impl Drain {
                 TryOperation::Lookup,
                 &attempt.pac,
                 claim.fencing_token,
+                wrote,
             )
             .await?
         else {
@@ -819,15 +856,31 @@ impl Drain {
             external_id: None,
         };
         let reply = entry.client.lookup(&request).await;
-        self.record_lookup(detail.invoice.id, attempt, &body, try_id, claim.fencing_token, reply)
+        self.record_lookup(detail.invoice.id, attempt, &body, try_id, claim.fencing_token, reply, wrote)
             .await
     }
 
-    async fn begin(&self, invoice_id: i64, attempt_id: i64, operation: TryOperation, pac: &str, token: i64) -> Result<Option<i64>> {
-        let id = self
+    /// The body of `attempt`: read with the facts when it is the live one, else read now.
+    async fn body_of(&self, detail: &StepFacts, attempt: &AttemptInfo) -> Result<Vec<u8>> {
+        match &detail.live_body {
+            Some(body) if attempt.attempt_no == detail.invoice.current_attempt_no => Ok(body.clone()),
+            _ => Ok(self.outbox.attempt_body(attempt.id).await?.1),
+        }
+    }
+
+    async fn begin(
+        &self,
+        invoice_id: i64,
+        attempt_id: i64,
+        operation: TryOperation,
+        pac: &str,
+        token: i64,
+        wrote: &mut Wrote,
+    ) -> Result<Option<i64>> {
+        let row = self
             .outbox
             .store()
-            .begin_try(&NewTry {
+            .begin_try_row(&NewTry {
                 invoice_id,
                 attempt_id,
                 operation,
@@ -838,6 +891,7 @@ impl Drain {
                 actor: self.actor.clone(),
             })
             .await?;
+        let id = row.map(|t| wrote.try_begun(t));
         if id.is_none() {
             tracing::info!(
                 invoice_id,
@@ -852,6 +906,7 @@ impl Drain {
 
     /// Appends a lookup answer; a found CFDI that is the attempt's is persisted. Returns
     /// whether nothing was learned.
+    #[allow(clippy::too_many_arguments)] // plus `wrote`: what the step wrote so far
     async fn record_lookup(
         &self,
         invoice_id: i64,
@@ -860,6 +915,7 @@ impl Drain {
         try_id: i64,
         token: i64,
         reply: Reply<LookupOutcome>,
+        wrote: &mut Wrote,
     ) -> Result<bool> {
         let (outcome, found, code, message) = match &reply.outcome {
             LookupOutcome::Found { cfdis } => (EvidenceOutcome::Found, cfdis.clone(), None, None),
@@ -899,10 +955,10 @@ impl Drain {
                 Some(Err(why)) => (Some(evidence_kind::CFDI_NOT_THE_ATTEMPTS.to_string()), Some(why.clone())),
                 _ => (code.clone(), message.clone()),
             };
-            let evidence_id = self
+            let evidence = self
                 .outbox
                 .store()
-                .append_evidence(&NewEvidence {
+                .append_evidence_row(&NewEvidence {
                     invoice_id,
                     attempt_id: Some(attempt.id),
                     try_id: Some(try_id),
@@ -918,14 +974,15 @@ impl Drain {
                     actor: self.actor.clone(),
                 })
                 .await?;
+            let evidence_id = wrote.evidence(evidence);
             match (uuid, matched) {
                 (Some(_), _) if foreign || another_sale.is_some() => {}
                 (Some(_), Some(Err(_))) => {}
                 (Some(u), Some(Ok(fecha))) => {
                     let xml = fecha.as_ref().and(f.and_then(|f| f.xml.clone())).map(String::into_bytes);
-                    self.persist_cfdi(invoice_id, attempt, evidence_id, &u, xml, fecha).await?
+                    self.persist_cfdi(invoice_id, attempt, evidence_id, &u, xml, fecha, wrote).await?
                 }
-                (Some(u), None) => self.persist_cfdi(invoice_id, attempt, evidence_id, &u, None, None).await?,
+                (Some(u), None) => self.persist_cfdi(invoice_id, attempt, evidence_id, &u, None, None, wrote).await?,
                 (None, _) => {}
             }
         }
@@ -933,12 +990,12 @@ impl Drain {
     }
 
     /// Fetches the XML of a CFDI known to exist. Returns whether nothing was learned.
-    async fn fetch_xml(&self, detail: &StepFacts, uuid: Option<&str>, attempt_no: i64, claim: &Claim) -> Result<bool> {
+    async fn fetch_xml(&self, detail: &StepFacts, uuid: Option<&str>, attempt_no: i64, claim: &Claim, wrote: &mut Wrote) -> Result<bool> {
         let attempt = find_attempt(detail, attempt_no)?;
-        let Some(entry) = self.client_for(detail, attempt).await? else {
+        let Some(entry) = self.client_for(detail, attempt, wrote).await? else {
             return Ok(true);
         };
-        let (_, body) = self.outbox.attempt_body(attempt.id).await?;
+        let body = self.body_of(detail, attempt).await?;
         let Some(try_id) = self
             .begin(
                 detail.invoice.id,
@@ -946,6 +1003,7 @@ impl Drain {
                 TryOperation::Lookup,
                 &attempt.pac,
                 claim.fencing_token,
+                wrote,
             )
             .await?
         else {
@@ -965,13 +1023,13 @@ impl Drain {
             }
             (Some(u), _) => entry.client.retrieve(u).await,
         };
-        self.record_lookup(detail.invoice.id, attempt, &body, try_id, claim.fencing_token, reply)
+        self.record_lookup(detail.invoice.id, attempt, &body, try_id, claim.fencing_token, reply, wrote)
             .await
     }
 
     /// Whether a document this payment pays is cancelled at SAT or on its way (then the REP is
     /// not sent, and the evidence says why: the strategy holds it for a person).
-    async fn paid_document_cancelled(&self, detail: &StepFacts, attempt: &AttemptInfo) -> Result<bool> {
+    async fn paid_document_cancelled(&self, detail: &StepFacts, attempt: &AttemptInfo, wrote: &mut Wrote) -> Result<bool> {
         use crate::cancellation::CancellationStatus;
         let paid = self.outbox.store().paid_documents(detail.invoice.id).await?;
         let Some(doc) = paid.iter().find(|d| {
@@ -997,6 +1055,7 @@ impl Drain {
                     "en cancelación"
                 }
             ),
+            wrote,
         )
         .await?;
         Ok(true)
@@ -1009,10 +1068,12 @@ impl Drain {
         code: &str,
         detail: serde_json::Value,
         message: String,
+        wrote: &mut Wrote,
     ) -> Result<()> {
-        self.outbox
+        let evidence = self
+            .outbox
             .store()
-            .append_evidence(&NewEvidence {
+            .append_evidence_row(&NewEvidence {
                 invoice_id,
                 attempt_id: Some(attempt_id),
                 try_id: None,
@@ -1027,8 +1088,117 @@ impl Drain {
                 at_ms: self.outbox.now().timestamp_millis(),
                 actor: self.actor.clone(),
             })
-            .await
-            .map(|_| ())
+            .await?;
+        wrote.evidence(evidence);
+        Ok(())
+    }
+
+    /// Debug builds (every test) check what [`Drain::settle`] holds against the database: the
+    /// row's facts version is never behind it, and when it is the same, the facts read again
+    /// are the held ones.
+    #[cfg(debug_assertions)]
+    async fn check_held(&self, held: &StepFacts) -> Result<()> {
+        let read = self
+            .outbox
+            .store()
+            .step_facts_by_parts(held.invoice.id)
+            .await?
+            .ok_or_else(|| OutboxError::NotFound {
+                what: "la factura",
+                id: held.invoice.id.to_string(),
+            })?;
+        assert!(
+            read.facts_version >= held.facts_version,
+            "the facts a step holds are ahead of the database: {} > {}",
+            held.facts_version,
+            read.facts_version
+        );
+        if read.facts_version == held.facts_version {
+            assert_eq!(
+                (&read.attempts, &read.tries, &read.evidence, &read.cfdis),
+                (&held.attempts, &held.tries, &held.evidence, &held.cfdis),
+                "the facts a step holds are not the database's at the same version"
+            );
+        }
+        if let (Some(body), Some(live)) = (&held.live_body, find_attempt(held, held.invoice.current_attempt_no).ok()) {
+            assert!(
+                *body == self.outbox.attempt_body(live.id).await?.1,
+                "the live body a step holds is not its attempt's"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// What one drain step wrote of its invoice's facts, as each write returned it, and how many
+/// times those writes bumped the row's facts version (every try, every piece of evidence, and
+/// every insert or update of one of its CFDIs bumps it once, by trigger).
+#[derive(Debug, Default)]
+struct Wrote {
+    tries: Vec<TryInfo>,
+    evidence: Vec<EvidenceInfo>,
+    cfdis: Vec<crate::model::CfdiInfo>,
+    attempts: Vec<AttemptInfo>,
+    bumps: i64,
+    /// The step opened an attempt (failover, reprocess): `settle` reads the facts again.
+    reread: bool,
+}
+
+impl Wrote {
+    /// A try recorded; its id.
+    fn try_begun(&mut self, t: TryInfo) -> i64 {
+        self.bumps += 1;
+        let id = t.id;
+        self.tries.push(t);
+        id
+    }
+
+    /// Evidence appended; its id.
+    fn evidence(&mut self, e: EvidenceInfo) -> i64 {
+        self.bumps += 1;
+        let id = e.id;
+        self.evidence.push(e);
+        id
+    }
+
+    /// A CFDI recorded for `invoice_id`: the row counts only when it is that invoice's (a UUID
+    /// recorded for another invoice stays that one's, and bumped that one's version).
+    fn cfdi(&mut self, invoice_id: i64, w: crate::store::CfdiWritten) {
+        if w.invoice_id == invoice_id {
+            self.bumps += 1;
+            self.cfdis.retain(|c| c.id != w.cfdi.id);
+            self.cfdis.push(w.cfdi);
+        }
+        if let Some(a) = w.attempt {
+            self.attempts.retain(|x| x.id != a.id);
+            self.attempts.push(a);
+        }
+    }
+
+    /// The facts `read` plus these writes, ordered as [`crate::store::AnyStore::step_facts`]
+    /// reads them, at the version the writes brought them to.
+    fn add_to(self, mut read: StepFacts) -> StepFacts {
+        read.invoice.tries_count += self.tries.len() as i64;
+        read.tries.extend(self.tries);
+        read.tries.sort_by_key(|t| t.id);
+        read.evidence.extend(self.evidence);
+        read.evidence.sort_by_key(|e| e.id);
+        for c in self.cfdis {
+            match read.cfdis.iter_mut().find(|x| x.id == c.id) {
+                Some(x) => *x = c,
+                None => read.cfdis.push(c),
+            }
+        }
+        read.cfdis.sort_by_key(|c| c.id);
+        for a in self.attempts {
+            match read.attempts.iter_mut().find(|x| x.id == a.id) {
+                Some(x) => *x = a,
+                None => read.attempts.push(a),
+            }
+        }
+        read.attempts.sort_by_key(|a| a.attempt_no);
+        read.facts_version += self.bumps;
+        read
     }
 }
 

@@ -32,6 +32,43 @@ where
     row.try_get(col).map_err(|e| OutboxError::Database(format!("columna {col}: {e}")))
 }
 
+/// A row's columns by name: a database row, or one object of a JSON array a statement built
+/// (a drain step's facts, read in one statement). The readers of a step's facts take either,
+/// so both are read by the same code.
+pub(crate) trait Cols {
+    fn col<T: ColValue>(&self, col: &str) -> Result<T>;
+}
+
+/// A value a column holds, read from a row or from JSON.
+pub(crate) trait ColValue: serde::de::DeserializeOwned + for<'r> sqlx::Decode<'r, Db> + sqlx::Type<Db> {}
+
+impl<T: serde::de::DeserializeOwned + for<'r> sqlx::Decode<'r, Db> + sqlx::Type<Db>> ColValue for T {}
+
+impl Cols for DbRow {
+    fn col<T: ColValue>(&self, col: &str) -> Result<T> {
+        get(self, col)
+    }
+}
+
+/// One object of a JSON array of rows (`json_group_array(json_object(…))` on SQLite,
+/// `json_agg(json_build_object(…))` on PostgreSQL): a column is its key; SQL NULL is `null`.
+pub(crate) struct JsonRow(serde_json::Map<String, serde_json::Value>);
+
+impl Cols for JsonRow {
+    fn col<T: ColValue>(&self, col: &str) -> Result<T> {
+        let v = self.0.get(col).unwrap_or(&serde_json::Value::Null);
+        T::deserialize(v).map_err(|e| OutboxError::Database(format!("columna {col}: {e}")))
+    }
+}
+
+/// The rows of a JSON array column (see [`JsonRow`]), each read by `read`.
+pub(crate) fn json_rows<T>(row: &DbRow, col: &str, read: fn(&JsonRow) -> Result<T>) -> Result<Vec<T>> {
+    let text: String = get(row, col)?;
+    let rows: Vec<serde_json::Map<String, serde_json::Value>> =
+        serde_json::from_str(&text).map_err(|e| OutboxError::Database(format!("{col}: JSON inválido: {e}")))?;
+    rows.into_iter().map(|r| read(&JsonRow(r))).collect()
+}
+
 pub(crate) fn worker_row(r: &DbRow) -> Result<WorkerRow> {
     Ok(WorkerRow {
         id: get(r, "id")?,
@@ -57,22 +94,22 @@ pub(crate) fn parse_text<T>(col: &str, value: &str, parse: fn(&str) -> Option<T>
 }
 
 /// `cfdis.cancellation_status`, read as its closed vocabulary (an unknown word is an error).
-pub(crate) fn cancellation_status(r: &DbRow) -> Result<Option<crate::cancellation::CancellationStatus>> {
-    get::<Option<String>>(r, "cancellation_status")?
+pub(crate) fn cancellation_status<R: Cols + ?Sized>(r: &R) -> Result<Option<crate::cancellation::CancellationStatus>> {
+    r.col::<Option<String>>("cancellation_status")?
         .map(|s| parse_text("cfdis.cancellation_status", &s, crate::cancellation::CancellationStatus::parse))
         .transpose()
 }
 
-pub(crate) fn acted(row: &DbRow, name_col: &str, role_col: &str) -> Result<ActedBy> {
-    let role: String = get(row, role_col)?;
+pub(crate) fn acted<R: Cols + ?Sized>(row: &R, name_col: &str, role_col: &str) -> Result<ActedBy> {
+    let role: String = row.col(role_col)?;
     Ok(ActedBy {
-        name: get(row, name_col)?,
+        name: row.col(name_col)?,
         role: parse_text(role_col, &role, Role::parse)?,
     })
 }
 
-pub(crate) fn json_col(row: &DbRow, col: &str) -> Result<serde_json::Value> {
-    let text: String = get(row, col)?;
+pub(crate) fn json_col<R: Cols + ?Sized>(row: &R, col: &str) -> Result<serde_json::Value> {
+    let text: String = row.col(col)?;
     serde_json::from_str(&text).map_err(|e| OutboxError::Database(format!("{col}: JSON inválido: {e}")))
 }
 
@@ -153,81 +190,81 @@ pub(crate) fn sale_record(s: &DbRow) -> Result<SaleRecord> {
     })
 }
 
-pub(crate) fn attempt_info(r: &DbRow) -> Result<AttemptInfo> {
-    let reason: String = get(r, "reason")?;
-    let format: String = get(r, "body_format")?;
-    let source: String = get(r, "fecha_source")?;
+pub(crate) fn attempt_info<R: Cols + ?Sized>(r: &R) -> Result<AttemptInfo> {
+    let reason: String = r.col("reason")?;
+    let format: String = r.col("body_format")?;
+    let source: String = r.col("fecha_source")?;
     Ok(AttemptInfo {
-        id: get(r, "id")?,
-        attempt_no: get(r, "attempt_no")?,
+        id: r.col("id")?,
+        attempt_no: r.col("attempt_no")?,
         reason: parse_text("attempts.reason", &reason, AttemptReason::parse)?,
-        previous_attempt_id: get(r, "previous_attempt_id")?,
-        pac: get(r, "pac")?,
+        previous_attempt_id: r.col("previous_attempt_id")?,
+        pac: r.col("pac")?,
         body_format: parse_text("attempts.body_format", &format, BodyFormat::parse)?,
-        body_len: get(r, "body_len")?,
-        body_sha256: get(r, "body_sha256")?,
-        fecha: get(r, "fecha")?,
-        fecha_utc: instant(get(r, "fecha_utc_ms")?)?,
+        body_len: r.col("body_len")?,
+        body_sha256: r.col("body_sha256")?,
+        fecha: r.col("fecha")?,
+        fecha_utc: instant(r.col("fecha_utc_ms")?)?,
         fecha_source: parse_text("attempts.fecha_source", &source, FechaSource::parse)?,
-        pac_idempotency_key: get(r, "pac_idempotency_key")?,
-        mapping_version: get(r, "mapping_version")?,
-        no_certificado: get(r, "no_certificado")?,
-        pac_identity: match get::<Option<String>>(r, "pac_identity")? {
+        pac_idempotency_key: r.col("pac_idempotency_key")?,
+        mapping_version: r.col("mapping_version")?,
+        no_certificado: r.col("no_certificado")?,
+        pac_identity: match r.col::<Option<String>>("pac_identity")? {
             Some(j) => Some(serde_json::from_str(&j).map_err(|e| OutboxError::Database(format!("attempts.pac_identity: {e}")))?),
             None => None,
         },
-        resolution: parse_text("attempts.resolution", &get::<String>(r, "resolution")?, crate::model::AttemptResolution::parse)?,
-        resolved_at: opt_instant(get(r, "resolved_at_ms")?)?,
-        created_at: instant(get(r, "created_at_ms")?)?,
+        resolution: parse_text("attempts.resolution", &r.col::<String>("resolution")?, crate::model::AttemptResolution::parse)?,
+        resolved_at: opt_instant(r.col("resolved_at_ms")?)?,
+        created_at: instant(r.col("created_at_ms")?)?,
         created_by: acted(r, "actor", "actor_role")?,
     })
 }
 
-pub(crate) fn try_info(r: &DbRow) -> Result<TryInfo> {
+pub(crate) fn try_info<R: Cols + ?Sized>(r: &R) -> Result<TryInfo> {
     Ok(TryInfo {
-        id: get(r, "id")?,
-        attempt_id: get(r, "attempt_id")?,
-        try_no: get(r, "try_no")?,
-        operation: parse_text("tries.operation", &get::<String>(r, "operation")?, crate::model::TryOperation::parse)?,
-        pac: get(r, "pac")?,
-        worker: get(r, "worker")?,
-        fencing_token: get(r, "fencing_token")?,
-        started_at: instant(get(r, "started_at_ms")?)?,
+        id: r.col("id")?,
+        attempt_id: r.col("attempt_id")?,
+        try_no: r.col("try_no")?,
+        operation: parse_text("tries.operation", &r.col::<String>("operation")?, crate::model::TryOperation::parse)?,
+        pac: r.col("pac")?,
+        worker: r.col("worker")?,
+        fencing_token: r.col("fencing_token")?,
+        started_at: instant(r.col("started_at_ms")?)?,
         actor: acted(r, "actor", "actor_role")?,
     })
 }
 
-pub(crate) fn evidence_info(r: &DbRow) -> Result<EvidenceInfo> {
+pub(crate) fn evidence_info<R: Cols + ?Sized>(r: &R) -> Result<EvidenceInfo> {
     Ok(EvidenceInfo {
-        id: get(r, "id")?,
-        attempt_id: get(r, "attempt_id")?,
-        try_id: get(r, "try_id")?,
-        kind: parse_text("evidence.kind", &get::<String>(r, "kind")?, crate::evidence::EvidenceKind::parse)?,
-        outcome: get::<Option<String>>(r, "outcome")?.map(|o| parse_text("evidence.outcome", &o, crate::evidence::EvidenceOutcome::parse)).transpose()?,
-        code: get(r, "code")?,
-        message: get(r, "message")?,
-        uuid: get(r, "uuid")?,
-        retry_after_ms: get(r, "retry_after_ms")?,
+        id: r.col("id")?,
+        attempt_id: r.col("attempt_id")?,
+        try_id: r.col("try_id")?,
+        kind: parse_text("evidence.kind", &r.col::<String>("kind")?, crate::evidence::EvidenceKind::parse)?,
+        outcome: r.col::<Option<String>>("outcome")?.map(|o| parse_text("evidence.outcome", &o, crate::evidence::EvidenceOutcome::parse)).transpose()?,
+        code: r.col("code")?,
+        message: r.col("message")?,
+        uuid: r.col("uuid")?,
+        retry_after_ms: r.col("retry_after_ms")?,
         detail: json_col(r, "detail")?,
-        fencing_token: get(r, "fencing_token")?,
-        recorded_at: instant(get(r, "recorded_at_ms")?)?,
+        fencing_token: r.col("fencing_token")?,
+        recorded_at: instant(r.col("recorded_at_ms")?)?,
         actor: acted(r, "actor", "actor_role")?,
     })
 }
 
-pub(crate) fn cfdi_info(r: &DbRow) -> Result<CfdiInfo> {
+pub(crate) fn cfdi_info<R: Cols + ?Sized>(r: &R) -> Result<CfdiInfo> {
     Ok(CfdiInfo {
-        id: get(r, "id")?,
-        attempt_id: get(r, "attempt_id")?,
-        uuid: get(r, "uuid")?,
-        pac: get(r, "pac")?,
-        fecha_timbrado: get(r, "fecha_timbrado")?,
-        has_xml: get::<i64>(r, "has_xml")? != 0,
-        xml_sha256: get(r, "xml_sha256")?,
-        sat_status: get(r, "sat_status")?,
-        sat_checked_at: get::<Option<i64>>(r, "sat_checked_at_ms")?.map(instant).transpose()?,
+        id: r.col("id")?,
+        attempt_id: r.col("attempt_id")?,
+        uuid: r.col("uuid")?,
+        pac: r.col("pac")?,
+        fecha_timbrado: r.col("fecha_timbrado")?,
+        has_xml: r.col::<i64>("has_xml")? != 0,
+        xml_sha256: r.col("xml_sha256")?,
+        sat_status: r.col("sat_status")?,
+        sat_checked_at: r.col::<Option<i64>>("sat_checked_at_ms")?.map(instant).transpose()?,
         cancellation_status: cancellation_status(r)?,
-        created_at: instant(get(r, "created_at_ms")?)?,
+        created_at: instant(r.col("created_at_ms")?)?,
     })
 }
 
@@ -595,8 +632,38 @@ impl ThisStore {
             tries: self.rows(tx, sql!("tries_by_invoice"), id, try_info).await?,
             evidence: self.rows(tx, sql!("evidence_by_invoice"), id, evidence_info).await?,
             cfdis: self.rows(tx, sql!("cfdis_by_invoice"), id, cfdi_info).await?,
+            live_body: None,
         };
         Ok(Some((row, facts)))
+    }
+
+    /// The invoice row and the facts a verdict derives from ([`StepFacts`]) in one statement
+    /// (`step_facts`: one snapshot without a transaction, one round trip), the same rows as
+    /// [`ThisStore::facts_in`] reads with one query each.
+    pub(crate) async fn facts_at_once(&self, id: i64) -> Result<Option<StepFacts>> {
+        let Some(row) = sqlx::query(sql!("step_facts"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let mut facts = StepFacts {
+            invoice: summary(&row)?,
+            facts_version: get(&row, "facts_version")?,
+            attempts: json_rows(&row, "attempts_json", attempt_info)?,
+            tries: json_rows(&row, "tries_json", try_info)?,
+            evidence: json_rows(&row, "evidence_json", evidence_info)?,
+            cfdis: json_rows(&row, "cfdis_json", cfdi_info)?,
+            live_body: get(&row, "live_body")?,
+        };
+        // The orders of attempts_by_invoice, tries_by_invoice, evidence_by_invoice, cfdis_by_invoice.
+        facts.attempts.sort_by_key(|a| a.attempt_no);
+        facts.tries.sort_by_key(|t| t.id);
+        facts.evidence.sort_by_key(|e| e.id);
+        facts.cfdis.sort_by_key(|c| c.id);
+        Ok(Some(facts))
     }
 
     pub(crate) async fn rows<T>(

@@ -11,8 +11,15 @@ use crate::error::{OutboxError, Result};
 
 impl AnyStore {
     /// What a drain step reads of invoice `id` ([`StepFacts`]): the same rows as
-    /// [`AnyStore::invoice_detail`] for those parts, in one read transaction, and nothing else.
+    /// [`AnyStore::invoice_detail`] for those parts, in one statement (`step_facts`), and
+    /// nothing else.
     pub async fn step_facts(&self, id: i64) -> Result<Option<StepFacts>> {
+        on_dialect!(self, |db| { db.facts_at_once(id).await })
+    }
+
+    /// The same facts read as [`AnyStore::invoice_detail`] reads them: one query per part, in
+    /// one read transaction (debug builds check the drain's facts against it).
+    pub async fn step_facts_by_parts(&self, id: i64) -> Result<Option<StepFacts>> {
         on_dialect!(self, |db| {
             let mut tx = db.pool.begin().await.map_err(|e| db.err(e))?;
             let facts = db.facts_in(&mut tx, id).await?;
@@ -59,28 +66,36 @@ impl AnyStore {
     /// nothing written) unless `t.fencing_token` is still the invoice's token and — for a
     /// stamp — the attempt is the live one and not abandoned. None means: do not send.
     pub async fn begin_try(&self, t: &NewTry) -> Result<Option<i64>> {
+        Ok(self.begin_try_row(t).await?.map(|t| t.id))
+    }
+
+    /// [`AnyStore::begin_try`], answering with the try as [`StepFacts::tries`] reads it (the
+    /// row the insert itself returned), so a drain step adds it to the facts it holds.
+    pub async fn begin_try_row(&self, t: &NewTry) -> Result<Option<TryInfo>> {
         on_dialect!(self, |db| {
             let t = t.clone();
-            db.write(move |conn| {
-                Box::pin(async move {
-                    let id: Option<i64> = sqlx::query_scalar(sql!("insert_try"))
-                        .bind(t.invoice_id)
-                        .bind(t.attempt_id)
-                        .bind(t.operation.as_str())
-                        .bind(&t.pac)
-                        .bind(&t.worker)
-                        .bind(t.fencing_token)
-                        .bind(t.at_ms)
-                        .bind(&t.actor.name)
-                        .bind(t.actor.role.as_str())
-                        .fetch_optional(&mut *conn)
-                        .await?;
-                    let Some(id) = id else { return Ok(None) };
-                    sqlx::query(sql!("count_try")).bind(t.invoice_id).execute(&mut *conn).await?;
-                    Ok(Some(id))
+            let row = db
+                .write(move |conn| {
+                    Box::pin(async move {
+                        let row = sqlx::query(sql!("insert_try"))
+                            .bind(t.invoice_id)
+                            .bind(t.attempt_id)
+                            .bind(t.operation.as_str())
+                            .bind(&t.pac)
+                            .bind(&t.worker)
+                            .bind(t.fencing_token)
+                            .bind(t.at_ms)
+                            .bind(&t.actor.name)
+                            .bind(t.actor.role.as_str())
+                            .fetch_optional(&mut *conn)
+                            .await?;
+                        let Some(row) = row else { return Ok(None) };
+                        sqlx::query(sql!("count_try")).bind(t.invoice_id).execute(&mut *conn).await?;
+                        Ok(Some(row))
+                    })
                 })
-            })
-            .await
+                .await?;
+            row.as_ref().map(try_info).transpose()
         })
     }
 
@@ -116,30 +131,38 @@ impl AnyStore {
 
     /// Appends evidence; returns its id. Never fenced.
     pub async fn append_evidence(&self, e: &NewEvidence) -> Result<i64> {
+        Ok(self.append_evidence_row(e).await?.id)
+    }
+
+    /// [`AnyStore::append_evidence`], answering with the evidence as [`StepFacts::evidence`]
+    /// reads it (the row the insert itself returned).
+    pub async fn append_evidence_row(&self, e: &NewEvidence) -> Result<EvidenceInfo> {
         on_dialect!(self, |db| {
             let e = e.clone();
-            db.write(move |conn| {
-                Box::pin(async move {
-                    sqlx::query_scalar(sql!("insert_evidence"))
-                        .bind(e.invoice_id)
-                        .bind(e.attempt_id)
-                        .bind(e.try_id)
-                        .bind(e.kind.as_str())
-                        .bind(e.outcome.map(crate::evidence::EvidenceOutcome::as_str))
-                        .bind(&e.code)
-                        .bind(&e.message)
-                        .bind(&e.uuid)
-                        .bind(e.retry_after_ms)
-                        .bind(e.detail.to_string())
-                        .bind(e.fencing_token)
-                        .bind(e.at_ms)
-                        .bind(&e.actor.name)
-                        .bind(e.actor.role.as_str())
-                        .fetch_one(&mut *conn)
-                        .await
+            let row = db
+                .write(move |conn| {
+                    Box::pin(async move {
+                        sqlx::query(sql!("insert_evidence"))
+                            .bind(e.invoice_id)
+                            .bind(e.attempt_id)
+                            .bind(e.try_id)
+                            .bind(e.kind.as_str())
+                            .bind(e.outcome.map(crate::evidence::EvidenceOutcome::as_str))
+                            .bind(&e.code)
+                            .bind(&e.message)
+                            .bind(&e.uuid)
+                            .bind(e.retry_after_ms)
+                            .bind(e.detail.to_string())
+                            .bind(e.fencing_token)
+                            .bind(e.at_ms)
+                            .bind(&e.actor.name)
+                            .bind(e.actor.role.as_str())
+                            .fetch_one(&mut *conn)
+                            .await
+                    })
                 })
-            })
-            .await
+                .await?;
+            evidence_info(&row)
         })
     }
 
@@ -186,34 +209,50 @@ impl AnyStore {
 
     /// Records a CFDI (or gives a known one its XML) and marks its attempt created.
     pub async fn record_cfdi(&self, c: &NewCfdi) -> Result<()> {
+        self.record_cfdi_row(c).await.map(|_| ())
+    }
+
+    /// [`AnyStore::record_cfdi`], answering with what it wrote as [`StepFacts`] reads it (the
+    /// rows the statements themselves returned): the CFDI row (a known UUID: as it stands now,
+    /// perhaps another invoice's) and the attempt when this write marked it created.
+    pub async fn record_cfdi_row(&self, c: &NewCfdi) -> Result<CfdiWritten> {
         on_dialect!(self, |db| {
             let c = c.clone();
             let sha = c.xml.as_ref().map(|x| cfdi::digest::sha256_hex(x));
-            db.write(move |conn| {
-                Box::pin(async move {
-                    sqlx::query(sql!("upsert_cfdi"))
-                        .bind(c.invoice_id)
-                        .bind(c.attempt_id)
-                        .bind(c.evidence_id)
-                        .bind(&c.uuid)
-                        .bind(&c.pac)
-                        .bind(&c.fecha_timbrado)
-                        .bind(&c.xml)
-                        .bind(sha)
-                        .bind(c.at_ms)
-                        .execute(&mut *conn)
-                        .await?;
-                    if let Some(attempt_id) = c.attempt_id {
-                        sqlx::query(sql!("resolve_attempt_created"))
-                            .bind(attempt_id)
+            let (cfdi, attempt) = db
+                .write(move |conn| {
+                    Box::pin(async move {
+                        let cfdi = sqlx::query(sql!("upsert_cfdi"))
+                            .bind(c.invoice_id)
+                            .bind(c.attempt_id)
+                            .bind(c.evidence_id)
+                            .bind(&c.uuid)
+                            .bind(&c.pac)
+                            .bind(&c.fecha_timbrado)
+                            .bind(&c.xml)
+                            .bind(sha)
                             .bind(c.at_ms)
-                            .execute(&mut *conn)
+                            .fetch_one(&mut *conn)
                             .await?;
-                    }
-                    Ok(())
+                        let attempt = match c.attempt_id {
+                            Some(attempt_id) => {
+                                sqlx::query(sql!("resolve_attempt_created"))
+                                    .bind(attempt_id)
+                                    .bind(c.at_ms)
+                                    .fetch_optional(&mut *conn)
+                                    .await?
+                            }
+                            None => None,
+                        };
+                        Ok((cfdi, attempt))
+                    })
                 })
+                .await?;
+            Ok(CfdiWritten {
+                invoice_id: get(&cfdi, "invoice_id")?,
+                cfdi: cfdi_info(&cfdi)?,
+                attempt: attempt.as_ref().map(attempt_info).transpose()?,
             })
-            .await
         })
     }
 

@@ -302,6 +302,9 @@ pub struct StepFacts {
     pub tries: Vec<TryInfo>,
     pub evidence: Vec<EvidenceInfo>,
     pub cfdis: Vec<CfdiInfo>,
+    /// The body of the live attempt (`invoice.current_attempt_no`), when read with the facts
+    /// (the drain's one-statement read does; a step sends it without reading it again).
+    pub live_body: Option<Vec<u8>>,
 }
 
 impl From<InvoiceDetail> for StepFacts {
@@ -313,8 +316,20 @@ impl From<InvoiceDetail> for StepFacts {
             tries: d.tries,
             evidence: d.evidence,
             cfdis: d.cfdis,
+            live_body: None,
         }
     }
+}
+
+/// What [`AnyStore::record_cfdi_row`] wrote, as [`StepFacts`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CfdiWritten {
+    /// The invoice the CFDI row belongs to (a UUID already recorded for another invoice keeps
+    /// its owner: then nothing of this invoice's facts changed).
+    pub invoice_id: i64,
+    pub cfdi: CfdiInfo,
+    /// The attempt, when this write marked it created (it was not already).
+    pub attempt: Option<AttemptInfo>,
 }
 
 /// An invoice claimed by a drain worker: its fencing token fences every state change.

@@ -92,6 +92,29 @@ impl AnyStore {
         })
     }
 
+    /// Two JSON settings read in one statement, as [`AnyStore::setting`] reads each.
+    pub async fn two_settings(&self, first: &str, second: &str) -> Result<(Option<String>, Option<String>)> {
+        on_dialect!(self, |db| {
+            let rows = sqlx::query(sql!("get_two_settings"))
+                .bind(first)
+                .bind(second)
+                .fetch_all(&db.pool)
+                .await
+                .map_err(|e| db.err(e))?;
+            let (mut a, mut b) = (None, None);
+            for r in &rows {
+                let key: String = get(r, "key")?;
+                let value: String = get(r, "value")?;
+                if key == first {
+                    a = Some(value);
+                } else if key == second {
+                    b = Some(value);
+                }
+            }
+            Ok((a, b))
+        })
+    }
+
     /// Every JSON setting as `(key, value)`, by key (the diagnostic ZIP lists them).
     pub async fn all_settings(&self) -> Result<Vec<(String, String)>> {
         on_dialect!(self, |db| {
