@@ -1027,6 +1027,59 @@ async fn every_setting_and_the_schema_version_are_read(backend: Backend) {
     assert!(store.schema_version().await.unwrap() >= 9);
 }
 
+/// The drain's writes of one process share commits (group commit on both databases): many at
+/// once each get their own answer, and one that fails writes nothing of itself and takes
+/// nothing of the others with it.
+async fn concurrent_drain_writes_each_keep_their_own_answer(backend: Backend) {
+    use outbox::evidence::{EvidenceKind, EvidenceOutcome};
+    use outbox::store::NewEvidence;
+    let e = env(backend).await;
+    let r = e
+        .outbox
+        .record_sale_json(sale_json("ingreso-pedido-4471").as_bytes(), None, &staff())
+        .await
+        .expect("record");
+    let evidence = |invoice_id: i64, n: usize| NewEvidence {
+        invoice_id,
+        attempt_id: None,
+        try_id: None,
+        kind: EvidenceKind::Reconciliation,
+        outcome: Some(EvidenceOutcome::Found),
+        code: Some(format!("prueba-{n}")),
+        message: None,
+        uuid: None,
+        retry_after_ms: None,
+        detail: serde_json::json!({}),
+        fencing_token: None,
+        at_ms: 1,
+        actor: staff(),
+    };
+    let store = e.outbox.store().clone();
+    let mut tasks = Vec::new();
+    for n in 0..24 {
+        // Every seventh names an invoice that does not exist: the database refuses it.
+        let invoice_id = if n % 7 == 3 { r.invoice_id + 1_000_000 } else { r.invoice_id };
+        let (store, ev) = (store.clone(), evidence(invoice_id, n));
+        tasks.push(tokio::spawn(async move { store.append_evidence(&ev).await }));
+    }
+    let mut answers = Vec::new();
+    for t in tasks {
+        answers.push(t.await.expect("task"));
+    }
+    let failed: Vec<usize> = answers.iter().enumerate().filter(|(_, a)| a.is_err()).map(|(n, _)| n).collect();
+    assert_eq!(failed, vec![3, 10, 17], "only the refused writes fail: {answers:?}");
+    let mut ids: Vec<i64> = answers.iter().filter_map(|a| a.as_ref().ok().copied()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 21, "each write got its own row");
+    let d = e.outbox.invoice(&InvoiceRef::Id(r.invoice_id)).await.expect("detail");
+    let mut codes: Vec<String> = d.evidence.iter().filter_map(|v| v.code.clone()).collect();
+    codes.sort();
+    let mut expected: Vec<String> = (0..24).filter(|n| n % 7 != 3).map(|n| format!("prueba-{n}")).collect();
+    expected.sort();
+    assert_eq!(codes, expected, "every accepted write is durable, no refused one is");
+}
+
 crate::conformance!(
     a_console_sees_what_another_process_changed,
     recording_a_sale_writes_sale_invoice_attempt_and_event_together,
@@ -1046,4 +1099,5 @@ crate::conformance!(
     only_soporte_and_the_contador_change_settings,
     the_csd_warning_follows_the_clock_and_names_the_waiting_sales,
     every_setting_and_the_schema_version_are_read,
+    concurrent_drain_writes_each_keep_their_own_answer,
 );
