@@ -22,7 +22,8 @@
 //!   worker, tokens, webhook and SMTP settings, the PDF and the bulk export;
 //! - [`support`]: the log file, *Acerca de Timbra* and the diagnostic ZIP's secrets;
 //!   [`updates`]: Tauri's updater plugin behind Timbra's own commands (signature verified with
-//!   the release key built in; off until Ajustes has an update URL).
+//!   the release key built in; off until Ajustes has an update URL);
+//! - [`heap`]: the heap start-up freed given back to the system (glibc's `malloc_trim`).
 //!
 //! **Architecture invariant:** only this crate knows Tauri.
 //!
@@ -47,6 +48,7 @@ pub mod drain_host;
 pub mod dto;
 pub mod error;
 pub mod file_chooser;
+pub mod heap;
 pub mod ipc;
 pub mod pac_settings;
 pub mod sandbox;
@@ -100,6 +102,10 @@ pub fn run() {
                 backups::start(app.handle().clone());
             }
             app.manage(state);
+            // The database's checks, the migrations and the simulators' set-up are done: what
+            // they freed goes back now, what the first screens free a few seconds later.
+            heap::release_freed();
+            heap::start(std::time::Duration::from_secs(5));
             Ok(())
         })
         .invoke_handler(ipc_surface!(handlers))
