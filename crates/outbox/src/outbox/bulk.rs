@@ -156,7 +156,7 @@ impl Outbox {
             self.instance,
             self.reservations.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
-        self.number_batch(&mut slots, &holder).await;
+        let held = self.number_batch(&mut slots, &holder).await;
         let waiting: Vec<&Reserved> = slots
             .iter()
             .filter_map(|s| match s {
@@ -186,8 +186,10 @@ impl Outbox {
                 .collect();
             let recorded = self.store.record_sales(&records).await;
             // What this batch held and did not record goes to the next intake at once.
-            if let Err(e) = self.store.release_folio_holds(&holder).await {
-                tracing::warn!(error = %e, "no se pudieron devolver los folios apartados");
+            if held {
+                if let Err(e) = self.store.release_folio_holds(&holder).await {
+                    tracing::warn!(error = %e, "no se pudieron devolver los folios apartados");
+                }
             }
             match recorded {
                 Ok(list) => outcomes = list,
@@ -375,8 +377,8 @@ impl Outbox {
 
     /// Between phases 1 and 2: the sales that bring no folio get the next ones of their serie,
     /// held for `holder` (one short write per serie); a serie that cannot be held fails its
-    /// sales alone.
-    async fn number_batch(&self, slots: &mut [Slot], holder: &str) {
+    /// sales alone. True when it asked to hold any (then `holder` may hold numbers to give back).
+    async fn number_batch(&self, slots: &mut [Slot], holder: &str) -> bool {
         let mut series: Vec<Option<String>> = Vec::new();
         for slot in slots.iter() {
             if let Slot::Waiting(r) = slot {
@@ -387,6 +389,7 @@ impl Outbox {
                 }
             }
         }
+        let asked = !series.is_empty();
         for serie in series {
             let takers = |slot: &Slot| matches!(slot, Slot::Waiting(r) if r.numbering == Numbering::Take(serie.clone()));
             let count = slots.iter().filter(|s| takers(s)).count();
@@ -429,6 +432,7 @@ impl Outbox {
                 }
             }
         }
+        asked
     }
 
     /// Phase 3 for one sale: its outcome, as `record_sale_with` answers it.

@@ -261,8 +261,11 @@ pub struct IntakeLookups {
     pub alike: std::collections::HashMap<(String, String), Vec<(i64, String)>>,
     pub folio_owners: std::collections::HashMap<(String, String), Option<String>>,
     /// The current 69-B list and each RFC asked with its entry in it (None when none was asked).
-    pub screening: Option<(Option<ScreeningListRow>, std::collections::HashMap<String, Option<ScreeningEntry>>)>,
+    pub screening: Option<ScreeningLookups>,
 }
+
+/// The current 69-B list (if any) and, per RFC asked, its entry in it.
+pub type ScreeningLookups = (Option<ScreeningListRow>, std::collections::HashMap<String, Option<ScreeningEntry>>);
 
 impl IntakeLookups {
     /// Drops every answer a sale recorded meanwhile (under `key`, with `sale_id`, for
