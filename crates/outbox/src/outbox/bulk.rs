@@ -5,7 +5,10 @@
 //! savepoint per sale so a sale that fails writes nothing of itself and stops nothing else.
 //!
 //! A batch runs in three phases: (1) in order, each sale is parsed, looked up (replay,
-//! conflict, a live reservation of another process) and validated; (2) the sales are built
+//! conflict, a live reservation of another process) and validated — what it reads (its key, its
+//! sale_id, the duplicate screening's look-alikes, the owner of a folio it brings, the 69-B
+//! list) read beforehand for the whole batch, one query per kind
+//! ([`crate::AnyStore::intake_lookups`]); (2) the sales are built
 //! and sealed in parallel on scoped threads; (3) one transaction records them
 //! ([`crate::AnyStore::record_sales`]), each reserving its key inside its own savepoint
 //! ([`NewRecord::claim`]). The key is never reserved outside the recording transaction, so a

@@ -188,7 +188,7 @@ impl AnyStore {
     /// `Err` when the shared transaction failed: nothing of any record was written.
     ///
     /// On PostgreSQL each record is first written by one statement, without a savepoint
-    /// ([`record_sales_at_once`]); when a concurrent writer or a refused row spoils that, the
+    /// (`record_sales_at_once`); when a concurrent writer or a refused row spoils that, the
     /// transaction is rolled back and the batch recorded again a savepoint per record, as on
     /// SQLite (where a statement costs no round trip).
     pub async fn record_sales(&self, records: &[NewRecord]) -> Result<Vec<Result<RecordOutcome>>> {

@@ -13,7 +13,9 @@
 //! in `sql/sqlite/` or `sql/postgres/`), `Db`/`DbRow` and the dialect's instance of the shared
 //! helpers in `common.rs` (row readers, the event insert, …). Per-dialect code lives in
 //! [`sqlite`] and [`postgres`] only where the databases truly differ: opening, error
-//! classification, locks and claims, SQLite's group commit and batched intake, migration pins.
+//! classification, locks and claims, SQLite's group commit and batched intake, migration pins
+//! (one exception, beside the operation it speeds up: PostgreSQL records a bulk batch a
+//! statement per sale, `record_sales_at_once` in [`intake`]).
 //! **To add a storage operation:** one method in the role's file and its statement in
 //! `sql/sqlite/` and `sql/postgres/` (three places). One conformance suite
 //! (`crates/outbox/tests`) runs every test body against both.
@@ -237,7 +239,7 @@ pub struct IntakeLookupRequest {
     /// Sale ids ([`any::AnyStore::sale_by_sale_id`]).
     pub sale_ids: Vec<String>,
     /// (receptor RFC, total) pairs for the duplicate screening ([`any::AnyStore::invoices_like`]),
-    /// recorded in [`IntakeLookupRequest::alike_from_ms`, `alike_to_ms`).
+    /// recorded from `alike_from_ms` (included) to `alike_to_ms` (excluded).
     pub alike: Vec<(String, String)>,
     pub alike_from_ms: i64,
     pub alike_to_ms: i64,
