@@ -181,7 +181,10 @@ impl GroupCommit {
 }
 
 /// Runs group-control statements (boxed: a named future keeps the spawned group `Send`).
-fn execute<'c>(conn: &'c mut SqliteConnection, sql: &'static str) -> Pin<Box<dyn Future<Output = std::result::Result<(), sqlx::Error>> + Send + 'c>> {
+fn execute<'c>(
+    conn: &'c mut SqliteConnection,
+    sql: &'static str,
+) -> Pin<Box<dyn Future<Output = std::result::Result<(), sqlx::Error>> + Send + 'c>> {
     // sqlx runs every statement of the text, one after the other, in one call to the worker.
     Box::pin(async move { sqlx::query(sql).execute(conn).await.map(|_| ()) })
 }
