@@ -280,6 +280,8 @@ async fn an_unknown_outcome_resumes_by_itself_once_the_pac_answers(backend: Back
     let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
     assert_eq!(d.cfdis.len(), 1);
     assert_eq!(d.cfdis[0].uuid, ledger[0].uuid.to_uppercase());
+    assert!(d.tries.len() >= 2, "the send and at least one resume: {:?}", d.tries);
+    assert_eq!(d.invoice.tries_count, d.tries.len() as i64, "every try is counted once");
 }
 
 async fn refused_connections_fail_over_to_the_backup_with_the_same_bytes(backend: Backend) {

@@ -89,9 +89,8 @@ impl AnyStore {
                             .bind(t.actor.role.as_str())
                             .fetch_optional(&mut *conn)
                             .await?;
-                        let Some(row) = row else { return Ok(None) };
-                        sqlx::query(sql!("count_try")).bind(t.invoice_id).execute(&mut *conn).await?;
-                        Ok(Some(row))
+                        // `tries_count` is the insert trigger's (migration 0020).
+                        Ok(row)
                     })
                 })
                 .await?;

@@ -162,6 +162,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "ead70410ccbd191493e5715592286f846a719c001dbd90f33aea9d2dded2bc88ba92226152baf211dbc12dad8a46068f",
         statements: "76555074eea30cc933b11cb8055b436aae48983c9237806e30d5786c47456082",
     },
+    Released {
+        version: 20,
+        checksum: "49f21fefb8835bc9370f09785e35d7d4aed2623f1a6e50293a605946fa241ffce6b8d1b4118a7fcadbad74a003e825a6",
+        statements: "5ee86d29817eb0687edde1899d6340aa47ca5f279ef4f4c148f6b51f790f1e6d",
+    },
 ];
 
 #[derive(Debug)]

@@ -141,6 +141,11 @@ pub const RELEASED: &[Released] = &[
         checksum: "ba66cb2ad43dd30120108bd8b8bff546c1fe94e053924bee63ff964069859df47a59f366be095a0bb15c6925723a8c78",
         statements: "cb7f6445630044d2690d5119a4b0ea1702fec801cf94dbacf0940f7175a11208",
     },
+    Released {
+        version: 20,
+        checksum: "13a94050f4970df895b28e297e57808d4fd2776e3bfabb0480c660b0857769e131bfe4d8dfec8a8713a7baed9001d3d1",
+        statements: "f2437a24cc16c92cf417c7e1f29ab961ad362a5e2f475c5f3b139fb7aa4bae75",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
