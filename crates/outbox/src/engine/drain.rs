@@ -297,6 +297,11 @@ impl Drain {
                 _ = &mut shutdown => break,
                 Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
                     self.account(&mut progress, done);
+                    // Every other step that has finished too: the next claim fills all their
+                    // slots in one statement instead of one claim per finished step.
+                    while let Some(done) = in_flight.try_join_next() {
+                        self.account(&mut progress, done);
+                    }
                 }
                 _ = tokio::time::sleep(self.config.poll), if claimed == 0 || in_flight.len() >= self.config.concurrency => {}
             }
