@@ -165,6 +165,58 @@ impl AnyStore {
         })
     }
 
+    /// [`Self::append_evidence_row`] for a PAC answer naming `owner_check`'s UUID: in the same
+    /// write, whether that UUID is already recorded for another invoice, and if so the evidence
+    /// says so (`if_foreign`: its code and message) instead of what `e` says. Returns the row and
+    /// whether the UUID is another invoice's. One statement less than reading the owner first,
+    /// and the answer cannot go stale between the read and the write.
+    pub async fn append_answer_evidence(
+        &self,
+        e: &NewEvidence,
+        owner_check: Option<&str>,
+        if_foreign: (String, Option<String>),
+    ) -> Result<(EvidenceInfo, bool)> {
+        on_dialect!(self, |db| {
+            let mut e = e.clone();
+            let uuid = owner_check.map(str::to_string);
+            let (row, foreign) = db
+                .write(move |conn| {
+                    Box::pin(async move {
+                        let foreign = match &uuid {
+                            Some(u) => {
+                                let owner: Option<i64> = sqlx::query_scalar(sql!("cfdi_owner")).bind(u).fetch_optional(&mut *conn).await?;
+                                owner.is_some_and(|o| o != e.invoice_id)
+                            }
+                            None => false,
+                        };
+                        if foreign {
+                            (e.code, e.message) = (Some(if_foreign.0), if_foreign.1);
+                        }
+                        let row = sqlx::query(sql!("insert_evidence"))
+                            .bind(e.invoice_id)
+                            .bind(e.attempt_id)
+                            .bind(e.try_id)
+                            .bind(e.kind.as_str())
+                            .bind(e.outcome.map(crate::evidence::EvidenceOutcome::as_str))
+                            .bind(&e.code)
+                            .bind(&e.message)
+                            .bind(&e.uuid)
+                            .bind(e.retry_after_ms)
+                            .bind(e.detail.to_string())
+                            .bind(e.fencing_token)
+                            .bind(e.at_ms)
+                            .bind(&e.actor.name)
+                            .bind(e.actor.role.as_str())
+                            .fetch_one(&mut *conn)
+                            .await?;
+                        Ok((row, foreign))
+                    })
+                })
+                .await?;
+            Ok((evidence_info(&row)?, foreign))
+        })
+    }
+
     /// Appends the evidence of a live SAT status query and, when SAT found the CFDI, writes its
     /// status on the CFDI (`cfdis.sat_status`, `sat_checked_at_ms` = the evidence's time), in
     /// one transaction: evidence first.
