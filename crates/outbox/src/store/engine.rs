@@ -136,33 +136,7 @@ impl AnyStore {
     /// [`AnyStore::append_evidence`], answering with the evidence as [`StepFacts::evidence`]
     /// reads it (the row the insert itself returned).
     pub async fn append_evidence_row(&self, e: &NewEvidence) -> Result<EvidenceInfo> {
-        on_dialect!(self, |db| {
-            let e = e.clone();
-            let row = db
-                .write(move |conn| {
-                    Box::pin(async move {
-                        sqlx::query(sql!("insert_evidence"))
-                            .bind(e.invoice_id)
-                            .bind(e.attempt_id)
-                            .bind(e.try_id)
-                            .bind(e.kind.as_str())
-                            .bind(e.outcome.map(crate::evidence::EvidenceOutcome::as_str))
-                            .bind(&e.code)
-                            .bind(&e.message)
-                            .bind(&e.uuid)
-                            .bind(e.retry_after_ms)
-                            .bind(e.detail.to_string())
-                            .bind(e.fencing_token)
-                            .bind(e.at_ms)
-                            .bind(&e.actor.name)
-                            .bind(e.actor.role.as_str())
-                            .fetch_one(&mut *conn)
-                            .await
-                    })
-                })
-                .await?;
-            evidence_info(&row)
-        })
+        Ok(self.append_answer_evidence(e, None, (String::new(), None)).await?.0)
     }
 
     /// [`Self::append_evidence_row`] for a PAC answer naming `owner_check`'s UUID: in the same
