@@ -32,14 +32,20 @@ impl AnyStore {
     /// `lease_until_ms`, fencing token bumped).
     pub async fn claim_due(&self, worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<Claim>> {
         on_dialect!(self, |db| {
-            let rows = sqlx::query(sql!("claim_due"))
-                .bind(worker)
-                .bind(now_ms)
-                .bind(lease_until_ms)
-                .bind(i64::from(limit))
-                .fetch_all(&db.pool)
-                .await
-                .map_err(|e| db.err(e))?;
+            let worker = worker.to_string();
+            let rows = db
+                .claim_write(move |conn| {
+                    Box::pin(async move {
+                        sqlx::query(sql!("claim_due"))
+                            .bind(worker)
+                            .bind(now_ms)
+                            .bind(lease_until_ms)
+                            .bind(i64::from(limit))
+                            .fetch_all(&mut *conn)
+                            .await
+                    })
+                })
+                .await?;
             rows.iter()
                 .map(|r| {
                     Ok(Claim {
