@@ -42,7 +42,7 @@ use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{
     ExistingSale, KeyState, NewAttempt, NewEvent, NewInvoice, NewRecord, NewSale, RecordOutcome, Reservation, StoredEmisorSettings,
 };
-use crate::store::{IntakeLinks, NewIntake};
+use crate::store::{IntakeLinks, IntakeLookups, NewIntake};
 use crate::strategy::{self, Policy, Verdict};
 
 pub mod bulk;
@@ -487,7 +487,7 @@ impl Outbox {
         let body_sha256 = sha256_hex(body.as_bytes());
 
         // 1. Already known?
-        if let Some(done) = self.settled(key, &sale.sale_id, &body_sha256, now).await? {
+        if let Some(done) = self.settled(key, &sale.sale_id, &body_sha256, now, None).await? {
             return Ok(done);
         }
 
@@ -510,8 +510,8 @@ impl Outbox {
             Some(csd)
         };
         // The fiscal workflows' checks and links (payments, tickets, 69-B screening).
-        let warnings = self.intake_links(sale, &emisor.profile, &mut links).await?;
-        self.check_brought_folio(sale).await?;
+        let warnings = self.intake_links(sale, &emisor.profile, &mut links, None).await?;
+        self.check_brought_folio(sale, None).await?;
 
         // 3. Reserve the key.
         let owner = format!("{}:{}", self.instance, self.reservations.fetch_add(1, Ordering::Relaxed));
@@ -573,7 +573,7 @@ impl Outbox {
                     ))),
                 }
             }
-            Ok(RecordOutcome::ReservationLost) => match self.settled(key, &sale.sale_id, &body_sha256, self.clock.now()).await? {
+            Ok(RecordOutcome::ReservationLost) => match self.settled(key, &sale.sale_id, &body_sha256, self.clock.now(), None).await? {
                 Some(done) => Ok(done),
                 None => Err(OutboxError::InProgress {
                     key: key.to_string(),
@@ -588,14 +588,29 @@ impl Outbox {
     }
 
     /// What the store already knows about this key and sale: a replay, a conflict, a live
-    /// reservation by someone else, or nothing.
-    async fn settled(&self, key: &str, sale_id: &str, body_sha256: &str, now: DateTime<Utc>) -> Result<Option<Recorded>> {
-        match self.store.key_state(key).await? {
+    /// reservation by someone else, or nothing (`known`: what a bulk batch read beforehand).
+    async fn settled(
+        &self,
+        key: &str,
+        sale_id: &str,
+        body_sha256: &str,
+        now: DateTime<Utc>,
+        known: Option<&IntakeLookups>,
+    ) -> Result<Option<Recorded>> {
+        let state = match known.and_then(|k| k.keys.get(key)) {
+            Some(state) => state.clone(),
+            None => self.store.key_state(key).await?,
+        };
+        match state {
             KeyState::Recorded(existing) => return replay_or_conflict(key, existing, body_sha256).map(Some),
             KeyState::Reserved { until_ms, .. } if until_ms > now.timestamp_millis() => return Err(in_progress(key, until_ms, now)),
             KeyState::Reserved { .. } | KeyState::Free => {}
         }
-        match self.store.sale_by_sale_id(sale_id).await? {
+        let existing = match known.and_then(|k| k.sales.get(sale_id)) {
+            Some(sale) => sale.clone(),
+            None => self.store.sale_by_sale_id(sale_id).await?,
+        };
+        match existing {
             Some(existing) => replay_or_conflict(key, existing, body_sha256).map(Some),
             None => Ok(None),
         }

@@ -207,6 +207,260 @@ async fn two_processes_importing_the_same_sales_record_each_once(backend: Backen
     assert_eq!(rows, vec![40, 40, 40]);
 }
 
+/// Two items of one keyed batch (the API's `POST /v1/sales/batch`) under one Idempotency-Key:
+/// answered as one at a time would — the first recorded, then the other sale under that key a
+/// conflict, and the first sale again a replay of it.
+async fn one_key_twice_in_a_batch_answers_as_one_at_a_time(backend: Backend) {
+    let e = env(backend).await;
+    let a = sale("clave-a", 1);
+    let b = sale("clave-b", 2);
+    let items: Vec<(&[u8], Option<&str>)> = vec![
+        (a.as_bytes(), Some("clave-compartida")),
+        (b.as_bytes(), Some("clave-compartida")),
+        (a.as_bytes(), Some("clave-compartida")),
+        (b.as_bytes(), None),
+    ];
+    let got = e.outbox.record_sales_json_keyed(&items, &staff(), |_| false).await;
+    assert_eq!(got.len(), 4, "{got:?}");
+    let first = match &got[0] {
+        Ok(r) if !r.replayed && r.sale_id == "clave-a" => r.invoice_id,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        matches!(&got[1], Err(OutboxError::IdempotencyConflict { sale_id, .. }) if sale_id == "clave-a"),
+        "{:?}",
+        got[1]
+    );
+    assert!(matches!(&got[2], Ok(r) if r.replayed && r.invoice_id == first), "{:?}", got[2]);
+    // Under its own sale_id as the key, the other sale is new.
+    assert!(matches!(&got[3], Ok(r) if !r.replayed && r.sale_id == "clave-b"), "{:?}", got[3]);
+    // clave-a and clave-b: two sales; keys clave-compartida and clave-b.
+    assert_eq!(e.counts().await, [2, 2, 2, 2, 2]);
+    whole_sales(&e).await;
+}
+
+/// Two different sales of one batch bringing one folio (not look-alikes, so both reach the
+/// recording transaction): the first has it, the second is refused `folio_usado` naming the
+/// first, and writes nothing.
+async fn one_brought_folio_twice_in_a_batch_goes_to_the_first(backend: Backend) {
+    let e = env(backend).await;
+    let a = sale("folio-a", 31);
+    let b = sale("folio-b", 31).replace("Café de olla", "Té de limón");
+    let c = sale("folio-c", 32);
+    let got = e.outbox.record_sales_json(&lines(&[a, b, c]), &staff(), |_| false).await;
+    assert!(matches!(&got[0], Ok(r) if !r.replayed), "{got:?}");
+    assert!(
+        matches!(&got[1], Err(OutboxError::Invalid(v)) if v.0[0].code == "folio_usado" && v.0[0].message.contains("folio-a")),
+        "{:?}",
+        got[1]
+    );
+    assert!(matches!(&got[2], Ok(r) if !r.replayed), "{got:?}");
+    assert_eq!(e.counts().await, [2, 2, 2, 2, 2]);
+    let owners: Vec<(String, String)> =
+        sqlx::query_as("SELECT f.folio, s.sale_id FROM folios f JOIN sales s ON s.id = f.sale_ref ORDER BY f.folio")
+            .fetch_all(e.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        owners,
+        vec![("31".to_string(), "folio-a".to_string()), ("32".to_string(), "folio-c".to_string())]
+    );
+    whole_sales(&e).await;
+}
+
+/// Records that each claim their key inside the shared transaction (as the bulk import's do),
+/// mixed with every way one can fail there — a folio another sale has, a held number that is not
+/// this intake's, a key another owner holds, a row the database refuses — each answered on its
+/// own with nothing of it written, the others recorded whole.
+async fn claimed_records_that_fail_in_the_shared_transaction_leave_nothing_of_themselves(backend: Backend) {
+    use outbox::store::{FolioUse, KeyClaim};
+    let e = env(backend).await;
+    let first = e.outbox.record_sale_json(sale("seed", 7).as_bytes(), None, &staff()).await.unwrap();
+    let detail = e.outbox.invoice(&outbox::model::InvoiceRef::Id(first.invoice_id)).await.unwrap();
+    let (_, body) = e.outbox.attempt_body(detail.attempts[0].id).await.unwrap();
+    let now = e.outbox.now().timestamp_millis();
+    let record = |sale_id: &str, folio: FolioUse| {
+        let mut r = template(&detail, &body);
+        r.sale.sale_id = sale_id.into();
+        r.idempotency_key = sale_id.into();
+        r.reservation_owner = format!("owner-{sale_id}");
+        r.attempt.pac_idempotency_key = outbox::intake::pac_idempotency_key("EKU9003173C9", sale_id, 1);
+        r.claim = Some(KeyClaim {
+            until_ms: now + 120_000,
+            now_ms: now,
+        });
+        r.folio = folio;
+        r.at_ms = now;
+        r
+    };
+    let brought = |folio: &str| FolioUse::Brought {
+        serie: "F".into(),
+        folio: folio.into(),
+    };
+    e.outbox
+        .store()
+        .reserve_key("live", "live", "x", "someone-else", now + 120_000, now)
+        .await
+        .unwrap();
+    let mut refused = record("bad-kind", FolioUse::None);
+    refused.sale.kind = "no-es-un-tipo".into();
+    let before = e.counts().await;
+    let out = e
+        .outbox
+        .store()
+        .record_sales(&[
+            record("ok-1", FolioUse::None),
+            // F-7 is seed's.
+            record("taken-folio", brought("7")),
+            // Nobody held F-999 for this owner.
+            record(
+                "held-elsewhere",
+                FolioUse::Held {
+                    serie: "F".into(),
+                    folio: "999".into(),
+                    owner: "owner-held-elsewhere".into(),
+                },
+            ),
+            // Another owner's live reservation.
+            record("live", FolioUse::None),
+            refused,
+            record("ok-2", brought("8")),
+        ])
+        .await
+        .unwrap();
+    assert!(matches!(out[0], Ok(RecordOutcome::Recorded { .. })), "{out:?}");
+    assert!(
+        matches!(&out[1], Err(OutboxError::Invalid(v)) if v.0[0].code == "folio_usado" && v.0[0].message.contains("seed")),
+        "{out:?}"
+    );
+    assert!(matches!(out[2], Ok(RecordOutcome::ReservationLost)), "{out:?}");
+    assert!(matches!(out[3], Ok(RecordOutcome::ReservationLost)), "{out:?}");
+    assert!(matches!(&out[4], Err(e) if !e.is_storage_fault()), "{out:?}");
+    assert!(matches!(out[5], Ok(RecordOutcome::Recorded { .. })), "{out:?}");
+    let after = e.counts().await;
+    assert_eq!(
+        [
+            after[0] - before[0],
+            after[1] - before[1],
+            after[2] - before[2],
+            after[3] - before[3],
+            after[4] - before[4]
+        ],
+        [2, 2, 2, 2, 2]
+    );
+    let keys: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT idempotency_key, state, lease_owner FROM intake_keys WHERE idempotency_key <> 'seed' ORDER BY idempotency_key",
+    )
+    .fetch_all(e.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        keys,
+        vec![
+            ("live".to_string(), "reserved".to_string(), Some("someone-else".to_string())),
+            ("ok-1".to_string(), "recorded".to_string(), None),
+            ("ok-2".to_string(), "recorded".to_string(), None),
+        ]
+    );
+    let folios: Vec<(String, String)> =
+        sqlx::query_as("SELECT f.folio, s.sale_id FROM folios f JOIN sales s ON s.id = f.sale_ref ORDER BY f.folio")
+            .fetch_all(e.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        folios,
+        vec![("7".to_string(), "seed".to_string()), ("8".to_string(), "ok-2".to_string())]
+    );
+    assert_eq!(e.count("folios WHERE sale_ref IS NULL").await, 0);
+    whole_sales(&e).await;
+}
+
+/// A key another intake reserves while the batch is recording (its row not yet committed when
+/// the batch reaches it) is lost for that record alone: nothing of it written, the other
+/// records recorded, the other intake's reservation kept.
+async fn a_key_reserved_meanwhile_is_lost_whole(backend: Backend) {
+    use outbox::store::KeyClaim;
+    let e = env(backend).await;
+    let first = e.outbox.record_sale_json(sale("seed", 7).as_bytes(), None, &staff()).await.unwrap();
+    let detail = e.outbox.invoice(&outbox::model::InvoiceRef::Id(first.invoice_id)).await.unwrap();
+    let (_, body) = e.outbox.attempt_body(detail.attempts[0].id).await.unwrap();
+    let now = e.outbox.now().timestamp_millis();
+    let record = |sale_id: &str| {
+        let mut r = template(&detail, &body);
+        r.sale.sale_id = sale_id.into();
+        r.idempotency_key = sale_id.into();
+        r.reservation_owner = format!("owner-{sale_id}");
+        r.attempt.pac_idempotency_key = outbox::intake::pac_idempotency_key("EKU9003173C9", sale_id, 1);
+        r.claim = Some(KeyClaim {
+            until_ms: now + 120_000,
+            now_ms: now,
+        });
+        r.at_ms = now;
+        r
+    };
+    let mut other = e.pool().begin().await.unwrap();
+    sqlx::query(&format!(
+        "INSERT INTO intake_keys (idempotency_key, sale_id, request_sha256, state, lease_owner, lease_until_ms, created_at_ms) \
+         VALUES ('taken', 'taken', 'x', 'reserved', 'someone-else', {}, {now})",
+        now + 120_000
+    ))
+    .execute(&mut *other)
+    .await
+    .unwrap();
+    let store = e.outbox.store().clone();
+    let records = vec![record("ok-1"), record("taken"), record("ok-2")];
+    let recording = tokio::spawn(async move { store.record_sales(&records).await });
+    // Whether the batch reaches the key before or after this commit, the answer is the same.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    other.commit().await.unwrap();
+    let out = recording.await.unwrap().unwrap();
+    assert!(matches!(out[0], Ok(RecordOutcome::Recorded { .. })), "{out:?}");
+    assert!(matches!(out[1], Ok(RecordOutcome::ReservationLost)), "{out:?}");
+    assert!(matches!(out[2], Ok(RecordOutcome::Recorded { .. })), "{out:?}");
+    let taken: Vec<(String, Option<String>)> = sqlx::query_as("SELECT state, lease_owner FROM intake_keys WHERE idempotency_key = 'taken'")
+        .fetch_all(e.pool())
+        .await
+        .unwrap();
+    assert_eq!(taken, vec![("reserved".to_string(), Some("someone-else".to_string()))]);
+    assert_eq!(e.count("sales WHERE sale_id = 'taken'").await, 0);
+    assert_eq!(e.counts().await, [3, 3, 3, 3, 4]);
+    whole_sales(&e).await;
+}
+
+/// A batch warns as one sale at a time does: a look-alike of a sale recorded before is a
+/// *posible duplicado*, a receptor on the 69-B list is named — both read for the whole batch.
+async fn a_batch_warns_as_one_sale_at_a_time(backend: Backend) {
+    let e = env(backend).await;
+    let pan = |sale_id: &str| ingreso(sale_id).replace("\"Café de olla\"", "\"Pan dulce\"");
+    e.outbox.record_sale_json(pan("antes").as_bytes(), None, &staff()).await.unwrap();
+    let got = e
+        .outbox
+        .record_sales_json(&lines(&[pan("despues"), sale("distinta", 51)]), &staff(), |_| false)
+        .await;
+    let codes = |i: usize| match &got[i] {
+        Ok(r) => r.warnings.iter().map(|w| w.code.clone()).collect::<Vec<_>>(),
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(codes(0), vec!["posible_duplicado"]);
+    assert!(codes(1).is_empty());
+    let list = "Información actualizada al 15 de noviembre de 2026\n\
+No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación página SAT definitivos\n\
+1,URE180429TM6,UNIVERSIDAD ROBOTICA ESPAÑOLA,Definitivo,15/01/2021\n";
+    e.outbox
+        .import_screening_list(list.as_bytes(), "69b.csv", None, false, &unlocked_contador(&e.outbox).await)
+        .await
+        .unwrap();
+    let got = e
+        .outbox
+        .record_sales_json(&lines(&[sale("listada-1", 52), sale("listada-2", 53)]), &staff(), |_| false)
+        .await;
+    for r in &got {
+        assert!(matches!(r, Ok(r) if r.warnings.iter().any(|w| w.code == "receptor_69b")), "{got:?}");
+    }
+    // Five sales, each with its invoice and attempt (the warnings add timeline events).
+    assert_eq!(e.counts().await[..3], [5, 5, 5]);
+}
+
 fn template(detail: &outbox::model::InvoiceDetail, body: &[u8]) -> outbox::store::NewRecord {
     use outbox::model::{Badge, InvoiceState};
     use outbox::store::*;
@@ -269,4 +523,9 @@ crate::conformance!(
     a_record_that_fails_inside_the_shared_transaction_leaves_nothing_of_itself,
     a_stop_error_ends_the_list_and_writes_nothing_after_it,
     two_processes_importing_the_same_sales_record_each_once,
+    one_key_twice_in_a_batch_answers_as_one_at_a_time,
+    one_brought_folio_twice_in_a_batch_goes_to_the_first,
+    claimed_records_that_fail_in_the_shared_transaction_leave_nothing_of_themselves,
+    a_key_reserved_meanwhile_is_lost_whole,
+    a_batch_warns_as_one_sale_at_a_time,
 );

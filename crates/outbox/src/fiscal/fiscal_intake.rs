@@ -22,15 +22,22 @@ use crate::error::{OutboxError, Result};
 use crate::model::IntakeWarning;
 use crate::outbox::Outbox;
 use crate::payments::{minor_units, BalanceFailure, PaymentStatus};
-use crate::store::{IntakeLinks, NewCreditNoteDocument, NewEvent, NewPaymentDocument, NewTicket};
+use crate::store::{IntakeLinks, IntakeLookups, NewCreditNoteDocument, NewEvent, NewPaymentDocument, NewTicket};
 
 /// How far back intake looks for the same sale recorded under another sale_id.
 pub const SAME_SALE_WINDOW: chrono::Duration = chrono::Duration::hours(72);
 
 impl Outbox {
     /// Checks and links of the fiscal workflows for `sale` (see the module docs); field errors
-    /// for everything wrong, warnings for what is only worth knowing.
-    pub(crate) async fn intake_links(&self, sale: &Sale, emisor: &EmisorProfile, links: &mut IntakeLinks) -> Result<Vec<IntakeWarning>> {
+    /// for everything wrong, warnings for what is only worth knowing. `known`: what a bulk batch
+    /// read beforehand (the look-alikes and the 69-B list; the rest is read here).
+    pub(crate) async fn intake_links(
+        &self,
+        sale: &Sale,
+        emisor: &EmisorProfile,
+        links: &mut IntakeLinks,
+        known: Option<&IntakeLookups>,
+    ) -> Result<Vec<IntakeWarning>> {
         self.hold_during_gap(sale).await?;
         let mut errors: Vec<FieldError> = Vec::new();
         if sale.ticket {
@@ -53,11 +60,11 @@ impl Outbox {
         }
         let mut warnings = Vec::new();
         if !sale.ticket && sale.kind != SaleKind::Pago {
-            if let Some(w) = self.same_sale_links(sale, emisor, links).await? {
+            if let Some(w) = self.same_sale_links(sale, emisor, links, known).await? {
                 warnings.push(w);
             }
         }
-        if let Some(w) = self.screening_warning(&sale.receptor.rfc).await? {
+        if let Some(w) = self.screening_warning(&sale.receptor.rfc, known).await? {
             links.events.push((
                 None,
                 NewEvent {
@@ -75,17 +82,28 @@ impl Outbox {
     /// is a *posible duplicado* for the contador (never refused: two identical sales can be
     /// real). Sales a system numbered apart (different folios) are different sales. The newest
     /// look-alike is linked.
-    async fn same_sale_links(&self, sale: &Sale, emisor: &EmisorProfile, links: &mut IntakeLinks) -> Result<Option<IntakeWarning>> {
+    async fn same_sale_links(
+        &self,
+        sale: &Sale,
+        emisor: &EmisorProfile,
+        links: &mut IntakeLinks,
+        known: Option<&IntakeLookups>,
+    ) -> Result<Option<IntakeWarning>> {
         let c = cfdi::mapping::map_sale(sale, emisor, sale.occurred_at.0)?;
-        let now = self.now();
-        let from = (now - SAME_SALE_WINDOW).timestamp_millis();
+        let total = c.total.to_string();
         let conceptos = serde_json::to_value(&sale.conceptos).unwrap_or_default();
+        let candidates = match known.and_then(|k| k.alike.get(&(sale.receptor.rfc.clone(), total.clone()))) {
+            Some(rows) => rows.clone(),
+            None => {
+                let now = self.now();
+                let from = (now - SAME_SALE_WINDOW).timestamp_millis();
+                self.store()
+                    .invoices_like(&sale.receptor.rfc, &total, from, now.timestamp_millis() + 1)
+                    .await?
+            }
+        };
         let mut alike = Vec::new();
-        for (id, body) in self
-            .store()
-            .invoices_like(&sale.receptor.rfc, &c.total.to_string(), from, now.timestamp_millis() + 1)
-            .await?
-        {
+        for (id, body) in candidates {
             let Ok(other) = Sale::from_json(body.as_bytes()) else { continue };
             let same_folio = (other.serie.as_deref(), other.folio.as_deref()) == (sale.serie.as_deref(), sale.folio.as_deref());
             if other.sale_id != sale.sale_id

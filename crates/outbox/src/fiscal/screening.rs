@@ -365,12 +365,25 @@ impl Outbox {
         Ok(ScreeningStatus { rfc, list, entry, warns })
     }
 
-    /// The intake warning for a receptor listed as definitivo or presunto.
-    pub(crate) async fn screening_warning(&self, rfc: &str) -> Result<Option<IntakeWarning>> {
-        if rfc.is_empty() || rfc == cfdi::catalog::RFC_PUBLICO_EN_GENERAL || rfc == cfdi::catalog::RFC_EXTRANJERO {
+    /// The intake warning for a receptor listed as definitivo or presunto (`known`: the list and
+    /// entry a bulk batch read beforehand, when it did).
+    pub(crate) async fn screening_warning(&self, rfc: &str, known: Option<&crate::store::IntakeLookups>) -> Result<Option<IntakeWarning>> {
+        if !screened(rfc) {
             return Ok(None);
         }
-        let s = self.screening_check(rfc).await?;
+        let upper = rfc.trim().to_uppercase();
+        let s = match known
+            .and_then(|k| k.screening.as_ref())
+            .and_then(|(list, entries)| Some((list, entries.get(&upper)?)))
+        {
+            Some((list, entry)) => ScreeningStatus {
+                warns: entry.as_ref().is_some_and(|e| warns(&e.situacion)),
+                rfc: upper,
+                list: list.clone(),
+                entry: entry.clone(),
+            },
+            None => self.screening_check(rfc).await?,
+        };
         let (Some(list), Some(entry)) = (&s.list, &s.entry) else {
             return Ok(None);
         };
@@ -391,6 +404,11 @@ impl Outbox {
             ),
         }))
     }
+}
+
+/// Whether intake screens this receptor RFC against the 69-B list (not the generic RFCs).
+pub(crate) fn screened(rfc: &str) -> bool {
+    !(rfc.is_empty() || rfc == cfdi::catalog::RFC_PUBLICO_EN_GENERAL || rfc == cfdi::catalog::RFC_EXTRANJERO)
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
 use crate::intake::{choose_fecha, sha256_hex, FechaChoice, RESERVATION_LEASE};
 use crate::model::{InvoiceState, PacIdentity, Recorded};
-use crate::store::{FolioUse, IntakeLinks, KeyClaim, NewRecord, RecordOutcome, StoredEmisorSettings};
+use crate::store::{FolioUse, IntakeLinks, IntakeLookupRequest, IntakeLookups, KeyClaim, NewRecord, RecordOutcome, StoredEmisorSettings};
 
 /// The most sales one transaction records in a bulk import: a few per core keeps every core
 /// sealing, and a kill -9 loses little work.
@@ -117,9 +117,12 @@ impl Outbox {
         let mut slots: Vec<Slot> = Vec::new();
         let mut context: Option<Context> = None;
         let mut stopped = false;
-        // Phase 1: in order, as one sale at a time would.
-        for (bytes, key) in lines {
-            let answer = match parse(bytes, *key) {
+        // Phase 1: in order, as one sale at a time would, with what each reads read beforehand
+        // for the whole batch (one query per kind).
+        let parsed: Vec<Result<Sale>> = lines.iter().map(|(bytes, key)| parse(bytes, *key)).collect();
+        let mut known = self.look_up_batch(lines, &parsed, &mut context).await;
+        for ((_, key), parsed) in lines.iter().zip(parsed) {
+            let answer = match parsed {
                 Ok(sale) => {
                     let key = key.unwrap_or(sale.sale_id.as_str());
                     // The same key or sale_id, or a look-alike the duplicate screening would
@@ -131,7 +134,7 @@ impl Outbox {
                         break;
                     }
                     let key = key.to_string();
-                    self.reserve_in_batch(sale, key, actor, &mut context).await
+                    self.reserve_in_batch(sale, key, actor, &mut context, &mut known).await
                 }
                 Err(e) => Err(e),
             };
@@ -153,7 +156,7 @@ impl Outbox {
             self.instance,
             self.reservations.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
-        self.number_batch(&mut slots, &holder).await;
+        let held = self.number_batch(&mut slots, &holder).await;
         let waiting: Vec<&Reserved> = slots
             .iter()
             .filter_map(|s| match s {
@@ -183,8 +186,10 @@ impl Outbox {
                 .collect();
             let recorded = self.store.record_sales(&records).await;
             // What this batch held and did not record goes to the next intake at once.
-            if let Err(e) = self.store.release_folio_holds(&holder).await {
-                tracing::warn!(error = %e, "no se pudieron devolver los folios apartados");
+            if held {
+                if let Err(e) = self.store.release_folio_holds(&holder).await {
+                    tracing::warn!(error = %e, "no se pudieron devolver los folios apartados");
+                }
             }
             match recorded {
                 Ok(list) => outcomes = list,
@@ -227,35 +232,94 @@ impl Outbox {
         stopped
     }
 
+    /// What sealing needs, read once per batch.
+    async fn batch_context(&self) -> Result<Context> {
+        let emisor = self.store.current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
+        let pac = self.primary_pac().await?;
+        let pac_identity = self.pac_identity_of(&pac).await?;
+        let csd = if crate::facturapi_lane::is_json_pac(pac_identity.as_ref()) {
+            None
+        } else {
+            Some(self.csd_for(&emisor)?)
+        };
+        let references = self.exchange_references().await?;
+        Ok(Context {
+            emisor,
+            csd,
+            pac,
+            pac_identity,
+            references,
+        })
+    }
+
+    /// Before phase 1: what its sales read — key states, sales by sale_id, the duplicate
+    /// screening's look-alikes, the owners of the folios they bring, the 69-B list — one query
+    /// per kind for the whole batch ([`crate::AnyStore::intake_lookups`]). Sales that will not
+    /// need an answer (a replay, a line cut off by a repeat) only cost a row; a read that fails
+    /// here is read again on its own by the sale that needs it, which then answers its error.
+    async fn look_up_batch(
+        &self,
+        lines: &[(&[u8], Option<&str>)],
+        parsed: &[Result<Sale>],
+        context: &mut Option<Context>,
+    ) -> IntakeLookups {
+        let sales: Vec<(&Sale, &str)> = parsed
+            .iter()
+            .zip(lines)
+            .filter_map(|(p, (_, key))| p.as_ref().ok().map(|s| (s, key.unwrap_or(s.sale_id.as_str()))))
+            .collect();
+        if sales.is_empty() {
+            return IntakeLookups::default();
+        }
+        if context.is_none() {
+            // Read again by the first sale that needs it when this fails (its error is that sale's).
+            *context = self.batch_context().await.ok();
+        }
+        let now = self.clock.now();
+        let mut ask = IntakeLookupRequest {
+            alike_from_ms: (now - crate::fiscal::fiscal_intake::SAME_SALE_WINDOW).timestamp_millis(),
+            alike_to_ms: now.timestamp_millis() + 1,
+            ..IntakeLookupRequest::default()
+        };
+        for (sale, key) in sales {
+            push_new(&mut ask.keys, key.to_string());
+            push_new(&mut ask.sale_ids, sale.sale_id.clone());
+            if let Numbering::Keep(FolioUse::Brought { serie, folio }) = numbering_of(sale) {
+                push_new(&mut ask.folios, (serie, folio));
+            }
+            if crate::screening::screened(&sale.receptor.rfc) {
+                push_new(&mut ask.rfcs, sale.receptor.rfc.trim().to_uppercase());
+            }
+            // The duplicate screening looks by receptor and total (the sale's own, as mapped).
+            if let (false, true, Some(ctx)) = (sale.ticket, sale.kind != cfdi::sale::SaleKind::Pago, context.as_ref()) {
+                if let Ok(c) = cfdi::mapping::map_sale(sale, &ctx.emisor.profile, sale.occurred_at.0) {
+                    push_new(&mut ask.alike, (sale.receptor.rfc.clone(), c.total.to_string()));
+                }
+            }
+        }
+        self.store.intake_lookups(&ask).await.unwrap_or_default()
+    }
+
     /// Phase 1 for one sale: the lookups and validation of `record_sale_with` (its key is
-    /// reserved later, inside the recording transaction).
-    async fn reserve_in_batch(&self, sale: Sale, key: String, actor: &Actor, context: &mut Option<Context>) -> Result<Slot> {
+    /// reserved later, inside the recording transaction), answered from `known` where the
+    /// batch read them.
+    async fn reserve_in_batch(
+        &self,
+        sale: Sale,
+        key: String,
+        actor: &Actor,
+        context: &mut Option<Context>,
+        known: &mut IntakeLookups,
+    ) -> Result<Slot> {
         let now = self.clock.now();
         let body = sale.to_canonical_json();
         let body_sha256 = sha256_hex(body.as_bytes());
-        if let Some(done) = self.settled(&key, &sale.sale_id, &body_sha256, now).await? {
+        if let Some(done) = self.settled(&key, &sale.sale_id, &body_sha256, now, Some(known)).await? {
             return Ok(Slot::Done(Ok(done)));
         }
         let ctx = match context {
             Some(c) => c,
-            None => {
-                let emisor = self.store.current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
-                let pac = self.primary_pac().await?;
-                let pac_identity = self.pac_identity_of(&pac).await?;
-                let csd = if crate::facturapi_lane::is_json_pac(pac_identity.as_ref()) {
-                    None
-                } else {
-                    Some(self.csd_for(&emisor)?)
-                };
-                let references = self.exchange_references().await?;
-                context.insert(Context {
-                    emisor,
-                    csd,
-                    pac,
-                    pac_identity,
-                    references,
-                })
-            }
+            None => context.insert(self.batch_context().await?),
         };
         let fecha = choose_fecha(sale.occurred_at.0, &ctx.emisor.profile.lugar_expedicion, now);
         let options = match sale.moneda.as_deref() {
@@ -278,12 +342,15 @@ impl Outbox {
             }
         }
         let mut links = IntakeLinks::default();
-        let warnings = self.intake_links(&sale, &ctx.emisor.profile, &mut links).await?;
-        self.check_brought_folio(&sale).await?;
+        let warnings = self.intake_links(&sale, &ctx.emisor.profile, &mut links, Some(known)).await?;
+        self.check_brought_folio(&sale, Some(known)).await?;
         if sale.ticket || !links.is_empty() || !warnings.is_empty() {
-            // The fiscal workflows' own transaction.
+            // The fiscal workflows' own transaction; what it writes may change answers the
+            // batch read for the sales after it, which read those again.
             let given = (key != sale.sale_id).then_some(key.as_str());
-            return Ok(Slot::Done(self.record_sale(&sale, given, actor).await));
+            let done = self.record_sale(&sale, given, actor).await;
+            known.forget(&key, &sale.sale_id, &sale.receptor.rfc);
+            return Ok(Slot::Done(done));
         }
         let owner = format!(
             "{}:{}",
@@ -310,8 +377,8 @@ impl Outbox {
 
     /// Between phases 1 and 2: the sales that bring no folio get the next ones of their serie,
     /// held for `holder` (one short write per serie); a serie that cannot be held fails its
-    /// sales alone.
-    async fn number_batch(&self, slots: &mut [Slot], holder: &str) {
+    /// sales alone. True when it asked to hold any (then `holder` may hold numbers to give back).
+    async fn number_batch(&self, slots: &mut [Slot], holder: &str) -> bool {
         let mut series: Vec<Option<String>> = Vec::new();
         for slot in slots.iter() {
             if let Slot::Waiting(r) = slot {
@@ -322,6 +389,7 @@ impl Outbox {
                 }
             }
         }
+        let asked = !series.is_empty();
         for serie in series {
             let takers = |slot: &Slot| matches!(slot, Slot::Waiting(r) if r.numbering == Numbering::Take(serie.clone()));
             let count = slots.iter().filter(|s| takers(s)).count();
@@ -364,6 +432,7 @@ impl Outbox {
                 }
             }
         }
+        asked
     }
 
     /// Phase 3 for one sale: its outcome, as `record_sale_with` answers it.
@@ -388,7 +457,7 @@ impl Outbox {
                 ))),
             },
             // Another process holds or recorded the key: answer as one sale at a time would.
-            Ok(RecordOutcome::ReservationLost) => match self.settled(key, &r.sale.sale_id, &r.body_sha256, self.clock.now()).await? {
+            Ok(RecordOutcome::ReservationLost) => match self.settled(key, &r.sale.sale_id, &r.body_sha256, self.clock.now(), None).await? {
                 Some(done) => Ok(done),
                 None => Err(OutboxError::InProgress {
                     key: key.to_string(),
@@ -448,6 +517,13 @@ fn alike(a: &Sale, b: &Sale) -> bool {
         && super::kind_str(a.kind) == super::kind_str(b.kind)
         && (a.serie.as_deref(), a.folio.as_deref()) == (b.serie.as_deref(), b.folio.as_deref())
         && serde_json::to_value(&a.conceptos).ok() == serde_json::to_value(&b.conceptos).ok()
+}
+
+/// Adds `item` to a lookup list unless it is there already.
+fn push_new<T: PartialEq>(list: &mut Vec<T>, item: T) {
+    if !list.contains(&item) {
+        list.push(item);
+    }
 }
 
 fn parse(bytes: &[u8], key: Option<&str>) -> Result<Sale> {

@@ -24,7 +24,7 @@ use crate::actor::Actor;
 use crate::error::{OutboxError, Result};
 use crate::settings;
 pub use crate::store::FolioSerie;
-use crate::store::{folio_taken, FolioUse};
+use crate::store::{folio_taken, FolioUse, IntakeLookups};
 
 /// SAT's Serie: 1 to 25 characters, no `|` (Anexo 20); Timbra also keeps it printable.
 fn check_serie(serie: &str) -> Result<()> {
@@ -133,10 +133,15 @@ impl Outbox {
     }
 
     /// Refuses, before anything is written, a folio the sale brought that another sale has
-    /// (the recording transaction checks it again, under the `folios` key).
-    pub(crate) async fn check_brought_folio(&self, sale: &Sale) -> Result<()> {
+    /// (the recording transaction checks it again, under the `folios` key). `known`: what a
+    /// bulk batch read beforehand.
+    pub(crate) async fn check_brought_folio(&self, sale: &Sale, known: Option<&IntakeLookups>) -> Result<()> {
         if let Numbering::Keep(FolioUse::Brought { serie, folio }) = numbering_of(sale) {
-            if let Some(other) = self.store().folio_owner(&serie, &folio).await? {
+            let owner = match known.and_then(|k| k.folio_owners.get(&(serie.clone(), folio.clone()))) {
+                Some(owner) => owner.clone(),
+                None => self.store().folio_owner(&serie, &folio).await?,
+            };
+            if let Some(other) = owner {
                 if other != sale.sale_id {
                     return Err(folio_taken(&serie, &folio, Some(&other)));
                 }

@@ -4,7 +4,7 @@
 // folder. Row readers, the timeline-event insert, the frozen-attempt insert, the step's facts.
 
 use super::super::{
-    CancellationRow, CandidateRow, DecisionRow, ExistingSale, FolioUse, ForeignCfdiRow, KeyState, NewAttempt, NewCandidate, NewEvent, NewRecord, RecordOutcome, StepFacts,
+    CancellationRow, CandidateRow, DecisionRow, ExistingSale, FolioUse, ForeignCfdiRow, KeyState, NewAttempt, NewCandidate, NewEvent, NewRecord, RecordOutcome, ScreeningEntry, ScreeningListRow, StepFacts,
     StoredCertificate, TicketRow, WorkerRow,
 };
 use super::{Db, DbRow, ThisStore};
@@ -120,6 +120,44 @@ pub(crate) fn existing_sale(row: &DbRow) -> Result<ExistingSale> {
         body_sha256: get(row, "body_sha256")?,
         invoice_id: get(row, "invoice_id")?,
         state: parse_text("invoices.state", &state, InvoiceState::parse)?,
+    })
+}
+
+/// An `intake_keys` row (with the sale it recorded, as `key_state.sql` reads it).
+pub(crate) fn key_state_of(row: &DbRow) -> Result<KeyState> {
+    let state: String = get(row, "state")?;
+    match state.as_str() {
+        "reserved" => Ok(KeyState::Reserved {
+            owner: get::<Option<String>>(row, "lease_owner")?.unwrap_or_default(),
+            until_ms: get::<Option<i64>>(row, "lease_until_ms")?.unwrap_or(0),
+        }),
+        "recorded" => Ok(KeyState::Recorded(existing_sale(row)?)),
+        other => Err(OutboxError::Database(format!("intake_keys.state desconocido: {other:?}"))),
+    }
+}
+
+/// A `screening_lists` row.
+pub(crate) fn screening_list_of(r: &DbRow) -> Result<ScreeningListRow> {
+    let skipped: String = get(r, "skipped_lines")?;
+    Ok(ScreeningListRow {
+        id: get(r, "id")?,
+        list_date: get(r, "list_date")?,
+        source: get(r, "source")?,
+        entries: get(r, "entries")?,
+        skipped_lines: serde_json::from_str(&skipped).map_err(|e| OutboxError::Database(format!("screening_lists.skipped_lines: {e}")))?,
+        imported_at: instant(get(r, "imported_at_ms")?)?,
+        imported_by: acted(r, "actor", "actor_role")?,
+    })
+}
+
+/// A `screening_entries` row.
+pub(crate) fn screening_entry_of(r: &DbRow) -> Result<ScreeningEntry> {
+    Ok(ScreeningEntry {
+        line_no: get(r, "line_no")?,
+        rfc: get(r, "rfc")?,
+        nombre: get(r, "nombre")?,
+        situacion: get(r, "situacion")?,
+        fecha_situacion: get(r, "fecha_situacion")?,
     })
 }
 
@@ -869,15 +907,9 @@ impl ThisStore {
             .fetch_optional(&mut *conn)
             .await
             .map_err(|e| self.err(e))?;
-        let Some(row) = row else { return Ok(KeyState::Free) };
-        let state: String = get(&row, "state")?;
-        match state.as_str() {
-            "reserved" => Ok(KeyState::Reserved {
-                owner: get::<Option<String>>(&row, "lease_owner")?.unwrap_or_default(),
-                until_ms: get::<Option<i64>>(&row, "lease_until_ms")?.unwrap_or(0),
-            }),
-            "recorded" => Ok(KeyState::Recorded(existing_sale(&row)?)),
-            other => Err(OutboxError::Database(format!("intake_keys.state desconocido: {other:?}"))),
+        match row {
+            Some(row) => key_state_of(&row),
+            None => Ok(KeyState::Free),
         }
     }
 

@@ -210,18 +210,7 @@ impl AnyStore {
                 .fetch_optional(&db.pool)
                 .await
                 .map_err(|e| db.err(e))?;
-            let Some(r) = row else { return Ok(None) };
-            let skipped: String = get(&r, "skipped_lines")?;
-            Ok(Some(ScreeningListRow {
-                id: get(&r, "id")?,
-                list_date: get(&r, "list_date")?,
-                source: get(&r, "source")?,
-                entries: get(&r, "entries")?,
-                skipped_lines: serde_json::from_str(&skipped)
-                    .map_err(|e| OutboxError::Database(format!("screening_lists.skipped_lines: {e}")))?,
-                imported_at: instant(get(&r, "imported_at_ms")?)?,
-                imported_by: acted(&r, "actor", "actor_role")?,
-            }))
+            row.as_ref().map(screening_list_of).transpose()
         })
     }
 
@@ -234,14 +223,7 @@ impl AnyStore {
                 .fetch_optional(&db.pool)
                 .await
                 .map_err(|e| db.err(e))?;
-            let Some(r) = row else { return Ok(None) };
-            Ok(Some(ScreeningEntry {
-                line_no: get(&r, "line_no")?,
-                rfc: get(&r, "rfc")?,
-                nombre: get(&r, "nombre")?,
-                situacion: get(&r, "situacion")?,
-                fecha_situacion: get(&r, "fecha_situacion")?,
-            }))
+            row.as_ref().map(screening_entry_of).transpose()
         })
     }
 

@@ -228,6 +228,57 @@ pub struct KeyClaim {
     pub now_ms: i64,
 }
 
+/// What a bulk-intake batch reads before validating its sales
+/// ([`any::AnyStore::intake_lookups`]): one query per kind for the whole batch, on one
+/// connection, instead of one query per sale and kind.
+#[derive(Debug, Clone, Default)]
+pub struct IntakeLookupRequest {
+    /// Idempotency keys ([`any::AnyStore::key_state`]).
+    pub keys: Vec<String>,
+    /// Sale ids ([`any::AnyStore::sale_by_sale_id`]).
+    pub sale_ids: Vec<String>,
+    /// (receptor RFC, total) pairs for the duplicate screening ([`any::AnyStore::invoices_like`]),
+    /// recorded in [`IntakeLookupRequest::alike_from_ms`, `alike_to_ms`).
+    pub alike: Vec<(String, String)>,
+    pub alike_from_ms: i64,
+    pub alike_to_ms: i64,
+    /// (serie, folio) pairs the sales bring ([`any::AnyStore::folio_owner`]).
+    pub folios: Vec<(String, String)>,
+    /// RFCs, trimmed and upper case, for the 69-B screening (the current list and each one's
+    /// entry in it); none asks for no list.
+    pub rfcs: Vec<String>,
+}
+
+/// The answers to an [`IntakeLookupRequest`], each what the one-sale read would answer: a
+/// question asked has an entry (a key without a row is [`KeyState::Free`], a sale_id or folio
+/// nobody has is `None`, no look-alike an empty list); one not asked, or forgotten since (a
+/// write of the batch's phase 1 may have changed its answer), has none and is read on its own.
+#[derive(Debug, Clone, Default)]
+pub struct IntakeLookups {
+    pub keys: std::collections::HashMap<String, KeyState>,
+    pub sales: std::collections::HashMap<String, Option<ExistingSale>>,
+    /// The 50 newest look-alike candidates per (receptor RFC, total), newest first: (invoice id,
+    /// sale body).
+    pub alike: std::collections::HashMap<(String, String), Vec<(i64, String)>>,
+    pub folio_owners: std::collections::HashMap<(String, String), Option<String>>,
+    /// The current 69-B list and each RFC asked with its entry in it (None when none was asked).
+    pub screening: Option<ScreeningLookups>,
+}
+
+/// The current 69-B list (if any) and, per RFC asked, its entry in it.
+pub type ScreeningLookups = (Option<ScreeningListRow>, std::collections::HashMap<String, Option<ScreeningEntry>>);
+
+impl IntakeLookups {
+    /// Drops every answer a sale recorded meanwhile (under `key`, with `sale_id`, for
+    /// `receptor_rfc`, with any folio) could have changed.
+    pub fn forget(&mut self, key: &str, sale_id: &str, receptor_rfc: &str) {
+        self.keys.remove(key);
+        self.sales.remove(sale_id);
+        self.alike.retain(|(rfc, _), _| rfc != receptor_rfc);
+        self.folio_owners.clear();
+    }
+}
+
 /// What the intake transaction did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordOutcome {
