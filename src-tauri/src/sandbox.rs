@@ -64,15 +64,67 @@ pub fn primary_flavor(value: Option<&str>) -> Flavor {
 /// Finkok-flavoured backup (or the reverse, see [`PRIMARY_FLAVOR_ENV`]), each on 127.0.0.1
 /// with a free port, their ledgers kept next to the database (so a CFDI stamped before a
 /// restart is still "already stamped" after it).
+///
+/// They run on a runtime of their own, on their own threads, as a real PAC runs on another
+/// machine: a busy app (a burst of screens to refresh, a debug build's CPU) does not delay the
+/// PAC's answers, so what the drain sees as "the PAC did not answer in time" is the simulator's
+/// doing (its faults), not the app's.
 pub struct SandboxPacs {
     pub primary: SimHandle,
     pub backup: SimHandle,
     pub primary_flavor: Flavor,
     pub backup_flavor: Flavor,
+    /// Dropping it stops the simulators' runtime.
+    _runtime: SimRuntime,
+}
+
+/// The simulators' runtime thread; it shuts the runtime down when this is dropped.
+struct SimRuntime {
+    _stop: std::sync::mpsc::Sender<()>,
+}
+
+impl SimRuntime {
+    /// Runs `start` on a new two-worker runtime on its own thread and hands back its answer.
+    async fn run<T, F>(start: impl FnOnce() -> F + Send + 'static) -> Result<(SimRuntime, T), pac_sim::SimError>
+    where
+        F: std::future::Future<Output = Result<T, pac_sim::SimError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (answer_tx, answer_rx) = tokio::sync::oneshot::channel();
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("sandbox-pac".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("sandbox-pac")
+                    .enable_all()
+                    .build()
+                {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let _ = answer_tx.send(Err(pac_sim::SimError::Runtime(e.to_string())));
+                        return;
+                    }
+                };
+                let started = runtime.block_on(start());
+                if answer_tx.send(started).is_err() {
+                    return;
+                }
+                // Until the simulators are dropped (the sender goes with them).
+                let _ = stopped.recv();
+                runtime.shutdown_timeout(std::time::Duration::from_secs(3));
+            })
+            .map_err(|e| pac_sim::SimError::Runtime(e.to_string()))?;
+        let value = answer_rx
+            .await
+            .map_err(|_| pac_sim::SimError::Runtime("el hilo terminó sin contestar".into()))??;
+        Ok((SimRuntime { _stop: stop }, value))
+    }
 }
 
 impl SandboxPacs {
-    /// Starts both simulators in the current tokio runtime.
+    /// Starts both simulators on a runtime of their own.
     pub async fn start(database_dir: &Path) -> Result<SandboxPacs, pac_sim::SimError> {
         let primary_flavor = primary_flavor(std::env::var(PRIMARY_FLAVOR_ENV).ok().as_deref());
         let backup_flavor = if primary_flavor == Flavor::Sw { Flavor::Finkok } else { Flavor::Sw };
@@ -89,14 +141,20 @@ impl SandboxPacs {
             c.hold = std::time::Duration::from_secs(8);
             c
         };
-        let primary = pac_sim::start(config(primary_flavor)).await?;
-        let backup = pac_sim::start(config(backup_flavor)).await?;
+        let (primary_config, backup_config) = (config(primary_flavor), config(backup_flavor));
+        let (runtime, (primary, backup)) = SimRuntime::run(move || async move {
+            let primary = pac_sim::start(primary_config).await?;
+            let backup = pac_sim::start(backup_config).await?;
+            Ok((primary, backup))
+        })
+        .await?;
         tracing::info!(primary = %primary.base_url, backup = %backup.base_url, ?primary_flavor, "modo sandbox: simuladores de PAC en marcha");
         Ok(SandboxPacs {
             primary,
             backup,
             primary_flavor,
             backup_flavor,
+            _runtime: runtime,
         })
     }
 }

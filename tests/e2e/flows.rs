@@ -2809,6 +2809,18 @@ pub async fn sat_conciliacion(app: &App) -> Res {
         )?;
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
+    // Each request says what it asked for: the day's list (metadatos), then the XML.
+    let asked = app.all("[data-testid=sat-request-what]").await?;
+    let mut what = Vec::new();
+    for e in asked {
+        what.push(e.text().await.map_err(|e| format!("solicitud: {e}"))?);
+    }
+    for expected in ["Emitidos · metadatos", "Emitidos · XML"] {
+        check(
+            what.iter().any(|w| w.trim() == expected),
+            format!("la tabla de solicitudes dice {expected:?}: {what:?}"),
+        )?;
+    }
     app.screenshot("sat-conciliacion").await?;
 
     // The Factura page: SAT's record says Vigente (nobody pressed Consultar al SAT).

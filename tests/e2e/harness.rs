@@ -426,6 +426,21 @@ impl App {
                 }
             }
         }
+        // The whole timeline, folded details included (textContent): a PAC's raw answer says
+        // why an attempt ended as it did.
+        if let Ok(v) = self
+            .client
+            .execute(
+                "return [...document.querySelectorAll('[data-testid=timeline] li')].map(l => l.textContent);",
+                vec![],
+            )
+            .await
+        {
+            for (i, li) in v.as_array().into_iter().flatten().enumerate() {
+                let text = li.as_str().unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
+                seen.push(format!("timeline[{i}]: {text}"));
+            }
+        }
         Err(format!(
             "la insignia nunca fue {badge:?}; es {last:?}\n      {}",
             seen.join("\n      ")

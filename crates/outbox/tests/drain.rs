@@ -263,6 +263,27 @@ async fn timeout_after_certify_resumes_to_the_same_uuid(backend: Backend) {
     assert!(w.sim("fk").engine().ledger().is_empty(), "no failover happened");
 }
 
+/// After a send without a clear answer the drain resumes by itself, with no one pressing
+/// Reintentar: once the PAC answers again the resume finds the CFDI the first send created.
+async fn an_unknown_outcome_resumes_by_itself_once_the_pac_answers(backend: Backend) {
+    let w = world(
+        backend,
+        &[("sw", Flavor::Sw, "timeout_after_certify=1"), ("fk", Flavor::Finkok, "")],
+    )
+    .await;
+    let id = w.record("pedido-r").await;
+    w.until_badge(id, Badge::Reanudar).await;
+    w.faults("sw", "");
+    w.until_badge(id, Badge::Timbrada).await;
+    let ledger = w.sim("sw").engine().ledger();
+    assert_eq!(ledger.len(), 1, "the simulator created exactly one CFDI");
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert_eq!(d.cfdis.len(), 1);
+    assert_eq!(d.cfdis[0].uuid, ledger[0].uuid.to_uppercase());
+    assert!(d.tries.len() >= 2, "the send and at least one resume: {:?}", d.tries);
+    assert_eq!(d.invoice.tries_count, d.tries.len() as i64, "every try is counted once");
+}
+
 async fn refused_connections_fail_over_to_the_backup_with_the_same_bytes(backend: Backend) {
     let w = world(backend, &[("sw", Flavor::Sw, "down=1"), ("fk", Flavor::Finkok, "")]).await;
     let id = w.record("pedido-f").await;
@@ -1141,6 +1162,7 @@ crate::conformance!(
     replacing_a_pac_under_an_unknown_outcome_is_a_forced_failover,
     sales_are_stamped_once_and_their_xml_verifies,
     timeout_after_certify_resumes_to_the_same_uuid,
+    an_unknown_outcome_resumes_by_itself_once_the_pac_answers,
     refused_connections_fail_over_to_the_backup_with_the_same_bytes,
     a_timeout_after_certify_never_fails_over_by_itself,
     forced_failover_away_from_finkok_reveals_the_duplicate,

@@ -973,6 +973,152 @@ async fn a_console_sees_what_another_process_changed(backend: Backend) {
     );
 }
 
+/// Reads `feed` until it names `until`, returning every invoice it named on the way
+/// (`Change::Unspecified`, the feed's quiet-time look, names none).
+async fn changes_until(feed: &mut outbox::changes::ChangeFeed, until: i64) -> Vec<i64> {
+    let mut seen = Vec::new();
+    loop {
+        // A hang guard, not a timing.
+        let change = tokio::time::timeout(std::time::Duration::from_secs(30), feed.next())
+            .await
+            .expect("the change arrives")
+            .expect("the feed reads");
+        if let outbox::changes::Change::Invoice(id) = change {
+            seen.push(id);
+            if id == until {
+                return seen;
+            }
+        }
+    }
+}
+
+/// The evidence a drain step writes, on `invoice_id` (`try_id`: a try that may not exist).
+fn drain_evidence(invoice_id: i64, try_id: Option<i64>, n: usize) -> outbox::store::NewEvidence {
+    use outbox::evidence::{EvidenceKind, EvidenceOutcome};
+    outbox::store::NewEvidence {
+        invoice_id,
+        attempt_id: None,
+        try_id,
+        kind: EvidenceKind::Reconciliation,
+        outcome: Some(EvidenceOutcome::Found),
+        code: Some(format!("aviso-{n}")),
+        message: None,
+        uuid: None,
+        retry_after_ms: None,
+        detail: serde_json::json!({}),
+        fencing_token: None,
+        at_ms: 1,
+        actor: staff(),
+    }
+}
+
+/// PostgreSQL: the drain's writes (its group commit, in another process) reach a console's
+/// feed with their invoice id once committed; a write the database refuses, grouped with
+/// accepted ones, announces nothing; a write outside the drain (a note) still notifies at its
+/// commit. The changes of a group are announced before its writers are answered, so they reach
+/// the feed before the note written after them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drains_writes_reach_the_feed_and_a_refused_one_does_not() {
+    let e = env(Backend::Postgres).await;
+    let mut ids = Vec::new();
+    for sale in ["aviso-a", "aviso-b", "aviso-c"] {
+        ids.push(
+            e.outbox
+                .record_sale_json(ingreso(sale).as_bytes(), None, &staff())
+                .await
+                .expect("record")
+                .invoice_id,
+        );
+    }
+    let (a, b, c) = (ids[0], ids[1], ids[2]);
+    let mut feed = e.outbox.watch_changes().await.unwrap();
+    let worker = e.reopen().await;
+    let store = worker.store().clone();
+    let mut tasks = Vec::new();
+    for n in 0..16 {
+        // Every fourth is on invoice b and names a try that does not exist: refused.
+        let ev = if n % 4 == 1 {
+            drain_evidence(b, Some(1_000_000), n)
+        } else {
+            drain_evidence(a, None, n)
+        };
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move { store.append_evidence(&ev).await }));
+    }
+    for (n, t) in tasks.into_iter().enumerate() {
+        let answer = t.await.expect("task");
+        assert_eq!(answer.is_ok(), n % 4 != 1, "write {n}: {answer:?}");
+    }
+    e.outbox.add_note(&InvoiceRef::Id(c), "llamar", &staff()).await.unwrap();
+    let seen = changes_until(&mut feed, c).await;
+    assert!(seen.contains(&a), "the drain's accepted writes are announced: {seen:?}");
+    assert!(!seen.contains(&b), "a refused write announces nothing: {seen:?}");
+    let written: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM evidence WHERE invoice_id = $1")
+        .bind(b)
+        .fetch_one(e.pool())
+        .await
+        .unwrap();
+    assert_eq!(written, 0);
+}
+
+/// PostgreSQL, migration 0019: a transaction that defers its notifications (as the drain's
+/// group commit does) notifies nothing at its commit and records each changed invoice once in
+/// `timbra.changed` — a savepoint rolled back takes its ids with it — while a transaction that
+/// does not defer notifies as before. A change whose notification never left (its writer died
+/// between commit and notify) still reaches the feed, as `Unspecified`, at its quiet-time look.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferring_transaction_notifies_nothing_and_the_feed_still_notices() {
+    let e = env(Backend::Postgres).await;
+    let mut ids = Vec::new();
+    for sale in ["diferido-a", "diferido-b", "diferido-c"] {
+        ids.push(
+            e.outbox
+                .record_sale_json(ingreso(sale).as_bytes(), None, &staff())
+                .await
+                .expect("record")
+                .invoice_id,
+        );
+    }
+    let (a, b, c) = (ids[0], ids[1], ids[2]);
+    let mut feed = e.outbox.watch_changes().await.unwrap();
+    let mut tx = e.pool().begin().await.unwrap();
+    sqlx::query("SET LOCAL timbra.defer_notify = 'on'").execute(&mut *tx).await.unwrap();
+    sqlx::query("SAVEPOINT refused").execute(&mut *tx).await.unwrap();
+    sqlx::query("UPDATE invoices SET updated_at_ms = updated_at_ms + 1 WHERE id = $1")
+        .bind(b)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query("ROLLBACK TO SAVEPOINT refused").execute(&mut *tx).await.unwrap();
+    for _ in 0..2 {
+        sqlx::query("UPDATE invoices SET updated_at_ms = updated_at_ms + 1000 WHERE id = $1")
+            .bind(a)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
+    let changed: String = sqlx::query_scalar("SELECT COALESCE(current_setting('timbra.changed', true), '')")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(changed, a.to_string(), "each kept change once, none rolled back");
+    tx.commit().await.unwrap();
+    // A writer that does not defer (here a plain statement) notifies at its commit.
+    sqlx::query("UPDATE invoices SET state_reason = state_reason WHERE id = $1")
+        .bind(c)
+        .execute(e.pool())
+        .await
+        .unwrap();
+    let seen = changes_until(&mut feed, c).await;
+    assert_eq!(seen, vec![c], "the deferring transaction notified nothing");
+    // Invoice a moved and nobody said so: the feed's quiet-time look notices.
+    let change = tokio::time::timeout(std::time::Duration::from_secs(60), feed.next())
+        .await
+        .expect("the quiet-time look happens")
+        .unwrap();
+    assert_eq!(change, outbox::changes::Change::Unspecified);
+}
+
 /// The Tablero's CSD standing follows the test clock, never the system's: 20 days before SAT's
 /// test CSD ends it warns at 30 days and names the sale sealed with it still waiting; after the
 /// end it says *vencido*.

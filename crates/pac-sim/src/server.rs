@@ -70,6 +70,9 @@ pub enum SimError {
     Engine(#[from] EngineError),
     #[error("no se pudo escuchar en {addr}: {reason}")]
     Listen { addr: SocketAddr, reason: String },
+    /// The thread or runtime the simulators were to run on could not start.
+    #[error("no se pudo iniciar el hilo de los simuladores: {0}")]
+    Runtime(String),
 }
 
 /// A running simulator.

@@ -297,6 +297,11 @@ impl Drain {
                 _ = &mut shutdown => break,
                 Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
                     self.account(&mut progress, done);
+                    // Every other step that has finished too: the next claim fills all their
+                    // slots in one statement instead of one claim per finished step.
+                    while let Some(done) = in_flight.try_join_next() {
+                        self.account(&mut progress, done);
+                    }
                 }
                 _ = tokio::time::sleep(self.config.poll), if claimed == 0 || in_flight.len() >= self.config.concurrency => {}
             }
@@ -730,39 +735,50 @@ impl Drain {
             _ => None,
         };
         let another_sale = issued_for_another(attempt, body, issued);
-        let foreign = another_sale.is_none() && self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
+        // Whether the UUID is already another invoice's: a JSON attempt (Facturapi) reads it
+        // first (its match reads the sale); a sealed XML one learns it inside the evidence's own
+        // write (`append_answer_evidence`), one statement less per stamp.
+        let json = attempt.body_format == crate::model::BodyFormat::Json;
+        let foreign_before = json && another_sale.is_none() && self.foreign_cfdi(invoice_id, uuid.as_deref()).await?;
         let matched = match (&uuid, xml.as_ref().or(tfd.as_ref())) {
-            (Some(u), Some(x)) if !foreign && another_sale.is_none() => {
+            (Some(u), Some(x)) if !foreign_before && another_sale.is_none() => {
                 Some(self.match_to_attempt(invoice_id, attempt, x.as_bytes(), body, u).await?)
             }
             _ => None,
         };
+        let if_foreign = (evidence_kind::CFDI_OF_ANOTHER_INVOICE.to_string(), message.clone());
         let (code, message) = match &matched {
             _ if another_sale.is_some() => (Some(evidence_kind::CFDI_OF_ANOTHER_SALE.to_string()), another_sale.clone()),
-            _ if foreign => (Some(evidence_kind::CFDI_OF_ANOTHER_INVOICE.to_string()), message),
+            _ if foreign_before => (Some(evidence_kind::CFDI_OF_ANOTHER_INVOICE.to_string()), message),
             Some(Err(why)) => (Some(evidence_kind::CFDI_NOT_THE_ATTEMPTS.to_string()), Some(why.clone())),
             _ => (code, message),
         };
+        let owner_check = if json || another_sale.is_some() { None } else { uuid.as_deref() };
         let now = self.outbox.now();
-        let evidence = self
+        let (evidence, foreign_now) = self
             .outbox
             .store()
-            .append_evidence_row(&NewEvidence {
-                invoice_id,
-                attempt_id: Some(attempt.id),
-                try_id: Some(try_id),
-                kind: EvidenceKind::PacResponse,
-                outcome: Some(EvidenceOutcome::of_stamp(&reply.outcome)),
-                code,
-                message,
-                uuid: uuid.clone(),
-                retry_after_ms,
-                detail: serde_json::to_value(&reply.evidence).unwrap_or(json!({})),
-                fencing_token: Some(token),
-                at_ms: now.timestamp_millis(),
-                actor: self.actor.clone(),
-            })
+            .append_answer_evidence(
+                &NewEvidence {
+                    invoice_id,
+                    attempt_id: Some(attempt.id),
+                    try_id: Some(try_id),
+                    kind: EvidenceKind::PacResponse,
+                    outcome: Some(EvidenceOutcome::of_stamp(&reply.outcome)),
+                    code,
+                    message,
+                    uuid: uuid.clone(),
+                    retry_after_ms,
+                    detail: serde_json::to_value(&reply.evidence).unwrap_or(json!({})),
+                    fencing_token: Some(token),
+                    at_ms: now.timestamp_millis(),
+                    actor: self.actor.clone(),
+                },
+                owner_check,
+                if_foreign,
+            )
             .await?;
+        let foreign = foreign_before || foreign_now;
         let evidence_id = wrote.evidence(evidence);
         match (uuid, matched) {
             (Some(uuid), _) if another_sale.is_some() => tracing::warn!(

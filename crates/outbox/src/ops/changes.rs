@@ -1,11 +1,19 @@
 //! What other processes changed: a console on a shared database (or a second window on the
 //! same SQLite file) learns that invoices changed without re-reading everything on a timer.
 //!
-//! On PostgreSQL the triggers of `migrations/postgres/0001_outbox.sql` NOTIFY channel
-//! [`CHANNEL`] with the invoice id at every commit that wrote an invoice, its notes or its
-//! timeline, and a [`ChangeFeed`] LISTENs on its own connection. On SQLite there is no message
-//! between processes: the feed polls `PRAGMA data_version` (which moves when another connection
-//! commits) every [`SQLITE_POLL`]. Either way a change is a hint to re-read, never the data.
+//! On PostgreSQL the triggers of `migrations/postgres/0001_outbox.sql` (0019) NOTIFY channel
+//! [`CHANNEL`] with the invoice id of every write to an invoice, its notes or its timeline, and
+//! a [`ChangeFeed`] LISTENs on its own connection. Most writers notify at their commit; the
+//! drain's group commit (`store/postgres/group_commit.rs`) notifies right after its commit, in a
+//! statement of its own, so that its durable commits are not serialized by PostgreSQL's notify
+//! lock. A writer that dies between that commit and its notification (or a listener that
+//! reconnects, which misses what was sent meanwhile) loses a hint, never data: while no
+//! notification comes for [`POSTGRES_QUIET_CHECK`], the feed reads `MAX(invoices.updated_at_ms)`
+//! (one index probe) and yields [`Change::Unspecified`] when it moved since its last look —
+//! which includes, once, the changes already announced before a quiet spell. On SQLite there is
+//! no message between processes: the feed polls `PRAGMA data_version` (which moves when another
+//! connection commits) every [`SQLITE_POLL`]. Either way a change is a hint to re-read, never the
+//! data.
 
 use std::time::Duration;
 
@@ -20,6 +28,10 @@ pub const CHANNEL: &str = "timbra_changes";
 
 /// How often a SQLite feed looks for commits by other connections.
 pub const SQLITE_POLL: Duration = Duration::from_millis(500);
+
+/// How long a PostgreSQL feed waits for a notification before it looks whether an invoice
+/// changed without one.
+pub const POSTGRES_QUIET_CHECK: Duration = Duration::from_secs(5);
 
 /// Something changed in the outbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,8 +48,15 @@ pub struct ChangeFeed {
 }
 
 enum Feed {
-    Postgres(sqlx::postgres::PgListener),
-    Sqlite { conn: sqlx::SqliteConnection, version: i64 },
+    /// `latest`: `MAX(invoices.updated_at_ms)` at the feed's last look.
+    Postgres {
+        listener: sqlx::postgres::PgListener,
+        latest: Option<i64>,
+    },
+    Sqlite {
+        conn: sqlx::SqliteConnection,
+        version: i64,
+    },
 }
 
 fn feed_error(e: sqlx::Error) -> OutboxError {
@@ -48,10 +67,19 @@ impl ChangeFeed {
     /// Waits for the next change.
     pub async fn next(&mut self) -> Result<Change> {
         match &mut self.inner {
-            Feed::Postgres(listener) => {
-                let n = listener.recv().await.map_err(feed_error)?;
-                Ok(n.payload().trim().parse().map(Change::Invoice).unwrap_or(Change::Unspecified))
-            }
+            Feed::Postgres { listener, latest } => loop {
+                // recv is cancel-safe: a notification half read stays in the connection's buffer.
+                if let Ok(n) = tokio::time::timeout(POSTGRES_QUIET_CHECK, listener.recv()).await {
+                    let n = n.map_err(feed_error)?;
+                    return Ok(n.payload().trim().parse().map(Change::Invoice).unwrap_or(Change::Unspecified));
+                }
+                // Notifications that arrive meanwhile wait in the listener's buffer.
+                let now = latest_invoice_change(listener).await?;
+                if now != *latest {
+                    *latest = now;
+                    return Ok(Change::Unspecified);
+                }
+            },
             Feed::Sqlite { conn, version } => loop {
                 tokio::time::sleep(SQLITE_POLL).await;
                 let now: i64 = sqlx::query_scalar(include_str!("../../sql/sqlite/data_version.sql"))
@@ -67,6 +95,14 @@ impl ChangeFeed {
     }
 }
 
+/// `MAX(invoices.updated_at_ms)`, on the listener's own connection (None: no invoice yet).
+async fn latest_invoice_change(listener: &mut sqlx::postgres::PgListener) -> Result<Option<i64>> {
+    sqlx::query_scalar(include_str!("../../sql/postgres/latest_invoice_change.sql"))
+        .fetch_one(listener)
+        .await
+        .map_err(feed_error)
+}
+
 impl Outbox {
     /// Starts a feed of the changes committed from now on (by any process, this one included).
     pub async fn watch_changes(&self) -> Result<ChangeFeed> {
@@ -74,7 +110,8 @@ impl Outbox {
             AnyStore::Postgres(pg) => {
                 let mut listener = sqlx::postgres::PgListener::connect_with(pg.pool()).await.map_err(feed_error)?;
                 listener.listen(CHANNEL).await.map_err(feed_error)?;
-                Feed::Postgres(listener)
+                let latest = latest_invoice_change(&mut listener).await?;
+                Feed::Postgres { listener, latest }
             }
             AnyStore::Sqlite(s) => {
                 let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(s.path()).read_only(true);

@@ -32,14 +32,20 @@ impl AnyStore {
     /// `lease_until_ms`, fencing token bumped).
     pub async fn claim_due(&self, worker: &str, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<Claim>> {
         on_dialect!(self, |db| {
-            let rows = sqlx::query(sql!("claim_due"))
-                .bind(worker)
-                .bind(now_ms)
-                .bind(lease_until_ms)
-                .bind(i64::from(limit))
-                .fetch_all(&db.pool)
-                .await
-                .map_err(|e| db.err(e))?;
+            let worker = worker.to_string();
+            let rows = db
+                .claim_write(move |conn| {
+                    Box::pin(async move {
+                        sqlx::query(sql!("claim_due"))
+                            .bind(worker)
+                            .bind(now_ms)
+                            .bind(lease_until_ms)
+                            .bind(i64::from(limit))
+                            .fetch_all(&mut *conn)
+                            .await
+                    })
+                })
+                .await?;
             rows.iter()
                 .map(|r| {
                     Ok(Claim {
@@ -89,9 +95,8 @@ impl AnyStore {
                             .bind(t.actor.role.as_str())
                             .fetch_optional(&mut *conn)
                             .await?;
-                        let Some(row) = row else { return Ok(None) };
-                        sqlx::query(sql!("count_try")).bind(t.invoice_id).execute(&mut *conn).await?;
-                        Ok(Some(row))
+                        // `tries_count` is the insert trigger's (migration 0020).
+                        Ok(row)
                     })
                 })
                 .await?;
@@ -137,12 +142,37 @@ impl AnyStore {
     /// [`AnyStore::append_evidence`], answering with the evidence as [`StepFacts::evidence`]
     /// reads it (the row the insert itself returned).
     pub async fn append_evidence_row(&self, e: &NewEvidence) -> Result<EvidenceInfo> {
+        Ok(self.append_answer_evidence(e, None, (String::new(), None)).await?.0)
+    }
+
+    /// [`Self::append_evidence_row`] for a PAC answer naming `owner_check`'s UUID: in the same
+    /// write, whether that UUID is already recorded for another invoice, and if so the evidence
+    /// says so (`if_foreign`: its code and message) instead of what `e` says. Returns the row and
+    /// whether the UUID is another invoice's. One statement less than reading the owner first,
+    /// and the answer cannot go stale between the read and the write.
+    pub async fn append_answer_evidence(
+        &self,
+        e: &NewEvidence,
+        owner_check: Option<&str>,
+        if_foreign: (String, Option<String>),
+    ) -> Result<(EvidenceInfo, bool)> {
         on_dialect!(self, |db| {
-            let e = e.clone();
-            let row = db
+            let mut e = e.clone();
+            let uuid = owner_check.map(str::to_string);
+            let (row, foreign) = db
                 .write(move |conn| {
                     Box::pin(async move {
-                        sqlx::query(sql!("insert_evidence"))
+                        let foreign = match &uuid {
+                            Some(u) => {
+                                let owner: Option<i64> = sqlx::query_scalar(sql!("cfdi_owner")).bind(u).fetch_optional(&mut *conn).await?;
+                                owner.is_some_and(|o| o != e.invoice_id)
+                            }
+                            None => false,
+                        };
+                        if foreign {
+                            (e.code, e.message) = (Some(if_foreign.0), if_foreign.1);
+                        }
+                        let row = sqlx::query(sql!("insert_evidence"))
                             .bind(e.invoice_id)
                             .bind(e.attempt_id)
                             .bind(e.try_id)
@@ -158,11 +188,12 @@ impl AnyStore {
                             .bind(&e.actor.name)
                             .bind(e.actor.role.as_str())
                             .fetch_one(&mut *conn)
-                            .await
+                            .await?;
+                        Ok((row, foreign))
                     })
                 })
                 .await?;
-            evidence_info(&row)
+            Ok((evidence_info(&row)?, foreign))
         })
     }
 

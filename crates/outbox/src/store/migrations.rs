@@ -33,7 +33,9 @@ macro_rules! dialect_migrations {
             15 "0015" "sat_requests",
             16 "0016" "sat_reconciliation",
             17 "0017" "api_token_limits",
-            18 "0018" "sat_unknown_decisions"
+            18 "0018" "sat_unknown_decisions",
+            19 "0019" "deferred_notify",
+            20 "0020" "tries_counted_by_trigger"
         )
     };
     (@ $dialect:literal; $($version:literal $file:literal $name:literal),*) => {

@@ -38,7 +38,8 @@
 //! 0006 customers and products, 0007 `workers`, 0008 one live document (`ticket_claims`,
 //! `cfdi_fates`, `group_verdicts`, `history_gaps`), …, 0016 what SAT holds (`sat_cfdis`,
 //! `sat_unknown_cfdis`, `sat_reconciliations`; operations in `sat_records`), …, 0018 the contador's
-//! decisions about an unknown one (`sat_unknown_decisions`, in `sat_records`). Instants are UTC epoch milliseconds
+//! decisions about an unknown one (`sat_unknown_decisions`, in `sat_records`), 0019 (PostgreSQL only; an
+//! empty SQLite file) the drain's change notifications sent after its commits (`ops::changes`). Instants are UTC epoch milliseconds
 //! (`*_ms`); Fecha is text as the CFDI writes it; amounts are decimal text; every action row
 //! carries `actor` and `actor_role`.
 

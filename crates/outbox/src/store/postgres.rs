@@ -26,8 +26,8 @@
 //! functions, since a trigger's WHEN cannot hold one.
 //!
 //! Both dialects group the drain's writes of one process into shared commits (here in
-//! `group_commit`: PostgreSQL commits concurrently, but every drain write notifies and notifying
-//! commits are serialized database-wide) and record a bulk import's batch in one transaction
+//! `group_commit`, which also sends their change notifications after the commit: PostgreSQL
+//! commits concurrently, but notifying commits are serialized database-wide) and record a bulk import's batch in one transaction
 //! (`record_sales`). SQLite-only by design: backups of files (on a shared database the app
 //! skips scheduled backups and *Respaldar ahora* says to use `pg_dump`).
 
@@ -161,6 +161,16 @@ pub const RELEASED: &[Released] = &[
         version: 18,
         checksum: "ead70410ccbd191493e5715592286f846a719c001dbd90f33aea9d2dded2bc88ba92226152baf211dbc12dad8a46068f",
         statements: "76555074eea30cc933b11cb8055b436aae48983c9237806e30d5786c47456082",
+    },
+    Released {
+        version: 19,
+        checksum: "e0bc87308c267e92c336f085c5385e670801918569a020b6bf3613d9f0bc9d7853f655044e003f51ccd0e6e7070f367b",
+        statements: "8a1a2cc0e0cb84c4eb01965153b43f520c9ca7247ab540b0d1d306d82fbac6ac",
+    },
+    Released {
+        version: 20,
+        checksum: "49f21fefb8835bc9370f09785e35d7d4aed2623f1a6e50293a605946fa241ffce6b8d1b4118a7fcadbad74a003e825a6",
+        statements: "5ee86d29817eb0687edde1899d6340aa47ca5f279ef4f4c148f6b51f790f1e6d",
     },
 ];
 
@@ -312,9 +322,22 @@ impl PgStore {
     }
 
     /// Runs one write of the drain in a durable transaction: this process's concurrent drain
-    /// writes share commits (`group_commit`: every one of them notifies, and notifying commits
-    /// are serialized database-wide, so fewer commits is what lets workers scale out).
+    /// writes share commits (`group_commit`), and their change notifications are sent after
+    /// the commit (notifying commits are serialized database-wide; these no longer notify).
     pub(crate) async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut sqlx::PgConnection) -> Pin<Box<dyn Future<Output = std::result::Result<T, sqlx::Error>> + Send + 'c>>
+            + Send
+            + 'static,
+    {
+        self.group.run(f).await
+    }
+
+    /// The drain's claim (`claim_due`): in the group commit like the drain's other writes, so
+    /// its change notification (a lease is shown to the consoles) also leaves after the commit
+    /// instead of holding PostgreSQL's notify lock through it.
+    pub(crate) async fn claim_write<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut sqlx::PgConnection) -> Pin<Box<dyn Future<Output = std::result::Result<T, sqlx::Error>> + Send + 'c>>

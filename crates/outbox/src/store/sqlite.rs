@@ -141,6 +141,16 @@ pub const RELEASED: &[Released] = &[
         checksum: "ba66cb2ad43dd30120108bd8b8bff546c1fe94e053924bee63ff964069859df47a59f366be095a0bb15c6925723a8c78",
         statements: "cb7f6445630044d2690d5119a4b0ea1702fec801cf94dbacf0940f7175a11208",
     },
+    Released {
+        version: 19,
+        checksum: "ebb27c2ff30571afda0ceb2553a134e116b2aab9a97e2bf88a3fe5e4dbf75d12431a2e586d7e2a769c54f87550af0e28",
+        statements: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    },
+    Released {
+        version: 20,
+        checksum: "13a94050f4970df895b28e297e57808d4fd2776e3bfabb0480c660b0857769e131bfe4d8dfec8a8713a7baed9001d3d1",
+        statements: "f2437a24cc16c92cf417c7e1f29ab961ad362a5e2f475c5f3b139fb7aa4bae75",
+    },
 ];
 
 /// The first 16 bytes of every SQLite 3 database file.
@@ -609,6 +619,18 @@ impl SqliteStore {
             + 'static,
     {
         self.group.run(f).await
+    }
+
+    /// The drain's claim (`claim_due`): one statement of its own on the pool, committed alone.
+    pub(crate) async fn claim_write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut sqlx::SqliteConnection) -> Pin<Box<dyn Future<Output = std::result::Result<T, sqlx::Error>> + Send + 'c>>
+            + Send
+            + 'static,
+    {
+        let mut conn = self.pool.acquire().await.map_err(|e| self.err(e))?;
+        f(&mut conn).await.map_err(|e| self.err(e))
     }
 
     /// Nothing to lock: the intake transaction's first write already keeps every other writer

@@ -1327,6 +1327,8 @@ export const en: Record<keyof typeof es, string> = {
   'sat.requests.progress': "Progress",
   'sat.requests.emitidos': "Issued",
   'sat.requests.recibidos': "Received",
+  'sat.requests.tipo.metadata': "metadata",
+  'sat.requests.tipo.cfdi': "XML",
     'sat.last.title': "Last reconciliation",
   'sat.last.never': "Not reconciled with SAT yet.",
   'sat.last.summary': "{desde} to {hasta}, on {at}: SAT has {sat} issued; {unknown} unknown to Timbra; {updates} SAT statuses updated.",

@@ -1324,6 +1324,8 @@ export const es = {
   'sat.requests.progress': "Avance",
   'sat.requests.emitidos': "Emitidos",
   'sat.requests.recibidos': "Recibidos",
+  'sat.requests.tipo.metadata': "metadatos",
+  'sat.requests.tipo.cfdi': "XML",
     'sat.last.title': "Última conciliación",
   'sat.last.never': "Todavía no se ha conciliado con el SAT.",
   'sat.last.summary': "{desde} a {hasta}, el {at}: el SAT tiene {sat} emitidos; {unknown} desconocidos para Timbra; {updates} estados del SAT actualizados.",

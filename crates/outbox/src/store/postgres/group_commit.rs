@@ -1,29 +1,41 @@
 //! Group commit on PostgreSQL: the drain's small write transactions of one process (a try
 //! recorded before its request leaves, a PAC answer's evidence, a CFDI, a fenced verdict) share
-//! one durable `BEGIN … COMMIT`.
+//! one durable `BEGIN … COMMIT`, and their change notifications are sent after it.
 //!
-//! Why PostgreSQL needs it although it commits concurrently: every write of the drain touches
-//! an `invoices` row (directly, or through the `facts_version` its evidence, try or CFDI bumps),
-//! and the `invoices_notify` trigger sends `pg_notify` for it. A transaction that notifies
-//! takes one database-wide lock from its pre-commit until its commit record is flushed, so
-//! notifying commits are serialized across every process — the WAL flush of each one alone
-//! (measured with pgbench on the development machine: ~500 notifying commits/s however many
-//! clients, ~3,300/s without the notify). Fewer, larger commits per worker are what lets
-//! workers scale out.
+//! Why: every write of the drain touches an `invoices` row (directly, or through the
+//! `facts_version` its evidence, try or CFDI bumps), and the `invoices_notify` trigger announces
+//! it to the consoles on channel `timbra_changes` (`ops::changes`). A transaction that calls
+//! `pg_notify` takes one database-wide lock from its pre-commit until its commit record is
+//! flushed, so notifying commits are serialized across every process — the WAL flush of each
+//! one alone (measured with pgbench on the development machine: ~500 notifying commits/s however
+//! many clients, ~3,300/s without the notify). So the group's transaction starts with the local
+//! setting `timbra.defer_notify` on (in the same round trip as its `BEGIN`): the triggers
+//! (migration 0019) then record the changed invoice ids in the transaction-local setting
+//! `timbra.changed` instead of notifying; the group reads them just before its `COMMIT` and,
+//! once the commit is durable, notifies each id once in a statement of its own. That statement
+//! writes nothing (no commit record to flush), so it holds the notify lock only for an instant:
+//! the drain's durable commits of every process now run concurrently. Fewer, larger commits per
+//! worker still save a WAL flush per write.
 //!
 //! How (as `store/sqlite/group_commit.rs`): a caller queues its write as a job and waits for its
 //! own answer. Whoever holds the one leader permit takes every queued job and runs them in a
 //! spawned task (so a caller dropped mid-group never cuts a group short) on one pooled
 //! connection: `BEGIN`, each job inside its own `SAVEPOINT` (a job that fails rolls back only
-//! itself), one `COMMIT`, and only then each caller gets its answer. While a group commits, the
-//! next one gathers. A lone job runs in its own transaction without a savepoint.
+//! itself — and the ids it recorded, since settings roll back with the savepoint), one `COMMIT`;
+//! then the permit is released (the next group gathers and begins), the notifications are sent,
+//! and only then each caller gets its answer. A lone job runs in its own transaction without a
+//! savepoint, deferring its notifications the same way.
 //!
 //! Invariants: a caller is answered `Ok` only after the commit that holds its write is durable,
 //! so "the try is recorded before the request leaves" and "evidence before state" hold exactly
 //! as with one transaction per write: a caller submits its next write only after the previous
 //! one is answered. A failed commit answers every job of the group with the error; nothing of
-//! the group is written. Row locks a job takes (the fenced writes' `FOR UPDATE`) are held until
-//! the group's commit, as they would be until the job's own commit.
+//! the group is written and nothing is notified. Row locks a job takes (the fenced writes' `FOR
+//! UPDATE`) are held until the group's commit, as they would be until the job's own commit. A
+//! change is announced before its caller is answered, as when the commit itself notified; but
+//! a notification is a hint: one that fails to leave (the connection lost, the process killed
+//! between the commit and the notify) loses nothing written, and the consoles' feed notices the
+//! moved `invoices.updated_at_ms` on its own (`ops::changes`).
 
 use std::any::Any;
 use std::future::Future;
@@ -32,7 +44,7 @@ use std::sync::{Arc, Mutex};
 
 use sqlx::postgres::{PgConnection, PgPool};
 use sqlx::Connection;
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use crate::error::{OutboxError, Result};
 
@@ -86,16 +98,17 @@ impl GroupCommit {
         let (answer, mut rx) = oneshot::channel();
         let run: Run = Box::new(move |conn| Box::pin(async move { f(conn).await.map(|v| Box::new(v) as Box<dyn Any + Send>) }));
         self.queue.lock().unwrap_or_else(|p| p.into_inner()).push(Job { run, answer });
+        let unpack = |got: std::result::Result<Output, oneshot::error::RecvError>| -> Result<T> {
+            let value = got.map_err(|_| OutboxError::Database("la transacción compartida se interrumpió sin respuesta".into()))??;
+            value
+                .downcast::<T>()
+                .map(|b| *b)
+                .map_err(|_| OutboxError::Database("respuesta de otro tipo en la transacción compartida".into()))
+        };
         loop {
             tokio::select! {
                 biased;
-                got = &mut rx => {
-                    let value = got.map_err(|_| OutboxError::Database("la transacción compartida se interrumpió sin respuesta".into()))??;
-                    return value
-                        .downcast::<T>()
-                        .map(|b| *b)
-                        .map_err(|_| OutboxError::Database("respuesta de otro tipo en la transacción compartida".into()));
-                }
+                got = &mut rx => return unpack(got),
                 permit = self.leader.clone().acquire_owned() => {
                     let Ok(permit) = permit else {
                         return Err(OutboxError::Database("la escritura compartida está cerrada".into()));
@@ -106,27 +119,27 @@ impl GroupCommit {
                         q.drain(..n).collect::<Vec<_>>()
                     };
                     if jobs.is_empty() {
-                        // Ours was taken by an earlier leader, which answered before letting go.
+                        // Ours was taken by an earlier leader, which answers it (after letting
+                        // go: it sends its group's notifications first).
                         drop(permit);
-                        continue;
+                        return unpack((&mut rx).await);
                     }
                     let me = self.clone();
-                    tokio::spawn(async move {
-                        me.commit_group(jobs).await;
-                        drop(permit);
-                    });
+                    tokio::spawn(async move { me.commit_group(jobs, permit).await });
                 }
             }
         }
     }
 
-    async fn commit_group(&self, jobs: Vec<Job>) {
+    /// Runs `jobs` in one transaction and answers each; `permit` (the leader's) is let go once
+    /// the transaction has ended, before its notifications are sent.
+    async fn commit_group(&self, jobs: Vec<Job>, permit: OwnedSemaphorePermit) {
         let classify = &self.classify;
         let mut conn = match self.pool.acquire().await {
             Ok(c) => c,
             Err(e) => return fail_all(jobs.into_iter().map(|j| j.answer), &classify(e)),
         };
-        let mut tx = match conn.begin().await {
+        let mut tx = match conn.begin_with(sql!("begin_deferring_notify")).await {
             Ok(tx) => tx,
             Err(e) => return fail_all(jobs.into_iter().map(|j| j.answer), &classify(e)),
         };
@@ -166,26 +179,60 @@ impl GroupCommit {
             done.push((job.answer, out));
         }
         if alone && done.iter().any(|(_, out)| out.is_err()) {
-            // Its own error is its answer; the rollback only ends the transaction.
+            // Its own error is its answer; the rollback only ends the transaction (and drops
+            // the changes it recorded: nothing to notify).
             let _ = tx.rollback().await;
+            drop(permit);
             for (answer, out) in done {
                 let _ = answer.send(out);
             }
             return;
         }
-        match tx.commit().await {
-            Ok(()) => {
-                for (answer, out) in done {
-                    let _ = answer.send(out);
-                }
+        // The invoices the kept writes changed (a rolled-back savepoint took its own ids).
+        let changed: String = match sqlx::query_scalar(sql!("changed_invoices")).fetch_one(&mut *tx).await {
+            Ok(c) => c,
+            Err(e) => return fail_all(done.into_iter().map(|(a, _)| a), &classify(e)),
+        };
+        if let Err(e) = tx.commit().await {
+            return fail_all(done.into_iter().map(|(a, _)| a), &classify(e));
+        }
+        drop(permit);
+        let ids = changed_ids(&changed);
+        if !ids.is_empty() {
+            // Autocommit, after the durable commit: a lost notification loses only a hint.
+            if let Err(e) = sqlx::query(sql!("notify_changes")).bind(&ids).execute(&mut *conn).await {
+                tracing::warn!(error = %e, "no se pudo avisar a las consolas de los cambios del drenado");
             }
-            Err(e) => fail_all(done.into_iter().map(|(a, _)| a), &classify(e)),
+        }
+        for (answer, out) in done {
+            let _ = answer.send(out);
         }
     }
+}
+
+/// The ids of `timbra.changed` (`changed_invoices`): comma-separated, each once.
+fn changed_ids(changed: &str) -> Vec<i64> {
+    let mut ids: Vec<i64> = changed.split(',').filter_map(|s| s.trim().parse().ok()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 fn fail_all(answers: impl IntoIterator<Item = oneshot::Sender<Output>>, e: &OutboxError) {
     for a in answers {
         let _ = a.send(Err(e.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::changed_ids;
+
+    #[test]
+    fn changed_ids_are_read_once_each_and_nothing_else() {
+        assert_eq!(changed_ids(""), Vec::<i64>::new());
+        assert_eq!(changed_ids("7"), vec![7]);
+        assert_eq!(changed_ids("9,7,9, 8"), vec![7, 8, 9]);
+        assert_eq!(changed_ids("7,,x,8"), vec![7, 8]);
     }
 }

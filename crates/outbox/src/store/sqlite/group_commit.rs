@@ -7,7 +7,9 @@
 //! leader permit takes every queued job and runs them in a spawned task (so a caller dropped
 //! mid-group never cuts a group short) on the one writer connection: `BEGIN IMMEDIATE`, each
 //! job inside its own `SAVEPOINT` (a job that fails rolls back only itself), one `COMMIT`, and
-//! only then each caller gets its answer. While a group commits, the next one gathers.
+//! only then each caller gets its answer. While a group commits, the next one gathers. A lone
+//! job is the whole transaction (no savepoint); between two jobs, releasing one savepoint and
+//! opening the next is one multi-statement round trip to the writer's thread, not two.
 //!
 //! Invariants: a caller is answered `Ok` only after the commit that holds its write is durable
 //! (`synchronous=FULL`), so "the try is recorded before the request leaves" and "evidence
@@ -124,27 +126,37 @@ impl GroupCommit {
             Ok(tx) => tx,
             Err(e) => return fail_all(jobs.into_iter().map(|j| j.answer), &(self.classify)(e)),
         };
-        let mut done: Vec<(oneshot::Sender<Output>, Output)> = Vec::with_capacity(jobs.len());
-        let mut jobs = jobs.into_iter();
-        while let Some(job) = jobs.next() {
-            let begun = Connection::begin(&mut *tx).await;
-            let mut sp = match begun {
-                Ok(sp) => sp,
+        // A lone job is the whole transaction: no savepoint, and its failure rolls back all.
+        if jobs.len() == 1 {
+            let Some(job) = jobs.into_iter().next() else { return };
+            let out = (job.run)(&mut tx).await.map_err(|e| (self.classify)(e));
+            let answer = match out {
+                Ok(v) => tx.commit().await.map(|()| v).map_err(|e| (self.classify)(e)),
                 Err(e) => {
-                    let e = (self.classify)(e);
-                    fail_all(
-                        done.into_iter()
-                            .map(|(a, _)| a)
-                            .chain(std::iter::once(job.answer))
-                            .chain(jobs.map(|j| j.answer)),
-                        &e,
-                    );
-                    return;
+                    let _ = tx.rollback().await;
+                    Err(e)
                 }
             };
-            let out = (job.run)(&mut sp).await.map_err(|e| (self.classify)(e));
-            let kept = if out.is_ok() { sp.commit().await } else { sp.rollback().await };
-            if let Err(e) = kept {
+            let _ = job.answer.send(answer);
+            return;
+        }
+        // Several: each job inside the savepoint `group_job`; closing one and opening the next
+        // is one round trip to the writer's thread (`group_keep_then_next`, `group_undo_then_next`).
+        let mut done: Vec<(oneshot::Sender<Output>, Output)> = Vec::with_capacity(jobs.len());
+        if let Err(e) = execute(&mut tx, sql!("group_savepoint")).await {
+            return fail_all(jobs.into_iter().map(|j| j.answer), &(self.classify)(e));
+        }
+        let mut jobs = jobs.into_iter().peekable();
+        while let Some(job) = jobs.next() {
+            let out = (job.run)(&mut tx).await.map_err(|e| (self.classify)(e));
+            let last = jobs.peek().is_none();
+            let close = match (out.is_ok(), last) {
+                (true, false) => sql!("group_keep_then_next"),
+                (true, true) => sql!("group_keep"),
+                (false, false) => sql!("group_undo_then_next"),
+                (false, true) => sql!("group_undo"),
+            };
+            if let Err(e) = execute(&mut tx, close).await {
                 let e = (self.classify)(e);
                 fail_all(
                     done.into_iter()
@@ -166,6 +178,15 @@ impl GroupCommit {
             Err(e) => fail_all(done.into_iter().map(|(a, _)| a), &(self.classify)(e)),
         }
     }
+}
+
+/// Runs group-control statements (boxed: a named future keeps the spawned group `Send`).
+fn execute<'c>(
+    conn: &'c mut SqliteConnection,
+    sql: &'static str,
+) -> Pin<Box<dyn Future<Output = std::result::Result<(), sqlx::Error>> + Send + 'c>> {
+    // sqlx runs every statement of the text, one after the other, in one call to the worker.
+    Box::pin(async move { sqlx::query(sql).execute(conn).await.map(|_| ()) })
 }
 
 fn fail_all(answers: impl IntoIterator<Item = oneshot::Sender<Output>>, e: &OutboxError) {

@@ -1,0 +1,7 @@
+-- Timbra outbox, SQLite dialect, version 19: nothing to change on SQLite.
+--
+-- The PostgreSQL migration of the same version takes the drain's change notifications out of
+-- its durable commits (its triggers record the changed invoices instead of notifying when the
+-- writer asks). SQLite has no notifications: a console's feed polls PRAGMA data_version
+-- (crates/outbox/src/ops/changes.rs). The version exists on both dialects so that they keep
+-- the same versions and names (crates/outbox/src/store/migrations.rs).
