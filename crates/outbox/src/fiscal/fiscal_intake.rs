@@ -24,8 +24,7 @@ use crate::outbox::Outbox;
 use crate::payments::{minor_units, BalanceFailure, PaymentStatus};
 use crate::store::{IntakeLinks, IntakeLookups, NewCreditNoteDocument, NewEvent, NewPaymentDocument, NewTicket};
 
-/// How far back intake looks for the same sale recorded under another sale_id.
-pub const SAME_SALE_WINDOW: chrono::Duration = chrono::Duration::hours(72);
+pub use crate::store::SAME_SALE_WINDOW;
 
 impl Outbox {
     /// Checks and links of the fiscal workflows for `sale` (see the module docs); field errors

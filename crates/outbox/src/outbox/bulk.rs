@@ -280,7 +280,7 @@ impl Outbox {
         }
         let now = self.clock.now();
         let mut ask = IntakeLookupRequest {
-            alike_from_ms: (now - crate::fiscal::fiscal_intake::SAME_SALE_WINDOW).timestamp_millis(),
+            alike_from_ms: (now - crate::store::SAME_SALE_WINDOW).timestamp_millis(),
             alike_to_ms: now.timestamp_millis() + 1,
             ..IntakeLookupRequest::default()
         };

@@ -233,6 +233,10 @@ pub struct KeyClaim {
 /// What a bulk-intake batch reads before validating its sales
 /// ([`any::AnyStore::intake_lookups`]): one query per kind for the whole batch, on one
 /// connection, instead of one query per sale and kind.
+/// How far back intake looks for the same sale recorded under another sale_id (the duplicate
+/// screening of `fiscal::fiscal_intake`, one sale at a time or a batch's lookups at once).
+pub const SAME_SALE_WINDOW: chrono::Duration = chrono::Duration::hours(72);
+
 #[derive(Debug, Clone, Default)]
 pub struct IntakeLookupRequest {
     /// Idempotency keys ([`any::AnyStore::key_state`]).
