@@ -1062,10 +1062,11 @@ async fn the_drains_writes_reach_the_feed_and_a_refused_one_does_not() {
 }
 
 /// PostgreSQL, migration 0019: a transaction that defers its notifications (as the drain's
-/// group commit does) notifies nothing at its commit and records each changed invoice once in
-/// `timbra.changed` — a savepoint rolled back takes its ids with it — while a transaction that
-/// does not defer notifies as before. A change whose notification never left (its writer died
-/// between commit and notify) still reaches the feed, as `Unspecified`, at its quiet-time look.
+/// group commit does) notifies nothing at its commit and records each changed invoice once —
+/// a savepoint rolled back takes its ids with it — and `timbra_send_changes()` sends them
+/// afterwards; a transaction that does not defer notifies as before. A change whose
+/// notification never left (its writer died between commit and send) still reaches the feed,
+/// as `Unspecified`, at its quiet-time look.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deferring_transaction_notifies_nothing_and_the_feed_still_notices() {
     let e = env(Backend::Postgres).await;
@@ -1081,7 +1082,8 @@ async fn a_deferring_transaction_notifies_nothing_and_the_feed_still_notices() {
     }
     let (a, b, c) = (ids[0], ids[1], ids[2]);
     let mut feed = e.outbox.watch_changes().await.unwrap();
-    let mut tx = e.pool().begin().await.unwrap();
+    let mut conn = e.pool().acquire().await.unwrap();
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
     sqlx::query("SET LOCAL timbra.defer_notify = 'on'").execute(&mut *tx).await.unwrap();
     sqlx::query("SAVEPOINT refused").execute(&mut *tx).await.unwrap();
     sqlx::query("UPDATE invoices SET updated_at_ms = updated_at_ms + 1 WHERE id = $1")
@@ -1109,14 +1111,80 @@ async fn a_deferring_transaction_notifies_nothing_and_the_feed_still_notices() {
         .execute(e.pool())
         .await
         .unwrap();
-    let seen = changes_until(&mut feed, c).await;
-    assert_eq!(seen, vec![c], "the deferring transaction notified nothing");
-    // Invoice a moved and nobody said so: the feed's quiet-time look notices.
+    assert_eq!(
+        changes_until(&mut feed, c).await,
+        vec![c],
+        "the deferring transaction notified nothing"
+    );
+    // Invoice a moved and nobody said so (as if its writer died before sending): the feed's
+    // quiet-time look notices.
     let change = tokio::time::timeout(std::time::Duration::from_secs(60), feed.next())
         .await
         .expect("the quiet-time look happens")
         .unwrap();
     assert_eq!(change, outbox::changes::Change::Unspecified);
+    // Sent afterwards, on the connection that deferred them: once each, then the list is empty.
+    let sent: i32 = sqlx::query_scalar("SELECT timbra_send_changes()")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(sent, 1);
+    assert_eq!(changes_until(&mut feed, a).await, vec![a]);
+    let again: i32 = sqlx::query_scalar("SELECT timbra_send_changes()")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(again, 0);
+}
+
+/// PostgreSQL: the drain's claim defers its notifications within its one statement (its SQL
+/// turns `timbra.defer_notify` on before any row is leased), so the claiming commit notifies
+/// nothing; `timbra_send_changes()` on its connection sends them. Through the store, a claim
+/// still reaches the feed with the invoice it leased.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_claim_notifies_after_its_commit() {
+    let e = env(Backend::Postgres).await;
+    let mut ids = Vec::new();
+    for sale in ["reclamo-a", "reclamo-b", "reclamo-c"] {
+        ids.push(
+            e.outbox
+                .record_sale_json(ingreso(sale).as_bytes(), None, &staff())
+                .await
+                .expect("record")
+                .invoice_id,
+        );
+    }
+    let (a, b, c) = (ids[0], ids[1], ids[2]);
+    let mut feed = e.outbox.watch_changes().await.unwrap();
+    let now = e.outbox.now().timestamp_millis();
+    // The claim's statement, alone on a connection: the first due invoice, a.
+    let mut conn = e.pool().acquire().await.unwrap();
+    let claimed: Vec<i64> = sqlx::query_scalar::<_, i64>(include_str!("../sql/postgres/claim_due.sql"))
+        .bind("w-crudo")
+        .bind(now)
+        .bind(now + 60_000)
+        .bind(1_i64)
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(claimed, vec![a]);
+    sqlx::query("UPDATE invoices SET state_reason = state_reason WHERE id = $1")
+        .bind(c)
+        .execute(e.pool())
+        .await
+        .unwrap();
+    assert_eq!(changes_until(&mut feed, c).await, vec![c], "the claiming commit notified nothing");
+    let sent: i32 = sqlx::query_scalar("SELECT timbra_send_changes()")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    assert_eq!(sent, 1);
+    assert_eq!(changes_until(&mut feed, a).await, vec![a]);
+    // Through the store (another process): b, the next due one, is claimed and announced.
+    let worker = e.reopen().await;
+    let claims = worker.store().claim_due("w-tienda", now, now + 60_000, 1).await.unwrap();
+    assert_eq!(claims.iter().map(|c| c.invoice_id).collect::<Vec<_>>(), vec![b]);
+    assert_eq!(changes_until(&mut feed, b).await, vec![b]);
 }
 
 /// The Tablero's CSD standing follows the test clock, never the system's: 20 days before SAT's

@@ -34,7 +34,7 @@ impl AnyStore {
         on_dialect!(self, |db| {
             let worker = worker.to_string();
             let rows = db
-                .claim_write(move |conn| {
+                .claim(move |conn| {
                     Box::pin(async move {
                         sqlx::query(sql!("claim_due"))
                             .bind(worker)

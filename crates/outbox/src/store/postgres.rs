@@ -164,8 +164,8 @@ pub const RELEASED: &[Released] = &[
     },
     Released {
         version: 19,
-        checksum: "e0bc87308c267e92c336f085c5385e670801918569a020b6bf3613d9f0bc9d7853f655044e003f51ccd0e6e7070f367b",
-        statements: "8a1a2cc0e0cb84c4eb01965153b43f520c9ca7247ab540b0d1d306d82fbac6ac",
+        checksum: "1276bf24cac59b24b4ffa50fc7e1a502aab0d9be382563534113ebd90f327c39046fa3c3898df86d523dca36fa9ce1db",
+        statements: "bdc09fbae0720120bf2bffa37f7436bc82d7fafb4f7a83bfe0ff8647f57c2652",
     },
     Released {
         version: 20,
@@ -334,17 +334,26 @@ impl PgStore {
         self.group.run(f).await
     }
 
-    /// The drain's claim (`claim_due`): in the group commit like the drain's other writes, so
-    /// its change notification (a lease is shown to the consoles) also leaves after the commit
-    /// instead of holding PostgreSQL's notify lock through it.
-    pub(crate) async fn claim_write<T, F>(&self, f: F) -> Result<T>
+    /// The drain's claim (`claim_due`, one statement committed alone): its SQL defers the
+    /// change notifications of the rows it leases (migration 0019), and once it has committed
+    /// they are sent from the same connection in the background (`send_changes`), so the claim
+    /// never holds PostgreSQL's notify lock through its WAL flush (`group_commit`'s "why").
+    pub(crate) async fn claim<F>(&self, f: F) -> Result<Vec<DbRow>>
     where
-        T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut sqlx::PgConnection) -> Pin<Box<dyn Future<Output = std::result::Result<T, sqlx::Error>> + Send + 'c>>
-            + Send
-            + 'static,
+        F: for<'c> FnOnce(
+            &'c mut sqlx::PgConnection,
+        ) -> Pin<Box<dyn Future<Output = std::result::Result<Vec<DbRow>, sqlx::Error>> + Send + 'c>>,
     {
-        self.group.run(f).await
+        let mut conn = self.pool.acquire().await.map_err(|e| self.err(e))?;
+        let rows = f(&mut conn).await.map_err(|e| self.err(e))?;
+        if !rows.is_empty() {
+            tokio::spawn(async move {
+                if let Err(e) = sqlx::query(sql!("send_changes")).execute(&mut *conn).await {
+                    tracing::warn!(error = %e, "no se pudo avisar a las consolas de lo que reclamó el drenado");
+                }
+            });
+        }
+        Ok(rows)
     }
 
     /// The database, as `postgres://USER@HOST:PORT/DATABASE` (never the password).

@@ -621,13 +621,13 @@ impl SqliteStore {
         self.group.run(f).await
     }
 
-    /// The drain's claim (`claim_due`): one statement of its own on the pool, committed alone.
-    pub(crate) async fn claim_write<T, F>(&self, f: F) -> Result<T>
+    /// The drain's claim (`claim_due`): one statement on a connection of the pool, committed
+    /// alone.
+    pub(crate) async fn claim<F>(&self, f: F) -> Result<Vec<DbRow>>
     where
-        T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut sqlx::SqliteConnection) -> Pin<Box<dyn Future<Output = std::result::Result<T, sqlx::Error>> + Send + 'c>>
-            + Send
-            + 'static,
+        F: for<'c> FnOnce(
+            &'c mut sqlx::SqliteConnection,
+        ) -> Pin<Box<dyn Future<Output = std::result::Result<Vec<DbRow>, sqlx::Error>> + Send + 'c>>,
     {
         let mut conn = self.pool.acquire().await.map_err(|e| self.err(e))?;
         f(&mut conn).await.map_err(|e| self.err(e))

@@ -1,6 +1,6 @@
 //! Group commit on PostgreSQL: the drain's small write transactions of one process (a try
 //! recorded before its request leaves, a PAC answer's evidence, a CFDI, a fenced verdict) share
-//! one durable `BEGIN … COMMIT`, and their change notifications are sent after it.
+//! one durable `BEGIN … COMMIT`, and their change notifications are sent right after it.
 //!
 //! Why: every write of the drain touches an `invoices` row (directly, or through the
 //! `facts_version` its evidence, try or CFDI bumps), and the `invoices_notify` trigger announces
@@ -9,12 +9,12 @@
 //! flushed, so notifying commits are serialized across every process — the WAL flush of each
 //! one alone (measured with pgbench on the development machine: ~500 notifying commits/s however
 //! many clients, ~3,300/s without the notify). So the group's transaction starts with the local
-//! setting `timbra.defer_notify` on (in the same round trip as its `BEGIN`): the triggers
-//! (migration 0019) then record the changed invoice ids in the transaction-local setting
-//! `timbra.changed` instead of notifying; the group reads them just before its `COMMIT` and,
-//! once the commit is durable, notifies each id once in a statement of its own. That statement
+//! setting `timbra.defer_notify` on, in the same round trip as its `BEGIN`: the triggers
+//! (migration 0019) then add the changed invoice ids to the connection's setting
+//! `timbra.changed` instead of notifying, and once the `COMMIT` is durable one statement of its
+//! own (`timbra_send_changes()`) notifies each id once and empties the list. That statement
 //! writes nothing (no commit record to flush), so it holds the notify lock only for an instant:
-//! the drain's durable commits of every process now run concurrently. Fewer, larger commits per
+//! the drain's durable commits of every process run concurrently. Fewer, larger commits per
 //! worker still save a WAL flush per write.
 //!
 //! How (as `store/sqlite/group_commit.rs`): a caller queues its write as a job and waits for its
@@ -22,7 +22,7 @@
 //! spawned task (so a caller dropped mid-group never cuts a group short) on one pooled
 //! connection: `BEGIN`, each job inside its own `SAVEPOINT` (a job that fails rolls back only
 //! itself — and the ids it recorded, since settings roll back with the savepoint), one `COMMIT`;
-//! then the permit is released (the next group gathers and begins), the notifications are sent,
+//! then the permit is let go (the next group gathers and begins), the notifications are sent,
 //! and only then each caller gets its answer. A lone job runs in its own transaction without a
 //! savepoint, deferring its notifications the same way.
 //!
@@ -30,12 +30,13 @@
 //! so "the try is recorded before the request leaves" and "evidence before state" hold exactly
 //! as with one transaction per write: a caller submits its next write only after the previous
 //! one is answered. A failed commit answers every job of the group with the error; nothing of
-//! the group is written and nothing is notified. Row locks a job takes (the fenced writes' `FOR
-//! UPDATE`) are held until the group's commit, as they would be until the job's own commit. A
-//! change is announced before its caller is answered, as when the commit itself notified; but
-//! a notification is a hint: one that fails to leave (the connection lost, the process killed
-//! between the commit and the notify) loses nothing written, and the consoles' feed notices the
-//! moved `invoices.updated_at_ms` on its own (`ops::changes`).
+//! the group is written and nothing is notified (the rollback empties the list too). Row locks
+//! a job takes (the fenced writes' `FOR UPDATE`) are held until the group's commit, as they
+//! would be until the job's own commit. A change is announced before its caller is answered, as
+//! when the commit itself notified; but a notification is a hint: one that fails to leave (the
+//! connection lost, the process killed between the commit and the notify) loses nothing
+//! written, and the consoles' feed notices the moved `invoices.updated_at_ms` on its own
+//! (`ops::changes`).
 
 use std::any::Any;
 use std::future::Future;
@@ -188,21 +189,13 @@ impl GroupCommit {
             }
             return;
         }
-        // The invoices the kept writes changed (a rolled-back savepoint took its own ids).
-        let changed: String = match sqlx::query_scalar(sql!("changed_invoices")).fetch_one(&mut *tx).await {
-            Ok(c) => c,
-            Err(e) => return fail_all(done.into_iter().map(|(a, _)| a), &classify(e)),
-        };
         if let Err(e) = tx.commit().await {
             return fail_all(done.into_iter().map(|(a, _)| a), &classify(e));
         }
         drop(permit);
-        let ids = changed_ids(&changed);
-        if !ids.is_empty() {
-            // Autocommit, after the durable commit: a lost notification loses only a hint.
-            if let Err(e) = sqlx::query(sql!("notify_changes")).bind(&ids).execute(&mut *conn).await {
-                tracing::warn!(error = %e, "no se pudo avisar a las consolas de los cambios del drenado");
-            }
+        // Autocommit, after the durable commit: a notification lost here loses only a hint.
+        if let Err(e) = sqlx::query(sql!("send_changes")).execute(&mut *conn).await {
+            tracing::warn!(error = %e, "no se pudo avisar a las consolas de los cambios del drenado");
         }
         for (answer, out) in done {
             let _ = answer.send(out);
@@ -210,29 +203,8 @@ impl GroupCommit {
     }
 }
 
-/// The ids of `timbra.changed` (`changed_invoices`): comma-separated, each once.
-fn changed_ids(changed: &str) -> Vec<i64> {
-    let mut ids: Vec<i64> = changed.split(',').filter_map(|s| s.trim().parse().ok()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids
-}
-
 fn fail_all(answers: impl IntoIterator<Item = oneshot::Sender<Output>>, e: &OutboxError) {
     for a in answers {
         let _ = a.send(Err(e.clone()));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::changed_ids;
-
-    #[test]
-    fn changed_ids_are_read_once_each_and_nothing_else() {
-        assert_eq!(changed_ids(""), Vec::<i64>::new());
-        assert_eq!(changed_ids("7"), vec![7]);
-        assert_eq!(changed_ids("9,7,9, 8"), vec![7, 8, 9]);
-        assert_eq!(changed_ids("7,,x,8"), vec![7, 8]);
     }
 }
