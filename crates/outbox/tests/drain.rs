@@ -671,6 +671,42 @@ async fn a_try_starts_only_under_the_current_token_and_for_the_live_attempt(back
     assert_eq!(tries_of(&w, id).await, 2, "a non-creating lookup of it is fine");
 }
 
+/// A person's action (Reintentar, Reprocesar, …) writes its evidence, takes the invoice over
+/// and then writes under its new token. In between no drain may claim the invoice: the
+/// evidence made its cached verdict stale (or it is due), and a claim there bumped the token
+/// under the action, which then failed with "otro proceso actuó primero" (seen in E2E:
+/// `pagos_y_bandeja`'s bulk Reintentar).
+async fn an_operators_action_holds_the_invoice_until_its_closing_verdict(backend: Backend) {
+    let w = world(backend, &[("sw", Flavor::Sw, "down=1")]).await;
+    let store = w.outbox.store();
+    let id = w.record("pedido-accion").await;
+    let now = w.clock.now().timestamp_millis();
+    let token = store.take_over(id, now).await.unwrap();
+    let claimed = store.claim_due("w-otro", now + 1_000, now + 60_000, 10).await.unwrap();
+    assert!(
+        claimed.iter().all(|c| c.invoice_id != id),
+        "a drain claimed the invoice in the middle of a person's action: {claimed:?}"
+    );
+    // An action that died before its verdict lets the drain back in once its lease ends.
+    let later = now + outbox::store::ACTION_LEASE_MS + 1;
+    let claimed = store.claim_due("w-otro", later, later + 60_000, 10).await.unwrap();
+    let claim = claimed
+        .iter()
+        .find(|c| c.invoice_id == id)
+        .expect("claimable after the action's lease");
+    assert!(claim.fencing_token > token);
+
+    // A whole action releases the invoice with its closing verdict: after Reintentar the drain
+    // takes it at once (here: it stamps once the PAC is back).
+    let id = w.record("pedido-accion-2").await;
+    w.until_badge(id, Badge::Atencion).await;
+    w.outbox.retry(&InvoiceRef::Id(id), &soporte()).await.unwrap();
+    let d = w.outbox.invoice(&InvoiceRef::Id(id)).await.unwrap();
+    assert!(d.lease.is_none(), "the closing verdict released the action's lease: {:?}", d.lease);
+    w.faults("sw", "");
+    w.until_badge(id, Badge::Timbrada).await;
+}
+
 async fn reintentar_after_the_maximum_tries_sends_again(backend: Backend) {
     // Case 24: no backup, the PAC refuses connections until the tries run out.
     let w = world(backend, &[("sw", Flavor::Sw, "down=1")]).await;
@@ -1173,6 +1209,7 @@ crate::conformance!(
     send_to_contador_records_the_hand_off_and_changes_nothing_else,
     a_late_cfdi_from_a_fenced_out_worker_shows_in_lists_and_counts,
     a_try_starts_only_under_the_current_token_and_for_the_live_attempt,
+    an_operators_action_holds_the_invoice_until_its_closing_verdict,
     reintentar_after_the_maximum_tries_sends_again,
     verify_absent_is_refused_on_the_live_attempt,
     a_step_longer_than_the_lease_is_not_sent_twice,

@@ -9,6 +9,14 @@ use crate::actor::Actor;
 use crate::channel_rows::Notifications;
 use crate::error::{OutboxError, Result};
 
+/// How long an operator's action holds an invoice after [`AnyStore::take_over`] at most: its
+/// closing verdict releases it at once; an action that failed midway lets the drain back in
+/// after this.
+pub const ACTION_LEASE_MS: i64 = 30_000;
+
+/// The lease owner of an invoice an operator's action holds.
+pub const ACTION_LEASE_OWNER: &str = "accion-de-operador";
+
 impl AnyStore {
     /// What a drain step reads of invoice `id` ([`StepFacts`]): the same rows as
     /// [`AnyStore::invoice_detail`] for those parts, in one statement (`step_facts`), and
@@ -355,12 +363,16 @@ impl AnyStore {
     }
 
     /// A person acts on an invoice: bumps its fencing token (fencing out any worker on it) and
-    /// drops its lease; returns the new token.
+    /// leases the row to the action for [`ACTION_LEASE_MS`], so that no drain claims it between
+    /// the action's evidence (which makes the cached verdict stale) and its fenced writes; the
+    /// action's closing verdict (`due_now`, `apply_verdict`) releases it. Returns the new token.
     pub async fn take_over(&self, invoice_id: i64, at_ms: i64) -> Result<i64> {
         on_dialect!(self, |db| {
             let token: Option<i64> = sqlx::query_scalar(sql!("take_over"))
                 .bind(invoice_id)
                 .bind(at_ms)
+                .bind(ACTION_LEASE_OWNER)
+                .bind(at_ms + ACTION_LEASE_MS)
                 .fetch_optional(&db.pool)
                 .await
                 .map_err(|e| db.err(e))?;

@@ -57,6 +57,7 @@ pub mod any;
 mod channels;
 mod duplicates;
 mod engine;
+pub use engine::{ACTION_LEASE_MS, ACTION_LEASE_OWNER};
 mod fiscal;
 pub use fiscal::{DayTicketRow, TicketDocumentRow};
 mod intake;
