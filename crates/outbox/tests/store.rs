@@ -1137,6 +1137,40 @@ async fn a_deferring_transaction_notifies_nothing_and_the_feed_still_notices() {
     assert_eq!(again, 0);
 }
 
+/// PostgreSQL: a drain write that changes no invoice row's `updated_at_ms` (a PAC answer's
+/// evidence alone, as a group commit writes it) and whose notification never left (its worker
+/// died between the commit and `timbra_send_changes`) still reaches the feed at its quiet-time
+/// look: the feed also looks at the newest try and evidence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evidence_alone_whose_notification_never_left_still_reaches_the_feed() {
+    let e = env(Backend::Postgres).await;
+    let a = e
+        .outbox
+        .record_sale_json(ingreso("sin-aviso").as_bytes(), None, &staff())
+        .await
+        .expect("record")
+        .invoice_id;
+    let mut feed = e.outbox.watch_changes().await.unwrap();
+    let mut conn = e.pool().acquire().await.unwrap();
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+    sqlx::query("SET LOCAL timbra.defer_notify = 'on'").execute(&mut *tx).await.unwrap();
+    sqlx::query(
+        "INSERT INTO evidence (invoice_id, kind, outcome, recorded_at_ms, actor, actor_role) \
+         VALUES ($1, 'pac_response', 'unknown', 1, 'trabajador', 'sistema')",
+    )
+    .bind(a)
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    // Never sent: the worker "died". A hang guard, not a timing.
+    let change = tokio::time::timeout(std::time::Duration::from_secs(60), feed.next())
+        .await
+        .expect("the quiet-time look notices the evidence")
+        .unwrap();
+    assert_eq!(change, outbox::changes::Change::Unspecified);
+}
+
 /// PostgreSQL: the drain's claim defers its notifications within its one statement (its SQL
 /// turns `timbra.defer_notify` on before any row is leased), so the claiming commit notifies
 /// nothing; `timbra_send_changes()` on its connection sends them. Through the store, a claim

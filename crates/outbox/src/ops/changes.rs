@@ -9,7 +9,8 @@
 //! lock. A writer that dies between that commit and its notification (or a listener that
 //! reconnects, which misses what was sent meanwhile) loses a hint, never data: while no
 //! notification comes for [`POSTGRES_QUIET_CHECK`], the feed reads `MAX(invoices.updated_at_ms)`
-//! (one index probe) and yields [`Change::Unspecified`] when it moved since its last look —
+//! and the newest try's and evidence's ids (three index probes: a drain write may add only a try
+//! or an evidence row) and yields [`Change::Unspecified`] when one moved since its last look —
 //! which includes, once, the changes already announced before a quiet spell. On SQLite there is
 //! no message between processes: the feed polls `PRAGMA data_version` (which moves when another
 //! connection commits) every [`SQLITE_POLL`]. Either way a change is a hint to re-read, never the
@@ -48,10 +49,10 @@ pub struct ChangeFeed {
 }
 
 enum Feed {
-    /// `latest`: `MAX(invoices.updated_at_ms)` at the feed's last look.
+    /// `latest`: what [`latest_change`] read at the feed's last look.
     Postgres {
         listener: sqlx::postgres::PgListener,
-        latest: Option<i64>,
+        latest: String,
     },
     Sqlite {
         conn: sqlx::SqliteConnection,
@@ -74,7 +75,7 @@ impl ChangeFeed {
                     return Ok(n.payload().trim().parse().map(Change::Invoice).unwrap_or(Change::Unspecified));
                 }
                 // Notifications that arrive meanwhile wait in the listener's buffer.
-                let now = latest_invoice_change(listener).await?;
+                let now = latest_change(listener).await?;
                 if now != *latest {
                     *latest = now;
                     return Ok(Change::Unspecified);
@@ -95,9 +96,10 @@ impl ChangeFeed {
     }
 }
 
-/// `MAX(invoices.updated_at_ms)`, on the listener's own connection (None: no invoice yet).
-async fn latest_invoice_change(listener: &mut sqlx::postgres::PgListener) -> Result<Option<i64>> {
-    sqlx::query_scalar(include_str!("../../sql/postgres/latest_invoice_change.sql"))
+/// `MAX(invoices.updated_at_ms)`, the newest try's id and the newest evidence's id as one text,
+/// on the listener's own connection.
+async fn latest_change(listener: &mut sqlx::postgres::PgListener) -> Result<String> {
+    sqlx::query_scalar(include_str!("../../sql/postgres/latest_change.sql"))
         .fetch_one(listener)
         .await
         .map_err(feed_error)
@@ -110,7 +112,7 @@ impl Outbox {
             AnyStore::Postgres(pg) => {
                 let mut listener = sqlx::postgres::PgListener::connect_with(pg.pool()).await.map_err(feed_error)?;
                 listener.listen(CHANNEL).await.map_err(feed_error)?;
-                let latest = latest_invoice_change(&mut listener).await?;
+                let latest = latest_change(&mut listener).await?;
                 Feed::Postgres { listener, latest }
             }
             AnyStore::Sqlite(s) => {

@@ -35,8 +35,8 @@
 //! would be until the job's own commit. A change is announced before its caller is answered, as
 //! when the commit itself notified; but a notification is a hint: one that fails to leave (the
 //! connection lost, the process killed between the commit and the notify) loses nothing
-//! written, and the consoles' feed notices the moved `invoices.updated_at_ms` on its own
-//! (`ops::changes`).
+//! written, and the consoles' feed notices on its own that an invoice row, a try or an evidence
+//! row moved (`ops::changes`).
 
 use std::any::Any;
 use std::future::Future;
