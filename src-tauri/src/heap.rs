@@ -6,15 +6,20 @@
 //! stays resident for the life of the process although nothing uses it. `malloc_trim` hands
 //! every arena's free pages back (measured in docs/performance.md, "Memory at idle").
 //!
-//! [`release_freed`] runs once the start-up is done; [`start`] repeats it a few seconds later
-//! (after the window's first screens) and then every two minutes while the app runs (a trim
-//! walks the free lists only: well under a millisecond for this heap). Elsewhere than glibc
-//! (macOS, Windows, musl) it does nothing.
+//! [`release_freed`] runs once the start-up is done; [`start`] repeats it every
+//! [`SETTLING_EVERY`] during the first [`SETTLING`] (most of the start-up's garbage is freed
+//! between 6 and 12 s after launch, as the first screens' queries settle) and then every two
+//! minutes while the app runs (a trim walks the free lists only: well under a millisecond for
+//! this heap). Elsewhere than glibc (macOS, Windows, musl) it does nothing.
 
 use std::time::Duration;
 
 /// How often the running app gives freed heap back.
 const EVERY: Duration = Duration::from_secs(120);
+
+/// How long after start-up the app trims more often, and how often then.
+const SETTLING: Duration = Duration::from_secs(60);
+const SETTLING_EVERY: Duration = Duration::from_secs(10);
 
 /// Returns the free pages of every malloc arena to the system.
 pub fn release_freed() {
@@ -35,9 +40,11 @@ pub fn release_freed() {
 pub fn start(after: Duration) {
     tauri::async_runtime::spawn(async move {
         tokio::time::sleep(after).await;
+        let started = std::time::Instant::now();
         loop {
             release_freed();
-            tokio::time::sleep(EVERY).await;
+            let next = if started.elapsed() < SETTLING { SETTLING_EVERY } else { EVERY };
+            tokio::time::sleep(next).await;
         }
     });
 }
