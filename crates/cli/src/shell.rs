@@ -77,7 +77,8 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 /// The variable a debug build's clock reads its offset from (milliseconds added to the system
 /// clock): the CLI's tests pin their dates with it so they pass under any system date (a
-/// fixture certificate's validity, SAT's 72-hour window).
+/// fixture certificate's validity, SAT's 72-hour window). Unread by a release build.
+#[cfg_attr(not(debug_assertions), allow(dead_code))]
 pub const TEST_CLOCK_OFFSET_ENV: &str = "TIMBRA_TEST_CLOCK_OFFSET_MS";
 
 /// This process's clock: the system clock; in a debug build with
