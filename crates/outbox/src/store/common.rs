@@ -52,7 +52,7 @@ impl Cols for DbRow {
 
 /// One object of a JSON array of rows (`json_group_array(json_object(…))` on SQLite,
 /// `json_agg(json_build_object(…))` on PostgreSQL): a column is its key; SQL NULL is `null`.
-pub(crate) struct JsonRow(serde_json::Map<String, serde_json::Value>);
+pub(crate) struct JsonRow(pub(crate) serde_json::Map<String, serde_json::Value>);
 
 impl Cols for JsonRow {
     fn col<T: ColValue>(&self, col: &str) -> Result<T> {

@@ -2,12 +2,17 @@
 //!
 //! Each operation is written once: its body runs on either database through [`on_dialect!`]
 //! (SQL from `sql/<dialect>/`); a `match` on the backend appears only where the databases differ.
+//! The drain's hot writes (a try, evidence, a CFDI, a verdict) are such a place: on SQLite each
+//! is a synchronous closure the drain writer's thread runs on its own connection, grouped with
+//! the other steps' writes (`sqlite/group_commit.rs`); the same `.sql` files, the same rows,
+//! read by the same decoders (`common.rs`, through `sqlite::json_row`).
 
 use super::any::{on_dialect, AnyStore};
 use super::*;
 use crate::actor::Actor;
 use crate::channel_rows::Notifications;
 use crate::error::{OutboxError, Result};
+use rusqlite::OptionalExtension;
 
 /// How long an operator's action holds an invoice after [`AnyStore::take_over`] at most: its
 /// closing verdict releases it at once; an action that failed midway lets the drain back in
@@ -86,30 +91,59 @@ impl AnyStore {
     /// [`AnyStore::begin_try`], answering with the try as [`StepFacts::tries`] reads it (the
     /// row the insert itself returned), so a drain step adds it to the facts it holds.
     pub async fn begin_try_row(&self, t: &NewTry) -> Result<Option<TryInfo>> {
-        on_dialect!(self, |db| {
-            let t = t.clone();
-            let row = db
-                .write(move |conn| {
-                    Box::pin(async move {
-                        let row = sqlx::query(sql!("insert_try"))
-                            .bind(t.invoice_id)
-                            .bind(t.attempt_id)
-                            .bind(t.operation.as_str())
-                            .bind(&t.pac)
-                            .bind(&t.worker)
-                            .bind(t.fencing_token)
-                            .bind(t.at_ms)
-                            .bind(&t.actor.name)
-                            .bind(t.actor.role.as_str())
-                            .fetch_optional(&mut *conn)
-                            .await?;
-                        // `tries_count` is the insert trigger's (migration 0020).
-                        Ok(row)
+        match self {
+            AnyStore::Sqlite(db) => {
+                // The drain writer's thread runs it (`SqliteStore::write`).
+                use super::sqlite::{common::try_info, json_row, sql};
+                let t = t.clone();
+                let row = db
+                    .write(move |conn| {
+                        conn.prepare_cached(sql!("insert_try"))?
+                            .query_row(
+                                rusqlite::params![
+                                    t.invoice_id,
+                                    t.attempt_id,
+                                    t.operation.as_str(),
+                                    t.pac,
+                                    t.worker,
+                                    t.fencing_token,
+                                    t.at_ms,
+                                    t.actor.name,
+                                    t.actor.role.as_str()
+                                ],
+                                json_row,
+                            )
+                            .optional()
                     })
-                })
-                .await?;
-            row.as_ref().map(try_info).transpose()
-        })
+                    .await?;
+                row.as_ref().map(try_info).transpose()
+            }
+            AnyStore::Postgres(db) => {
+                use super::postgres::{common::*, sql};
+                let t = t.clone();
+                let row = db
+                    .write(move |conn| {
+                        Box::pin(async move {
+                            let row = sqlx::query(sql!("insert_try"))
+                                .bind(t.invoice_id)
+                                .bind(t.attempt_id)
+                                .bind(t.operation.as_str())
+                                .bind(&t.pac)
+                                .bind(&t.worker)
+                                .bind(t.fencing_token)
+                                .bind(t.at_ms)
+                                .bind(&t.actor.name)
+                                .bind(t.actor.role.as_str())
+                                .fetch_optional(&mut *conn)
+                                .await?;
+                            // `tries_count` is the insert trigger's (migration 0020).
+                            Ok(row)
+                        })
+                    })
+                    .await?;
+                row.as_ref().map(try_info).transpose()
+            }
+        }
     }
 
     /// Extends `worker`'s lease on an invoice while a step is in flight, only under its token.
@@ -164,15 +198,17 @@ impl AnyStore {
         owner_check: Option<&str>,
         if_foreign: (String, Option<String>),
     ) -> Result<(EvidenceInfo, bool)> {
-        on_dialect!(self, |db| {
-            let mut e = e.clone();
-            let uuid = owner_check.map(str::to_string);
-            let (row, foreign) = db
-                .write(move |conn| {
-                    Box::pin(async move {
+        match self {
+            AnyStore::Sqlite(db) => {
+                use super::sqlite::{common::evidence_info, json_row, sql};
+                let mut e = e.clone();
+                let uuid = owner_check.map(str::to_string);
+                let (row, foreign) = db
+                    .write(move |conn| {
                         let foreign = match &uuid {
                             Some(u) => {
-                                let owner: Option<i64> = sqlx::query_scalar(sql!("cfdi_owner")).bind(u).fetch_optional(&mut *conn).await?;
+                                let owner: Option<i64> =
+                                    conn.prepare_cached(sql!("cfdi_owner"))?.query_row([u], |r| r.get(0)).optional()?;
                                 owner.is_some_and(|o| o != e.invoice_id)
                             }
                             None => false,
@@ -180,7 +216,86 @@ impl AnyStore {
                         if foreign {
                             (e.code, e.message) = (Some(if_foreign.0), if_foreign.1);
                         }
-                        let row = sqlx::query(sql!("insert_evidence"))
+                        let row = conn
+                            .prepare_cached(sql!("insert_evidence"))?
+                            .query_row(evidence_params(&e), json_row)?;
+                        Ok((row, foreign))
+                    })
+                    .await?;
+                Ok((evidence_info(&row)?, foreign))
+            }
+            AnyStore::Postgres(db) => {
+                use super::postgres::{common::*, sql};
+                let mut e = e.clone();
+                let uuid = owner_check.map(str::to_string);
+                let (row, foreign) = db
+                    .write(move |conn| {
+                        Box::pin(async move {
+                            let foreign = match &uuid {
+                                Some(u) => {
+                                    let owner: Option<i64> =
+                                        sqlx::query_scalar(sql!("cfdi_owner")).bind(u).fetch_optional(&mut *conn).await?;
+                                    owner.is_some_and(|o| o != e.invoice_id)
+                                }
+                                None => false,
+                            };
+                            if foreign {
+                                (e.code, e.message) = (Some(if_foreign.0), if_foreign.1);
+                            }
+                            let row = sqlx::query(sql!("insert_evidence"))
+                                .bind(e.invoice_id)
+                                .bind(e.attempt_id)
+                                .bind(e.try_id)
+                                .bind(e.kind.as_str())
+                                .bind(e.outcome.map(crate::evidence::EvidenceOutcome::as_str))
+                                .bind(&e.code)
+                                .bind(&e.message)
+                                .bind(&e.uuid)
+                                .bind(e.retry_after_ms)
+                                .bind(e.detail.to_string())
+                                .bind(e.fencing_token)
+                                .bind(e.at_ms)
+                                .bind(&e.actor.name)
+                                .bind(e.actor.role.as_str())
+                                .fetch_one(&mut *conn)
+                                .await?;
+                            Ok((row, foreign))
+                        })
+                    })
+                    .await?;
+                Ok((evidence_info(&row)?, foreign))
+            }
+        }
+    }
+
+    /// Appends the evidence of a live SAT status query and, when SAT found the CFDI, writes its
+    /// status on the CFDI (`cfdis.sat_status`, `sat_checked_at_ms` = the evidence's time), in
+    /// one transaction: evidence first.
+    pub async fn record_sat_status(&self, e: &NewEvidence, cfdi_id: i64, sat_status: Option<&str>) -> Result<i64> {
+        match self {
+            AnyStore::Sqlite(db) => {
+                use super::sqlite::sql;
+                let e = e.clone();
+                let sat_status = sat_status.map(str::to_string);
+                db.write(move |conn| {
+                    let id: i64 = conn
+                        .prepare_cached(sql!("insert_evidence"))?
+                        .query_row(evidence_params(&e), |r| r.get("id"))?;
+                    if let Some(status) = &sat_status {
+                        conn.prepare_cached(sql!("set_cfdi_sat_status"))?
+                            .execute(rusqlite::params![cfdi_id, status, e.at_ms])?;
+                    }
+                    Ok(id)
+                })
+                .await
+            }
+            AnyStore::Postgres(db) => {
+                use super::postgres::sql;
+                let e = e.clone();
+                let sat_status = sat_status.map(str::to_string);
+                db.write(move |conn| {
+                    Box::pin(async move {
+                        let id: i64 = sqlx::query_scalar(sql!("insert_evidence"))
                             .bind(e.invoice_id)
                             .bind(e.attempt_id)
                             .bind(e.try_id)
@@ -197,53 +312,20 @@ impl AnyStore {
                             .bind(e.actor.role.as_str())
                             .fetch_one(&mut *conn)
                             .await?;
-                        Ok((row, foreign))
+                        if let Some(status) = &sat_status {
+                            sqlx::query(sql!("set_cfdi_sat_status"))
+                                .bind(cfdi_id)
+                                .bind(status)
+                                .bind(e.at_ms)
+                                .execute(&mut *conn)
+                                .await?;
+                        }
+                        Ok(id)
                     })
                 })
-                .await?;
-            Ok((evidence_info(&row)?, foreign))
-        })
-    }
-
-    /// Appends the evidence of a live SAT status query and, when SAT found the CFDI, writes its
-    /// status on the CFDI (`cfdis.sat_status`, `sat_checked_at_ms` = the evidence's time), in
-    /// one transaction: evidence first.
-    pub async fn record_sat_status(&self, e: &NewEvidence, cfdi_id: i64, sat_status: Option<&str>) -> Result<i64> {
-        on_dialect!(self, |db| {
-            let e = e.clone();
-            let sat_status = sat_status.map(str::to_string);
-            db.write(move |conn| {
-                Box::pin(async move {
-                    let id: i64 = sqlx::query_scalar(sql!("insert_evidence"))
-                        .bind(e.invoice_id)
-                        .bind(e.attempt_id)
-                        .bind(e.try_id)
-                        .bind(e.kind.as_str())
-                        .bind(e.outcome.map(crate::evidence::EvidenceOutcome::as_str))
-                        .bind(&e.code)
-                        .bind(&e.message)
-                        .bind(&e.uuid)
-                        .bind(e.retry_after_ms)
-                        .bind(e.detail.to_string())
-                        .bind(e.fencing_token)
-                        .bind(e.at_ms)
-                        .bind(&e.actor.name)
-                        .bind(e.actor.role.as_str())
-                        .fetch_one(&mut *conn)
-                        .await?;
-                    if let Some(status) = &sat_status {
-                        sqlx::query(sql!("set_cfdi_sat_status"))
-                            .bind(cfdi_id)
-                            .bind(status)
-                            .bind(e.at_ms)
-                            .execute(&mut *conn)
-                            .await?;
-                    }
-                    Ok(id)
-                })
-            })
-            .await
-        })
+                .await
+            }
+        }
     }
 
     /// Records a CFDI (or gives a known one its XML) and marks its attempt created.
@@ -255,71 +337,136 @@ impl AnyStore {
     /// rows the statements themselves returned): the CFDI row (a known UUID: as it stands now,
     /// perhaps another invoice's) and the attempt when this write marked it created.
     pub async fn record_cfdi_row(&self, c: &NewCfdi) -> Result<CfdiWritten> {
-        on_dialect!(self, |db| {
-            let c = c.clone();
-            let sha = c.xml.as_ref().map(|x| cfdi::digest::sha256_hex(x));
-            let (cfdi, attempt) = db
-                .write(move |conn| {
-                    Box::pin(async move {
-                        let cfdi = sqlx::query(sql!("upsert_cfdi"))
-                            .bind(c.invoice_id)
-                            .bind(c.attempt_id)
-                            .bind(c.evidence_id)
-                            .bind(&c.uuid)
-                            .bind(&c.pac)
-                            .bind(&c.fecha_timbrado)
-                            .bind(&c.xml)
-                            .bind(sha)
-                            .bind(c.at_ms)
-                            .fetch_one(&mut *conn)
-                            .await?;
+        match self {
+            AnyStore::Sqlite(db) => {
+                use super::sqlite::{
+                    common::{attempt_info, cfdi_info, Cols},
+                    json_row, sql,
+                };
+                let c = c.clone();
+                let sha = c.xml.as_ref().map(|x| cfdi::digest::sha256_hex(x));
+                let (cfdi, attempt) = db
+                    .write(move |conn| {
+                        let cfdi = conn.prepare_cached(sql!("upsert_cfdi"))?.query_row(
+                            rusqlite::params![
+                                c.invoice_id,
+                                c.attempt_id,
+                                c.evidence_id,
+                                c.uuid,
+                                c.pac,
+                                c.fecha_timbrado,
+                                c.xml,
+                                sha,
+                                c.at_ms
+                            ],
+                            json_row,
+                        )?;
                         let attempt = match c.attempt_id {
-                            Some(attempt_id) => {
-                                sqlx::query(sql!("resolve_attempt_created"))
-                                    .bind(attempt_id)
-                                    .bind(c.at_ms)
-                                    .fetch_optional(&mut *conn)
-                                    .await?
-                            }
+                            Some(attempt_id) => conn
+                                .prepare_cached(sql!("resolve_attempt_created"))?
+                                .query_row(rusqlite::params![attempt_id, c.at_ms], json_row)
+                                .optional()?,
                             None => None,
                         };
                         Ok((cfdi, attempt))
                     })
+                    .await?;
+                Ok(CfdiWritten {
+                    invoice_id: cfdi.col("invoice_id")?,
+                    cfdi: cfdi_info(&cfdi)?,
+                    attempt: attempt.as_ref().map(attempt_info).transpose()?,
                 })
-                .await?;
-            Ok(CfdiWritten {
-                invoice_id: get(&cfdi, "invoice_id")?,
-                cfdi: cfdi_info(&cfdi)?,
-                attempt: attempt.as_ref().map(attempt_info).transpose()?,
-            })
-        })
+            }
+            AnyStore::Postgres(db) => {
+                use super::postgres::{common::*, sql};
+                let c = c.clone();
+                let sha = c.xml.as_ref().map(|x| cfdi::digest::sha256_hex(x));
+                let (cfdi, attempt) = db
+                    .write(move |conn| {
+                        Box::pin(async move {
+                            let cfdi = sqlx::query(sql!("upsert_cfdi"))
+                                .bind(c.invoice_id)
+                                .bind(c.attempt_id)
+                                .bind(c.evidence_id)
+                                .bind(&c.uuid)
+                                .bind(&c.pac)
+                                .bind(&c.fecha_timbrado)
+                                .bind(&c.xml)
+                                .bind(sha)
+                                .bind(c.at_ms)
+                                .fetch_one(&mut *conn)
+                                .await?;
+                            let attempt = match c.attempt_id {
+                                Some(attempt_id) => {
+                                    sqlx::query(sql!("resolve_attempt_created"))
+                                        .bind(attempt_id)
+                                        .bind(c.at_ms)
+                                        .fetch_optional(&mut *conn)
+                                        .await?
+                                }
+                                None => None,
+                            };
+                            Ok((cfdi, attempt))
+                        })
+                    })
+                    .await?;
+                Ok(CfdiWritten {
+                    invoice_id: get(&cfdi, "invoice_id")?,
+                    cfdi: cfdi_info(&cfdi)?,
+                    attempt: attempt.as_ref().map(attempt_info).transpose()?,
+                })
+            }
+        }
     }
 
     /// Writes a verdict; with `token`, only while the row's fencing token is still `token`.
     /// Returns whether it was applied. Releases the lease.
     pub async fn apply_verdict(&self, u: &InvoiceUpdate, token: Option<i64>) -> Result<bool> {
-        on_dialect!(self, |db| {
-            let u = u.clone();
-            db.write(move |conn| {
-                Box::pin(async move {
-                    let done = sqlx::query(sql!("apply_verdict"))
-                        .bind(u.invoice_id)
-                        .bind(u.state.as_str())
-                        .bind(u.badge.as_str())
-                        .bind(&u.state_reason)
-                        .bind(u.next_try_at_ms)
-                        .bind(&u.uuid)
-                        .bind(i64::from(u.possible_duplicate))
-                        .bind(u.at_ms)
-                        .bind(token)
-                        .bind(u.facts_version)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(done.rows_affected() == 1)
+        match self {
+            AnyStore::Sqlite(db) => {
+                use super::sqlite::sql;
+                let u = u.clone();
+                db.write(move |conn| {
+                    let changed = conn.prepare_cached(sql!("apply_verdict"))?.execute(rusqlite::params![
+                        u.invoice_id,
+                        u.state.as_str(),
+                        u.badge.as_str(),
+                        u.state_reason,
+                        u.next_try_at_ms,
+                        u.uuid,
+                        i64::from(u.possible_duplicate),
+                        u.at_ms,
+                        token,
+                        u.facts_version
+                    ])?;
+                    Ok(changed == 1)
                 })
-            })
-            .await
-        })
+                .await
+            }
+            AnyStore::Postgres(db) => {
+                use super::postgres::sql;
+                let u = u.clone();
+                db.write(move |conn| {
+                    Box::pin(async move {
+                        let done = sqlx::query(sql!("apply_verdict"))
+                            .bind(u.invoice_id)
+                            .bind(u.state.as_str())
+                            .bind(u.badge.as_str())
+                            .bind(&u.state_reason)
+                            .bind(u.next_try_at_ms)
+                            .bind(&u.uuid)
+                            .bind(i64::from(u.possible_duplicate))
+                            .bind(u.at_ms)
+                            .bind(token)
+                            .bind(u.facts_version)
+                            .execute(&mut *conn)
+                            .await?;
+                        Ok(done.rows_affected() == 1)
+                    })
+                })
+                .await
+            }
+        }
     }
 
     /// Opens a new live attempt (failover, reprocess) with its timeline event; see [`OpenAttempt`].
@@ -439,4 +586,24 @@ impl AnyStore {
             Ok(true)
         })
     }
+}
+
+/// `insert_evidence`'s parameters on the drain writer's connection, in the order of its `?N`.
+fn evidence_params(e: &NewEvidence) -> [Box<dyn rusqlite::ToSql + '_>; 14] {
+    [
+        Box::new(e.invoice_id),
+        Box::new(e.attempt_id),
+        Box::new(e.try_id),
+        Box::new(e.kind.as_str()),
+        Box::new(e.outcome.map(crate::evidence::EvidenceOutcome::as_str)),
+        Box::new(&e.code),
+        Box::new(&e.message),
+        Box::new(&e.uuid),
+        Box::new(e.retry_after_ms),
+        Box::new(e.detail.to_string()),
+        Box::new(e.fencing_token),
+        Box::new(e.at_ms),
+        Box::new(&e.actor.name),
+        Box::new(e.actor.role.as_str()),
+    ]
 }

@@ -9,6 +9,7 @@
 //!
 //! Two pools share the file: `pool` (`synchronous=FULL`) for everything fiscal, and a
 //! one-connection `scratch` pool (`synchronous=NORMAL`) for idempotency reservations only.
+//! The drain's hot writes go to a third connection, owned by one thread (`group_commit`).
 //! A reservation lost to a power cut costs nothing (the sale was not recorded either, and
 //! the next FULL commit flushes the WAL frames before it), so it does not pay for an fsync.
 
@@ -243,6 +244,7 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(opts.busy_timeout)
+            // The drain writer's connection sets the same (`sql/sqlite/writer_pragmas.sql`).
             .foreign_keys(true);
         let acquire = opts.busy_timeout + Duration::from_secs(30);
         // No ping before handing out a pooled connection: a SQLite connection is a file handle
@@ -264,15 +266,14 @@ impl SqliteStore {
             .connect_with(base.clone().synchronous(SqliteSynchronous::Normal))
             .await
             .map_err(classify)?;
-        let writer = pool_options()
-            .max_connections(1)
-            .acquire_timeout(acquire)
-            .test_before_acquire(false)
-            .connect_with(base)
-            .await
-            .map_err(classify)?;
+        // The drain's writer: a connection of its own on its own thread (the pool made the
+        // file and set WAL).
         let (group_path, group_busy) = (path.clone(), opts.busy_timeout);
-        let group = group_commit::GroupCommit::new(writer, Arc::new(move |e| classify_error(&group_path, group_busy, e)));
+        let group = group_commit::GroupCommit::open(
+            &path,
+            opts.busy_timeout,
+            Arc::new(move |e| classify_rusqlite(&group_path, group_busy, e)),
+        )?;
         let store = SqliteStore {
             pool,
             scratch,
@@ -396,7 +397,7 @@ impl SqliteStore {
         &self.pool
     }
 
-    /// Closes both pools, waiting for connections to finish.
+    /// Closes both pools and the drain's writer, waiting for connections to finish.
     pub async fn close(&self) {
         self.scratch.close().await;
         self.group.close().await;
@@ -559,25 +560,7 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
     match &e {
         sqlx::Error::Database(d) => {
             let code: i64 = d.code().and_then(|c| c.parse().ok()).unwrap_or(0);
-            let message = d.message().to_string();
-            match code & 0xff {
-                5 | 6 => OutboxError::DatabaseLocked {
-                    path,
-                    waited: busy_timeout,
-                },
-                8 => OutboxError::DatabaseReadOnly { path, detail: message },
-                11 | 26 => OutboxError::DatabaseCorrupt { path, detail: message },
-                10 | 14 => storage_probe(&path).unwrap_or(OutboxError::DatabaseUnavailable { path, detail: message }),
-                13 => OutboxError::DatabaseFull {
-                    path,
-                    detail: format!(
-                        "{}: {message}; libere espacio y reintente (no se escribió nada)",
-                        crate::error::DISK_FULL
-                    ),
-                },
-                19 => OutboxError::Integrity(message),
-                _ => OutboxError::Database(format!("{message} (código {code})")),
-            }
+            classify_code(path, busy_timeout, code, d.message().to_string())
         }
         sqlx::Error::PoolTimedOut => OutboxError::DatabaseLocked {
             path,
@@ -598,6 +581,62 @@ fn classify_error(path: &Path, busy_timeout: Duration, e: sqlx::Error) -> Outbox
     }
 }
 
+/// The same for the drain writer's connection (`rusqlite`): a SQLite result code is classified
+/// as [`classify_error`] classifies it.
+fn classify_rusqlite(path: &Path, busy_timeout: Duration, e: rusqlite::Error) -> OutboxError {
+    match &e {
+        rusqlite::Error::SqliteFailure(f, message) => classify_code(
+            path.to_path_buf(),
+            busy_timeout,
+            i64::from(f.extended_code),
+            message.clone().unwrap_or_else(|| f.to_string()),
+        ),
+        _ => OutboxError::Database(e.to_string()),
+    }
+}
+
+/// What SQLite's (extended) result `code` with its `message` means to a person.
+fn classify_code(path: PathBuf, busy_timeout: Duration, code: i64, message: String) -> OutboxError {
+    match code & 0xff {
+        5 | 6 => OutboxError::DatabaseLocked {
+            path,
+            waited: busy_timeout,
+        },
+        8 => OutboxError::DatabaseReadOnly { path, detail: message },
+        11 | 26 => OutboxError::DatabaseCorrupt { path, detail: message },
+        10 | 14 => storage_probe(&path).unwrap_or(OutboxError::DatabaseUnavailable { path, detail: message }),
+        13 => OutboxError::DatabaseFull {
+            path,
+            detail: format!(
+                "{}: {message}; libere espacio y reintente (no se escribió nada)",
+                crate::error::DISK_FULL
+            ),
+        },
+        19 => OutboxError::Integrity(message),
+        _ => OutboxError::Database(format!("{message} (código {code})")),
+    }
+}
+
+/// A row the drain writer's connection returned, as the shared decoders of `common.rs` read
+/// rows built by a statement ([`common::JsonRow`]): each column by its name, SQL NULL as `null`.
+pub(crate) fn json_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<common::JsonRow> {
+    use rusqlite::types::ValueRef;
+    use serde_json::Value;
+    let stmt = row.as_ref();
+    let mut cols = serde_json::Map::with_capacity(stmt.column_count());
+    for i in 0..stmt.column_count() {
+        let value = match row.get_ref(i)? {
+            ValueRef::Null => Value::Null,
+            ValueRef::Integer(n) => Value::from(n),
+            ValueRef::Real(x) => Value::from(x),
+            ValueRef::Text(t) => Value::from(std::str::from_utf8(t).map_err(rusqlite::Error::Utf8Error)?),
+            ValueRef::Blob(b) => Value::from(b.to_vec()),
+        };
+        cols.insert(stmt.column_name(i)?.to_string(), value);
+    }
+    Ok(common::JsonRow(cols))
+}
+
 impl SqliteStore {
     // Intake channels and documents ----------------------------------------------------------
 }
@@ -610,13 +649,12 @@ impl SqliteStore {
     }
 
     /// Runs one write of the drain in a durable transaction: SQLite groups the drain's
-    /// concurrent writes into shared commits (`group_commit`), one fsync for many.
+    /// concurrent writes into shared commits (`group_commit`), one fsync for many, run on the
+    /// writer's own connection and thread (`f` is synchronous: no round trip per statement).
     pub(crate) async fn write<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut sqlx::SqliteConnection) -> Pin<Box<dyn Future<Output = std::result::Result<T, sqlx::Error>> + Send + 'c>>
-            + Send
-            + 'static,
+        F: FnOnce(&rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
     {
         self.group.run(f).await
     }

@@ -3,50 +3,60 @@
 //! durable `BEGIN IMMEDIATE … COMMIT` instead of paying one fsync each and fighting for the
 //! write lock through SQLite's sleeping busy handler.
 //!
-//! How: a caller queues its write as a job and waits for its own answer. Whoever holds the one
-//! leader permit takes every queued job and runs them in a spawned task (so a caller dropped
-//! mid-group never cuts a group short) on the one writer connection: `BEGIN IMMEDIATE`, each
-//! job inside its own `SAVEPOINT` (a job that fails rolls back only itself), one `COMMIT`, and
-//! only then each caller gets its answer. While a group commits, the next one gathers. A lone
-//! job is the whole transaction (no savepoint); between two jobs, releasing one savepoint and
-//! opening the next is one multi-statement round trip to the writer's thread, not two.
+//! How: one OS thread owns the writer connection (`rusqlite`, the same SQLite library sqlx
+//! links, with the pool's pragmas: WAL, `synchronous=FULL`, busy timeout, foreign keys, and its
+//! statements prepared once). A caller sends its write — a synchronous closure over that
+//! connection — to the thread as a job and waits for its own answer. The thread takes every
+//! job queued (at most [`MAX_GROUP`]) and runs them as one group, start to end, without
+//! leaving the thread: `BEGIN IMMEDIATE`, each job inside its own `SAVEPOINT` (a job that fails
+//! rolls back only itself), one `COMMIT`, and only then each caller gets its answer. While a
+//! group commits, the next one gathers in the channel. A lone job is the whole transaction (no
+//! savepoint). A group is one message to the thread and one answer back per caller, where
+//! sqlx's worker thread took a message and an answer per statement.
 //!
 //! Invariants: a caller is answered `Ok` only after the commit that holds its write is durable
 //! (`synchronous=FULL`), so "the try is recorded before the request leaves" and "evidence
 //! before state" hold exactly as with one transaction per write: a caller submits its next
 //! write only after the previous one is answered. A failed commit answers every job of the
-//! group with the error; nothing of the group is written.
+//! group with the error; nothing of the group is written. A caller that stops waiting does not
+//! cut its group short: the thread runs the group whole.
 
 use std::any::Any;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
 
-use sqlx::sqlite::SqlitePool;
-use sqlx::{Connection, SqliteConnection};
-use tokio::sync::{oneshot, Semaphore};
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::oneshot;
 
 use crate::error::{OutboxError, Result};
 
 /// The most jobs one group runs (the rest wait for the next group).
 const MAX_GROUP: usize = 256;
 
+/// How many prepared statements the writer keeps (the drain's writes and the group's control).
+const STATEMENT_CACHE: usize = 64;
+
 type Output = Result<Box<dyn Any + Send>>;
-type Raw = std::result::Result<Box<dyn Any + Send>, sqlx::Error>;
-type Run = Box<dyn for<'c> FnOnce(&'c mut SqliteConnection) -> Pin<Box<dyn Future<Output = Raw> + Send + 'c>> + Send>;
+type Run = Box<dyn FnOnce(&Connection) -> rusqlite::Result<Box<dyn Any + Send>> + Send>;
+type Classify = Arc<dyn Fn(rusqlite::Error) -> OutboxError + Send + Sync>;
 
 struct Job {
     run: Run,
     answer: oneshot::Sender<Output>,
 }
 
-/// The queue and the leader permit of one database's group commits.
+enum Message {
+    Job(Job),
+    /// Close the connection, then answer.
+    Close(oneshot::Sender<()>),
+}
+
+/// The writer thread of one database's group commits.
 #[derive(Clone)]
 pub(crate) struct GroupCommit {
-    writer: SqlitePool,
-    queue: Arc<Mutex<Vec<Job>>>,
-    leader: Arc<Semaphore>,
-    classify: Arc<dyn Fn(sqlx::Error) -> OutboxError + Send + Sync>,
+    jobs: mpsc::Sender<Message>,
 }
 
 impl std::fmt::Debug for GroupCommit {
@@ -56,19 +66,32 @@ impl std::fmt::Debug for GroupCommit {
 }
 
 impl GroupCommit {
-    /// Group commits on `writer` (a one-connection `synchronous=FULL` pool).
-    pub(crate) fn new(writer: SqlitePool, classify: Arc<dyn Fn(sqlx::Error) -> OutboxError + Send + Sync>) -> GroupCommit {
-        GroupCommit {
-            writer,
-            queue: Arc::new(Mutex::new(Vec::new())),
-            leader: Arc::new(Semaphore::new(1)),
-            classify,
-        }
+    /// Opens the writer connection on `path` (which exists: the pool opened it first, in WAL)
+    /// and starts its thread.
+    pub(crate) fn open(path: &Path, busy_timeout: Duration, classify: Classify) -> Result<GroupCommit> {
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .and_then(|conn| {
+                // The pragmas sqlx sets on the pool's connections (`SqliteConnectOptions`).
+                conn.busy_timeout(busy_timeout)?;
+                conn.execute_batch(sql!("writer_pragmas"))?;
+                conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+                Ok(conn)
+            })
+            .map_err(|e| classify(e))?;
+        let (jobs, queue) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("timbra-sqlite-writer".into())
+            .spawn(move || writer(conn, queue, classify))
+            .map_err(|e| OutboxError::Database(format!("no se pudo iniciar el escritor de SQLite: {e}")))?;
+        Ok(GroupCommit { jobs })
     }
 
-    /// Closes the writer connection.
+    /// Closes the writer connection (after the group it is running, if any).
     pub(crate) async fn close(&self) {
-        self.writer.close().await;
+        let (done, closed) = oneshot::channel();
+        if self.jobs.send(Message::Close(done)).is_ok() {
+            let _ = closed.await;
+        }
     }
 
     /// Runs `f` inside a shared durable transaction; its answer once that transaction is
@@ -76,117 +99,140 @@ impl GroupCommit {
     pub(crate) async fn run<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut SqliteConnection) -> Pin<Box<dyn Future<Output = std::result::Result<T, sqlx::Error>> + Send + 'c>>
-            + Send
-            + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        let (answer, mut rx) = oneshot::channel();
-        let run: Run = Box::new(move |conn| Box::pin(async move { f(conn).await.map(|v| Box::new(v) as Box<dyn Any + Send>) }));
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).push(Job { run, answer });
-        loop {
-            tokio::select! {
-                biased;
-                got = &mut rx => {
-                    let value = got.map_err(|_| OutboxError::Database("la transacción compartida se interrumpió sin respuesta".into()))??;
-                    return value
-                        .downcast::<T>()
-                        .map(|b| *b)
-                        .map_err(|_| OutboxError::Database("respuesta de otro tipo en la transacción compartida".into()));
-                }
-                permit = self.leader.clone().acquire_owned() => {
-                    let Ok(permit) = permit else {
-                        return Err(OutboxError::Database("la escritura compartida está cerrada".into()));
-                    };
-                    let jobs = {
-                        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-                        let n = q.len().min(MAX_GROUP);
-                        q.drain(..n).collect::<Vec<_>>()
-                    };
-                    if jobs.is_empty() {
-                        // Ours was taken by an earlier leader, which answered before letting go.
-                        drop(permit);
-                        continue;
-                    }
-                    let me = self.clone();
-                    tokio::spawn(async move {
-                        me.commit_group(jobs).await;
-                        drop(permit);
-                    });
-                }
-            }
-        }
+        let (answer, got) = oneshot::channel();
+        let run: Run = Box::new(move |conn| f(conn).map(|v| Box::new(v) as Box<dyn Any + Send>));
+        self.jobs
+            .send(Message::Job(Job { run, answer }))
+            .map_err(|_| OutboxError::Database("la escritura compartida está cerrada".into()))?;
+        let value = got
+            .await
+            .map_err(|_| OutboxError::Database("la transacción compartida se interrumpió sin respuesta".into()))??;
+        value
+            .downcast::<T>()
+            .map(|b| *b)
+            .map_err(|_| OutboxError::Database("respuesta de otro tipo en la transacción compartida".into()))
     }
+}
 
-    async fn commit_group(&self, jobs: Vec<Job>) {
-        let mut conn = match self.writer.acquire().await {
-            Ok(c) => c,
-            Err(e) => return fail_all(jobs.into_iter().map(|j| j.answer), &(self.classify)(e)),
-        };
-        let mut tx = match conn.begin_with(sql!("begin_write")).await {
-            Ok(tx) => tx,
-            Err(e) => return fail_all(jobs.into_iter().map(|j| j.answer), &(self.classify)(e)),
-        };
-        // A lone job is the whole transaction: no savepoint, and its failure rolls back all.
-        if jobs.len() == 1 {
-            let Some(job) = jobs.into_iter().next() else { return };
-            let out = (job.run)(&mut tx).await.map_err(|e| (self.classify)(e));
-            let answer = match out {
-                Ok(v) => tx.commit().await.map(|()| v).map_err(|e| (self.classify)(e)),
-                Err(e) => {
-                    let _ = tx.rollback().await;
-                    Err(e)
-                }
-            };
-            let _ = job.answer.send(answer);
+/// The writer thread: a group per wake-up, until the store closes (or every sender is gone).
+fn writer(conn: Connection, queue: mpsc::Receiver<Message>, classify: Classify) {
+    while let Ok(first) = queue.recv() {
+        let mut jobs = Vec::new();
+        let mut close = None;
+        match first {
+            Message::Job(job) => jobs.push(job),
+            Message::Close(done) => close = Some(done),
+        }
+        while close.is_none() && jobs.len() < MAX_GROUP {
+            match queue.try_recv() {
+                Ok(Message::Job(job)) => jobs.push(job),
+                Ok(Message::Close(done)) => close = Some(done),
+                Err(_) => break,
+            }
+        }
+        if !jobs.is_empty() {
+            commit_group(&conn, jobs, &classify);
+        }
+        if let Some(done) = close {
+            // Writes sent after the close find the channel closed.
+            drop(queue);
+            drop(conn);
+            let _ = done.send(());
             return;
-        }
-        // Several: each job inside the savepoint `group_job`; closing one and opening the next
-        // is one round trip to the writer's thread (`group_keep_then_next`, `group_undo_then_next`).
-        let mut done: Vec<(oneshot::Sender<Output>, Output)> = Vec::with_capacity(jobs.len());
-        if let Err(e) = execute(&mut tx, sql!("group_savepoint")).await {
-            return fail_all(jobs.into_iter().map(|j| j.answer), &(self.classify)(e));
-        }
-        let mut jobs = jobs.into_iter().peekable();
-        while let Some(job) = jobs.next() {
-            let out = (job.run)(&mut tx).await.map_err(|e| (self.classify)(e));
-            let last = jobs.peek().is_none();
-            let close = match (out.is_ok(), last) {
-                (true, false) => sql!("group_keep_then_next"),
-                (true, true) => sql!("group_keep"),
-                (false, false) => sql!("group_undo_then_next"),
-                (false, true) => sql!("group_undo"),
-            };
-            if let Err(e) = execute(&mut tx, close).await {
-                let e = (self.classify)(e);
-                fail_all(
-                    done.into_iter()
-                        .map(|(a, _)| a)
-                        .chain(std::iter::once(job.answer))
-                        .chain(jobs.map(|j| j.answer)),
-                    &e,
-                );
-                return;
-            }
-            done.push((job.answer, out));
-        }
-        match tx.commit().await {
-            Ok(()) => {
-                for (answer, out) in done {
-                    let _ = answer.send(out);
-                }
-            }
-            Err(e) => fail_all(done.into_iter().map(|(a, _)| a), &(self.classify)(e)),
         }
     }
 }
 
-/// Runs group-control statements (boxed: a named future keeps the spawned group `Send`).
-fn execute<'c>(
-    conn: &'c mut SqliteConnection,
-    sql: &'static str,
-) -> Pin<Box<dyn Future<Output = std::result::Result<(), sqlx::Error>> + Send + 'c>> {
-    // sqlx runs every statement of the text, one after the other, in one call to the worker.
-    Box::pin(async move { sqlx::query(sql).execute(conn).await.map(|_| ()) })
+fn commit_group(conn: &Connection, jobs: Vec<Job>, classify: &Classify) {
+    // A transaction SQLite rolled back by itself (a full disk) may leave the connection's
+    // bookkeeping behind; a transaction still open here is never ours to continue.
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch(sql!("writer_rollback"));
+    }
+    if let Err(e) = execute(conn, sql!("begin_write")) {
+        return fail_all(jobs.into_iter().map(|j| j.answer), &classify(e));
+    }
+    // A lone job is the whole transaction: no savepoint, and its failure rolls back all.
+    if jobs.len() == 1 {
+        let Some(job) = jobs.into_iter().next() else { return };
+        let answer = match (job.run)(conn) {
+            Ok(v) => commit(conn).map(|()| v).map_err(|e| classify(e)),
+            Err(e) => {
+                let e = classify(e);
+                rollback(conn);
+                Err(e)
+            }
+        };
+        let _ = job.answer.send(answer);
+        return;
+    }
+    // Several: each job inside the savepoint `group_job`.
+    let mut done: Vec<(oneshot::Sender<Output>, Output)> = Vec::with_capacity(jobs.len());
+    if let Err(e) = execute(conn, sql!("group_savepoint")) {
+        let e = classify(e);
+        rollback(conn);
+        return fail_all(jobs.into_iter().map(|j| j.answer), &e);
+    }
+    let mut jobs = jobs.into_iter().peekable();
+    while let Some(job) = jobs.next() {
+        let out = (job.run)(conn).map_err(|e| classify(e));
+        let last = jobs.peek().is_none();
+        let close = match (out.is_ok(), last) {
+            (true, false) => sql!("group_keep_then_next"),
+            (true, true) => sql!("group_keep"),
+            (false, false) => sql!("group_undo_then_next"),
+            (false, true) => sql!("group_undo"),
+        };
+        if let Err(e) = conn.execute_batch(close) {
+            // When SQLite ended the whole transaction itself (a full disk), the job's own
+            // error says why; otherwise the savepoint's.
+            let e = match out {
+                Err(job_error) if conn.is_autocommit() => job_error,
+                _ => classify(e),
+            };
+            rollback(conn);
+            fail_all(
+                done.into_iter()
+                    .map(|(a, _)| a)
+                    .chain(std::iter::once(job.answer))
+                    .chain(jobs.map(|j| j.answer)),
+                &e,
+            );
+            return;
+        }
+        done.push((job.answer, out));
+    }
+    match commit(conn) {
+        Ok(()) => {
+            for (answer, out) in done {
+                let _ = answer.send(out);
+            }
+        }
+        Err(e) => fail_all(done.into_iter().map(|(a, _)| a), &classify(e)),
+    }
+}
+
+/// One group-control statement, prepared once.
+fn execute(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
+/// Commits; a commit that failed leaves nothing of the group behind.
+fn commit(conn: &Connection) -> rusqlite::Result<()> {
+    let done = execute(conn, sql!("writer_commit"));
+    if done.is_err() {
+        rollback(conn);
+    }
+    done
+}
+
+/// Rolls back what is still open (SQLite may have rolled it back already).
+fn rollback(conn: &Connection) {
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch(sql!("writer_rollback"));
+    }
 }
 
 fn fail_all(answers: impl IntoIterator<Item = oneshot::Sender<Output>>, e: &OutboxError) {

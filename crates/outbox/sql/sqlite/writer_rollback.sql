@@ -1,0 +1,2 @@
+-- The drain writer's group transaction is abandoned: nothing of it is written.
+ROLLBACK
