@@ -24,9 +24,10 @@
 //! commit fails, or leaves unused a folio of Timbra's numbering while N+1 holds later ones,
 //! N+1 is given up (its holds given back) and prepared again: the answers, the numbering and a
 //! re-import after a kill -9 are those of batches one after the other. A batch of one never
-//! overlaps (`--batch-size 1` is one sale at a time). The batch grows from [`batch_size`] while
-//! its commit takes longer than sealing it, up to [`BATCH_CAP`] ([`Pace`]), and the sealing
-//! context is read again when a second old ([`CONTEXT_FRESH`]), not per batch.
+//! overlaps (`--batch-size 1` is one sale at a time). The batch grows from [`batch_size`]
+//! while its checks and commit take longer than sealing it, up to [`BATCH_CAP`] ([`Pace`]),
+//! and the sealing context is read again when a second old ([`CONTEXT_FRESH`]), not per
+//! batch.
 //!
 //! Sales with fiscal links (tickets, payments, global invoices, screening warnings) take the
 //! one-sale path, in their place. The same sale_id twice in one batch ends the batch before
@@ -71,8 +72,9 @@ const CONTEXT_FRESH: chrono::Duration = chrono::Duration::seconds(1);
 #[derive(Default, Clone, Copy)]
 pub struct Pace<'a> {
     /// Sales per durable transaction; `None` chooses (from [`batch_size`], growing while a
-    /// commit takes longer than sealing a batch, up to [`BATCH_CAP`]). 1 records each sale on
-    /// its own, after the one before it committed, as [`Outbox::record_sale_json`] would.
+    /// batch's checks and commit take longer than sealing it, up to [`BATCH_CAP`]). 1 records
+    /// each sale on its own, after the one before it committed, as
+    /// [`Outbox::record_sale_json`] would.
     pub batch: Option<usize>,
     /// Called with how many sales are answered so far, after each batch.
     pub progress: Option<&'a (dyn Fn(usize) + Sync)>,
@@ -137,6 +139,9 @@ struct Prepared {
     /// next one's sales that repeat one of them, or look like one, wait for the commit.
     flight: Vec<(String, Sale)>,
     seal_time: std::time::Duration,
+    /// How long its phase 1 took (the lookups, the checks, the folio holds): with the commit,
+    /// the batch's work that does not grow with its sealing.
+    check_time: std::time::Duration,
 }
 
 impl Prepared {
@@ -251,7 +256,7 @@ impl Outbox {
                 next_line += p.taken;
             }
             let failed = recorded.is_err();
-            let (seal_time, taken) = (batch.seal_time, batch.taken);
+            let (seal_time, check_time, taken) = (batch.seal_time, batch.check_time, batch.taken);
             let (halt, unused_holds) = self.settle_batch(batch, recorded, &stop, &mut out).await;
             if let Some(p) = following.take() {
                 // Nothing taken (its first sale waits for this commit): prepared again below.
@@ -269,10 +274,12 @@ impl Outbox {
                 break;
             }
             if pace.batch.is_none() && !failed && taken == size {
-                // The commit costs more than sealing the batch: amortize it over more sales.
-                if commit_time > seal_time {
+                // The batch's checks and commit (round trips, a WAL flush: mostly the same
+                // for 8 sales or 200) cost more than sealing it: amortize them over more sales.
+                let rest = check_time + commit_time;
+                if rest > seal_time {
                     size = (size * 2).min(BATCH_CAP);
-                } else if commit_time * 4 < seal_time {
+                } else if rest * 4 < seal_time {
                     size = (size / 2).max(base);
                 }
             }
@@ -299,6 +306,7 @@ impl Outbox {
         flight: Option<&[(String, Sale)]>,
         cache: &mut ContextCache,
     ) -> Prepared {
+        let checks_began = std::time::Instant::now();
         let mut slots: Vec<Slot> = Vec::new();
         let mut context: Option<Arc<Context>> = match cache {
             Some((c, at)) if self.clock.now() - *at < CONTEXT_FRESH => Some(c.clone()),
@@ -367,6 +375,7 @@ impl Outbox {
         );
         let held = self.number_batch(&mut slots, &holder).await;
         // Phase 2: seal on every core, off the async thread (the batch before commits meanwhile).
+        let check_time = checks_began.elapsed();
         let began = std::time::Instant::now();
         let mut sealed = Vec::new();
         let mut waiting: Vec<(usize, Box<Reserved>)> = Vec::new();
@@ -415,6 +424,7 @@ impl Outbox {
             held,
             flight,
             seal_time: began.elapsed(),
+            check_time,
         }
     }
 
