@@ -168,8 +168,9 @@ fn is_fatal(e: &OutboxError) -> bool {
     ) || matches!(e, OutboxError::Csd(c) if !matches!(c, cfdi::csd::CsdError::OutsideValidity { .. }))
 }
 
-/// Imports every sale in `bytes`, `batch` sales per durable transaction.
-pub async fn import(o: &Outbox, bytes: &[u8], format: Format, actor: &Actor, batch: usize) -> Result<Summary, Failure> {
+/// Imports every sale in `bytes`, `batch` sales per durable transaction (`None`: the outbox
+/// chooses, see `outbox::outbox::bulk::Pace`).
+pub async fn import(o: &Outbox, bytes: &[u8], format: Format, actor: &Actor, batch: Option<usize>) -> Result<Summary, Failure> {
     let items = match format {
         Format::Jsonl => jsonl_items(bytes),
         Format::Csv => csv_items(bytes)?,
@@ -180,53 +181,55 @@ pub async fn import(o: &Outbox, bytes: &[u8], format: Format, actor: &Actor, bat
     }
     let mut s = Summary::default();
     let total = items.len();
-    // Batches of sales share one durable transaction and are sealed on every core
-    // (`Outbox::record_sales_json`); each sale still succeeds or fails on its own.
-    let mut done = 0;
-    for chunk in items.chunks(batch.max(1)) {
-        let jsons: Vec<Vec<u8>> = chunk.iter().filter_map(|item| item.json.as_ref().ok().cloned()).collect();
-        let mut results = o.record_sales_json(&jsons, actor, is_fatal).await.into_iter();
-        for item in chunk {
-            let r = match &item.json {
-                Err(r) => {
-                    s.rejected.push(r.clone());
-                    s.rejected_sales += 1;
-                    bar.inc(1);
-                    done += 1;
-                    continue;
-                }
-                Ok(_) => match results.next() {
-                    Some(r) => r,
-                    // The import stopped at an earlier sale of this batch.
-                    None => break,
-                },
-            };
-            match r {
-                Ok(r) if r.replayed => s.replayed += 1,
-                Ok(_) => s.recorded += 1,
-                Err(e) if is_fatal(&e) => {
-                    s.stop_code = Some(exit_code(&e));
-                    s.stopped = Some(format!("línea {}: {}", item.line, e));
-                    s.not_processed = total - done;
-                    break;
-                }
-                Err(OutboxError::Invalid(v)) => {
-                    s.rejected_sales += 1;
-                    for f in &v.0 {
-                        let (line, column) = csv_location(&f.field, item.line, &item.rows, format);
-                        s.rejected.push(reject(line, "validation", format!("{column}: {}", f.message)));
-                    }
-                }
-                Err(e) => {
-                    s.rejected_sales += 1;
-                    s.rejected.push(reject(item.line, e.code(), e.to_string()));
+    // Batches of sales share one durable transaction and are sealed on every core, the next
+    // batch sealed while one commits (`Outbox::record_sales_json_paced`); each sale still
+    // succeeds or fails on its own.
+    let jsons: Vec<Vec<u8>> = items.iter().filter_map(|item| item.json.as_ref().ok().cloned()).collect();
+    // The line index of each sale sent, for the bar.
+    let at: Vec<usize> = items.iter().enumerate().filter(|(_, i)| i.json.is_ok()).map(|(k, _)| k).collect();
+    let progress = |answered: usize| {
+        if let Some(k) = answered.checked_sub(1).and_then(|i| at.get(i)) {
+            bar.set_position(*k as u64 + 1);
+        }
+    };
+    let pace = outbox::outbox::bulk::Pace {
+        batch,
+        progress: Some(&progress),
+    };
+    let mut results = o.record_sales_json_paced(&jsons, actor, is_fatal, pace).await.into_iter();
+    for (done, item) in items.iter().enumerate() {
+        let r = match &item.json {
+            Err(r) => {
+                s.rejected.push(r.clone());
+                s.rejected_sales += 1;
+                continue;
+            }
+            Ok(_) => match results.next() {
+                Some(r) => r,
+                // The import stopped at an earlier sale.
+                None => break,
+            },
+        };
+        match r {
+            Ok(r) if r.replayed => s.replayed += 1,
+            Ok(_) => s.recorded += 1,
+            Err(e) if is_fatal(&e) => {
+                s.stop_code = Some(exit_code(&e));
+                s.stopped = Some(format!("línea {}: {}", item.line, e));
+                s.not_processed = total - done;
+                break;
+            }
+            Err(OutboxError::Invalid(v)) => {
+                s.rejected_sales += 1;
+                for f in &v.0 {
+                    let (line, column) = csv_location(&f.field, item.line, &item.rows, format);
+                    s.rejected.push(reject(line, "validation", format!("{column}: {}", f.message)));
                 }
             }
-            bar.inc(1);
-            done += 1;
-        }
-        if s.stopped.is_some() {
-            break;
+            Err(e) => {
+                s.rejected_sales += 1;
+                s.rejected.push(reject(item.line, e.code(), e.to_string()));
+            }
         }
     }
     bar.finish_and_clear();

@@ -8,6 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
+use outbox::outbox::bulk::Pace;
 use outbox::store::RecordOutcome;
 use outbox::OutboxError;
 
@@ -461,6 +462,158 @@ No,RFC,Nombre del Contribuyente,Situación del contribuyente,Publicación págin
     assert_eq!(e.counts().await[..3], [5, 5, 5]);
 }
 
+/// Batches of `n` sales (the next one sealed while one commits).
+fn by(n: usize) -> Pace<'static> {
+    Pace {
+        batch: Some(n),
+        progress: None,
+    }
+}
+
+/// (sale_id, folio) of every invoice, by sale_id.
+async fn folios_by_sale(e: &Env) -> Vec<(String, Option<String>)> {
+    sqlx::query_as::<_, (String, Option<String>)>("SELECT sale_id, folio FROM invoices ORDER BY sale_id")
+        .fetch_all(e.pool())
+        .await
+        .unwrap()
+}
+
+/// From now on a transaction that records the sale `boom` fails at its commit (a deferred
+/// foreign key), until a row goes into `boom_parent`.
+async fn refuse_commits_of_boom(e: &Env, backend: Backend) {
+    let setup: &[&str] = match backend {
+        Backend::Sqlite => &[
+            "CREATE TABLE boom_parent (id INTEGER PRIMARY KEY)",
+            "CREATE TABLE boom_child (id INTEGER REFERENCES boom_parent (id) DEFERRABLE INITIALLY DEFERRED)",
+            "CREATE TRIGGER boom AFTER INSERT ON sales WHEN NEW.sale_id = 'boom' BEGIN INSERT INTO boom_child VALUES (1); END",
+        ],
+        Backend::Postgres => &[
+            "CREATE TABLE boom_parent (id INTEGER PRIMARY KEY)",
+            "CREATE TABLE boom_child (id INTEGER REFERENCES boom_parent (id) DEFERRABLE INITIALLY DEFERRED)",
+            "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.sale_id = 'boom' THEN \
+               INSERT INTO boom_child VALUES (1); END IF; RETURN NEW; END $$",
+            "CREATE TRIGGER boom AFTER INSERT ON sales FOR EACH ROW EXECUTE FUNCTION boom()",
+        ],
+    };
+    for q in setup {
+        sqlx::query(q).execute(e.pool()).await.unwrap();
+    }
+}
+
+/// While a batch commits the next is sealed: a sale of the next one that repeats a sale of the
+/// batch still committing (its sale_id or key), or looks like one (the duplicate screening),
+/// is answered as one sale at a time answers it — it waits for that commit.
+async fn a_sale_like_one_still_committing_waits_for_its_commit(backend: Backend) {
+    let one = env(backend).await;
+    let many = env(backend).await;
+    let pan = |id: &str| ingreso(id).replace("\"Café de olla\"", "\"Pan dulce\"");
+    let own = |id: &str| ingreso(id).replace("\"Café de olla\"", &format!("\"Producto {id}\""));
+    let input = vec![
+        pan("a"),
+        own("x"),
+        // A look-alike of a, then x again, while [a, x] commits.
+        pan("b"),
+        own("x"),
+        own("y"),
+        own("z"),
+        own("y"),
+        own("w"),
+        own("v"),
+        pan("c"),
+    ];
+    let mut want = Vec::new();
+    for s in &input {
+        want.push(one.outbox.record_sale_json(s.as_bytes(), None, &staff()).await);
+    }
+    let got = many
+        .outbox
+        .record_sales_json_paced(&lines(&input), &staff(), |_| false, by(2))
+        .await;
+    let shape = |r: &Result<outbox::model::Recorded, OutboxError>| match r {
+        Ok(r) => Ok((
+            r.sale_id.clone(),
+            r.replayed,
+            r.warnings.iter().map(|w| w.code.clone()).collect::<Vec<_>>(),
+        )),
+        Err(e) => Err(e.code()),
+    };
+    assert_eq!(
+        got.iter().map(shape).collect::<Vec<_>>(),
+        want.iter().map(shape).collect::<Vec<_>>()
+    );
+    assert!(
+        matches!(&got[2], Ok(r) if r.warnings.iter().any(|w| w.code == "posible_duplicado")),
+        "{got:?}"
+    );
+    assert_eq!(one.counts().await, many.counts().await);
+    // Timbra's numbering in input order, as one at a time.
+    // (The look-alikes' warnings add timeline events: the counts above compare them.)
+    assert_eq!(folios_by_sale(&one).await, folios_by_sale(&many).await);
+}
+
+/// The same with a key per sale: a key of the batch still committing, used again in the next.
+async fn a_key_still_committing_waits_for_its_commit(backend: Backend) {
+    let e = env(backend).await;
+    let (a, b, c, d) = (sale("k-a", 71), sale("k-b", 72), sale("k-c", 73), sale("k-d", 74));
+    let items: Vec<(&[u8], Option<&str>)> = vec![
+        (a.as_bytes(), Some("clave-1")),
+        (b.as_bytes(), Some("clave-2")),
+        // clave-1 again with another sale: a conflict; with the same sale: a replay.
+        (c.as_bytes(), Some("clave-1")),
+        (a.as_bytes(), Some("clave-1")),
+        (d.as_bytes(), Some("clave-4")),
+    ];
+    let got = e.outbox.record_sales_json_keyed_paced(&items, &staff(), |_| false, by(2)).await;
+    assert!(matches!(&got[0], Ok(r) if !r.replayed), "{got:?}");
+    assert!(matches!(&got[1], Ok(r) if !r.replayed), "{got:?}");
+    assert!(matches!(&got[2], Err(OutboxError::IdempotencyConflict { .. })), "{got:?}");
+    assert!(matches!(&got[3], Ok(r) if r.replayed && r.sale_id == "k-a"), "{got:?}");
+    assert!(matches!(&got[4], Ok(r) if !r.replayed), "{got:?}");
+    assert_eq!(e.counts().await[..3], [3, 3, 3]);
+}
+
+/// A commit that fails (here a deferred constraint refusing the batch with the sale `boom`)
+/// answers its sales with the error; the batch sealed meanwhile is recorded after it with the
+/// folios it left (Timbra's numbering stays in input order), and the same file imported again
+/// records exactly what is missing.
+async fn a_failed_commit_leaves_the_batch_after_it_in_order(backend: Backend) {
+    let e = env(backend).await;
+    refuse_commits_of_boom(&e, backend).await;
+    let own = |id: &str| ingreso(id).replace("\"Café de olla\"", &format!("\"Producto {id}\""));
+    let input: Vec<String> = ["n-0", "boom", "n-2", "n-3", "n-4", "n-5"].iter().map(|id| own(id)).collect();
+    let got = e.outbox.record_sales_json_paced(&lines(&input), &staff(), |_| false, by(2)).await;
+    assert_eq!(got.len(), 6, "{got:?}");
+    assert!(got[0].is_err() && got[1].is_err(), "{got:?}");
+    assert!(got[2..].iter().all(|r| matches!(r, Ok(r) if !r.replayed)), "{got:?}");
+    let f = |id: &str, n: u32| (id.to_string(), Some(n.to_string()));
+    assert_eq!(folios_by_sale(&e).await, vec![f("n-2", 1), f("n-3", 2), f("n-4", 3), f("n-5", 4)]);
+    assert_eq!(e.counts().await[..3], [4, 4, 4]);
+    // The constraint satisfied: the file again records the two missing sales, replays the rest.
+    sqlx::query("INSERT INTO boom_parent VALUES (1)").execute(e.pool()).await.unwrap();
+    let again = e.outbox.record_sales_json_paced(&lines(&input), &staff(), |_| false, by(2)).await;
+    assert!(again[..2].iter().all(|r| matches!(r, Ok(r) if !r.replayed)), "{again:?}");
+    assert!(again[2..].iter().all(|r| matches!(r, Ok(r) if r.replayed)), "{again:?}");
+    assert_eq!(e.counts().await[..3], [6, 6, 6]);
+    whole_sales(&e).await;
+}
+
+/// A stopping error in the batch being committed ends the list there: the batch sealed
+/// meanwhile is not recorded, and gives back the folios it held.
+async fn a_stopping_commit_failure_records_nothing_after_it(backend: Backend) {
+    let e = env(backend).await;
+    refuse_commits_of_boom(&e, backend).await;
+    let own = |id: &str| ingreso(id).replace("\"Café de olla\"", &format!("\"Producto {id}\""));
+    let input: Vec<String> = ["n-0", "boom", "n-2", "n-3", "n-4"].iter().map(|id| own(id)).collect();
+    let got = e.outbox.record_sales_json_paced(&lines(&input), &staff(), |_| true, by(2)).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].is_err(), "{got:?}");
+    assert_eq!(e.counts().await[..3], [0, 0, 0]);
+    // Nothing held is left behind: the next sale takes folio 1.
+    let next = e.outbox.record_sale_json(own("despues").as_bytes(), None, &staff()).await.unwrap();
+    assert!(!next.replayed);
+    assert_eq!(folios_by_sale(&e).await, vec![("despues".to_string(), Some("1".to_string()))]);
+}
+
 fn template(detail: &outbox::model::InvoiceDetail, body: &[u8]) -> outbox::store::NewRecord {
     use outbox::model::{Badge, InvoiceState};
     use outbox::store::*;
@@ -528,4 +681,8 @@ crate::conformance!(
     claimed_records_that_fail_in_the_shared_transaction_leave_nothing_of_themselves,
     a_key_reserved_meanwhile_is_lost_whole,
     a_batch_warns_as_one_sale_at_a_time,
+    a_sale_like_one_still_committing_waits_for_its_commit,
+    a_key_still_committing_waits_for_its_commit,
+    a_failed_commit_leaves_the_batch_after_it_in_order,
+    a_stopping_commit_failure_records_nothing_after_it,
 );

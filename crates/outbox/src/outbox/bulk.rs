@@ -15,6 +15,20 @@
 //! batch whose commit fails (a full disk, a kill -9) leaves no reservation behind: the same
 //! file imported again records what is missing at once instead of waiting out a lease. Whole
 //! sales or none.
+//!
+//! Batches overlap: while batch N's transaction commits, batch N+1 goes through phases 1 and 2
+//! (its sealing on every core), and is recorded after N's commit. N's sales count as waiting
+//! slots of N+1: a sale of N+1 with the key, sale_id or a look-alike of one of them starts
+//! the batch after, which N's commit precedes, and a sale that would write in phase 1 (the
+//! one-sale path) does too. Phase 1 and 2 write nothing but folio holds (leases), so when N's
+//! commit fails, or leaves unused a folio of Timbra's numbering while N+1 holds later ones,
+//! N+1 is given up (its holds given back) and prepared again: the answers, the numbering and a
+//! re-import after a kill -9 are those of batches one after the other. A batch of one never
+//! overlaps (`--batch-size 1` is one sale at a time). The batch grows from [`batch_size`]
+//! while its checks and commit take longer than sealing it, up to [`BATCH_CAP`] ([`Pace`]),
+//! and the sealing context is read again when a second old ([`CONTEXT_FRESH`]), not per
+//! batch.
+//!
 //! Sales with fiscal links (tickets, payments, global invoices, screening warnings) take the
 //! one-sale path, in their place. The same sale_id twice in one batch ends the batch before
 //! the second, which then replays (or conflicts with) the first as it would one at a time.
@@ -38,11 +52,32 @@ use crate::intake::{choose_fecha, sha256_hex, FechaChoice, RESERVATION_LEASE};
 use crate::model::{InvoiceState, PacIdentity, Recorded};
 use crate::store::{FolioUse, IntakeLinks, IntakeLookupRequest, IntakeLookups, KeyClaim, NewRecord, RecordOutcome, StoredEmisorSettings};
 
-/// The most sales one transaction records in a bulk import: a few per core keeps every core
-/// sealing, and a kill -9 loses little work.
+/// The smallest batch the default sizing starts from: a few sales per core keeps every core
+/// sealing. With `--batch-size` unset the batch then grows (see [`BATCH_CAP`]).
 pub fn batch_size() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
     (cores * 4).clamp(4, 64)
+}
+
+/// The largest batch the default sizing grows to: a batch's sales wait for its commit (their
+/// answers come together), and its sealed documents stay in memory until then.
+pub const BATCH_CAP: usize = 256;
+
+/// A sealing context read this long ago is still used by the next batch; older, it is read
+/// again. A setting changed during an import reaches the sales sealed after at most this long
+/// (as before, a batch already sealed with the settings read when it began).
+const CONTEXT_FRESH: chrono::Duration = chrono::Duration::seconds(1);
+
+/// How [`Outbox::record_sales_json_paced`] cuts its input.
+#[derive(Default, Clone, Copy)]
+pub struct Pace<'a> {
+    /// Sales per durable transaction; `None` chooses (from [`batch_size`], growing while a
+    /// batch's checks and commit take longer than sealing it, up to [`BATCH_CAP`]). 1 records
+    /// each sale on its own, after the one before it committed, as
+    /// [`Outbox::record_sale_json`] would.
+    pub batch: Option<usize>,
+    /// Called with how many sales are answered so far, after each batch.
+    pub progress: Option<&'a (dyn Fn(usize) + Sync)>,
 }
 
 /// What sealing needs, the same for every sale of a batch.
@@ -52,9 +87,12 @@ struct Context {
     csd: Option<Arc<Csd>>,
     pac: String,
     pac_identity: Option<PacIdentity>,
-    /// SAT's reference exchange rates recorded (read once per batch).
+    /// SAT's reference exchange rates recorded (read with the rest of the context).
     references: Vec<crate::exchange_rates::ExchangeReference>,
 }
+
+/// The sealing context as last read, and when (see [`CONTEXT_FRESH`]).
+type ContextCache = Option<(Arc<Context>, DateTime<Utc>)>;
 
 /// A sale checked and ready, waiting for its seal and its transaction (which reserves its key).
 struct Reserved {
@@ -77,14 +115,78 @@ enum Slot {
     Waiting(Box<Reserved>),
 }
 
+/// What phase 1 of a sale answers.
+enum Step {
+    Slot(Slot),
+    /// The sale would write in phase 1 (the one-sale path) while the batch before is still
+    /// committing: it starts the next batch instead, which waits for that commit.
+    Later,
+}
+
+/// A batch through phases 1 and 2: answered or sealed, not yet recorded.
+struct Prepared {
+    slots: Vec<Slot>,
+    /// One per waiting slot, in order.
+    sealed: Vec<Result<NewRecord>>,
+    /// How many input lines it took (it may end early at a repeat).
+    taken: usize,
+    /// It ended at an error `stop` names.
+    stopped: bool,
+    holder: String,
+    /// It asked to hold folios (then `holder` may hold numbers to give back).
+    held: bool,
+    /// The key and the sale as received of each waiting sale: while this batch commits, the
+    /// next one's sales that repeat one of them, or look like one, wait for the commit.
+    flight: Vec<(String, Sale)>,
+    seal_time: std::time::Duration,
+    /// How long its phase 1 took (the lookups, the checks, the folio holds): with the commit,
+    /// the batch's work that does not grow with its sealing.
+    check_time: std::time::Duration,
+}
+
+impl Prepared {
+    /// Its sealed records, each reserving its key inside the recording transaction.
+    fn records(&self) -> Vec<NewRecord> {
+        let waiting = self.slots.iter().filter_map(|s| match s {
+            Slot::Waiting(r) => Some(r),
+            Slot::Done(_) => None,
+        });
+        self.sealed
+            .iter()
+            .zip(waiting)
+            .filter_map(|(r, w)| {
+                r.as_ref().ok().map(|record| NewRecord {
+                    claim: Some(KeyClaim {
+                        until_ms: (w.now + RESERVATION_LEASE).timestamp_millis(),
+                        now_ms: w.now.timestamp_millis(),
+                    }),
+                    folio: w.folio.clone(),
+                    ..record.clone()
+                })
+            })
+            .collect()
+    }
+}
+
 impl Outbox {
     /// Records many sales given as JSON, each as [`Outbox::record_sale_json`] would with its
-    /// sale_id as the key, [`batch_size`] per durable transaction. One result per sale, in
-    /// order; after the first error for which `stop` is true the list ends (that error is its
-    /// last element) and the sales after it are left untouched.
+    /// sale_id as the key, several per durable transaction ([`Pace::default`]). One result per
+    /// sale, in order; after the first error for which `stop` is true the list ends (that error
+    /// is its last element) and the sales after it are left untouched.
     pub async fn record_sales_json(&self, sales: &[Vec<u8>], actor: &Actor, stop: impl Fn(&OutboxError) -> bool) -> Vec<Result<Recorded>> {
+        self.record_sales_json_paced(sales, actor, stop, Pace::default()).await
+    }
+
+    /// [`Outbox::record_sales_json`] cut as `pace` says.
+    pub async fn record_sales_json_paced(
+        &self,
+        sales: &[Vec<u8>],
+        actor: &Actor,
+        stop: impl Fn(&OutboxError) -> bool,
+        pace: Pace<'_>,
+    ) -> Vec<Result<Recorded>> {
         let items: Vec<(&[u8], Option<&str>)> = sales.iter().map(|s| (s.as_slice(), None)).collect();
-        self.record_sales_json_keyed(&items, actor, stop).await
+        self.record_sales_json_keyed_paced(&items, actor, stop, pace).await
     }
 
     /// [`Outbox::record_sales_json`] with an idempotency key per sale (`None`: its sale_id),
@@ -96,29 +198,121 @@ impl Outbox {
         actor: &Actor,
         stop: impl Fn(&OutboxError) -> bool,
     ) -> Vec<Result<Recorded>> {
+        self.record_sales_json_keyed_paced(sales, actor, stop, Pace::default()).await
+    }
+
+    /// [`Outbox::record_sales_json_keyed`] cut as `pace` says. While a batch's recording
+    /// transaction commits (phase 3) the next batch goes through phases 1 and 2; it is recorded
+    /// only after that commit, and only if it stands: when the commit fails, or leaves folios
+    /// of Timbra's numbering unused while the next batch holds later ones, the next batch is
+    /// given up (its held folios given back; it wrote nothing else) and prepared again.
+    pub async fn record_sales_json_keyed_paced(
+        &self,
+        sales: &[(&[u8], Option<&str>)],
+        actor: &Actor,
+        stop: impl Fn(&OutboxError) -> bool,
+        pace: Pace<'_>,
+    ) -> Vec<Result<Recorded>> {
         let mut out: Vec<Result<Recorded>> = Vec::with_capacity(sales.len());
-        let size = batch_size();
-        while out.len() < sales.len() {
-            let start = out.len();
-            let end = (start + size).min(sales.len());
-            if self.record_batch(&sales[start..end], actor, &stop, &mut out).await {
+        let base = batch_size();
+        let mut size = pace.batch.unwrap_or(base).max(1);
+        // One by one: each sale's phase 1 after the commit of the one before, as one at a time.
+        let overlap = size > 1;
+        let mut cache: ContextCache = None;
+        // The first line not yet prepared.
+        let mut next_line = 0;
+        let mut next: Option<Prepared> = None;
+        loop {
+            let batch = match next.take() {
+                Some(p) => p,
+                None if next_line < sales.len() => {
+                    let end = (next_line + size).min(sales.len());
+                    let p = self.prepare(&sales[next_line..end], actor, &stop, None, &mut cache).await;
+                    next_line += p.taken;
+                    p
+                }
+                None => break,
+            };
+            let records = batch.records();
+            let record = async {
+                let began = std::time::Instant::now();
+                let recorded = if records.is_empty() {
+                    Ok(vec![])
+                } else {
+                    self.store.record_sales(&records).await
+                };
+                (recorded, began.elapsed())
+            };
+            let ((recorded, commit_time), mut following) = if overlap && !batch.stopped && !records.is_empty() && next_line < sales.len() {
+                // Phases 1 and 2 of the next batch while this one commits.
+                let end = (next_line + size).min(sales.len());
+                let prepare = self.prepare(&sales[next_line..end], actor, &stop, Some(&batch.flight), &mut cache);
+                let (r, p) = tokio::join!(record, prepare);
+                (r, Some(p))
+            } else {
+                (record.await, None)
+            };
+            if let Some(p) = &following {
+                next_line += p.taken;
+            }
+            let failed = recorded.is_err();
+            let (seal_time, check_time, taken) = (batch.seal_time, batch.check_time, batch.taken);
+            let (halt, unused_holds) = self.settle_batch(batch, recorded, &stop, &mut out).await;
+            if let Some(p) = following.take() {
+                // Nothing taken (its first sale waits for this commit): prepared again below.
+                if halt || failed || p.taken == 0 || (p.held && unused_holds) {
+                    next_line -= p.taken;
+                    self.give_up(&p).await;
+                } else {
+                    next = Some(p);
+                }
+            }
+            if let Some(progress) = pace.progress {
+                progress(out.len());
+            }
+            if halt {
                 break;
+            }
+            if pace.batch.is_none() && !failed && taken == size {
+                // The batch's checks and commit (round trips, a WAL flush: mostly the same
+                // for 8 sales or 200) cost more than sealing it: amortize them over more sales.
+                let rest = check_time + commit_time;
+                if rest > seal_time {
+                    size = (size * 2).min(BATCH_CAP);
+                } else if rest * 4 < seal_time {
+                    size = (size / 2).max(base);
+                }
             }
         }
         out
     }
 
-    /// One batch (it may end early at a repeated sale_id); true when it stopped on an error
-    /// `stop` names.
-    async fn record_batch(
+    /// A prepared batch given up before its transaction: its held folios go back at once.
+    async fn give_up(&self, p: &Prepared) {
+        if p.held {
+            if let Err(e) = self.store.release_folio_holds(&p.holder).await {
+                tracing::warn!(error = %e, "no se pudieron devolver los folios apartados");
+            }
+        }
+    }
+
+    /// Phases 1 and 2 of one batch (it may end early at a repeated sale_id). `flight`: the
+    /// sales of the batch before, still committing.
+    async fn prepare(
         &self,
         lines: &[(&[u8], Option<&str>)],
         actor: &Actor,
         stop: &impl Fn(&OutboxError) -> bool,
-        out: &mut Vec<Result<Recorded>>,
-    ) -> bool {
+        flight: Option<&[(String, Sale)]>,
+        cache: &mut ContextCache,
+    ) -> Prepared {
+        let checks_began = std::time::Instant::now();
         let mut slots: Vec<Slot> = Vec::new();
-        let mut context: Option<Context> = None;
+        let mut context: Option<Arc<Context>> = match cache {
+            Some((c, at)) if self.clock.now() - *at < CONTEXT_FRESH => Some(c.clone()),
+            _ => None,
+        };
+        let had = context.clone();
         let mut stopped = false;
         // Phase 1: in order, as one sale at a time would, with what each reads read beforehand
         // for the whole batch (one query per kind).
@@ -129,15 +323,23 @@ impl Outbox {
                 Ok(sale) => {
                     let key = key.unwrap_or(sale.sale_id.as_str());
                     // The same key or sale_id, or a look-alike the duplicate screening would
-                    // link, waits for this batch's commit: it must see the earlier one recorded.
-                    if slots
-                        .iter()
-                        .any(|s| matches!(s, Slot::Waiting(r) if r.key == key || r.sale.sale_id == sale.sale_id || alike(&r.sale, &sale)))
+                    // link, waits for the commit of this batch or of the one before: it must
+                    // see the earlier one recorded.
+                    let repeats = |k: &str, s: &Sale| k == key || s.sale_id == sale.sale_id || alike(s, &sale);
+                    if slots.iter().any(|s| matches!(s, Slot::Waiting(r) if repeats(&r.key, &r.sale)))
+                        || flight.is_some_and(|f| f.iter().any(|(k, s)| repeats(k, s)))
                     {
                         break;
                     }
                     let key = key.to_string();
-                    self.reserve_in_batch(sale, key, actor, &mut context, &mut known).await
+                    match self
+                        .reserve_in_batch(sale, key, actor, &mut context, &mut known, flight.is_some())
+                        .await
+                    {
+                        Ok(Step::Slot(slot)) => Ok(slot),
+                        Ok(Step::Later) => break,
+                        Err(e) => Err(e),
+                    }
                 }
                 Err(e) => Err(e),
             };
@@ -153,6 +355,18 @@ impl Outbox {
                 }
             }
         }
+        if let Some(c) = &context {
+            if !had.as_ref().is_some_and(|h| Arc::ptr_eq(h, c)) {
+                *cache = Some((c.clone(), self.clock.now()));
+            }
+        }
+        let flight: Vec<(String, Sale)> = slots
+            .iter()
+            .filter_map(|s| match s {
+                Slot::Waiting(r) => Some((r.key.clone(), r.sale.clone())),
+                Slot::Done(_) => None,
+            })
+            .collect();
         // The folios of the sales that bring none, held in one short write per serie.
         let holder = format!(
             "{}:{}",
@@ -160,63 +374,99 @@ impl Outbox {
             self.reservations.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         let held = self.number_batch(&mut slots, &holder).await;
-        let waiting: Vec<&Reserved> = slots
-            .iter()
-            .filter_map(|s| match s {
-                Slot::Waiting(r) => Some(r.as_ref()),
-                Slot::Done(_) => None,
-            })
-            .collect();
-        let mut sealed: Vec<Result<NewRecord>> = Vec::new();
-        let mut outcomes: Vec<Result<RecordOutcome>> = Vec::new();
-        if let (false, Some(ctx)) = (waiting.is_empty(), context.as_ref()) {
-            // Phase 2: seal on every core.
-            sealed = seal_all(&waiting, ctx, actor);
-            // Phase 3: one transaction for every sealed record, each reserving its key.
-            let records: Vec<NewRecord> = sealed
-                .iter()
-                .zip(&waiting)
-                .filter_map(|(r, w)| {
-                    r.as_ref().ok().map(|record| NewRecord {
-                        claim: Some(KeyClaim {
-                            until_ms: (w.now + RESERVATION_LEASE).timestamp_millis(),
-                            now_ms: w.now.timestamp_millis(),
-                        }),
-                        folio: w.folio.clone(),
-                        ..record.clone()
-                    })
-                })
-                .collect();
-            let recorded = self.store.record_sales(&records).await;
-            // What this batch held and did not record goes to the next intake at once.
-            if held {
-                if let Err(e) = self.store.release_folio_holds(&holder).await {
-                    tracing::warn!(error = %e, "no se pudieron devolver los folios apartados");
-                }
-            }
-            match recorded {
-                Ok(list) => outcomes = list,
-                Err(e) => {
-                    // Nothing was committed, and no reservation was written outside it.
-                    let halt = stop(&e);
-                    for slot in slots {
-                        match slot {
-                            Slot::Done(r) => out.push(r),
-                            Slot::Waiting(_) => {
-                                out.push(Err(e.clone()));
-                                if halt {
-                                    return true;
-                                }
-                            }
-                        }
-                    }
-                    return stopped;
+        // Phase 2: seal on every core, off the async thread (the batch before commits meanwhile).
+        let check_time = checks_began.elapsed();
+        let began = std::time::Instant::now();
+        let mut sealed = Vec::new();
+        let mut waiting: Vec<(usize, Box<Reserved>)> = Vec::new();
+        let mut positions: Vec<usize> = Vec::new();
+        for (i, slot) in slots.iter_mut().enumerate() {
+            if matches!(slot, Slot::Waiting(_)) {
+                if let Slot::Waiting(r) = std::mem::replace(slot, Slot::Done(Err(OutboxError::NotConfigured))) {
+                    waiting.push((i, r));
+                    positions.push(i);
                 }
             }
         }
-        let mut sealed = sealed.into_iter();
+        if let (false, Some(ctx)) = (waiting.is_empty(), context.clone()) {
+            let actor = actor.clone();
+            let job = tokio::task::spawn_blocking(move || {
+                let refs: Vec<&Reserved> = waiting.iter().map(|(_, r)| r.as_ref()).collect();
+                let sealed = seal_all(&refs, &ctx, &actor);
+                (waiting, sealed)
+            });
+            match job.await {
+                Ok((back, s)) => {
+                    sealed = s;
+                    waiting = back;
+                }
+                Err(_) => {
+                    waiting = vec![];
+                    for i in &positions {
+                        slots[*i] = Slot::Done(Err(OutboxError::Database("el sellado en paralelo terminó mal".into())));
+                    }
+                }
+            }
+        }
+        // No context (it could not be read): each waiting sale answers NotConfigured, as before.
+        for (i, r) in waiting {
+            slots[i] = Slot::Waiting(r);
+        }
+        if sealed.len() != slots.iter().filter(|s| matches!(s, Slot::Waiting(_))).count() {
+            sealed.clear();
+        }
+        Prepared {
+            taken: slots.len(),
+            slots,
+            sealed,
+            stopped,
+            holder,
+            held,
+            flight,
+            seal_time: began.elapsed(),
+            check_time,
+        }
+    }
+
+    /// Phase 3's answers for one batch, in order, into `out`. Returns whether the import stops
+    /// (an error `stop` names) and whether folios it held went unused.
+    async fn settle_batch(
+        &self,
+        batch: Prepared,
+        recorded: Result<Vec<Result<RecordOutcome>>>,
+        stop: &impl Fn(&OutboxError) -> bool,
+        out: &mut Vec<Result<Recorded>>,
+    ) -> (bool, bool) {
+        // What this batch held and did not record goes to the next intake at once.
+        if batch.held {
+            if let Err(e) = self.store.release_folio_holds(&batch.holder).await {
+                tracing::warn!(error = %e, "no se pudieron devolver los folios apartados");
+            }
+        }
+        let held_folio = |r: &Reserved| matches!(r.folio, FolioUse::Held { .. });
+        let outcomes = match recorded {
+            Ok(list) => list,
+            Err(e) => {
+                // Nothing was committed, and no reservation was written outside it.
+                let halt = stop(&e);
+                for slot in batch.slots {
+                    match slot {
+                        Slot::Done(r) => out.push(r),
+                        Slot::Waiting(_) => {
+                            out.push(Err(e.clone()));
+                            if halt {
+                                return (true, true);
+                            }
+                        }
+                    }
+                }
+                return (batch.stopped, true);
+            }
+        };
+        let mut unused_holds = false;
+        let mut sealed = batch.sealed.into_iter();
         let mut outcomes = outcomes.into_iter();
-        for slot in slots {
+        for slot in batch.slots {
             let answer = match slot {
                 Slot::Done(r) => r,
                 Slot::Waiting(r) => match sealed.next() {
@@ -224,18 +474,27 @@ impl Outbox {
                         let outcome = outcomes
                             .next()
                             .unwrap_or_else(|| Err(OutboxError::Database("la transacción no devolvió el resultado de una venta".into())));
+                        if !matches!(outcome, Ok(RecordOutcome::Recorded { .. })) && held_folio(&r) {
+                            unused_holds = true;
+                        }
                         self.settle_in_batch(&r, &record, outcome).await
                     }
-                    Some(Err(e)) => Err(e),
-                    None => Err(OutboxError::NotConfigured),
+                    Some(Err(e)) => {
+                        unused_holds |= held_folio(&r);
+                        Err(e)
+                    }
+                    None => {
+                        unused_holds |= held_folio(&r);
+                        Err(OutboxError::NotConfigured)
+                    }
                 },
             };
             out.push(answer);
         }
-        stopped
+        (batch.stopped, unused_holds)
     }
 
-    /// What sealing needs, read once per batch.
+    /// What sealing needs, read once per batch (or reused, see [`CONTEXT_FRESH`]).
     async fn batch_context(&self) -> Result<Context> {
         let emisor = self.store.current_emisor_settings().await?.ok_or(OutboxError::NotConfigured)?;
         let pac = self.primary_pac().await?;
@@ -264,7 +523,7 @@ impl Outbox {
         &self,
         lines: &[(&[u8], Option<&str>)],
         parsed: &[Result<Sale>],
-        context: &mut Option<Context>,
+        context: &mut Option<Arc<Context>>,
     ) -> IntakeLookups {
         let sales: Vec<(&Sale, &str)> = parsed
             .iter()
@@ -276,7 +535,7 @@ impl Outbox {
         }
         if context.is_none() {
             // Read again by the first sale that needs it when this fails (its error is that sale's).
-            *context = self.batch_context().await.ok();
+            *context = self.batch_context().await.ok().map(Arc::new);
         }
         let now = self.clock.now();
         let mut ask = IntakeLookupRequest {
@@ -311,18 +570,19 @@ impl Outbox {
         sale: Sale,
         key: String,
         actor: &Actor,
-        context: &mut Option<Context>,
+        context: &mut Option<Arc<Context>>,
         known: &mut IntakeLookups,
-    ) -> Result<Slot> {
+        later: bool,
+    ) -> Result<Step> {
         let now = self.clock.now();
         let body = sale.to_canonical_json();
         let body_sha256 = sha256_hex(body.as_bytes());
         if let Some(done) = self.settled(&key, &sale.sale_id, &body_sha256, now, Some(known)).await? {
-            return Ok(Slot::Done(Ok(done)));
+            return Ok(Step::Slot(Slot::Done(Ok(done))));
         }
         let ctx = match context {
             Some(c) => c,
-            None => context.insert(self.batch_context().await?),
+            None => context.insert(Arc::new(self.batch_context().await?)),
         };
         let fecha = choose_fecha(sale.occurred_at.0, &ctx.emisor.profile.lugar_expedicion, now);
         let options = match sale.moneda.as_deref() {
@@ -348,12 +608,15 @@ impl Outbox {
         let warnings = self.intake_links(&sale, &ctx.emisor.profile, &mut links, Some(known)).await?;
         self.check_brought_folio(&sale, Some(known)).await?;
         if sale.ticket || !links.is_empty() || !warnings.is_empty() {
+            if later {
+                return Ok(Step::Later);
+            }
             // The fiscal workflows' own transaction; what it writes may change answers the
             // batch read for the sales after it, which read those again.
             let given = (key != sale.sale_id).then_some(key.as_str());
             let done = self.record_sale(&sale, given, actor).await;
             known.forget(&key, &sale.sale_id, &sale.receptor.rfc);
-            return Ok(Slot::Done(done));
+            return Ok(Step::Slot(Slot::Done(done)));
         }
         let owner = format!(
             "{}:{}",
@@ -365,7 +628,7 @@ impl Outbox {
             Numbering::Keep(f) => f.clone(),
             Numbering::Take(_) => FolioUse::None,
         };
-        Ok(Slot::Waiting(Box::new(Reserved {
+        Ok(Step::Slot(Slot::Waiting(Box::new(Reserved {
             key,
             sale,
             numbering,
@@ -375,7 +638,7 @@ impl Outbox {
             body_sha256,
             fecha,
             now,
-        })))
+        }))))
     }
 
     /// Between phases 1 and 2: the sales that bring no folio get the next ones of their serie,
