@@ -49,6 +49,7 @@ fn crate_dependencies_point_one_way() {
             "cfdi",
             &[
                 "sqlx",
+                "rusqlite",
                 "reqwest",
                 "hyper",
                 "axum",
@@ -63,6 +64,7 @@ fn crate_dependencies_point_one_way() {
             "pac",
             &[
                 "sqlx",
+                "rusqlite",
                 "reqwest",
                 "hyper",
                 "axum",
@@ -74,16 +76,30 @@ fn crate_dependencies_point_one_way() {
         ),
         // cfdi ← pac ← rules ← outbox: the rules know no database, no runtime, no network.
         ("rules", RULES_FORBIDDEN),
-        ("pac-clients", &["sqlx", "tauri", "timbra-rules", "timbra-outbox", "axum"]),
+        (
+            "pac-clients",
+            &["sqlx", "rusqlite", "tauri", "timbra-rules", "timbra-outbox", "axum"],
+        ),
         (
             "pac-sim",
-            &["sqlx", "tauri", "timbra-rules", "timbra-outbox", "timbra-pac-clients", "reqwest"],
+            &[
+                "sqlx",
+                "rusqlite",
+                "tauri",
+                "timbra-rules",
+                "timbra-outbox",
+                "timbra-pac-clients",
+                "reqwest",
+            ],
         ),
         (
             "outbox",
             &["reqwest", "hyper", "hyper-util", "axum", "tower", "tauri", "timbra-pac-clients"],
         ),
-        ("pdf", &["sqlx", "reqwest", "tauri", "tokio", "timbra-rules", "timbra-outbox"]),
+        (
+            "pdf",
+            &["sqlx", "rusqlite", "reqwest", "tauri", "tokio", "timbra-rules", "timbra-outbox"],
+        ),
         // SAT's Descarga Masiva wire: pure like cfdi, below everything but cfdi.
         ("sat-ws", SAT_WS_FORBIDDEN),
         // The use cases the shells share: over the Outbox API, below the HTTP API.
@@ -91,6 +107,7 @@ fn crate_dependencies_point_one_way() {
             "services",
             &[
                 "sqlx",
+                "rusqlite",
                 "reqwest",
                 "hyper",
                 "hyper-util",
@@ -126,6 +143,7 @@ fn crate_dependencies_point_one_way() {
 /// the network, files, the desktop, or a crate after it in the dependency order.
 const RULES_FORBIDDEN: &[&str] = &[
     "sqlx",
+    "rusqlite",
     "tokio",
     "futures-util",
     "reqwest",
@@ -163,7 +181,7 @@ fn the_rules_crate_is_pure() {
     let bad: Vec<&String> = declared.iter().filter(|d| RULES_FORBIDDEN.contains(&d.as_str())).collect();
     assert!(bad.is_empty(), "crates/rules must stay pure, but depends on {bad:?}");
 
-    const IO: [&str; 8] = [
+    const IO: [&str; 9] = [
         "std::fs",
         "std::net",
         "std::process",
@@ -171,6 +189,7 @@ fn the_rules_crate_is_pure() {
         "std::env",
         "tokio::",
         "sqlx::",
+        "rusqlite::",
         "async fn",
     ];
     let mut hits = Vec::new();
@@ -188,6 +207,7 @@ fn the_rules_crate_is_pure() {
 /// What `crates/sat-ws` (SAT's *Descarga Masiva* wire, pure) must never depend on.
 const SAT_WS_FORBIDDEN: &[&str] = &[
     "sqlx",
+    "rusqlite",
     "tokio",
     "futures-util",
     "reqwest",
