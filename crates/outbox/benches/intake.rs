@@ -58,6 +58,8 @@ async fn outbox_in(dir: &Path) -> Outbox {
 fn sale(id: u64) -> Sale {
     let mut s = Sale::from_json(&read("sales/ingreso-pedido-4471.json")).unwrap();
     s.sale_id = format!("b-{id}");
+    // Its own folio: the fixture's would be another sale's (`folio_usado`).
+    s.folio = Some(format!("{id}"));
     s
 }
 
